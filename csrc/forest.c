@@ -1,0 +1,118 @@
+/* forest.c -- structure validation and the parity predictor over the xai_forest layout. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xai.h"
+
+int xai_abi_version(void) { return XAI_ABI_VERSION; }
+
+/* Depth-first walk of tree t from its root; fails on cycles, shared children or depth overflow. */
+static int check_tree(const xai_forest *f, int32_t t, uint8_t *seen, int32_t *stack_node, int32_t *stack_depth)
+{
+    const int64_t base = f->tree_offset[t];
+    const int64_t size = f->tree_offset[t + 1] - base;
+    int64_t top = 0, visited = 0;
+    stack_node[top] = 0;
+    stack_depth[top++] = 0;
+    while (top > 0) {
+        const int32_t k = stack_node[--top];
+        const int32_t depth = stack_depth[top];
+        const int64_t g = base + k;
+        if (seen[k])
+            return XAI_E_STRUCTURE; /* in-degree > 1 */
+        seen[k] = 1;
+        visited++;
+        if (depth > f->max_depth)
+            return XAI_E_STRUCTURE;
+        const int32_t l = f->left_child[g], r = f->right_child[g];
+        if (l < 0 || r < 0) {
+            if (l != -1 || r != -1)
+                return XAI_E_INDEX;
+            for (int32_t o = 0; o < f->leaf_width; o++)
+                if (!isfinite(f->value[g * f->leaf_width + o]))
+                    return XAI_E_VALUE;
+            continue;
+        }
+        if (l >= size || r >= size || l == 0 || r == 0)
+            return XAI_E_INDEX;
+        if (f->feature[g] < 0 || f->feature[g] >= f->n_features)
+            return XAI_E_INDEX;
+        if (isnan(f->threshold[g]))
+            return XAI_E_VALUE;
+        if (f->threshold_rank != NULL && f->threshold_rank[g] < 1)
+            return XAI_E_INDEX;
+        if (f->impurity != NULL && !isfinite(f->impurity[g]))
+            return XAI_E_VALUE;
+        if (top + 2 > size)
+            return XAI_E_STRUCTURE;
+        stack_node[top] = l;
+        stack_depth[top++] = depth + 1;
+        stack_node[top] = r;
+        stack_depth[top++] = depth + 1;
+    }
+    return visited == size ? XAI_OK : XAI_E_STRUCTURE; /* unreachable nodes */
+}
+
+int xai_validate(const xai_forest *f)
+{
+    if (f == NULL || f->n_trees < 1 || f->n_nodes < 1 || f->n_features < 1 || f->n_outputs < 1 ||
+        f->max_depth < 0 || f->tree_offset == NULL || f->left_child == NULL || f->right_child == NULL ||
+        f->feature == NULL || f->threshold == NULL || f->missing_left == NULL || f->value == NULL ||
+        f->base_score == NULL || f->tree_target == NULL)
+        return XAI_E_SIZE;
+    if (f->leaf_width != f->n_outputs && f->leaf_width != 1)
+        return XAI_E_SIZE;
+    if (f->split_rule != XAI_LEFT_IF_LE && f->split_rule != XAI_LEFT_IF_LT)
+        return XAI_E_UNSUPPORTED;
+    if (f->aggregate != XAI_AGGREGATE_SUM && f->aggregate != XAI_AGGREGATE_MEAN)
+        return XAI_E_UNSUPPORTED;
+    if (f->tree_offset[0] != 0 || f->tree_offset[f->n_trees] != f->n_nodes)
+        return XAI_E_SIZE;
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        if (!isfinite(f->base_score[o]))
+            return XAI_E_VALUE;
+    int64_t largest = 0;
+    for (int32_t t = 0; t < f->n_trees; t++) {
+        const int64_t size = f->tree_offset[t + 1] - f->tree_offset[t];
+        if (size < 1)
+            return XAI_E_SIZE;
+        if (size > largest)
+            largest = size;
+        const int32_t target = f->tree_target[t];
+        if (target < 0 || target + f->leaf_width > f->n_outputs)
+            return XAI_E_INDEX;
+    }
+    uint8_t *seen = malloc((size_t)largest);
+    int32_t *stack_node = malloc(sizeof(int32_t) * (size_t)(largest + 2));
+    int32_t *stack_depth = malloc(sizeof(int32_t) * (size_t)(largest + 2));
+    int status = (seen && stack_node && stack_depth) ? XAI_OK : XAI_E_NOMEM;
+    for (int32_t t = 0; t < f->n_trees && status == XAI_OK; t++) {
+        memset(seen, 0, (size_t)(f->tree_offset[t + 1] - f->tree_offset[t]));
+        status = check_tree(f, t, seen, stack_node, stack_depth);
+    }
+    free(seen);
+    free(stack_node);
+    free(stack_depth);
+    return status;
+}
+
+int xai_predict(const xai_forest *f, const double *X, int64_t n_rows, double *out)
+{
+    if (f == NULL || X == NULL || out == NULL || n_rows < 0)
+        return XAI_E_SIZE;
+    const double scale = f->aggregate == XAI_AGGREGATE_MEAN ? 1.0 / f->n_trees : 1.0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        const double *x = X + i * f->n_features;
+        double *y = out + i * f->n_outputs;
+        for (int32_t o = 0; o < f->n_outputs; o++)
+            y[o] = 0.0;
+        for (int32_t t = 0; t < f->n_trees; t++) {
+            const int64_t leaf = xai_leaf_of(f, t, x);
+            for (int32_t o = 0; o < f->leaf_width; o++)
+                y[f->tree_target[t] + o] += f->value[leaf * f->leaf_width + o];
+        }
+        for (int32_t o = 0; o < f->n_outputs; o++)
+            y[o] = f->base_score[o] + scale * y[o];
+    }
+    return XAI_OK;
+}

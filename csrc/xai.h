@@ -1,0 +1,124 @@
+/* xai.h -- the one contract between Python and the C core of xai_plugins.
+ *
+ * A tree ensemble is a read-only structure of borrowed pointers (structure of arrays).
+ * Python owns every array and keeps it alive while the struct is in use. Child ids are
+ * local to their tree: node `k` of tree `t` lives at global index tree_offset[t] + k,
+ * and the root of every tree is its local node 0.
+ *
+ * Every function returns an xai_status, writes only into caller-allocated buffers whose
+ * sizes are stated below, never aborts and never touches Python objects (cffi releases
+ * the GIL around each call). The block between the cffi markers is fed verbatim to
+ * cffi's cdef, so it holds plain declarations only.
+ */
+#ifndef XAI_H
+#define XAI_H
+
+#include <stdint.h>
+
+#define XAI_ABI_VERSION 1
+
+/* cffi-cdef-begin */
+enum {
+    XAI_OK = 0,
+    XAI_E_SIZE = 1,        /* a count or buffer size is negative, zero where it must not be, or too small */
+    XAI_E_INDEX = 2,       /* a child, feature, rank or output index is out of range */
+    XAI_E_STRUCTURE = 3,   /* a tree is not a binary tree rooted at node 0 (in-degree, reachability, depth) */
+    XAI_E_VALUE = 4,       /* a threshold, leaf value, impurity or input is NaN/inf where it must be finite */
+    XAI_E_UNSUPPORTED = 5, /* a combination of settings the core does not implement */
+    XAI_E_NOMEM = 6        /* malloc failed */
+};
+
+enum {
+    XAI_LEFT_IF_LE = 0,    /* go left iff x <= threshold (scikit-learn, LightGBM) */
+    XAI_LEFT_IF_LT = 1     /* go left iff x <  threshold (XGBoost) */
+};
+
+enum {
+    XAI_AGGREGATE_SUM = 0, /* boosting: f(x) = base + sum over trees */
+    XAI_AGGREGATE_MEAN = 1 /* forests:  f(x) = base + mean over trees */
+};
+
+typedef struct {
+    int32_t n_trees;
+    int32_t n_nodes;        /* total over all trees */
+    int32_t n_features;
+    int32_t n_outputs;
+    int32_t leaf_width;     /* values per node: n_outputs (vector leaves, tree_target all 0) or 1 */
+    int32_t max_depth;      /* deepest root-to-leaf edge count over all trees */
+    int32_t split_rule;     /* XAI_LEFT_IF_LE or XAI_LEFT_IF_LT */
+    int32_t input_float32;  /* 1: the model compares (float)x, as scikit-learn and XGBoost do */
+    int32_t aggregate;      /* XAI_AGGREGATE_SUM or XAI_AGGREGATE_MEAN */
+    const double *base_score;      /* [n_outputs], margin space */
+    const int64_t *tree_offset;    /* [n_trees + 1], tree_offset[0] = 0, tree_offset[n_trees] = n_nodes */
+    const int32_t *tree_target;    /* [n_trees], first output a tree adds to */
+    const int32_t *left_child;     /* [n_nodes], local id, -1 for a leaf */
+    const int32_t *right_child;    /* [n_nodes], local id, -1 for a leaf */
+    const int32_t *feature;        /* [n_nodes], split feature, ignored at leaves */
+    const double *threshold;       /* [n_nodes], bit-identical to the model's own value */
+    const uint8_t *missing_left;   /* [n_nodes], 1 when NaN goes left */
+    const double *value;           /* [n_nodes * leaf_width], leaf outputs (internal nodes ignored) */
+    const double *impurity;        /* [n_nodes] node impurity, or NULL (local MDI needs it) */
+    const int32_t *threshold_rank; /* [n_nodes] for PG2: 1-based rank of the node's split boundary among
+                                      the sorted distinct boundaries of its feature; ignored at leaves */
+} xai_forest;
+
+int xai_abi_version(void);
+
+/* Checks the structure once per model: sizes, index ranges, in-degree 1, every node reachable
+ * from its tree's root, depth <= max_depth, finite thresholds and leaf values. */
+int xai_validate(const xai_forest *forest);
+
+/* out[i * n_outputs + o] = model output o for row i of X[n_rows * n_features] (margin space).
+ * NaN follows missing_left. */
+int xai_predict(const xai_forest *forest, const double *X, int64_t n_rows, double *out);
+
+/* Exact PG2(x, S) = E[(f(x') - f(x))^2] with x'_j = x_j + noise_j for j in S.
+ * mask[(i * n_sets + s) * n_features + j] != 0 when feature j is in set s of row i.
+ * cdf[i * cdf_len + cdf_offset[j] + r] holds, for row i and feature j, the probability that
+ * x'_j falls below boundary r (r = 1 .. m_j in rank order), with entry 0 equal to 0 and entry
+ * m_j + 1 equal to 1; cdf_offset has n_features + 1 entries and cdf_offset[n_features] <= cdf_len.
+ * Only the features of a set are read. out[(i * n_sets + s) * n_outputs + o].
+ * pair_terms (may be NULL) receives the number of leaf-pair terms evaluated. */
+int xai_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
+            const uint8_t *mask, int64_t n_sets,
+            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+            double *out, int64_t *pair_terms);
+
+/* Greedy PG2 ranking: step k adds the feature that maximises sum_o weight[o] * PG2(x, S + {j});
+ * ties go to the lowest feature index. ranking[i * n_features + k] is the k-th feature,
+ * path[i * n_features + k] the objective after adding it. Same cdf layout as xai_pg2. */
+int xai_greedy_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
+                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                   const double *output_weight, int32_t *ranking, double *path);
+
+/* Local MDI: out[i * n_features + j] = sum over trees t of w(i, t) * sum over the nodes on row
+ * i's path in t that split on j of impurity(node) - impurity(child the row follows).
+ * tree_weight[i * n_trees + t] gives w(i, t); NULL means 1 / n_trees (the plain average). */
+int xai_local_mdi(const xai_forest *forest, const double *X, int64_t n_rows,
+                  const double *tree_weight, double *out);
+/* cffi-cdef-end */
+
+/* Shared by the .c files, not part of the Python-facing API. */
+#include <math.h>
+
+/* 1 when value x (already read from the input row) goes to the left child of global node g. */
+static inline int xai_goes_left(const xai_forest *f, int64_t g, double x)
+{
+    if (isnan(x))
+        return f->missing_left[g] != 0;
+    if (f->input_float32)
+        x = (double)(float)x;
+    return f->split_rule == XAI_LEFT_IF_LT ? x < f->threshold[g] : x <= f->threshold[g];
+}
+
+/* Global index of the leaf that row x reaches in tree t. */
+static inline int64_t xai_leaf_of(const xai_forest *f, int32_t t, const double *x)
+{
+    const int64_t base = f->tree_offset[t];
+    int64_t g = base;
+    while (f->left_child[g] >= 0)
+        g = base + (xai_goes_left(f, g, x[f->feature[g]]) ? f->left_child[g] : f->right_child[g]);
+    return g;
+}
+
+#endif /* XAI_H */

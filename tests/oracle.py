@@ -1,0 +1,151 @@
+"""Independent references for PG²: brute-force integration over grid cells, and a plain
+numpy leaf-pair sum. Neither shares code with the C core or the perturbation module."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from scipy import stats
+
+
+def real_boundary(t: float, rule: str, float32: bool) -> float:
+    """sup{x real : the model sends x left at threshold t}, found by bisection on the model's
+    own comparison (float32 cast where the model casts)."""
+
+    def left(x):
+        v = np.float64(np.float32(x)) if float32 else np.float64(x)
+        return v < t if rule == "lt" else v <= t
+
+    lo, hi = t - 1e-3 * (abs(t) + 1), t + 1e-3 * (abs(t) + 1)
+    assert left(lo) and not left(hi)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if left(mid) else (lo, mid)
+    return hi if left(hi) else lo if not left(lo) else (lo + hi) / 2
+
+
+def model_thresholds(model) -> tuple[dict, str, bool]:
+    """Per-feature raw thresholds read straight from the library's own model dump, with the
+    comparison rule and whether inputs are cast to float32."""
+    module = type(model).__module__.split(".")[0]
+    thr: dict[int, list] = {}
+    if module == "xgboost":
+        df = model.get_booster().trees_to_dataframe()
+        df = df[df.Feature != "Leaf"]
+        names = model.get_booster().feature_names
+        for f, s in zip(df.Feature, df.Split):
+            j = names.index(f) if names else int(f[1:])
+            thr.setdefault(j, []).append(float(np.float32(s)))
+        return thr, "lt", True
+    if module == "lightgbm":
+        df = model.booster_.trees_to_dataframe()
+        df = df[df.split_feature.notna()]
+        names = model.booster_.feature_name()
+        for f, s in zip(df.split_feature, df.threshold):
+            thr.setdefault(names.index(f), []).append(float(s))
+        return thr, "le", False
+    if hasattr(model, "_predictors"):  # sklearn HistGradientBoosting
+        for row in model._predictors:
+            for p in row:
+                for node in p.nodes[~p.nodes["is_leaf"].astype(bool)]:
+                    thr.setdefault(int(node["feature_idx"]), []).append(float(node["num_threshold"]))
+        return thr, "le", False
+    estimators = getattr(model, "estimators_", [model])
+    for est in np.ravel(estimators):
+        tree = est.tree_
+        for j, t, l in zip(tree.feature, tree.threshold, tree.children_left):
+            if l >= 0:
+                thr.setdefault(int(j), []).append(float(t))
+    return thr, "le", True
+
+
+def grid_pg2(model, predict, x, S, cdfs) -> np.ndarray:
+    """Σ over grid cells of the perturbed features of P(cell) (f(cell) - f(x))², with cells cut at
+    the real boundaries of every threshold and f evaluated at one point per cell.
+
+    predict: (n, d) -> (n, k) model output; cdfs[j]: callable CDF of the noise on feature j."""
+    thr, rule, f32 = model_thresholds(model)
+    axes, probs = [], []
+    for j in S:
+        b = np.unique([real_boundary(t, rule, f32) for t in thr.get(j, [])])
+        if len(b) == 0:
+            reps, p = np.array([x[j]]), np.array([1.0])
+        else:
+            reps = np.concatenate([[b[0] - 1.0], (b[:-1] + b[1:]) / 2, [b[-1] + 1.0]])
+            edges = np.concatenate([[-np.inf], b, [np.inf]])
+            cdf = np.array([cdfs[j](e - x[j]) if np.isfinite(e) else float(e > 0) for e in edges])
+            p = np.diff(cdf)
+        axes.append(reps)
+        probs.append(p)
+    cells = np.array(list(itertools.product(*axes)))
+    weight = np.prod(np.array(list(itertools.product(*probs))), axis=1)
+    rows = np.repeat(x[None, :], len(cells), axis=0)
+    rows[:, list(S)] = cells
+    fx = predict(x[None, :])[0]
+    gap = predict(rows) - fx
+    return (weight[:, None] * gap ** 2).sum(axis=0)
+
+
+def gaussian(sigma):
+    return lambda z: stats.norm.cdf(z, scale=sigma)
+
+
+def leaf_pair_pg2(forest, x, S, cdfs) -> np.ndarray:
+    """The paper's O(n²) sum over all leaf pairs of all tree pairs, in numpy, from the Forest
+    arrays: PG² = scale² Σ_t Σ_u Σ_l Σ_m c_l c_m P(box_l ∩ box_m), boxes over the real boundaries."""
+    S = set(S)
+    leaves = []  # per tree: list of (centred value vector, {j: (lo, hi)}, target)
+    for t in range(forest.n_trees):
+        base = forest.tree_offset[t]
+        x_leaf = base
+        while forest.left_child[x_leaf] >= 0:
+            j = forest.feature[x_leaf]
+            v = np.float32(x[j]) if forest.input_float32 else x[j]
+            go = v < forest.threshold[x_leaf] if forest.split_rule == "lt" else v <= forest.threshold[x_leaf]
+            x_leaf = base + (forest.left_child[x_leaf] if go else forest.right_child[x_leaf])
+        out = []
+        stack = [(0, {})]
+        while stack:
+            k, box = stack.pop()
+            g = base + k
+            if forest.left_child[g] < 0:
+                out.append((forest.value[g] - forest.value[x_leaf], box))
+                continue
+            j = forest.feature[g]
+            if j not in S:
+                v = np.float32(x[j]) if forest.input_float32 else x[j]
+                go = v < forest.threshold[g] if forest.split_rule == "lt" else v <= forest.threshold[g]
+                stack.append((forest.left_child[g] if go else forest.right_child[g], box))
+                continue
+            b = forest.boundaries[j][forest.threshold_rank[g] - 1]
+            lo, hi = box.get(j, (-np.inf, np.inf))
+            stack.append((forest.left_child[g], {**box, j: (lo, min(hi, b))}))
+            stack.append((forest.right_child[g], {**box, j: (max(lo, b), hi)}))
+        leaves.append(out)
+
+    def prob(box):
+        p = 1.0
+        for j, (lo, hi) in box.items():
+            if hi <= lo:
+                return 0.0
+            p *= cdfs[j](hi - x[j]) - cdfs[j](lo - x[j])
+        return p
+
+    total = np.zeros(forest.n_outputs)
+    for t, u in itertools.product(range(forest.n_trees), repeat=2):
+        if forest.tree_target[t] != forest.tree_target[u]:
+            continue
+        acc = np.zeros(forest.leaf_width)
+        for cl, bl in leaves[t]:
+            for cm, bm in leaves[u]:
+                inter = {j: (max(bl.get(j, (-np.inf,))[0], bm.get(j, (-np.inf,))[0]),
+                             min(bl.get(j, (0, np.inf))[1], bm.get(j, (0, np.inf))[1]))
+                         for j in set(bl) | set(bm)}
+                acc += cl * cm * prob(inter)
+        k = forest.tree_target[t]
+        total[k:k + forest.leaf_width] += acc
+    scale = 1.0 / forest.n_trees if forest.aggregate == "mean" else 1.0
+    return total * scale ** 2

@@ -1,0 +1,159 @@
+"""The only module that touches the compiled C core (``xai_plugins._core``).
+
+It fills the ``xai_forest`` struct of ``csrc/xai.h`` from a :class:`~xai_plugins.forest.Forest`
+(keeping every array alive while the struct is used), splits rows into chunks run on a thread
+pool (cffi releases the GIL around each C call, so chunks run in parallel; each row is computed
+independently, so results do not depend on the thread count), and turns C status codes into
+Python exceptions.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+try:
+    from . import _core
+except ImportError as exc:  # pragma: no cover - depends on the build
+    raise ImportError("the C core of xai_plugins is not built; reinstall with `pip install -e .` "
+                      f"from the project root ({exc})") from exc
+
+ffi, lib = _core.ffi, _core.lib
+ABI_VERSION = 1
+if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
+    raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
+                      "rebuild with `pip install -e .`")
+
+_MESSAGES = {
+    lib.XAI_E_SIZE: (ValueError, "a size or buffer length is invalid"),
+    lib.XAI_E_INDEX: (IndexError, "an index (child, feature, rank or output) is out of range"),
+    lib.XAI_E_STRUCTURE: (ValueError, "the trees are not well-formed binary trees rooted at node 0"),
+    lib.XAI_E_VALUE: (ValueError, "a value is NaN or infinite where it must be finite (e.g. NaN in a "
+                                  "perturbed feature, or an invalid CDF table)"),
+    lib.XAI_E_UNSUPPORTED: (NotImplementedError, "this model lacks what the computation needs"),
+    lib.XAI_E_NOMEM: (MemoryError, "the C core ran out of memory"),
+}
+
+
+def _check(status: int, what: str) -> None:
+    if status != lib.XAI_OK:
+        kind, message = _MESSAGES.get(status, (RuntimeError, f"unknown status {status}"))
+        raise kind(f"{what}: {message}")
+
+
+def _ptr(ctype: str, array):
+    return ffi.NULL if array is None else ffi.cast(ctype, array.ctypes.data)
+
+
+def _struct(forest):
+    """The cffi struct for a Forest, built once and cached on it."""
+    cached = getattr(forest, "_c_struct", None)
+    if cached is not None:
+        return cached
+    s = ffi.new("xai_forest *")
+    s.n_trees, s.n_nodes, s.n_features = forest.n_trees, forest.n_nodes, forest.n_features
+    s.n_outputs, s.leaf_width, s.max_depth = forest.n_outputs, forest.leaf_width, forest.max_depth
+    s.split_rule = lib.XAI_LEFT_IF_LT if forest.split_rule == "lt" else lib.XAI_LEFT_IF_LE
+    s.input_float32 = int(forest.input_float32)
+    s.aggregate = lib.XAI_AGGREGATE_MEAN if forest.aggregate == "mean" else lib.XAI_AGGREGATE_SUM
+    s.base_score = _ptr("double *", forest.base_score)
+    s.tree_offset = _ptr("int64_t *", forest.tree_offset)
+    s.tree_target = _ptr("int32_t *", forest.tree_target)
+    s.left_child = _ptr("int32_t *", forest.left_child)
+    s.right_child = _ptr("int32_t *", forest.right_child)
+    s.feature = _ptr("int32_t *", forest.feature)
+    s.threshold = _ptr("double *", forest.threshold)
+    s.missing_left = _ptr("uint8_t *", forest.missing_left)
+    s.value = _ptr("double *", forest.value)
+    s.impurity = _ptr("double *", forest.impurity)
+    s.threshold_rank = _ptr("int32_t *", forest.threshold_rank)
+    forest._c_struct = s
+    return s
+
+
+def validate(forest) -> None:
+    """Check the forest's structure in C (raises on malformed trees)."""
+    _check(lib.xai_validate(_struct(forest)), "invalid tree structure")
+
+
+def n_threads(n_jobs: int | None) -> int:
+    """Worker threads for n_jobs (None or -1: every core)."""
+    cores = os.cpu_count() or 1
+    if n_jobs is None or n_jobs < 0:
+        return cores
+    return max(1, min(int(n_jobs), cores))
+
+
+def _run_chunks(n_rows: int, n_jobs: int | None, work) -> None:
+    """Call work(start, stop) over row chunks, in parallel threads."""
+    workers = min(n_threads(n_jobs), max(n_rows, 1))
+    if workers <= 1 or n_rows < 2:
+        work(0, n_rows)
+        return
+    bounds = np.linspace(0, n_rows, min(n_rows, 4 * workers) + 1).astype(int)
+    with ThreadPoolExecutor(workers) as pool:
+        for future in [pool.submit(work, a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]:
+            future.result()
+
+
+def predict(forest, X: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
+    """(n, n_outputs) model output over the Forest, NaN routed as the model does."""
+    s = _struct(forest)
+    out = np.empty((len(X), forest.n_outputs))
+
+    def work(a, b):
+        _check(lib.xai_predict(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", out[a:b])), "predict")
+
+    _run_chunks(len(X), n_jobs, work)
+    return out
+
+
+def pg2(forest, X, mask, cdf, n_jobs=None) -> tuple[np.ndarray, int]:
+    """PG² for every (row, set): mask (n, n_sets, d) uint8, cdf (n, cdf_len) -> ((n, n_sets, k), pair terms)."""
+    s = _struct(forest)
+    n, n_sets = mask.shape[:2]
+    out = np.empty((n, n_sets, forest.n_outputs))
+    terms = []
+
+    def work(a, b):
+        count = ffi.new("int64_t *")
+        _check(lib.xai_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("uint8_t *", mask[a:b]), n_sets,
+                           _ptr("double *", cdf[a:b]), _ptr("int64_t *", forest.cdf_offset), cdf.shape[1],
+                           _ptr("double *", out[a:b]), count), "PG²")
+        terms.append(count[0])
+
+    _run_chunks(n, n_jobs, work)
+    return out, int(sum(terms))
+
+
+def greedy_pg2(forest, X, cdf, output_weight, n_jobs=None) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy PG² ranking per row: ((n, d) int ranking, (n, d) objective after each step)."""
+    s = _struct(forest)
+    n, d = X.shape
+    ranking = np.empty((n, d), dtype=np.int32)
+    path = np.empty((n, d))
+    weight = np.ascontiguousarray(output_weight, dtype=np.float64)
+
+    def work(a, b):
+        _check(lib.xai_greedy_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", cdf[a:b]),
+                                  _ptr("int64_t *", forest.cdf_offset), cdf.shape[1], _ptr("double *", weight),
+                                  _ptr("int32_t *", ranking[a:b]), _ptr("double *", path[a:b])), "greedy PG²")
+
+    _run_chunks(n, n_jobs, work)
+    return ranking, path
+
+
+def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
+    """(n, d) local MDI; tree_weight (n, n_trees) or None for the plain average over trees."""
+    s = _struct(forest)
+    out = np.empty((len(X), forest.n_features))
+
+    def work(a, b):
+        w = None if tree_weight is None else tree_weight[a:b]
+        _check(lib.xai_local_mdi(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", w),
+                                 _ptr("double *", out[a:b])), "local MDI")
+
+    _run_chunks(len(X), n_jobs, work)
+    return out

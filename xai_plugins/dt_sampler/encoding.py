@@ -1,0 +1,192 @@
+"""CNF of the binary decision trees with N branch nodes that classify at least T training rows.
+
+The branch-node-only scheme of DT-Sampler (formulas 1-6 of the paper), written from scratch:
+only the N branch nodes are numbered (level order, root = 0); a leaf is a property of its parent
+(the left / right child of node i is a leaf when ``VL_i`` / ``VR_i`` is false).  Binary test r
+sends a row with ``x_r = 0`` left and a row with ``x_r = 1`` right.
+
+Variables (K binary tests, groups g of identical training rows):
+
+- ``VL_i, VR_i``: node i has a left / right *branch* child                      (formula 1)
+- ``c_{i,s,j}``: node j is the child of node i on side s (s = left/right), only for the
+  level-order candidates ``i < j <= 2i + 1 + s``; every j >= 1 has exactly one parent     (2)
+  and links are strictly increasing in (parent slot, child id), which is level order    (3)
+- ``a_{i,r}``: node i tests r; exactly one per node                                    (4)
+- ``d0_{r,j}`` / ``d1_{r,j}``: the path from the root to j went right / left at a node
+  testing r, so rows with ``x_r = 0`` / ``x_r = 1`` never reach j ("discriminated", the
+  per-sample path tracking of Narodytska et al. 2018).  A node may not test r when
+  ``d0_{r,j} or d1_{r,j}`` (no feature repeated on a root-to-leaf path)                   (5)
+- ``CL_i, CR_i``: class of the left / right leaf of node i (forced 0 where that child is a
+  branch, so that each labelled tree has one assignment)
+- ``z_g``: every row of group g is classified correctly; ``sum_g |g| z_g >= T``
+  through a :mod:`pysat.card` encoding                                                  (6)
+
+``z_g`` only implies correctness (``z_g => row reaches a leaf labelled y_g``), which is all
+``>= T`` needs.  Projected on ``VL, VR, a`` a model exists iff *some* leaf labelling
+classifies T rows, i.e. iff the majority labelling does: each distinct tree (shape +
+tests) is one projected solution.  Adding ``CL, CR`` to the sampling set makes a tree with
+its leaf labels the unit instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from pysat.card import CardEnc, EncType
+from pysat.formula import IDPool
+
+#: Cardinality encodings of :mod:`pysat.card` accepted for the accuracy constraint (6).
+CARDINALITY_ENCODINGS = {
+    "seqcounter": EncType.seqcounter,
+    "totalizer": EncType.totalizer,
+    "kmtotalizer": EncType.kmtotalizer,
+    "mtotalizer": EncType.mtotalizer,
+    "cardnetwrk": EncType.cardnetwrk,
+    "sortnetwrk": EncType.sortnetwrk,
+}
+
+LEFT, RIGHT = 0, 1
+
+
+def child_candidates(i: int, side: int, n_nodes: int) -> range:
+    """Level-order ids the ``side`` child of branch node ``i`` can take: ``i < j <= 2i + 1 + side``."""
+    return range(i + 1, min(2 * i + 1 + side, n_nodes - 1) + 1)
+
+
+@dataclass(frozen=True)
+class TreeStructure:
+    """A decoded tree: per branch node (level order) its children (-1 = leaf) and binary test.
+
+    ``leaf_class[i, s]`` is the sampled class index of the leaf on side ``s`` of node ``i``
+    (-1 where that child is a branch node, or when leaf labels were not sampled).
+    """
+
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    test: tuple[int, ...]
+    leaf_class: np.ndarray
+
+
+@dataclass(frozen=True)
+class TreeEncoding:
+    """The CNF (DIMACS-style integer clauses), its sampling set and the variables needed to decode."""
+
+    n_nodes: int
+    n_tests: int
+    min_correct: int
+    clauses: list
+    n_vars: int
+    sampling_set: tuple[int, ...]
+    branch_vars: np.ndarray   # (N, 2): VL_i, VR_i
+    test_vars: np.ndarray     # (N, K): a_{i,r}
+    label_vars: np.ndarray    # (N, 2): CL_i, CR_i
+    leaf_labels: bool
+
+    def decode(self, literals) -> TreeStructure:
+        """Tree of a model given as signed literals (at least the sampling set)."""
+        true = {lit for lit in literals if lit > 0}
+        has_child = np.isin(self.branch_vars, list(true))
+        children = np.full((self.n_nodes, 2), -1)
+        next_id = 1
+        for i in range(self.n_nodes):          # level order: children numbered in slot order
+            for side in (LEFT, RIGHT):
+                if has_child[i, side]:
+                    children[i, side] = next_id
+                    next_id += 1
+        tests = np.isin(self.test_vars, list(true))
+        if next_id != self.n_nodes or not np.all(tests.sum(axis=1) == 1):
+            raise ValueError("the model does not describe a tree with one test per branch node")
+        leaf_class = np.full((self.n_nodes, 2), -1)
+        if self.leaf_labels:
+            leaf_class = np.where(children < 0, np.isin(self.label_vars, list(true)).astype(int), -1)
+        return TreeStructure(tuple(children[:, LEFT].tolist()), tuple(children[:, RIGHT].tolist()),
+                             tuple(np.argmax(tests, axis=1).tolist()), leaf_class)
+
+
+def encode_trees(Xb: np.ndarray, y: np.ndarray, n_nodes: int, min_correct: int, *,
+                 leaf_labels: bool = False, cardinality: str = "seqcounter") -> TreeEncoding:
+    """CNF whose models, projected on the sampling set, are the accurate trees.
+
+    ``Xb`` is the (M, K) 0/1 matrix of binary tests, ``y`` the 0/1 class of each row,
+    ``min_correct`` the number T of rows that must be classified correctly (0 = any tree).
+    """
+    Xb = np.asarray(Xb, dtype=np.uint8)
+    y = np.asarray(y, dtype=np.uint8)
+    n_rows, n_tests = Xb.shape
+    if cardinality not in CARDINALITY_ENCODINGS:
+        raise ValueError(f"cardinality must be one of {sorted(CARDINALITY_ENCODINGS)}; got {cardinality!r}")
+    N, K = n_nodes, n_tests
+    pool = IDPool()
+    branch = np.array([[pool.id(("V", i, s)) for s in (LEFT, RIGHT)] for i in range(N)])
+    test = np.array([[pool.id(("a", i, r)) for r in range(K)] for i in range(N)])
+    label = np.array([[pool.id(("C", i, s)) for s in (LEFT, RIGHT)] for i in range(N)])
+    link = {(i, s, j): pool.id(("c", i, s, j))
+            for i in range(N) for s in (LEFT, RIGHT) for j in child_candidates(i, s, N)}
+    # excluded[v][r, j]: rows with x_r = v never reach node j (d0 / d1); node 0 has none
+    excluded = [np.array([[pool.id(("d", v, r, j)) if j else 0 for j in range(N)] for r in range(K)])
+                for v in (0, 1)]
+    clauses: list[list[int]] = []
+
+    # (1) a branch child on side s iff some link leaves that slot; a branch child has no leaf label
+    for i in range(N):
+        for s in (LEFT, RIGHT):
+            kids = [link[i, s, j] for j in child_candidates(i, s, N)]
+            clauses.append([-branch[i, s], *kids])
+            clauses.extend([-k, branch[i, s]] for k in kids)
+            clauses.append([-branch[i, s], -label[i, s]])
+    # (2) every node but the root has a parent
+    for j in range(1, N):
+        clauses.append([v for (i, s, jj), v in link.items() if jj == j])
+    # (3) level order: two links can coexist only when strictly increasing in slot and child id;
+    #     this also gives at most one parent per node and one child per slot
+    for (i1, s1, j1), (i2, s2, j2) in combinations(link, 2):
+        slot1, slot2 = 2 * i1 + s1, 2 * i2 + s2
+        if not ((slot1 < slot2 and j1 < j2) or (slot2 < slot1 and j2 < j1)):
+            clauses.append([-link[i1, s1, j1], -link[i2, s2, j2]])
+    # (4) exactly one test per branch node
+    one_hot = EncType.pairwise if K <= 16 else EncType.seqcounter
+    for i in range(N):
+        clauses.extend(CardEnc.equals(test[i].tolist(), 1, vpool=pool, encoding=one_hot).clauses)
+    # (5) path tracking: d_v[r, j] <=> parent p of j has d_v[r, p], or p tests r and j lies on the
+    #     side rows with x_r = v do not take (v = 1 goes right, so d1 grows on left links)
+    for (i, s, j), c in link.items():
+        for v, grows_on in ((0, RIGHT), (1, LEFT)):
+            for r in range(K):
+                d_child, d_parent = excluded[v][r, j], excluded[v][r, i]
+                reason = [d_parent] if i else []
+                if s == grows_on:
+                    clauses.append([-c, -test[i, r], d_child])
+                    reason.append(test[i, r])
+                if i:
+                    clauses.append([-c, -d_parent, d_child])
+                clauses.append([-c, -d_child, *reason])
+    #     no test repeated on a root-to-leaf path
+    for j in range(1, N):
+        for r in range(K):
+            clauses.extend([[-test[j, r], -excluded[0][r, j]], [-test[j, r], -excluded[1][r, j]]])
+
+    # (6) accuracy: z_g => each row of group g reaches a leaf labelled with its class
+    if min_correct > 0:
+        rows, counts = np.unique(np.column_stack([Xb, y]), axis=0, return_counts=True)
+        weighted = []
+        for g, (row, count) in enumerate(zip(rows, counts)):
+            x, cls = row[:-1], int(row[-1])
+            z = pool.id(("z", g))
+            weighted.extend([z] * int(count))   # the cardinality encoding counts repeated literals
+            for j in range(N):
+                cut = [excluded[int(x[r])][r, j] for r in range(K)] if j else []
+                for s, goes_other_way in ((LEFT, x == 1), (RIGHT, x == 0)):
+                    lab = label[j, s] if cls == 1 else -label[j, s]
+                    clauses.append([-z, branch[j, s], *cut, *test[j, goes_other_way].tolist(), lab])
+        card = CardEnc.atleast(weighted, bound=int(min_correct), vpool=pool,
+                               encoding=CARDINALITY_ENCODINGS[cardinality])
+        clauses.extend(card.clauses)
+
+    can_branch = [branch[i, s] for i in range(N) for s in (LEFT, RIGHT) if child_candidates(i, s, N)]
+    sampling = can_branch + test.ravel().tolist()
+    if leaf_labels:
+        sampling += label.ravel().tolist()
+    return TreeEncoding(N, K, int(min_correct), [list(map(int, c)) for c in clauses], pool.top,
+                        tuple(int(v) for v in sampling), branch, test, label, leaf_labels)
