@@ -256,7 +256,7 @@ class AcME:
         return baseline
 
     def _build_grid(self, X, categorical) -> Grid:
-        lo, hi = (0.05, 0.95) if self.robust else (0.0, 1.0)
+        lo, hi = (0.1, 0.9) if self.robust else (0.0, 1.0)
         if self.variant == "paper":
             base_levels = np.linspace(lo, hi, self.n_quantiles)
         else:

@@ -1,0 +1,357 @@
+"""AcME: paper identities, brute-force oracles written from §4.1-4.3 and the released code, bad input."""
+
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from scipy import stats  # noqa: E402
+from sklearn.ensemble import IsolationForest  # noqa: E402
+from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
+from sklearn.metrics import ndcg_score  # noqa: E402
+
+from xai_plugins.acme import AcME  # noqa: E402
+
+
+# ----------------------------------------------------------------------------- models
+class Fn:
+    """A model given by a function of the (n, d) array; counts its calls and rows."""
+
+    def __init__(self, fn):
+        self.fn, self.calls, self.rows = fn, 0, []
+
+    def predict(self, X):
+        self.calls += 1
+        self.rows.append(len(X))
+        return self.fn(np.asarray(X, dtype=float))
+
+
+def nonlinear(X):
+    return np.sin(X[:, 0]) + X[:, 1] ** 2 + X[:, 0] * X[:, 2] + 0.0 * X[:, 3]
+
+
+def data(n=60, d=4, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+# ----------------------------------------------------------------------------- oracles
+def paper_oracle(f, X, Q, baseline, robust=False, categorical=()):
+    """Loop over features, one model call per Z_j: eq. 2 and 3 exactly as printed."""
+    levels = np.linspace(0.05, 0.95, Q) if robust else np.linspace(0, 1, Q)
+    fb = f(baseline[None])[0]
+    out = []
+    for j in range(X.shape[1]):
+        grid = np.unique(X[:, j]) if j in categorical else np.quantile(X[:, j], levels)
+        Z = np.tile(baseline, (grid.size, 1))
+        Z[:, j] = grid
+        y = f(Z)
+        delta = np.zeros_like(y) if np.ptp(y) == 0 else (y - fb) / np.std(y) * np.ptp(y)
+        out.append(np.mean(np.abs(delta)))
+    return np.array(out)
+
+
+def reference_grid(X, j, Q, center):
+    levels = np.linspace(0, 1, Q - 1) if Q > 2 else np.array([0.0, 1.0])
+    levels = np.sort(np.append(levels, stats.percentileofscore(X[:, j], center) / 100))
+    return np.quantile(X[:, j], levels)
+
+
+def reference_global_oracle(f, X, Q):
+    """The released code's computeACME loop: centred effects, padded variance, own level added."""
+    xb = X.mean(axis=0)
+    fb = f(xb[None])[0]
+    out = []
+    for j in range(X.shape[1]):
+        Z = np.tile(xb, (Q, 1))
+        Z[:, j] = reference_grid(X, j, Q, xb[j])
+        y = f(Z)
+        e = y - fb
+        out.append(np.mean(np.abs((e - e.mean()) / np.sqrt(e.var() + 1e-4) * (y.max() - y.min()))))
+    return np.array(out)
+
+
+def reference_local_oracle(f, X, Q, row):
+    """The released predictACME: the global grid plus the row's own value, mean |f(z) - f(x)|."""
+    fx = f(row[None])[0]
+    out = []
+    for j in range(X.shape[1]):
+        grid = np.append(reference_grid(X, j, Q, X[:, j].mean()), row[j])
+        Z = np.tile(row, (grid.size, 1))
+        Z[:, j] = grid
+        out.append(np.mean(np.abs(f(Z) - fx)))
+    return np.array(out)
+
+
+# ----------------------------------------------------------------------------- identities
+def test_linear_identical_marginals_importance_proportional_to_abs_beta():
+    v = np.random.default_rng(1).gamma(2.0, size=300)          # skewed on purpose
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.permutation(v) for _ in range(5)])
+    beta = np.array([3.0, -1.5, 0.5, 0.0, -7.0])
+    g = AcME(Fn(lambda Z: Z @ beta + 4.0), X, n_quantiles=50).explain_global()
+    nz = beta != 0
+    ratio = g.values[nz] / np.abs(beta[nz])
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-3)
+    assert g.values[~nz] == 0.0
+
+
+def synthetic(mu, sigma2, seed):
+    """Paper §5.1: N = 200 rows of N(mu, diag(sigma2)), y = X beta + eps, a fitted linear model."""
+    beta = np.array([10, 20, -10, 0.3, 1, 0, 0, -0.5])
+    rng = np.random.default_rng(seed)
+    X = rng.normal(mu, np.sqrt(sigma2), size=(200, 8))
+    y = X @ beta + rng.normal(0, np.sqrt(10), size=200)
+    return X, LinearRegression().fit(X, y), np.abs(beta) * np.sqrt(sigma2)
+
+
+@pytest.mark.parametrize("mu, sigma2", [
+    (np.full(8, 10.0), np.full(8, 10.0)),                                        # experiment 1
+    (np.array([100, 10, 10, 10, 100, 10, 10, 100.0]),
+     np.array([100, 10, 10, 10, 100, 10, 10, 100.0])),                           # experiment 2
+])
+@pytest.mark.parametrize("variant", ["paper", "reference"])
+def test_paper_synthetic_experiments_recover_ranking(mu, sigma2, variant):
+    X, model, true_scores = synthetic(mu, sigma2, seed=0)
+    g = AcME(model, X, n_quantiles=50, variant=variant).explain_global()
+    assert ndcg_score(true_scores[None], g.values[None]) >= 0.99
+
+
+def test_shift_and_scale_invariance():
+    X = data()
+    base = AcME(Fn(nonlinear), X, 20).explain_global()
+    shifted = AcME(Fn(lambda Z: nonlinear(Z) + 123.0), X, 20).explain_global()
+    scaled = AcME(Fn(lambda Z: 3.5 * nonlinear(Z)), X, 20).explain_global()
+    np.testing.assert_allclose(shifted.values, base.values, rtol=1e-9)
+    np.testing.assert_allclose(scaled.values, 3.5 * base.values, rtol=1e-12)
+    rows = X[:3]
+    local = AcME(Fn(nonlinear), X, 20).explain_local(rows)
+    local_scaled = AcME(Fn(lambda Z: 3.5 * nonlinear(Z)), X, 20).explain_local(rows)
+    np.testing.assert_allclose(local_scaled.values, 3.5 * local.values, rtol=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["paper", "reference"])
+def test_ignored_feature_and_constant_curve_give_zero(variant):
+    X = data()
+    acme = AcME(Fn(nonlinear), X, 15, variant=variant)
+    g, loc = acme.explain_global(), acme.explain_local(X[:4])
+    assert g.values[3] == 0.0 and np.all(g.values[:3] > 0)
+    assert np.all(loc.values[:, 3] == 0.0)
+    assert np.all(np.isfinite(g.effects)) and np.all(np.isfinite(loc.effects))
+
+
+def test_paper_global_and_local_match_brute_force():
+    X = data(n=40)
+    acme = AcME(Fn(nonlinear), X, 12, robust=True)
+    np.testing.assert_allclose(acme.explain_global().values,
+                               paper_oracle(nonlinear, X, 12, X.mean(axis=0), robust=True), rtol=1e-12)
+    rows = data(n=3, seed=9)
+    loc = acme.explain_local(rows)
+    for i, row in enumerate(rows):
+        np.testing.assert_allclose(loc.values[i], paper_oracle(nonlinear, X, 12, row, robust=True), rtol=1e-12)
+        np.testing.assert_allclose(loc.row_predictions[i], nonlinear(row[None])[0])
+        for j in range(X.shape[1]):                      # what-if grid = f(row with x_j := value)
+            table = loc.what_if(i, j)
+            Z = np.tile(row, (len(table), 1))
+            Z[:, j] = table["value"]
+            np.testing.assert_allclose(table["prediction"], nonlinear(Z), rtol=1e-14)
+
+
+def test_reference_variant_matches_released_code_loops():
+    X = data(n=35)
+    acme = AcME(Fn(nonlinear), X, 9, variant="reference")
+    np.testing.assert_allclose(acme.explain_global().values, reference_global_oracle(nonlinear, X, 9), rtol=1e-12)
+    rows = data(n=2, seed=5)
+    loc = acme.explain_local(rows)
+    for i, row in enumerate(rows):
+        np.testing.assert_allclose(loc.values[i], reference_local_oracle(nonlinear, X, 9, row), rtol=1e-12)
+    assert AcME(Fn(nonlinear), X, 2, variant="reference").grid_.sizes.tolist() == [3] * 4
+
+
+def test_worked_example_in_docstring():
+    X = np.arange(5.0)[:, None]
+    square = Fn(lambda Z: Z[:, 0] ** 2)
+    paper = AcME(square, X, 3).explain_global()
+    sd = np.sqrt(416 / 9)                                   # population sd of (0, 4, 16)
+    np.testing.assert_allclose(paper.grid.values, [0, 2, 4])
+    np.testing.assert_allclose(paper.effects, np.array([-4, 0, 12]) * 16 / sd)
+    np.testing.assert_allclose(paper.values, [16 * 16 / (3 * sd)])
+    assert round(float(paper.values[0]), 2) == 12.55
+    ref = AcME(square, X, 3, variant="reference").explain_global()
+    np.testing.assert_allclose(ref.grid.values, [0, 2.4, 4])   # level 0.6 = percentileofscore / 100
+    e = np.array([-4, 1.76, 12])
+    np.testing.assert_allclose(ref.effects, (e - e.mean()) / np.sqrt(e.var() + 1e-4) * 16)
+    assert round(float(ref.values[0]), 2) == 14.10
+    ref2 = AcME(Fn(lambda Z: 2 * Z[:, 0] ** 2), X, 3, variant="reference").explain_global()
+    assert 2 < ref2.values[0] / ref.values[0] < 2.00001            # not exactly 2: the 1e-4 padding
+
+
+# ----------------------------------------------------------------------------- classification / scores
+def three_classes():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(90, 3))
+    y = np.argmax(X @ rng.normal(size=(3, 3)), axis=1)
+    return X, LogisticRegression().fit(X, y)
+
+
+def test_per_class_importances_sum_to_total_and_match_each_probability():
+    X, clf = three_classes()
+    acme = AcME(clf, X, 10, task="classification")
+    g, loc = acme.explain_global(), acme.explain_local(X[:2])
+    assert g.values.shape == (3, 3) and loc.values.shape == (2, 3, 3)
+    np.testing.assert_allclose(g.total, g.values.sum(axis=1))
+    np.testing.assert_allclose(g.importances.loc[g.feature_names, "importance"], g.total)
+    assert g.output_names == ["0", "1", "2"]
+    for c in range(3):
+        one = AcME(Fn(lambda Z, c=c: clf.predict_proba(Z)[:, c]), X, 10)
+        np.testing.assert_allclose(g.values[:, c], one.explain_global().values, rtol=1e-12)
+        np.testing.assert_allclose(loc.values[:, :, c], one.explain_local(X[:2]).values, rtol=1e-12)
+
+
+def test_score_function_matches_model_wrapper():
+    X = data(n=80)
+    iso = IsolationForest(n_estimators=20, random_state=0).fit(X)
+    g = AcME(None, X, 10, score_function=iso.score_samples).explain_global()
+    expected = AcME(Fn(iso.score_samples), X, 10).explain_global()
+    np.testing.assert_allclose(g.values, expected.values)
+    assert g.output_names is None
+
+
+def test_categorical_feature_uses_mode_and_levels():
+    rng = np.random.default_rng(4)
+    cat = np.repeat([0.0, 1.0, 5.0], [10, 6, 24])
+    X = np.column_stack([rng.normal(size=40), rng.permutation(cat)])
+    f = lambda Z: Z[:, 0] * (Z[:, 1] == 1.0) + 2 * Z[:, 1]  # noqa: E731
+    acme = AcME(Fn(f), X, 8, categorical_features=[1])
+    g = acme.explain_global()
+    assert g.baseline[1] == 5.0 and X[:, 1].mean() != 5.0
+    np.testing.assert_array_equal(g.grid.values[g.grid.segment(1)], [0.0, 1.0, 5.0])
+    np.testing.assert_allclose(g.values, paper_oracle(f, X, 8, g.baseline, categorical=(1,)), rtol=1e-12)
+    loc = acme.explain_local(X[:2])
+    np.testing.assert_allclose(loc.values[1], paper_oracle(f, X, 8, X[1], categorical=(1,)), rtol=1e-12)
+    with pytest.raises(ValueError, match="unseen in X_background"):
+        acme.explain_local(np.array([[0.3, 2.0]]))
+
+
+# ----------------------------------------------------------------------------- speed property
+def test_one_predict_call_global_and_one_per_batch_local():
+    X = data(n=50)
+    model = Fn(nonlinear)
+    acme = AcME(model, X, 25)
+    acme.explain_global()
+    assert model.calls == 1 and model.rows == [4 * 25 + 1]
+    rows = data(n=7, seed=2)
+    model.calls, model.rows = 0, []
+    whole = acme.explain_local(rows)
+    assert model.calls == 1 and model.rows == [7 * (4 * 25 + 1)]
+    batched = AcME(model, X, 25, batch_size=3)
+    model.calls = 0
+    parts = batched.explain_local(rows)
+    assert model.calls == 3
+    np.testing.assert_array_equal(parts.values, whole.values)
+
+
+def test_dataframe_model_gets_named_columns_and_rows_are_reordered():
+    X, y = data(n=60), data(n=60, d=1, seed=8)[:, 0]
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    model = LinearRegression().fit(frame, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                    # sklearn warns on missing feature names
+        acme = AcME(model, frame, 10)
+        g = acme.explain_global()
+        loc = acme.explain_local(frame.iloc[:3][["d", "c", "b", "a"]])
+    assert list(g.importances.columns) == ["importance"] and g.feature_names == ["a", "b", "c", "d"]
+    np.testing.assert_allclose(loc.values, acme.explain_local(X[:3]).values)
+    assert acme.explain_local(frame.iloc[0]).values.shape == (1, 4)
+    np.testing.assert_allclose(g.variable_quantile_matrix("b")["b"].to_numpy(), np.quantile(X[:, 1], np.linspace(0, 1, 10)))
+    assert len(g.quantile_table()) == 40
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("q", [1, 0, 2.5, True])
+def test_bad_n_quantiles(q):
+    with pytest.raises(ValueError, match="n_quantiles"):
+        AcME(Fn(nonlinear), data(), q)
+
+
+def test_bad_background():
+    X = data()
+    Xc = X.copy()
+    Xc[:, 2] = 1.0
+    with pytest.raises(ValueError, match="constant column"):
+        AcME(Fn(nonlinear), Xc)
+    Xn = X.copy()
+    Xn[5, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        AcME(Fn(nonlinear), Xn)
+
+
+def test_bad_model_and_options():
+    X, y = data(), data(d=1)[:, 0]
+    with pytest.raises(TypeError, match="predict_proba"):
+        AcME(LinearRegression().fit(X, y), X, task="classification")
+    with pytest.raises(TypeError, match="model is None"):
+        AcME(None, X)
+    with pytest.raises(ValueError, match="task"):
+        AcME(Fn(nonlinear), X, task="ranking")
+    with pytest.raises(ValueError, match="variant"):
+        AcME(Fn(nonlinear), X, variant="shap")
+    with pytest.raises(ValueError, match="batch_size"):
+        AcME(Fn(nonlinear), X, batch_size=0)
+    with pytest.raises(KeyError, match="unknown categorical feature"):
+        AcME(Fn(nonlinear), X, categorical_features=["zz"])
+    with pytest.raises(ValueError, match="non-finite"):
+        AcME(Fn(lambda Z: np.where(Z[:, 0] > 0, Z[:, 0], np.nan)), X).explain_global()
+
+
+def test_mismatched_columns():
+    X, y = data(), data(d=1)[:, 0]
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    acme = AcME(LinearRegression().fit(frame, y), frame)
+    with pytest.raises(ValueError, match="missing \\['d'\\], unexpected \\['e'\\]"):
+        acme.explain_local(frame.rename(columns={"d": "e"}))
+    with pytest.raises(ValueError, match="columns"):
+        acme.explain_local(X[:, :3])
+    with pytest.raises(ValueError, match="fitted on 4"):
+        AcME(LinearRegression().fit(X, y), X[:, :3])
+    with pytest.raises(ValueError, match="feature_names_in_"):
+        AcME(LinearRegression().fit(frame, y), frame.rename(columns={"a": "z"}))
+
+
+# ----------------------------------------------------------------------------- plots
+def test_global_plots():
+    X = data()
+    g = AcME(Fn(nonlinear), X, 10).explain_global()
+    ax = g.plot()
+    assert ax.collections[0].get_offsets().shape == (40, 2)
+    assert any(line.get_linestyle() == "--" and line.get_xdata()[0] == 0 for line in ax.lines)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[-1] == g.importances.index[0] and labels[0] == g.importances.index[-1]
+    ax = g.plot(kind="bar")
+    assert len(ax.patches) == 4
+    with pytest.raises(ValueError, match="kind"):
+        g.plot(kind="pie")
+    plt.close("all")
+
+
+def test_classification_and_local_plots():
+    X, clf = three_classes()
+    acme = AcME(clf, X, 10, task="classification")
+    g, loc = acme.explain_global(), acme.explain_local(X[:2])
+    assert len(g.plot().patches) == 3 * 3                     # stacked bars by default
+    g.plot(kind="summary", output="2")
+    with pytest.raises(ValueError, match="pass output"):
+        g.plot(kind="summary")
+    ax = loc.plot(row=1, output=0)
+    fx = loc.row_predictions[1, 0]
+    own = ax.collections[1].get_offsets()
+    np.testing.assert_allclose(own[:, 0], fx)                 # the row's own value sits at f(x)
+    assert any(line.get_linestyle() == "--" and line.get_xdata()[0] == fx for line in ax.lines)
+    assert len(loc.plot(row=0).patches) == 9
+    with pytest.raises(IndexError):
+        loc.plot(row=5)
+    plt.close("all")
