@@ -264,6 +264,7 @@ def test_dataframe_model_gets_named_columns_and_rows_are_reordered():
         acme = AcME(model, frame, 10)
         g = acme.explain_global()
         loc = acme.explain_local(frame.iloc[:3][["d", "c", "b", "a"]])
+        AcME(LinearRegression().fit(X, y), frame, 10).explain_global()   # fitted without names
     assert list(g.importances.columns) == ["importance"] and g.feature_names == ["a", "b", "c", "d"]
     np.testing.assert_allclose(loc.values, acme.explain_local(X[:3]).values)
     assert acme.explain_local(frame.iloc[0]).values.shape == (1, 4)
@@ -331,6 +332,10 @@ def test_global_plots():
     assert any(line.get_linestyle() == "--" and line.get_xdata()[0] == 0 for line in ax.lines)
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels[-1] == g.importances.index[0] and labels[0] == g.importances.index[-1]
+    tick_y = dict(zip(labels, ax.get_yticks()))
+    point_y = ax.collections[0].get_offsets()[:, 1]
+    for j, name in enumerate(g.feature_names):                 # each feature's points on its own tick
+        np.testing.assert_array_equal(point_y[g.grid.segment(j)], tick_y[name])
     ax = g.plot(kind="bar")
     assert len(ax.patches) == 4
     with pytest.raises(ValueError, match="kind"):

@@ -22,6 +22,7 @@ _LAZY = {
     "PG2Estimate": "prediction_gap",
     "local_mdi": "mdi",
     "global_mdi": "mdi",
+    "UnsupportedModelError": "forest",
     "faithfulness": "faithfulness",
 }
 

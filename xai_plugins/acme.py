@@ -206,7 +206,8 @@ class AcME:
         if names_in is not None and [str(c) for c in names_in] != self.feature_names_:
             raise ValueError(f"X_background columns {self.feature_names_} do not match the model's "
                              f"feature_names_in_ {list(map(str, names_in))}")
-        use_frame = hasattr(X_background, "columns") or names_in is not None
+        # a DataFrame for models fitted with column names, or for non-sklearn models given a DataFrame
+        use_frame = names_in is not None or hasattr(X_background, "columns")
         self._columns = pd.Index(self.feature_names_) if use_frame else None
         self.background_ = X
         categorical = self._categorical_mask(categorical_features)
@@ -256,7 +257,7 @@ class AcME:
         return baseline
 
     def _build_grid(self, X, categorical) -> Grid:
-        lo, hi = (0.1, 0.9) if self.robust else (0.0, 1.0)
+        lo, hi = (0.05, 0.95) if self.robust else (0.0, 1.0)
         if self.variant == "paper":
             base_levels = np.linspace(lo, hi, self.n_quantiles)
         else:

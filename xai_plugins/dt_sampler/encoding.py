@@ -12,6 +12,8 @@ Variables (K binary tests, groups g of identical training rows):
   level-order candidates ``i < j <= 2i + 1 + s``; every j >= 1 has exactly one parent     (2)
   and links are strictly increasing in (parent slot, child id), which is level order    (3)
 - ``a_{i,r}``: node i tests r; exactly one per node                                    (4)
+  because ``a_{i,r}`` is defined as "the ``ceil(log2 K)`` code bits ``b_i`` of node i spell r"
+  and codes >= K are forbidden
 - ``d0_{r,j}`` / ``d1_{r,j}``: the path from the root to j went right / left at a node
   testing r, so rows with ``x_r = 0`` / ``x_r = 1`` never reach j ("discriminated", the
   per-sample path tracking of Narodytska et al. 2018).  A node may not test r when
@@ -22,10 +24,13 @@ Variables (K binary tests, groups g of identical training rows):
   through a :mod:`pysat.card` encoding                                                  (6)
 
 ``z_g`` only implies correctness (``z_g => row reaches a leaf labelled y_g``), which is all
-``>= T`` needs.  Projected on ``VL, VR, a`` a model exists iff *some* leaf labelling
-classifies T rows, i.e. iff the majority labelling does: each distinct tree (shape +
-tests) is one projected solution.  Adding ``CL, CR`` to the sampling set makes a tree with
-its leaf labels the unit instead.
+``>= T`` needs.  The sampling set is ``VL, VR, b``: it fixes the shape and the tests, and
+everything else is a function of it or existentially quantified.  Projected on it a model
+exists iff *some* leaf labelling classifies T rows, i.e. iff the majority labelling does:
+each distinct tree (shape + tests) is one projected solution.  Adding ``CL, CR`` to the
+sampling set makes a tree with its leaf labels the unit instead.  Coding the tests in
+binary rather than sampling the one-hot ``a`` keeps UniGen's random XOR constraints short
+(``N ceil(log2 K)`` instead of ``N K`` variables), which is 2-3x faster per sample at N >= 5.
 """
 
 from __future__ import annotations
@@ -81,13 +86,14 @@ class TreeEncoding:
     sampling_set: tuple[int, ...]
     branch_vars: np.ndarray   # (N, 2): VL_i, VR_i
     test_vars: np.ndarray     # (N, K): a_{i,r}
+    code_vars: np.ndarray     # (N, ceil(log2 K)): b_{i,k}, bit k of the test of node i
     label_vars: np.ndarray    # (N, 2): CL_i, CR_i
     leaf_labels: bool
 
     def decode(self, literals) -> TreeStructure:
         """Tree of a model given as signed literals (at least the sampling set)."""
-        true = {lit for lit in literals if lit > 0}
-        has_child = np.isin(self.branch_vars, list(true))
+        true = list({lit for lit in literals if lit > 0})
+        has_child = np.isin(self.branch_vars, true)
         children = np.full((self.n_nodes, 2), -1)
         next_id = 1
         for i in range(self.n_nodes):          # level order: children numbered in slot order
@@ -95,14 +101,14 @@ class TreeEncoding:
                 if has_child[i, side]:
                     children[i, side] = next_id
                     next_id += 1
-        tests = np.isin(self.test_vars, list(true))
-        if next_id != self.n_nodes or not np.all(tests.sum(axis=1) == 1):
+        tests = np.isin(self.code_vars, true) @ (1 << np.arange(self.code_vars.shape[1]))
+        if next_id != self.n_nodes or np.any(tests >= self.n_tests):
             raise ValueError("the model does not describe a tree with one test per branch node")
         leaf_class = np.full((self.n_nodes, 2), -1)
         if self.leaf_labels:
-            leaf_class = np.where(children < 0, np.isin(self.label_vars, list(true)).astype(int), -1)
+            leaf_class = np.where(children < 0, np.isin(self.label_vars, true).astype(int), -1)
         return TreeStructure(tuple(children[:, LEFT].tolist()), tuple(children[:, RIGHT].tolist()),
-                             tuple(np.argmax(tests, axis=1).tolist()), leaf_class)
+                             tuple(np.asarray(tests).tolist()), leaf_class)
 
 
 def encode_trees(Xb: np.ndarray, y: np.ndarray, n_nodes: int, min_correct: int, *,
@@ -121,6 +127,8 @@ def encode_trees(Xb: np.ndarray, y: np.ndarray, n_nodes: int, min_correct: int, 
     pool = IDPool()
     branch = np.array([[pool.id(("V", i, s)) for s in (LEFT, RIGHT)] for i in range(N)])
     test = np.array([[pool.id(("a", i, r)) for r in range(K)] for i in range(N)])
+    n_bits = int(np.ceil(np.log2(K))) if K > 1 else 0
+    code = np.array([[pool.id(("b", i, k)) for k in range(n_bits)] for i in range(N)]).reshape(N, n_bits)
     label = np.array([[pool.id(("C", i, s)) for s in (LEFT, RIGHT)] for i in range(N)])
     link = {(i, s, j): pool.id(("c", i, s, j))
             for i in range(N) for s in (LEFT, RIGHT) for j in child_candidates(i, s, N)}
@@ -145,10 +153,15 @@ def encode_trees(Xb: np.ndarray, y: np.ndarray, n_nodes: int, min_correct: int, 
         slot1, slot2 = 2 * i1 + s1, 2 * i2 + s2
         if not ((slot1 < slot2 and j1 < j2) or (slot2 < slot1 and j2 < j1)):
             clauses.append([-link[i1, s1, j1], -link[i2, s2, j2]])
-    # (4) exactly one test per branch node
-    one_hot = EncType.pairwise if K <= 16 else EncType.seqcounter
+    # (4) exactly one test per branch node: a_{i,r} <=> code bits of node i spell r; codes >= K banned
     for i in range(N):
-        clauses.extend(CardEnc.equals(test[i].tolist(), 1, vpool=pool, encoding=one_hot).clauses)
+        for r in range(2 ** n_bits):
+            spelled = [code[i, k] if (r >> k) & 1 else -code[i, k] for k in range(n_bits)]
+            if r < K:
+                clauses.extend([-test[i, r], bit] for bit in spelled)
+                clauses.append([test[i, r], *(-bit for bit in spelled)])
+            else:
+                clauses.append([-bit for bit in spelled])
     # (5) path tracking: d_v[r, j] <=> parent p of j has d_v[r, p], or p tests r and j lies on the
     #     side rows with x_r = v do not take (v = 1 goes right, so d1 grows on left links)
     for (i, s, j), c in link.items():
@@ -185,8 +198,8 @@ def encode_trees(Xb: np.ndarray, y: np.ndarray, n_nodes: int, min_correct: int, 
         clauses.extend(card.clauses)
 
     can_branch = [branch[i, s] for i in range(N) for s in (LEFT, RIGHT) if child_candidates(i, s, N)]
-    sampling = can_branch + test.ravel().tolist()
+    sampling = can_branch + code.ravel().tolist()
     if leaf_labels:
         sampling += label.ravel().tolist()
     return TreeEncoding(N, K, int(min_correct), [list(map(int, c)) for c in clauses], pool.top,
-                        tuple(int(v) for v in sampling), branch, test, label, leaf_labels)
+                        tuple(int(v) for v in sampling), branch, test, code, label, leaf_labels)

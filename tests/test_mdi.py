@@ -1,0 +1,107 @@
+"""Local MDI against an independent numpy traversal (sklearn's decision_path) and the
+paper's identities (mean of local MDI = global MDI)."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.ensemble import (ExtraTreesClassifier, GradientBoostingRegressor, RandomForestClassifier,
+                              RandomForestRegressor)
+from sklearn.tree import DecisionTreeClassifier
+
+import xai_plugins as xp
+
+
+def decision_path_mdi(model, X):
+    """For each tree, i(parent) - i(child followed) along sklearn's own decision_path, averaged."""
+    estimators = np.ravel(getattr(model, "estimators_", [model]))
+    out = np.zeros(X.shape)
+    for est in estimators:
+        tree = est.tree_
+        path = est.decision_path(X.astype(np.float32)).toarray().astype(bool)
+        for i in range(len(X)):
+            nodes = np.flatnonzero(path[i])  # increasing ids: parents before children in sklearn
+            for parent, child in zip(nodes[:-1], nodes[1:]):
+                out[i, tree.feature[parent]] += tree.impurity[parent] - tree.impurity[child]
+    return out / len(estimators)
+
+
+@pytest.fixture(scope="module")
+def cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return X[:300], y[:300]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RandomForestClassifier(n_estimators=8, criterion="entropy", random_state=0),
+    lambda: ExtraTreesClassifier(n_estimators=8, criterion="gini", random_state=0),
+    lambda: DecisionTreeClassifier(max_depth=6, random_state=0),
+])
+def test_local_mdi_matches_decision_path(cancer, make):
+    X, y = cancer
+    model = make().fit(X, y)
+    np.testing.assert_allclose(xp.local_mdi(model, X[:60]), decision_path_mdi(model, X[:60]), rtol=1e-12, atol=1e-15)
+
+
+def test_local_mdi_regression_and_gradient_boosting():
+    X, y = load_diabetes(return_X_y=True)
+    for model in (RandomForestRegressor(n_estimators=5, max_depth=5, random_state=0).fit(X, y),
+                  GradientBoostingRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)):
+        np.testing.assert_allclose(xp.local_mdi(model, X[:40]), decision_path_mdi(model, X[:40]),
+                                   rtol=1e-12, atol=1e-9)
+
+
+def _unnormalised_mean(model):
+    return np.mean([e.tree_.compute_feature_importances(normalize=False) for e in model.estimators_], axis=0)
+
+
+@pytest.mark.parametrize("criterion", ["gini", "entropy"])
+def test_mean_of_local_mdi_is_global_mdi_without_bootstrap(cancer, criterion):
+    X, y = cancer
+    model = RandomForestClassifier(n_estimators=10, bootstrap=False, max_features=0.5, criterion=criterion,
+                                   random_state=0).fit(X, y)
+    expected = _unnormalised_mean(model)
+    np.testing.assert_allclose(xp.global_mdi(model, X), expected, rtol=1e-12, atol=1e-16)
+    np.testing.assert_allclose(xp.local_mdi(model, X).mean(axis=0), expected, rtol=1e-12, atol=1e-16)
+    np.testing.assert_allclose(xp.global_mdi(model), expected, rtol=1e-12, atol=1e-16)
+    # fully grown, no bootstrap: also sklearn's normalised importances
+    total = expected.sum()
+    np.testing.assert_allclose(xp.global_mdi(model, X) / total, model.feature_importances_, rtol=1e-10)
+
+
+def test_bootstrap_needs_in_bag_weights(cancer):
+    X, y = cancer
+    model = RandomForestClassifier(n_estimators=10, bootstrap=True, random_state=0).fit(X, y)
+    expected = _unnormalised_mean(model)
+    plain = xp.global_mdi(model, X)
+    assert np.max(np.abs(plain - expected)) > 1e-4 * expected.max()  # the plain mean is off
+    np.testing.assert_allclose(xp.global_mdi(model, X, in_bag=True), expected, rtol=1e-12, atol=1e-16)
+
+
+def test_regression_identity_and_sample_weight():
+    X, y = load_diabetes(return_X_y=True)
+    model = RandomForestRegressor(n_estimators=6, bootstrap=False, max_features=0.6, random_state=0).fit(X, y)
+    np.testing.assert_allclose(xp.global_mdi(model, X), _unnormalised_mean(model), rtol=1e-12)
+    w = np.arange(len(X)) % 3
+    manual = (w[:, None] * xp.local_mdi(model, X)).sum(0) / w.sum()
+    np.testing.assert_allclose(xp.global_mdi(model, X, sample_weight=w), manual, rtol=1e-14)
+
+
+def test_models_without_impurity_are_refused():
+    xgb = pytest.importorskip("xgboost")
+    X, y = load_diabetes(return_X_y=True)
+    model = xgb.XGBRegressor(n_estimators=2).fit(X, y)
+    with pytest.raises(xp.UnsupportedModelError, match="node impurities"):
+        xp.local_mdi(model, X)
+
+
+def test_bad_input(cancer):
+    X, y = cancer
+    model = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="columns"):
+        xp.local_mdi(model, X[:, :5])
+    with pytest.raises(ValueError, match="infinite"):
+        xp.local_mdi(model, np.full((2, X.shape[1]), np.inf))
+    with pytest.raises(ValueError, match="sample_weight"):
+        xp.global_mdi(model, X, sample_weight=-np.ones(len(X)))
+    with pytest.raises(ValueError, match="need the data"):
+        xp.global_mdi(model, in_bag=True)
