@@ -207,7 +207,7 @@ class AcME:
             raise ValueError(f"X_background columns {self.feature_names_} do not match the model's "
                              f"feature_names_in_ {list(map(str, names_in))}")
         # a DataFrame for models fitted with column names, or for non-sklearn models given a DataFrame
-        use_frame = names_in is not None or hasattr(X_background, "columns")
+        use_frame = names_in is not None or (hasattr(X_background, "columns") and n_model is None)
         self._columns = pd.Index(self.feature_names_) if use_frame else None
         self.background_ = X
         categorical = self._categorical_mask(categorical_features)

@@ -42,20 +42,21 @@ def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
 
 def in_bag_counts(model, n_samples: int) -> np.ndarray:
     """(n_samples, n_trees) how often each training row was drawn into each tree's bootstrap
-    sample (all ones for forests grown without bootstrap)."""
-    import inspect
+    sample (all ones for forests grown without bootstrap).
 
-    from sklearn.ensemble._forest import _generate_sample_indices, _get_n_samples_bootstrap
-
-    # scikit-learn >= 1.8 also takes the fit's sample_weight; we support unweighted fits
-    extra = (None,) if "sample_weight" in inspect.signature(_generate_sample_indices).parameters else ()
+    Replays scikit-learn's draw for an unweighted fit: ``n_boot`` indices from
+    ``RandomState(tree.random_state).randint(0, n_samples, n_boot)``.
+    """
+    from sklearn.utils import check_random_state
 
     if not getattr(model, "bootstrap", False):
         return np.ones((n_samples, len(model.estimators_)))
-    n_boot = _get_n_samples_bootstrap(n_samples, model.max_samples)
+    m = model.max_samples
+    n_boot = n_samples if m is None else m if isinstance(m, (int, np.integer)) else max(round(n_samples * m), 1)
     counts = np.empty((n_samples, len(model.estimators_)))
     for t, est in enumerate(model.estimators_):
-        counts[:, t] = np.bincount(_generate_sample_indices(est.random_state, n_samples, n_boot, *extra), minlength=n_samples)
+        drawn = check_random_state(est.random_state).randint(0, n_samples, n_boot)
+        counts[:, t] = np.bincount(drawn, minlength=n_samples)
     return counts
 
 
