@@ -1,0 +1,143 @@
+"""Every importer reproduces its model's own output (margin space) through the C predict,
+NaN rows included where the model routes missing values; bad models and inputs raise."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
+                              GradientBoostingRegressor, HistGradientBoostingClassifier,
+                              HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LinearRegression
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+import xai_plugins as xp
+from xai_plugins.forest import Forest, import_model
+
+xgb = pytest.importorskip("xgboost")
+lgb = pytest.importorskip("lightgbm")
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_diabetes(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    y2 = (y > np.median(y)).astype(int)
+    y3 = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    Xn = X.copy()
+    Xn[np.random.default_rng(0).random(X.shape) < 0.05] = np.nan
+    return X, Xn, y, y2, y3
+
+
+def _margin(model, X):
+    if hasattr(model, "get_booster"):
+        return model.predict(X, output_margin=True)
+    if isinstance(model, xgb.Booster):
+        return model.predict(xgb.DMatrix(X), output_margin=True)
+    if hasattr(model, "booster_"):
+        return model.predict(X, raw_score=True)
+    if isinstance(model, (GradientBoostingClassifier, HistGradientBoostingClassifier)):
+        return model.decision_function(X)
+    if hasattr(model, "predict_proba"):
+        return model.predict_proba(X)
+    return model.predict(X)
+
+
+CASES = {
+    "dt_reg": (lambda: DecisionTreeRegressor(max_depth=6, random_state=0), "y", True, 1e-12),
+    "dt_clf": (lambda: DecisionTreeClassifier(max_depth=6, random_state=0), "y3", True, 1e-12),
+    "rf_reg": (lambda: RandomForestRegressor(n_estimators=10, random_state=0), "y", True, 1e-12),
+    "rf_clf": (lambda: RandomForestClassifier(n_estimators=10, random_state=0), "y3", True, 1e-12),
+    "et_reg": (lambda: ExtraTreesRegressor(n_estimators=10, random_state=0), "y", False, 1e-12),
+    "et_clf": (lambda: ExtraTreesClassifier(n_estimators=10, random_state=0), "y2", False, 1e-12),
+    "gb_reg": (lambda: GradientBoostingRegressor(n_estimators=20, random_state=0), "y", False, 1e-12),
+    "gb_bin": (lambda: GradientBoostingClassifier(n_estimators=20, random_state=0), "y2", False, 1e-12),
+    "gb_multi": (lambda: GradientBoostingClassifier(n_estimators=10, random_state=0), "y3", False, 1e-12),
+    "hgb_reg": (lambda: HistGradientBoostingRegressor(max_iter=20, random_state=0), "y", True, 1e-12),
+    "hgb_clf": (lambda: HistGradientBoostingClassifier(max_iter=20, random_state=0), "y3", True, 1e-12),
+    # XGBoost sums leaf values in float32: agree to its own rounding
+    "xgb_reg": (lambda: xgb.XGBRegressor(n_estimators=30, max_depth=4, tree_method="hist"), "y", True, 1e-5),
+    "xgb_bin": (lambda: xgb.XGBClassifier(n_estimators=30, max_depth=4), "y2", True, 1e-5),
+    "xgb_multi": (lambda: xgb.XGBClassifier(n_estimators=10, max_depth=3), "y3", True, 1e-5),
+    "lgb_reg": (lambda: lgb.LGBMRegressor(n_estimators=30, verbose=-1), "y", True, 1e-12),
+    "lgb_bin": (lambda: lgb.LGBMClassifier(n_estimators=30, verbose=-1), "y2", True, 1e-12),
+    "lgb_multi": (lambda: lgb.LGBMClassifier(n_estimators=10, verbose=-1), "y3", True, 1e-12),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_predict_parity(data, name):
+    X, Xn, y, y2, y3 = data
+    make, target, nan_ok, rtol = CASES[name]
+    train = Xn if nan_ok else X
+    model = make().fit(train, {"y": y, "y2": y2, "y3": y3}[target])
+    forest = import_model(model)
+    for Z in ([X, Xn] if nan_ok else [X]):
+        ours = forest.predict(Z)
+        theirs = np.asarray(_margin(model, Z), dtype=np.float64).reshape(len(Z), -1)
+        scale = max(1.0, np.abs(theirs).max())
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=rtol * scale)
+
+
+def test_xgboost_booster_and_base_score_string(data):
+    X, _, y, _, _ = data
+    model = xgb.XGBRegressor(n_estimators=5).fit(X, y)
+    booster = model.get_booster()
+    forest = import_model(booster)
+    np.testing.assert_allclose(forest.base_score, [float(np.float32(y.mean()))], rtol=1e-6)
+    np.testing.assert_allclose(forest.predict(X)[:, 0], booster.predict(xgb.DMatrix(X), output_margin=True),
+                               rtol=1e-5)
+    lgb_booster = lgb.LGBMRegressor(n_estimators=5, verbose=-1).fit(X, y).booster_
+    np.testing.assert_allclose(import_model(lgb_booster).predict(X)[:, 0], lgb_booster.predict(X, raw_score=True),
+                               rtol=1e-12)
+
+
+def test_unsupported_and_unfitted_models(data):
+    X, _, y, _, _ = data
+    with pytest.raises(xp.UnsupportedModelError, match="supported:"):
+        import_model(LinearRegression().fit(X, y))
+    with pytest.raises(xp.UnsupportedModelError):
+        import_model("not a model")
+    with pytest.raises(NotFittedError):
+        import_model(RandomForestRegressor())
+    with pytest.raises(NotFittedError):
+        xp.pg2(xgb.XGBRegressor(), X[:2], [0])
+
+
+def test_categorical_splits_are_refused():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"c": pd.Categorical(rng.integers(0, 4, 300)), "x": rng.normal(size=300)})
+    y = (df.c.cat.codes.to_numpy() % 2) * 3.0 + df.x.to_numpy()
+    with pytest.raises(xp.UnsupportedModelError, match="categorical"):
+        import_model(xgb.XGBRegressor(n_estimators=3, enable_categorical=True, tree_method="hist").fit(df, y))
+    with pytest.raises(xp.UnsupportedModelError, match="categorical"):
+        import_model(lgb.LGBMRegressor(n_estimators=3, verbose=-1, min_child_samples=5).fit(
+            df, y, categorical_feature=["c"]))
+    Xc = np.column_stack([rng.integers(0, 4, 300), rng.normal(size=300)])
+    with pytest.raises(xp.UnsupportedModelError, match="categorical"):
+        import_model(HistGradientBoostingRegressor(max_iter=3, categorical_features=[0]).fit(Xc, y))
+
+
+def _stump_forest(**overrides):
+    arrays = dict(left_child=[1, -1, -1], right_child=[2, -1, -1], feature=[0, 0, 0], threshold=[0.5, 0, 0],
+                  missing_left=[1, 0, 0], value=[0.0, 1.0, 2.0], tree_offset=[0, 3], tree_target=[0],
+                  base_score=[0.0], n_features=1, split_rule="le", input_float32=False, aggregate="sum",
+                  task="regression", output_space="raw", model_type="manual")
+    arrays.update(overrides)
+    return Forest(**arrays)
+
+
+def test_forest_structure_is_validated_in_c():
+    assert _stump_forest().predict(np.array([[0.0], [1.0], [np.nan]]))[:, 0].tolist() == [1.0, 2.0, 1.0]
+    with pytest.raises(IndexError):
+        _stump_forest(left_child=[5, -1, -1])           # child outside its tree
+    with pytest.raises(ValueError):
+        _stump_forest(left_child=[1, -1, -1], right_child=[1, -1, -1])  # node 1 has two parents
+    with pytest.raises(ValueError):
+        _stump_forest(threshold=[np.nan, 0, 0])
+    with pytest.raises(ValueError):
+        _stump_forest(value=[0.0, np.inf, 2.0])
+    with pytest.raises(IndexError):
+        _stump_forest(feature=[3, 0, 0])
