@@ -4,6 +4,7 @@ The cdef is the block of ``xai.h`` between the ``cffi-cdef-begin`` / ``cffi-cdef
 so the header stays the single description of the tree layout and the API.
 """
 
+import os
 from pathlib import Path
 
 from cffi import FFI
@@ -19,16 +20,29 @@ def cdef_block(header: str) -> str:
     return header[start:end]
 
 
-ffibuilder = FFI()
-ffibuilder.cdef(cdef_block((HERE / "xai.h").read_text()))
-ffibuilder.set_source(
-    "xai_plugins._core",
-    '#include "xai.h"',
-    sources=[str(Path("csrc") / name) for name in SOURCES],
-    include_dirs=["csrc"],
-    extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-    libraries=["m"],
-)
+# XAI_SANITIZE=1 builds with AddressSanitizer + UBSan (see .ci/sanitize); never for a release build
+SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
+    if os.environ.get("XAI_SANITIZE") == "1" else []
 
-if __name__ == "__main__":
-    ffibuilder.compile(verbose=True)
+def make_builder(root: Path = Path(".")) -> FFI:
+    """The cffi builder; sources are named relative to ``root`` (setuptools wants relative paths)."""
+    builder = FFI()
+    builder.cdef(cdef_block((HERE / "xai.h").read_text()))
+    builder.set_source(
+        "xai_plugins._core",
+        '#include "xai.h"',
+        sources=[str(root / "csrc" / name) for name in SOURCES],
+        include_dirs=[str(root / "csrc")],
+        extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"] + SANITIZE,
+        extra_link_args=SANITIZE,
+        libraries=["m"],
+    )
+    return builder
+
+
+ffibuilder = make_builder()
+
+if __name__ == "__main__":  # python csrc/build_ffi.py OUTDIR: build xai_plugins/_core into OUTDIR
+    import sys
+
+    make_builder(HERE.parent).compile(tmpdir=sys.argv[1] if len(sys.argv) > 1 else ".", verbose=False)

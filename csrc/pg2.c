@@ -50,13 +50,13 @@ typedef struct {
     int64_t n_leaf;
     int32_t *box; size_t box_cap; int64_t n_box; /* dense boxes: (lo, hi) pairs of rank indices */
     /* pair scratch */
-    int32_t *shared_pos;    /* [n_features]: S positions shared by the current tree pair */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *pair;           /* [leaf_width]: one dependent pair's covariance */
     double *a_t; size_t a_t_cap;
     double *a_u; size_t a_u_cap;
-    int32_t *sh_t; size_t sh_t_cap;       /* gathered shared intervals: [k_sh * n_leaf] lo, then hi */
-    int32_t *sh_u; size_t sh_u_cap;
+    double *sh_t; size_t sh_t_cap;        /* CDF at the shared intervals' ends: [k_sh * n_leaf] lo, then hi */
+    double *sh_u; size_t sh_u_cap;
+    double *prob; size_t prob_cap;        /* [n_leaf of u]: P(box_l ∩ box_m) over the shared features */
     int64_t pair_terms;
     int status;
 } workspace;
@@ -80,8 +80,8 @@ static void ws_free(workspace *w)
 {
     free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->local); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
-    free(w->leaf_c); free(w->leaf_p); free(w->box); free(w->shared_pos); free(w->sum_mean); free(w->pair);
-    free(w->a_t); free(w->a_u); free(w->sh_t); free(w->sh_u);
+    free(w->leaf_c); free(w->leaf_p); free(w->box); free(w->sum_mean); free(w->pair);
+    free(w->a_t); free(w->a_u); free(w->sh_t); free(w->sh_u); free(w->prob);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
@@ -97,10 +97,9 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
     w->box_hi = malloc(d * sizeof(int32_t));
     w->local = malloc(d * sizeof(int32_t));
     w->used = malloc(d);
-    w->shared_pos = malloc(d * sizeof(int32_t));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc((size_t)f->leaf_width * sizeof(double));
-    if (!w->sum_mean || !w->pair || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->local || !w->used || !w->shared_pos)
+    if (!w->sum_mean || !w->pair || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->local || !w->used)
         return XAI_E_NOMEM;
     return XAI_OK;
 }
@@ -246,7 +245,6 @@ static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, 
         w->local[pu[q]] = -1;
     for (int32_t a = 0, b = 0; a < rt->n_used && b < ru->n_used;) {
         if (pt[a] == pu[b]) {
-            w->shared_pos[k_sh] = pt[a];
             w->local[pt[a]] = k_sh++;
             a++;
             b++;
@@ -258,25 +256,27 @@ static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, 
     }
     if (grow((void **)&w->a_t, &w->a_t_cap, (size_t)rt->n_leaf * W, sizeof(double)) ||
         grow((void **)&w->a_u, &w->a_u_cap, (size_t)ru->n_leaf * W, sizeof(double)) ||
-        grow((void **)&w->sh_t, &w->sh_t_cap, (size_t)2 * k_sh * rt->n_leaf, sizeof(int32_t)) ||
-        grow((void **)&w->sh_u, &w->sh_u_cap, (size_t)2 * k_sh * ru->n_leaf, sizeof(int32_t)))
+        grow((void **)&w->sh_t, &w->sh_t_cap, (size_t)2 * k_sh * rt->n_leaf, sizeof(double)) ||
+        grow((void **)&w->sh_u, &w->sh_u_cap, (size_t)2 * k_sh * ru->n_leaf, sizeof(double)) ||
+        grow((void **)&w->prob, &w->prob_cap, (size_t)ru->n_leaf, sizeof(double)))
         return XAI_E_NOMEM;
     /* per-leaf weights a_l = c_l * product of non-shared factors; gather shared intervals */
     const tree_rec *side[2] = {rt, ru};
     double *weights[2] = {w->a_t, w->a_u};
-    int32_t *shared[2] = {w->sh_t, w->sh_u};
+    double *shared[2] = {w->sh_t, w->sh_u};
     for (int s = 0; s < 2; s++) {
         const tree_rec *r = side[s];
         const int32_t *used = w->used_pos + r->used_start;
-        int32_t *sh_lo = shared[s], *sh_hi = shared[s] + (size_t)k_sh * r->n_leaf;
+        double *sh_lo = shared[s], *sh_hi = shared[s] + (size_t)k_sh * r->n_leaf;
         for (int32_t l = 0; l < r->n_leaf; l++) {
             const int32_t *box = w->box + 2 * (r->box_start + (int64_t)l * r->n_used);
             double p = 1.0;
             for (int32_t q = 0; q < r->n_used; q++) {
                 const int32_t idx = w->local[used[q]];
-                if (idx >= 0) {
-                    sh_lo[(size_t)idx * r->n_leaf + l] = box[2 * q];
-                    sh_hi[(size_t)idx * r->n_leaf + l] = box[2 * q + 1];
+                if (idx >= 0) { /* the CDF is monotone: CDF(min(hi)) = min(CDF(hi)), same for max(lo) */
+                    const double *table = w->cdf_row + w->cdf_offset[w->s_feat[used[q]]];
+                    sh_lo[(size_t)idx * r->n_leaf + l] = table[box[2 * q]];
+                    sh_hi[(size_t)idx * r->n_leaf + l] = table[box[2 * q + 1]];
                 } else {
                     p *= interval_prob(w, used[q], box[2 * q], box[2 * q + 1]);
                 }
@@ -288,39 +288,33 @@ static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, 
     }
     const int32_t Lt = rt->n_leaf, Lu = ru->n_leaf;
     const double *mt = w->mean + (size_t)it * W, *mu = w->mean + (size_t)iu * W;
-    if (k_sh == 1 && W == 1) { /* the common case: one shared feature, scalar leaves */
-        const double *table = w->cdf_row + w->cdf_offset[w->s_feat[w->shared_pos[0]]];
-        const int32_t *tlo = w->sh_t, *thi = w->sh_t + Lt;
-        const int32_t *ulo = w->sh_u, *uhi = w->sh_u + Lu;
-        double total = 0.0;
-        for (int32_t l = 0; l < Lt; l++) {
-            const int32_t lo1 = tlo[l], hi1 = thi[l];
-            double s = 0.0;
+    double *restrict prob = w->prob;
+    for (int32_t o = 0; o < W; o++)
+        acc[o] -= mt[o] * mu[o];
+    for (int32_t l = 0; l < Lt; l++) {
+        /* prob[m] = P(box_l ∩ box_m) over the shared features: one vectorisable pass per feature */
+        for (int32_t m = 0; m < Lu; m++)
+            prob[m] = 1.0;
+        for (int32_t k = 0; k < k_sh; k++) {
+            const double lo_l = w->sh_t[(size_t)k * Lt + l], hi_l = w->sh_t[(size_t)(k_sh + k) * Lt + l];
+            const double *restrict lo_u = w->sh_u + (size_t)k * Lu;
+            const double *restrict hi_u = w->sh_u + (size_t)(k_sh + k) * Lu;
             for (int32_t m = 0; m < Lu; m++) {
-                const int32_t lo = ulo[m] > lo1 ? ulo[m] : lo1;
-                const int32_t hi = uhi[m] < hi1 ? uhi[m] : hi1;
-                const double p = table[hi] - table[lo];
-                s += p > 0.0 ? w->a_u[m] * p : 0.0;
+                const double hi = hi_u[m] < hi_l ? hi_u[m] : hi_l;
+                const double lo = lo_u[m] > lo_l ? lo_u[m] : lo_l;
+                const double p = hi - lo;
+                prob[m] *= p > 0.0 ? p : 0.0;
             }
-            total += w->a_t[l] * s;
         }
-        acc[0] += total - mt[0] * mu[0];
-    } else {
-        for (int32_t o = 0; o < W; o++)
-            acc[o] -= mt[o] * mu[o];
-        for (int32_t l = 0; l < Lt; l++) {
-            for (int32_t m = 0; m < Lu; m++) {
-                double p = 1.0;
-                for (int32_t k = 0; k < k_sh && p > 0.0; k++) {
-                    const int32_t lo1 = w->sh_t[(size_t)k * Lt + l], hi1 = w->sh_t[(size_t)(k_sh + k) * Lt + l];
-                    const int32_t lo2 = w->sh_u[(size_t)k * Lu + m], hi2 = w->sh_u[(size_t)(k_sh + k) * Lu + m];
-                    p *= interval_prob(w, w->shared_pos[k], lo1 > lo2 ? lo1 : lo2, hi1 < hi2 ? hi1 : hi2);
-                }
-                if (p == 0.0)
-                    continue;
+        if (W == 1) {
+            double s = 0.0;
+            for (int32_t m = 0; m < Lu; m++)
+                s += w->a_u[m] * prob[m];
+            acc[0] += w->a_t[l] * s;
+        } else {
+            for (int32_t m = 0; m < Lu; m++)
                 for (int32_t o = 0; o < W; o++)
-                    acc[o] += w->a_t[(size_t)l * W + o] * w->a_u[(size_t)m * W + o] * p;
-            }
+                    acc[o] += w->a_t[(size_t)l * W + o] * w->a_u[(size_t)m * W + o] * prob[m];
         }
     }
     w->pair_terms += (int64_t)Lt * Lu;

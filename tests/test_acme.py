@@ -268,7 +268,8 @@ def test_dataframe_model_gets_named_columns_and_rows_are_reordered():
     assert list(g.importances.columns) == ["importance"] and g.feature_names == ["a", "b", "c", "d"]
     np.testing.assert_allclose(loc.values, acme.explain_local(X[:3]).values)
     assert acme.explain_local(frame.iloc[0]).values.shape == (1, 4)
-    np.testing.assert_allclose(g.variable_quantile_matrix("b")["b"].to_numpy(), np.quantile(X[:, 1], np.linspace(0, 1, 10)))
+    np.testing.assert_allclose(g.variable_quantile_matrix("b")["b"].to_numpy(),
+                               np.quantile(X[:, 1], np.linspace(0, 1, 10)))
     assert len(g.quantile_table()) == 40
 
 

@@ -259,22 +259,22 @@ class AcME:
     def _build_grid(self, X, categorical) -> Grid:
         lo, hi = (0.05, 0.95) if self.robust else (0.0, 1.0)
         if self.variant == "paper":
-            base_levels = np.linspace(lo, hi, self.n_quantiles)
+            shared_levels = np.linspace(lo, hi, self.n_quantiles)
         else:
-            base_levels = np.linspace(lo, hi, max(self.n_quantiles - 1, 2))
-        values, levels = [], []
-        for j in range(X.shape[1]):
-            if categorical[j]:
-                v = np.unique(X[:, j])
-                q = np.linspace(0.0, 1.0, v.size)
-            else:
-                q = base_levels
-                if self.variant == "reference":
-                    own = stats.percentileofscore(X[:, j], self.baseline_[j]) / 100.0
-                    q = np.sort(np.append(q, own))
-                v = np.quantile(X[:, j], q)
-            values.append(v)
-            levels.append(q)
+            shared_levels = np.linspace(lo, hi, max(self.n_quantiles - 1, 2))
+        numeric = np.flatnonzero(~categorical)
+        shared_values = np.quantile(X[:, numeric], shared_levels, axis=0)     # (Q, numeric) in one call
+        values, levels = [None] * X.shape[1], [None] * X.shape[1]
+        for i, j in enumerate(numeric):
+            v, q = shared_values[:, i], shared_levels
+            if self.variant == "reference":        # the baseline's own level joins the grid
+                own = stats.percentileofscore(X[:, j], self.baseline_[j]) / 100.0
+                at = np.searchsorted(q, own)
+                q, v = np.insert(q, at, own), np.insert(v, at, np.quantile(X[:, j], own))
+            values[j], levels[j] = v, q
+        for j in np.flatnonzero(categorical):
+            values[j] = np.unique(X[:, j])
+            levels[j] = np.linspace(0.0, 1.0, values[j].size)
         sizes = [v.size for v in values]
         return Grid(feature_names=list(self.feature_names_), categorical=categorical,
                     offsets=np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp),
@@ -320,7 +320,8 @@ class AcME:
             extra = [c for c in names if c not in self.feature_names_]
             if missing or extra:
                 raise ValueError(f"X_rows columns do not match the background: missing {missing}, unexpected {extra}")
-            X_rows = X_rows[[columns[names.index(c)] for c in self.feature_names_]]
+            if names != self.feature_names_:
+                X_rows = X_rows[[columns[names.index(c)] for c in self.feature_names_]]
         rows = check_matrix(X_rows, n_features=len(self.feature_names_), name="X_rows")
         for j in np.flatnonzero(self.grid_.categorical):
             known = self.grid_.values[self.grid_.segment(j)]
@@ -434,11 +435,12 @@ def _strip(ax, grid, x, importance, marker, reference_x, xlabel, title):
     return ax
 
 
-def _new_ax(ax):
+def _new_ax(ax, n_features):
+    """``ax``, or the Axes of a new figure sized for ``n_features`` rows."""
     if ax is None:
         import matplotlib.pyplot as plt
 
-        _, ax = plt.subplots(figsize=(7, 0.35 * 12 + 1.5))
+        _, ax = plt.subplots(figsize=(7, 0.35 * n_features + 1.5))
     return ax
 
 
@@ -509,7 +511,7 @@ class AcMEGlobal:
         else "bar".
         """
         kind = kind or ("summary" if self.output_names is None or output is not None else "bar")
-        ax = _new_ax(ax)
+        ax = _new_ax(ax, len(self.feature_names))
         if kind == "bar":
             return _bar(ax, self.feature_names, self.values, self.output_names, "AcME global importance")
         if kind != "summary":
@@ -588,9 +590,10 @@ class AcMELocal:
         if not 0 <= row < self.X.shape[0]:
             raise IndexError(f"row {row} out of range for {self.X.shape[0]} explained rows")
         kind = kind or ("whatif" if self.output_names is None or output is not None else "bar")
-        ax = _new_ax(ax)
+        ax = _new_ax(ax, len(self.feature_names))
         if kind == "bar":
-            return _bar(ax, self.feature_names, self.values[row], self.output_names, f"AcME local importance, row {row}")
+            return _bar(ax, self.feature_names, self.values[row], self.output_names,
+                        f"AcME local importance, row {row}")
         if kind != "whatif":
             raise ValueError(f"kind must be 'whatif' or 'bar'; got {kind!r}")
         c = _output_index(self.output_names, output)
