@@ -1,0 +1,17 @@
+"""DT-Sampler: feature importance from uniformly sampled small, accurate decision trees.
+
+``DTSampler(n_branch_nodes, min_accuracy, n_samples, sampler="unigen" | "exact").fit(X, y)``
+exposes ``emergence_probability_`` (DataFrame indexed by original feature name, columns
+``probability, ci_low, ci_high``), ``tree_fraction_``, ``trees_`` and ``plot()``.
+Modules: :mod:`.binarize` (binary tests), :mod:`.encoding` (the CNF), :mod:`.samplers`
+(UniGen3 / exact enumeration), :mod:`.tree` (a sampled tree), :mod:`.estimator`.
+"""
+
+from .binarize import BinaryTest
+from .encoding import encode_trees
+from .estimator import DTSampler, wilson_interval
+from .samplers import TimeBudgetWarning, UnsatisfiableError
+from .tree import SampledTree
+
+__all__ = ["BinaryTest", "DTSampler", "SampledTree", "TimeBudgetWarning", "UnsatisfiableError",
+           "encode_trees", "wilson_interval"]

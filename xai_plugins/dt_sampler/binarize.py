@@ -1,0 +1,100 @@
+"""Binary tests for DT-Sampler: 0/1 columns as they are, other numeric columns cut at thresholds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Default cut points: the quartiles of each non-binary column.
+DEFAULT_QUANTILES = (0.25, 0.5, 0.75)
+
+
+@dataclass(frozen=True)
+class BinaryTest:
+    """One binary test: ``x[feature] > threshold`` (or ``x[feature] == 1`` for a 0/1 column).
+
+    A row passing the test goes to the right child, a row failing it to the left child.
+    """
+
+    feature: int
+    feature_name: str
+    threshold: float | None   # None: the column is already 0/1
+
+    @property
+    def name(self) -> str:
+        """Readable name, e.g. ``"age > 40.5"`` or ``"smoker"``."""
+        if self.threshold is None:
+            return self.feature_name
+        return f"{self.feature_name} > {self.threshold:.4g}"
+
+    def describe(self, passed: bool) -> str:
+        """The condition a row meets on the right (``passed``) or left branch."""
+        if passed:
+            return self.name
+        if self.threshold is None:
+            return f"not {self.feature_name}"
+        return f"{self.feature_name} <= {self.threshold:.4g}"
+
+    def evaluate(self, X: np.ndarray) -> np.ndarray:
+        """0/1 outcome of the test on each row of ``X`` (original feature columns)."""
+        column = X[:, self.feature]
+        return (column == 1 if self.threshold is None else column > self.threshold).astype(np.uint8)
+
+
+def _is_binary(column: np.ndarray) -> bool:
+    return bool(np.all((column == 0) | (column == 1)))
+
+
+def fit_tests(X: np.ndarray, feature_names: list[str], quantiles=DEFAULT_QUANTILES,
+              thresholds: dict | None = None) -> list[BinaryTest]:
+    """Binary tests for the columns of ``X``.
+
+    - a column holding only 0 and 1 gives one test (``x == 1``);
+    - another column gives ``x > t`` for each ``t`` in ``thresholds[name]`` when given, else for
+      each ``quantiles`` value of the column; thresholds that leave every training row on one
+      side or that split the rows exactly like a smaller threshold are dropped.
+
+    Raises ``ValueError`` for a constant column (no test can split it) and for a user
+    threshold that does not split the training rows.
+    """
+    thresholds = {} if thresholds is None else dict(thresholds)
+    unknown = set(thresholds) - set(feature_names)
+    if unknown:
+        raise ValueError(f"thresholds given for unknown features {sorted(unknown)}; "
+                         f"known features: {feature_names}")
+    q = np.asarray(quantiles, dtype=float).ravel()
+    if q.size == 0 or np.any((q <= 0) | (q >= 1)):
+        raise ValueError(f"quantiles must be a non-empty list of numbers strictly between 0 and 1; got {quantiles!r}")
+    constant = [name for j, name in enumerate(feature_names) if np.ptp(X[:, j]) == 0]
+    if constant:
+        raise ValueError(f"constant features {constant} cannot be split by any test; drop them before fitting")
+    tests = []
+    for j, name in enumerate(feature_names):
+        column = X[:, j]
+        if name not in thresholds and _is_binary(column):
+            tests.append(BinaryTest(j, name, None))
+            continue
+        if name in thresholds:
+            cuts = np.asarray(thresholds[name], dtype=float).ravel()
+            bad = [t for t in cuts if not (column.min() <= t < column.max())]
+            if bad:
+                raise ValueError(f"thresholds {bad} for feature {name!r} do not split the training rows "
+                                 f"(values lie in [{column.min():.4g}, {column.max():.4g}])")
+        else:
+            cuts = np.quantile(column, q)
+            cuts = cuts[cuts < column.max()]
+            if cuts.size == 0:   # a few large values only: split the maximum off
+                cuts = np.array([np.max(column[column < column.max()])])
+        seen = set()
+        for t in np.sort(np.unique(cuts)):
+            pattern = (column > t).tobytes()
+            if pattern not in seen:
+                seen.add(pattern)
+                tests.append(BinaryTest(j, name, float(t)))
+    return tests
+
+
+def apply_tests(tests: list[BinaryTest], X: np.ndarray) -> np.ndarray:
+    """(n_rows, n_tests) 0/1 matrix of test outcomes."""
+    return np.column_stack([t.evaluate(X) for t in tests]).astype(np.uint8)
