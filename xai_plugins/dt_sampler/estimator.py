@@ -74,7 +74,7 @@ class DTSampler(BaseEstimator):
     def __init__(self, n_branch_nodes: int = 5, min_accuracy: float = 0.9, n_samples: int = 500,
                  sampler: str = "unigen", random_state=None, quantiles=DEFAULT_QUANTILES,
                  thresholds: dict | None = None, leaf_labels: str = "majority",
-                 cardinality: str = "seqcounter", confidence: float = 0.95,
+                 cardinality: str = "mtotalizer", confidence: float = 0.95,
                  time_budget: float | None = 600.0, progress: bool = True):
         self.n_branch_nodes = n_branch_nodes
         self.min_accuracy = min_accuracy
