@@ -240,7 +240,7 @@ class DTSampler(BaseEstimator):
         err = np.vstack([table["probability"] - table["ci_low"], table["ci_high"] - table["probability"]])
         ax.barh(y, table["probability"], xerr=err, color="tab:blue", alpha=0.8, capsize=2,
                 label=f"emergence ({self.confidence:.0%} interval)")
-        ax.scatter(table["uniform"], y, marker="|", s=200, color="black", label="min_accuracy = 0")
+        ax.scatter(table["uniform"], y, marker="|", s=200, color="tab:red", label="min_accuracy = 0")
         ax.set_yticks(y, [str(v) for v in table.index])
         ax.set_xlabel("share of branch nodes testing the feature")
         ax.set_title(f"DT-Sampler: {len(self.trees_)} trees, {self.n_branch_nodes} branch nodes, "
