@@ -23,7 +23,7 @@ _LAZY = {
     "local_mdi": "mdi",
     "global_mdi": "mdi",
     "UnsupportedModelError": "forest",
-    "faithfulness": "faithfulness",
+    "faithfulness": "ranking_faithfulness",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

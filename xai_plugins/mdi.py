@@ -24,7 +24,8 @@ from ._validation import check_matrix
 from .forest import Forest, UnsupportedModelError, import_model
 
 
-def _impurity_forest(model) -> Forest:
+def impurity_forest(model) -> Forest:
+    """The imported model, or UnsupportedModelError when it stores no node impurities."""
     forest = import_model(model)
     if forest.impurity is None:
         raise UnsupportedModelError(
@@ -35,7 +36,7 @@ def _impurity_forest(model) -> Forest:
 
 def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
     """(n, d) local MDI of every row of ``X`` (NaN follows each node's missing-value direction)."""
-    forest = _impurity_forest(model)
+    forest = impurity_forest(model)
     X = check_matrix(X, n_features=forest.n_features, allow_nan=True)
     return _native.local_mdi(forest, X, n_jobs=n_jobs)
 
@@ -71,7 +72,7 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
     - ``in_bag=True`` (``X`` must be the training data of a bootstrap forest): each tree averages
       only over its own bootstrap sample, weighted by in-bag counts, which restores the identity.
     """
-    forest = _impurity_forest(model)
+    forest = impurity_forest(model)
     if X is None:
         if sample_weight is not None or in_bag:
             raise ValueError("sample_weight and in_bag need the data X")

@@ -1,0 +1,110 @@
+"""Per-row feature scores of every explainer in one container, shared by the SHAP and
+InterpretML adapters (``xai_plugins.shap``, ``xai_plugins.interpret``) and the audit report.
+
+An :class:`Attribution` holds ``values`` (n, d) or (n, d, k) for k model outputs, the rows they
+explain, names, and method-specific extras (the PG² ranking, PGI²). None of the scores here is
+additive to the model output, so none carries a base value.
+
+- :func:`pg2_attribution`: greedy PG² gains. Row i's greedy order π_i adds, at step p, the
+  feature maximising PG²; the feature entering at step p gets
+  ``PG²(x_i, π_i(1..p)) − PG²(x_i, π_i(1..p−1))`` — how much the squared prediction gap grows
+  when that feature is perturbed too. The gains of a row sum to PG²(x_i, all features). With
+  k outputs each output gets its own greedy order.
+- :func:`local_mdi_attribution`: local MDI (one impurity, so (n, d) for any task).
+- :func:`acme_attribution`: AcME local importances of a fitted :class:`~xai_plugins.acme.AcME`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import check_matrix, feature_names_of
+from .forest import import_model
+from .mdi import local_mdi
+from .prediction_gap import greedy_pg2_ranking, pgi2
+
+
+@dataclass
+class Attribution:
+    """Feature scores of ``n`` rows: ``values`` (n, d) or (n, d, k); ``data`` (n, d) the rows;
+    ``feature_names``; ``output_names`` (None for one output); ``method``; ``extras`` a dict of
+    method-specific arrays (PG²: ``ranking`` and ``pgi2``)."""
+
+    values: np.ndarray
+    data: np.ndarray
+    feature_names: list
+    output_names: list | None
+    method: str
+    extras: dict = field(default_factory=dict)
+
+
+def background_data(background):
+    """The rows of a background given as data, or as a shap masker holding data.
+
+    A shap ``Independent``/``Partition`` masker built from a dataset keeps only a 100-row
+    subsample of it; we warn, because the background defines σ units (PG²) or quantiles (AcME).
+    """
+    data = getattr(background, "data", None)
+    if data is not None and not isinstance(background, np.ndarray) and not hasattr(background, "columns"):
+        warnings.warn(f"{type(background).__name__} masker: shap keeps only a subsample (100 rows by default) "
+                      f"of the data given to a masker; using its {len(data)} rows. Pass the dataset itself "
+                      "to use all of it.", UserWarning, stacklevel=3)
+        return data
+    return background
+
+
+def model_rows(model, X, *, n_features: int, allow_nan: bool) -> tuple[np.ndarray, list]:
+    """``X`` as float64 rows and its feature names, refusing columns that differ from the model's."""
+    names = feature_names_of(X, n_features, model=model)
+    fitted = getattr(model, "feature_names_in_", None)
+    if fitted is not None and hasattr(X, "columns") and [str(c) for c in fitted] != names:
+        raise ValueError(f"X columns {names} do not match the model's feature_names_in_ {list(map(str, fitted))}")
+    return check_matrix(X, n_features=n_features, allow_nan=allow_nan), names
+
+
+def _output_names(forest) -> list | None:
+    return None if forest.n_outputs == 1 else list(forest.output_names)
+
+
+def greedy_gains(ranking: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """(n, d) gain of each feature at the step it enters the greedy order (see module docstring)."""
+    steps = np.diff(path, axis=1, prepend=0.0)
+    gains = np.empty_like(path)
+    np.put_along_axis(gains, ranking, steps, axis=1)
+    return gains
+
+
+def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> Attribution:
+    """Greedy PG² gains, ranking (n, d[, k]) and exact PGI² of that ranking (n[, k])."""
+    forest = import_model(model)
+    rows, names = model_rows(model, X, n_features=forest.n_features, allow_nan=False)
+    noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
+    k = forest.n_outputs
+    ranking = np.empty(rows.shape + (k,), dtype=np.int64)
+    values = np.empty(rows.shape + (k,))
+    quality = np.empty((len(rows), k))
+    for c in range(k):
+        order, path = greedy_pg2_ranking(model, rows, output=c if k > 1 else None, return_pg2=True, **noise)
+        ranking[..., c], values[..., c] = order, greedy_gains(order, path)
+        value = pgi2(model, rows, order, **noise)
+        quality[:, c] = value if k == 1 else value[:, c]
+    squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
+    return Attribution(squeeze(values), rows, names, _output_names(forest), "pg2",
+                       {"ranking": squeeze(ranking), "pgi2": squeeze(quality)})
+
+
+def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
+    """Local MDI (n, d) of each row."""
+    forest = import_model(model)
+    rows, names = model_rows(model, X, n_features=forest.n_features, allow_nan=True)
+    return Attribution(local_mdi(model, rows, n_jobs=n_jobs), rows, names, None, "local_mdi")
+
+
+def acme_attribution(acme, X) -> Attribution:
+    """AcME local importances (n, d[, k]) of the rows ``X`` (see :class:`~xai_plugins.acme.AcMELocal`)."""
+    local = acme.explain_local(X)
+    return Attribution(local.values, local.X, list(local.feature_names), local.output_names, "acme",
+                       {"row_predictions": local.row_predictions})

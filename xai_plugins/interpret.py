@@ -1,0 +1,181 @@
+"""Our explainers as InterpretML explainers: ``explain_global`` / ``explain_local`` return
+explanations (subclasses of InterpretML's ``FeatureValueExplanation``) whose ``visualize(key)``
+is a plotly figure and which ``interpret.show`` / ``interpret.preserve`` accept::
+
+    from interpret import show
+    from xai_plugins.interpret import PG2Explainer        # also: interpret.ext.greybox.PG2Explainer
+    explainer = PG2Explainer(model, X_train, sigma=0.3)
+    show(explainer.explain_global())                      # mean greedy PG² gain per feature
+    show(explainer.explain_local(X_test[:5], y_test[:5]))
+
+Registered through the ``interpret_ext_greybox`` (PG², local MDI) and ``interpret_ext_blackbox``
+(AcME) entry points. InterpretML's bar charts show one output: for a model with k outputs,
+``output`` picks it (name or index); two-class models default to the positive class.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import pandas as pd
+from interpret.api.base import ExplainerMixin
+from interpret.api.templates import FeatureValueExplanation
+
+from ._validation import check_random_state
+from .attributions import (Attribution, acme_attribution, background_data, local_mdi_attribution,
+                           pg2_attribution)
+from .forest import import_model
+from .mdi import impurity_forest
+
+
+class AttributionExplanation(FeatureValueExplanation):
+    """An InterpretML explanation of xai_plugins scores: ``data(None)`` the overall bar chart,
+    ``data(i)`` one row (local) or one feature's dependence curve (global)."""
+
+
+def _pick_output(values: np.ndarray, output_names, output) -> np.ndarray:
+    """(n, d) slice of (n, d) or (n, d, k) values for the chosen output."""
+    if output_names is None:
+        if output is not None:
+            raise ValueError("the model has a single output; leave output=None")
+        return values
+    k = len(output_names)
+    if output is None:
+        if k != 2:
+            raise ValueError(f"the model has {k} outputs {output_names}; choose one with output=")
+        output = 1
+    if isinstance(output, str):
+        if output not in output_names:
+            raise ValueError(f"unknown output {output!r}; outputs are {output_names}")
+        output = output_names.index(output)
+    if not 0 <= int(output) < k:
+        raise IndexError(f"output {output} out of range for {k} outputs")
+    return values[..., int(output)]
+
+
+def _local_explanation(result: Attribution, values: np.ndarray, y, name: str) -> AttributionExplanation:
+    y = None if y is None else np.asarray(y)
+    if y is not None and len(y) != len(values):
+        raise ValueError(f"y has {len(y)} entries for {len(values)} rows")
+    rows = [{
+        "type": "univariate", "names": result.feature_names, "scores": values[i], "values": result.data[i],
+        "perf": None, "extra": {"names": [], "scores": [], "values": []},
+    } for i in range(len(values))]
+    selector = pd.DataFrame({"row": np.arange(len(values))})
+    if y is not None:
+        selector["actual"] = y
+    return AttributionExplanation("local", {"overall": None, "specific": rows},
+                                  feature_names=result.feature_names,
+                                  feature_types=["continuous"] * len(result.feature_names),
+                                  name=name, selector=selector)
+
+
+def _global_explanation(feature_names, overall: np.ndarray, curves, name: str) -> AttributionExplanation:
+    """``overall`` (d,) importances; ``curves[j]`` = (x values, scores) drawn for feature j."""
+    specific = [{"type": "univariate", "names": np.asarray(x), "scores": np.asarray(s)} for x, s in curves]
+    selector = pd.DataFrame({"Name": feature_names, "Type": "continuous", "Importance": overall})
+    return AttributionExplanation("global", {"overall": {"names": list(feature_names), "scores": list(overall)},
+                                             "specific": specific},
+                                  feature_names=list(feature_names),
+                                  feature_types=["continuous"] * len(feature_names), name=name, selector=selector)
+
+
+class _AttributionExplainer(ExplainerMixin):
+    """Local explanations from ``attribute(X) -> Attribution``; global = mean score over the
+    background rows (scores are importances, not signed contributions: local MDI averages to the
+    global MDI, greedy PG² gains to the mean share of PG²(x, all)) (at most ``max_global_rows``, sampled with ``random_state``), with each
+    feature's scores against its values as the per-feature curve."""
+
+    available_explanations = ["global", "local"]
+
+    def __init__(self, model, data, attribute, *, output=None, max_global_rows=200, random_state=0):
+        self.model = model
+        self.data = data
+        self.output = output
+        self.max_global_rows = max_global_rows
+        self.random_state = random_state
+        self._attribute = attribute
+
+    def explain_local(self, X, y=None, name=None) -> AttributionExplanation:
+        """Scores of each row of ``X`` (``y`` is shown alongside when given)."""
+        result = self._attribute(X)
+        values = _pick_output(result.values, result.output_names, self.output)
+        return _local_explanation(result, values, y, name or type(self).__name__ + " (local)")
+
+    def explain_global(self, name=None) -> AttributionExplanation:
+        """Mean score per feature over the background data passed at construction."""
+        if self.data is None:
+            raise ValueError(f"{type(self).__name__} needs background data (data=...) for a global explanation")
+        rows = self.data
+        n = len(rows)
+        if n > self.max_global_rows:
+            take = np.sort(check_random_state(self.random_state).choice(n, self.max_global_rows, replace=False))
+            rows = rows.iloc[take] if hasattr(rows, "iloc") else np.asarray(rows)[take]
+        result = self._attribute(rows)
+        values = _pick_output(result.values, result.output_names, self.output)
+        curves = []
+        for j in range(values.shape[1]):
+            order = np.argsort(result.data[:, j], kind="stable")
+            curves.append((result.data[order, j], values[order, j]))
+        return _global_explanation(result.feature_names, values.mean(axis=0), curves,
+                                   name or type(self).__name__ + " (global)")
+
+
+class PG2Explainer(_AttributionExplainer):
+    """Greybox: greedy PG² gains of a tree ensemble (see :class:`xai_plugins.shap.PG2Explainer`).
+
+    ``data`` is the background: it sets σ in feature standard deviations (``sigma_units="std"``,
+    the default when data is given; ``"raw"`` keeps σ in feature units) and is explained by
+    :meth:`explain_global`.
+    """
+
+    explainer_type = "specific"
+
+    def __init__(self, model, data=None, sigma=0.3, *, perturbation=None, sigma_units="std", output=None,
+                 max_global_rows=200, random_state=0, n_jobs=None):
+        import_model(model)
+        if sigma_units not in ("std", "raw"):
+            raise ValueError(f"sigma_units must be 'std' or 'raw'; got {sigma_units!r}")
+        data = background_data(data)
+        background = data if sigma_units == "std" else None
+        attribute = partial(pg2_attribution, model, sigma=sigma, perturbation=perturbation,
+                            background=background, n_jobs=n_jobs)
+        super().__init__(model, data, attribute, output=output, max_global_rows=max_global_rows,
+                         random_state=random_state)
+
+
+class LocalMDIExplainer(_AttributionExplainer):
+    """Greybox: local MDI of a scikit-learn tree model (see :mod:`xai_plugins.mdi`); the global
+    explanation is mean |local MDI| over ``data`` (= global MDI on the training data)."""
+
+    explainer_type = "specific"
+
+    def __init__(self, model, data=None, *, max_global_rows=200, random_state=0, n_jobs=None):
+        impurity_forest(model)
+        super().__init__(model, background_data(data), partial(local_mdi_attribution, model, n_jobs=n_jobs),
+                         max_global_rows=max_global_rows, random_state=random_state)
+
+
+class AcMEExplainer(_AttributionExplainer):
+    """Blackbox: AcME (see :class:`xai_plugins.acme.AcME`). The global explanation is AcME's own
+    (quantile grid around the mean/mode baseline; the curves are the standardized effects per
+    grid value); local ones are AcME local importances."""
+
+    explainer_type = "blackbox"
+
+    def __init__(self, model, data, n_quantiles: int = 50, task: str = "regression", *, output=None,
+                 **acme_options):
+        from .acme import AcME
+
+        self.acme = AcME(model, background_data(data), n_quantiles=n_quantiles, task=task, **acme_options)
+        super().__init__(model, data, partial(acme_attribution, self.acme), output=output)
+
+    def explain_global(self, name=None) -> AttributionExplanation:
+        """AcME global importances, with each feature's standardized effect per grid value."""
+        g = self.acme.explain_global()
+        importances = _pick_output(np.asarray(g.values)[None], g.output_names, self.output)[0]
+        effects = _pick_output(np.asarray(g.effects)[None], g.output_names, self.output)[0]
+        curves = [(g.grid.values[g.grid.segment(j)], effects[g.grid.segment(j)])
+                  for j in range(len(g.feature_names))]
+        return _global_explanation(g.feature_names, importances, curves, name or "AcMEExplainer (global)")
