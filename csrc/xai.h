@@ -101,14 +101,24 @@ int xai_local_mdi(const xai_forest *forest, const double *X, int64_t n_rows,
 /* Shared by the .c files, not part of the Python-facing API. */
 #include <math.h>
 
+/* x as the model compares it: rounded to float32 when the model casts its input (NaN kept). */
+static inline double xai_input_value(const xai_forest *f, double x)
+{
+    return f->input_float32 && !isnan(x) ? (double)(float)x : x;
+}
+
+/* 1 when v, already passed through xai_input_value, goes to the left child of global node g. */
+static inline int xai_goes_left_value(const xai_forest *f, int64_t g, double v)
+{
+    if (isnan(v))
+        return f->missing_left[g] != 0;
+    return f->split_rule == XAI_LEFT_IF_LT ? v < f->threshold[g] : v <= f->threshold[g];
+}
+
 /* 1 when value x (already read from the input row) goes to the left child of global node g. */
 static inline int xai_goes_left(const xai_forest *f, int64_t g, double x)
 {
-    if (isnan(x))
-        return f->missing_left[g] != 0;
-    if (f->input_float32)
-        x = (double)(float)x;
-    return f->split_rule == XAI_LEFT_IF_LT ? x < f->threshold[g] : x <= f->threshold[g];
+    return xai_goes_left_value(f, g, xai_input_value(f, x));
 }
 
 /* Global index of the leaf that row x reaches in tree t. */
