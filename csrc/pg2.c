@@ -48,7 +48,8 @@ typedef struct {
     double *leaf_c; size_t leaf_c_cap;    /* [n_leaf * width] centred values */
     double *leaf_p; size_t leaf_p_cap;    /* [n_leaf] probabilities */
     int64_t n_leaf;
-    int32_t *box; size_t box_cap; int64_t n_box; /* dense boxes: (lo, hi) pairs of rank indices */
+    double *box; size_t box_cap; int64_t n_box; /* dense boxes: CDF values at each used interval's (lo, hi] ends */
+    int32_t *q_shared, *q_other;          /* [n_features]: a tree's used-list entries shared / not shared in a pair */
     /* pair scratch */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *pair;           /* [leaf_width]: one dependent pair's covariance */
@@ -81,7 +82,7 @@ static void ws_free(workspace *w)
     free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->local); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
     free(w->leaf_c); free(w->leaf_p); free(w->box); free(w->sum_mean); free(w->pair);
-    free(w->a_t); free(w->a_u); free(w->sh_t); free(w->sh_u); free(w->prob);
+    free(w->a_t); free(w->a_u); free(w->sh_t); free(w->sh_u); free(w->prob); free(w->q_shared); free(w->q_other);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
@@ -96,10 +97,12 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
     w->box_lo = malloc(d * sizeof(int32_t));
     w->box_hi = malloc(d * sizeof(int32_t));
     w->local = malloc(d * sizeof(int32_t));
+    w->q_shared = malloc(d * sizeof(int32_t));
+    w->q_other = malloc(d * sizeof(int32_t));
     w->used = malloc(d);
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc((size_t)f->leaf_width * sizeof(double));
-    if (!w->sum_mean || !w->pair || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->local || !w->used)
+    if (!w->sum_mean || !w->pair || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->local || !w->used || !w->q_shared || !w->q_other)
         return XAI_E_NOMEM;
     return XAI_OK;
 }
@@ -132,7 +135,7 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
             return;
         if (grow((void **)&w->leaf_c, &w->leaf_c_cap, (size_t)(w->n_leaf + 1) * w->width, sizeof(double)) ||
             grow((void **)&w->leaf_p, &w->leaf_p_cap, (size_t)(w->n_leaf + 1), sizeof(double)) ||
-            grow((void **)&w->box, &w->box_cap, (size_t)2 * (w->n_box + r->n_used), sizeof(int32_t))) {
+            grow((void **)&w->box, &w->box_cap, (size_t)2 * (w->n_box + r->n_used), sizeof(double))) {
             w->status = XAI_E_NOMEM;
             return;
         }
@@ -141,8 +144,9 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
         w->leaf_p[w->n_leaf] = p;
         for (int32_t u = 0; u < r->n_used; u++) {
             const int32_t pos = w->used_pos[r->used_start + u];
-            w->box[2 * (w->n_box + u)] = w->box_lo[pos];
-            w->box[2 * (w->n_box + u) + 1] = w->box_hi[pos];
+            const double *table = w->cdf_row + w->cdf_offset[w->s_feat[pos]];
+            w->box[2 * (w->n_box + u)] = table[w->box_lo[pos]];
+            w->box[2 * (w->n_box + u) + 1] = table[w->box_hi[pos]];
         }
         w->n_box += r->n_used;
         w->n_leaf++;
@@ -267,19 +271,26 @@ static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, 
     for (int s = 0; s < 2; s++) {
         const tree_rec *r = side[s];
         const int32_t *used = w->used_pos + r->used_start;
+        int32_t n_other = 0;
+        for (int32_t q = 0; q < r->n_used; q++) {
+            const int32_t idx = w->local[used[q]];
+            if (idx >= 0)
+                w->q_shared[idx] = q;
+            else
+                w->q_other[n_other++] = q;
+        }
         double *sh_lo = shared[s], *sh_hi = shared[s] + (size_t)k_sh * r->n_leaf;
         for (int32_t l = 0; l < r->n_leaf; l++) {
-            const int32_t *box = w->box + 2 * (r->box_start + (int64_t)l * r->n_used);
+            const double *box = w->box + 2 * (r->box_start + (int64_t)l * r->n_used);
+            /* the CDF is monotone: CDF(min(hi)) = min(CDF(hi)), same for max(lo) */
+            for (int32_t k = 0; k < k_sh; k++) {
+                sh_lo[(size_t)k * r->n_leaf + l] = box[2 * w->q_shared[k]];
+                sh_hi[(size_t)k * r->n_leaf + l] = box[2 * w->q_shared[k] + 1];
+            }
             double p = 1.0;
-            for (int32_t q = 0; q < r->n_used; q++) {
-                const int32_t idx = w->local[used[q]];
-                if (idx >= 0) { /* the CDF is monotone: CDF(min(hi)) = min(CDF(hi)), same for max(lo) */
-                    const double *table = w->cdf_row + w->cdf_offset[w->s_feat[used[q]]];
-                    sh_lo[(size_t)idx * r->n_leaf + l] = table[box[2 * q]];
-                    sh_hi[(size_t)idx * r->n_leaf + l] = table[box[2 * q + 1]];
-                } else {
-                    p *= interval_prob(w, used[q], box[2 * q], box[2 * q + 1]);
-                }
+            for (int32_t e = 0; e < n_other; e++) {
+                const double width = box[2 * w->q_other[e] + 1] - box[2 * w->q_other[e]];
+                p *= width > 0.0 ? width : 0.0;
             }
             const double *c = w->leaf_c + (r->leaf_start + l) * W;
             for (int32_t o = 0; o < W; o++)
@@ -306,11 +317,16 @@ static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, 
                 prob[m] *= p > 0.0 ? p : 0.0;
             }
         }
-        if (W == 1) {
-            double s = 0.0;
-            for (int32_t m = 0; m < Lu; m++)
-                s += w->a_u[m] * prob[m];
-            acc[0] += w->a_t[l] * s;
+        if (W == 1) { /* two partial sums: independent chains the compiler can pair up */
+            double s0 = 0.0, s1 = 0.0;
+            int32_t m = 0;
+            for (; m + 2 <= Lu; m += 2) {
+                s0 += w->a_u[m] * prob[m];
+                s1 += w->a_u[m + 1] * prob[m + 1];
+            }
+            if (m < Lu)
+                s0 += w->a_u[m] * prob[m];
+            acc[0] += w->a_t[l] * (s0 + s1);
         } else {
             for (int32_t m = 0; m < Lu; m++)
                 for (int32_t o = 0; o < W; o++)
