@@ -287,3 +287,20 @@ def test_nan_constant_and_bad_parameters():
                 dict(leaf_labels="x"), dict(cardinality="x"), dict(confidence=1.0), dict(time_budget=0)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             DTSampler(**bad).fit(X_TOY, Y_TOY)
+
+
+def test_wilson_interval_contains_the_estimate():
+    """At p = 0 and p = 1 the textbook formula leaves rounding error outside [low, high]; the
+    interval must still contain p (matplotlib refuses negative error bars)."""
+    from xai_plugins.dt_sampler.estimator import wilson_interval
+
+    for n in range(1, 60):
+        p = np.arange(n + 1) / n
+        low, high = wilson_interval(p, n, 0.95)
+        assert np.all(low <= p) and np.all(p <= high)
+        assert np.all(low >= 0) and np.all(high <= 1)
+        inside = (p > 0) & (p < 1)
+        assert np.all(low[inside] < p[inside]) and np.all(high[inside] > p[inside])
+    # a normal approximation check at a large n: the interval is close to p ± z sqrt(p(1-p)/n)
+    low, high = wilson_interval(np.array([0.5]), 10_000, 0.95)
+    assert high[0] - low[0] == pytest.approx(2 * 1.959964 * 0.005, rel=1e-3)

@@ -33,7 +33,8 @@ def wilson_interval(p, n: int, confidence: float = 0.95):
     z = stats.norm.ppf(0.5 + confidence / 2)
     centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
     half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
-    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+    # the interval contains p by construction; clip the rounding error at p = 0 and p = 1
+    return np.clip(np.minimum(centre - half, p), 0, 1), np.clip(np.maximum(centre + half, p), 0, 1)
 
 
 class DTSampler(BaseEstimator):

@@ -1,0 +1,97 @@
+"""``xai-audit`` command line: clear errors (exit status 2) and a working run."""
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import RandomForestRegressor
+
+from xai_plugins.cli import demo_models, main
+
+xgboost = pytest.importorskip("xgboost")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :5]
+    train = X.iloc[:250].assign(y=y.iloc[:250])
+    test = X.iloc[250:330].assign(y=y.iloc[250:330])
+    train.to_csv(root / "train.csv", index=False)
+    test.to_csv(root / "test.csv", index=False)
+    model = xgboost.XGBRegressor(n_estimators=8, max_depth=3).fit(X.iloc[:250], y.iloc[:250])
+    model.save_model(root / "model.json")
+    forest = RandomForestRegressor(n_estimators=5, max_depth=3, bootstrap=False, random_state=0)
+    joblib.dump(forest.fit(X.iloc[:250], y.iloc[:250]), root / "model.joblib")
+    (root / "broken.json").write_text("{not a model")
+    test.rename(columns={"bmi": "body mass"}).to_csv(root / "renamed.csv", index=False)
+    return root
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_missing_target_column(files, capsys):
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "nope")
+    assert code == 2
+    assert "target column 'nope' is not in --data test.csv" in err
+
+
+def test_unreadable_model(files, capsys):
+    code, _, err = _run(capsys, "--model", files / "broken.json", "--data", files / "test.csv", "--target", "y")
+    assert code == 2 and "cannot read model file broken.json" in err
+    code, _, err = _run(capsys, "--model", files / "absent.json", "--data", files / "test.csv", "--target", "y")
+    assert code == 2 and "does not exist" in err
+
+
+def test_mismatched_features(files, capsys):
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "renamed.csv", "--target", "y")
+    assert code == 2
+    assert "columns do not match the model's features" in err and "body mass" in err
+
+
+def test_pickle_needs_trust(files, capsys):
+    code, _, err = _run(capsys, "--model", files / "model.joblib", "--data", files / "test.csv", "--target", "y",
+                        "--out", files / "out_pickle")
+    assert code == 2 and "--trust-pickle" in err
+    assert not (files / "out_pickle").exists()
+
+
+def test_incomplete_arguments(capsys):
+    code, _, err = _run(capsys, "--model", "model.json")
+    assert code == 2 and "--data, --target missing" in err
+
+
+def test_xgboost_json_run_writes_the_report(files, capsys):
+    out = files / "out"
+    code, stdout, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "y",
+                             "--train", files / "train.csv", "--out", out, "--sections", "explanations", "agreement",
+                             "--explainers", "shap", "pg2", "--sigma", "0.2", "--no-pdf", "--quiet")
+    assert code == 0, err
+    html = (out / "model.html").read_text()
+    assert "Explanation audit of model.json" in html
+    assert "Not computed (skipped by user)." in html
+    assert "model.json (sha256 " in html
+    assert "wrote" in stdout
+
+
+def test_trusted_pickle_run_writes_pdf(files, capsys):
+    out = files / "out_trusted"
+    code, _, err = _run(capsys, "--model", files / "model.joblib", "--data", files / "test.csv", "--target", "y",
+                        "--trust-pickle", "--out", out, "--sections", "mcr", "--explainers", "local_mdi", "--quiet")
+    assert code == 0, err
+    assert (out / "model.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_demo_models_cover_every_section():
+    models = demo_models()
+    assert [m[0] for m in models] == ["demo_diabetes_regression", "demo_breast_cancer_classification"]
+    for _, _, model, X_test, y_test, X_train, y_train in models:
+        assert type(model).__name__.startswith("RandomForest") and model.bootstrap is False
+        assert model.n_estimators == 100 and len(X_test) + len(X_train) == len(y_test) + len(y_train)
+        assert np.isfinite(X_test.to_numpy()).all() and isinstance(X_train, pd.DataFrame)

@@ -1,0 +1,257 @@
+"""RF-MCR: the paper's XOR ground truth, surrogate and equivalence guarantees, reproducibility and
+input checks."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,  # noqa: E402
+                              RandomForestClassifier, RandomForestRegressor)
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.linear_model import LinearRegression  # noqa: E402
+
+from xai_plugins.mcr import MCRResult, _Context, fit_rashomon_forest, model_class_reliance  # noqa: E402
+
+
+def mcr(model, X, y, **kw):
+    kw.setdefault("progress", False)
+    return model_class_reliance(model, X, y, **kw)
+
+
+@pytest.fixture(scope="module")
+def xor():
+    """The paper's synthetic network: Y = A xor B, C an exact copy of B, 1,000 rows."""
+    rng = np.random.default_rng(0)
+    A, B = rng.integers(0, 2, 1000), rng.integers(0, 2, 1000)
+    X = pd.DataFrame({"A": A, "B": B, "C": B.copy()}).astype(float)
+    return X, A ^ B
+
+
+@pytest.fixture(scope="module")
+def correlated():
+    """Regression with two noisy copies of one signal, a weaker signal and noise (600 rows)."""
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=600)
+    X = np.c_[z + 0.3 * rng.normal(size=600), z + 0.3 * rng.normal(size=600), rng.normal(size=600),
+              rng.normal(size=600)]
+    y = 2 * z + X[:, 2] + 0.3 * rng.normal(size=600)
+    return X, y
+
+
+TRUE_XOR = {"A": (0.5, 0.5), "B": (0.0, 0.5), "C": (0.0, 0.5)}
+
+
+@pytest.mark.parametrize("kind", ["rashomon", "extra_trees"])
+def test_xor_recovers_true_mcr(xor, kind):
+    X, y = xor
+    if kind == "rashomon":
+        model = fit_rashomon_forest(X, y, n_estimators=60, random_state=0)
+    else:
+        model = ExtraTreesClassifier(60, bootstrap=False, max_features=1, random_state=0).fit(X, y)
+    res = mcr(model, X, y, n_permutations=10, random_state=0)
+    assert isinstance(res, MCRResult)
+    for name, (lo, hi) in TRUE_XOR.items():
+        assert abs(res.table.loc[name, "mcr_minus"] - lo) < 0.03, (name, res.table.loc[name])
+        assert abs(res.table.loc[name, "mcr_plus"] - hi) < 0.03, (name, res.table.loc[name])
+    assert res.table["within_rashomon"].all()
+    assert res.n_groups == 1  # every fully grown tree fits the XOR data exactly
+
+
+def test_one_tree_surrogate(xor):
+    X, y = xor
+    for seed in range(50):
+        model = RandomForestClassifier(1, bootstrap=False, max_features=None, random_state=seed).fit(X, y)
+        used = set(model.estimators_[0].tree_.feature[model.estimators_[0].tree_.feature >= 0])
+        if used == {0, 1}:  # splits on A and B, never on C
+            break
+    else:
+        pytest.fail("no seed gave a tree splitting on B only")
+    t = mcr(model, X, y).table
+    assert t.loc["B", "model_reliance"] > 0.4
+    assert t.loc["B", "mcr_minus"] == 0.0
+    assert t.loc["C", "model_reliance"] == 0.0
+    assert t.loc["C", "mcr_plus"] >= t.loc["B", "model_reliance"]
+
+
+def test_duplicate_column_and_noise():
+    rng = np.random.default_rng(2)
+    x0, noise = rng.normal(size=500), rng.normal(size=500)
+    X = np.c_[x0, x0, noise]
+    y = (x0 > 0).astype(int)
+    model = fit_rashomon_forest(X, y, n_estimators=30, random_state=0)
+    t = mcr(model, X, y).table
+    assert t.loc["x0", "mcr_minus"] == 0.0 and t.loc["x1", "mcr_minus"] == 0.0
+    assert t.loc["x0", "mcr_plus"] > 0.3 and t.loc["x1", "mcr_plus"] > 0.3
+    assert t.loc["x2", "mcr_plus"] <= 0.02
+
+    Xr = np.c_[x0, x0, noise]
+    yr = 2 * x0 + 0.1 * rng.normal(size=500)
+    reg = fit_rashomon_forest(Xr, yr, task="regression", n_estimators=20, random_state=0, min_samples_leaf=5)
+    t = mcr(reg, Xr, yr, features=[0, 1]).table
+    assert (t["mcr_minus"] == 0.0).all() and (t["mcr_plus"] > 1.0).all()
+
+
+@pytest.mark.parametrize("model_cls", [RandomForestRegressor, ExtraTreesRegressor])
+def test_bounds_order_and_boundary_forests_predict_like_reference(correlated, model_cls):
+    X, y = correlated
+    model = model_cls(25, bootstrap=False, max_features=0.5, min_samples_leaf=3, random_state=0).fit(X, y)
+    t = mcr(model, X, y, n_permutations=3).table
+    assert (t["mcr_minus"] <= t["model_reliance"]).all() and (t["model_reliance"] <= t["mcr_plus"]).all()
+    assert (t["deviation_minus"] <= 1e-12).all() and (t["deviation_plus"] <= 1e-12).all()
+    assert t["within_rashomon"].all()
+    np.testing.assert_allclose(t["loss_plus_forest"], t["reference_loss"], rtol=1e-12)
+    ref = np.mean((model.predict(X) - y) ** 2)
+    np.testing.assert_allclose(t["reference_loss"], ref, rtol=1e-9)
+    # the copies of z share information: their ranges are wide, the noise feature's is tiny
+    assert t.loc["x0", "mcr_plus"] > t.loc["x0", "mcr_minus"]
+    assert t.loc["x3", "mcr_plus"] < 0.1 * t.loc["x0", "mcr_plus"]
+
+
+def test_transformed_trees_keep_training_leaves(correlated):
+    """S+ and S- change splits, never the leaf a training row reaches."""
+    X, y = correlated
+    model = RandomForestRegressor(10, bootstrap=False, max_features=0.5, min_samples_leaf=2,
+                                  random_state=0).fit(X, y)
+    X32 = X.astype(np.float32)
+    ctx = _Context(model.estimators_, X32, y, None, None, "squared_error", 1)
+    n_changed = 0
+    for j in range(X.shape[1]):
+        Xp = ctx._permuted([j], 0)
+        lo, hi = ctx._boxes([j])
+        for t, tree in enumerate(ctx.trees):  # rows staying in their leaf's box keep the leaf
+            leaf = tree.apply(X32) + ctx.offsets[t]
+            stay = (Xp[:, j] > lo[0][leaf]) & (Xp[:, j] <= hi[0][leaf])
+            np.testing.assert_array_equal(tree.apply(Xp)[stay] + ctx.offsets[t], leaf[stay])
+            assert (tree.apply(Xp)[~stay] + ctx.offsets[t] != leaf[~stay]).all()
+        for plus in (True, False):
+            trees, changed, uses, below = ctx._variant([j], plus)
+            n_changed += changed.sum()
+            for t in np.flatnonzero(changed):
+                np.testing.assert_array_equal(trees[t].apply(X32), ctx.trees[t].apply(X32))
+                assert not np.array_equal(trees[t].feature, ctx.trees[t].feature)
+                # on permuted data only rows passing a changed node may move
+                orig = ctx.trees[t].apply(Xp)
+                same = ~below[orig + ctx.offsets[t]]
+                np.testing.assert_array_equal(trees[t].apply(Xp)[same], orig[same])
+            if not plus:  # S- removes the feature wherever a surrogate exists
+                assert all(uses <= ctx._uses(ctx.master[2], [j]))
+    assert n_changed > 0
+
+
+def test_groups_and_ratio(xor):
+    X, y = xor
+    model = fit_rashomon_forest(X, y, n_estimators=20, random_state=0)
+    res = mcr(model, X, y, groups={"B+C": ["B", "C"]}, features=["A"])
+    assert list(res.table.index) == ["B+C", "A"]
+    # no surrogate for {B, C} outside the group: MCR- of the pair equals its MCR+ (0.5)
+    assert abs(res.table.loc["B+C", "mcr_minus"] - 0.5) < 0.03
+    assert res.groups == {"B+C": ["B", "C"]}
+    ratio = mcr(model, X, y, features=["A"], reliance="ratio").table  # zero training loss: infinite ratio
+    assert np.isinf(ratio.loc["A", "model_reliance"])
+
+
+def test_epsilon_rashomon_and_losses(correlated):
+    X, y = correlated
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=25, random_state=0, min_samples_leaf=4)
+    t0 = mcr(model, X, y, n_permutations=2).table
+    te = mcr(model, X, y, n_permutations=2, epsilon=0.6).table  # ≈ median MSE between two trees
+    assert (te["mcr_plus"] >= te["model_reliance"]).all() and (te["mcr_minus"] <= te["model_reliance"]).all()
+    assert (te["mcr_plus"] - te["mcr_minus"]).sum() >= (t0["mcr_plus"] - t0["mcr_minus"]).sum()
+    assert (te["deviation_plus"] > 0).any()
+    # a per-row callable loss gives exactly the built-in one
+    tc = mcr(model, X, y, n_permutations=2, loss=lambda yt, yp: (yt - yp) ** 2).table
+    pd.testing.assert_series_equal(tc["mcr_plus"], t0["mcr_plus"])
+    ta = mcr(model, X, y, n_permutations=2, loss="absolute_error", reliance="ratio").table
+    assert (ta["model_reliance"] >= 1 - 1e-12).all()
+
+
+def test_log_loss_classifier(xor):
+    X, y = xor
+    model = ExtraTreesClassifier(10, bootstrap=False, max_features=1, min_samples_leaf=20,
+                                 random_state=0).fit(X, y)
+    t = mcr(model, X, y, loss="log_loss", n_permutations=2).table
+    assert (t["mcr_minus"] <= t["model_reliance"]).all() and (t["model_reliance"] <= t["mcr_plus"]).all()
+    p = np.clip(model.predict_proba(X)[np.arange(len(y)), y], 1e-15, None)
+    np.testing.assert_allclose(t["reference_loss"], -np.log(p).mean(), rtol=1e-9)
+
+
+def test_reproducible_and_independent_of_n_jobs(correlated):
+    X, y = correlated
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=20, random_state=0, min_samples_leaf=3)
+    a = mcr(model, X, y, n_permutations=3, random_state=5, n_jobs=1).table
+    b = mcr(model, X, y, n_permutations=3, random_state=5, n_jobs=2).table
+    c = mcr(model, X, y, n_permutations=3, random_state=5).table
+    d = mcr(model, X, y, n_permutations=3, random_state=6).table
+    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(a, c)
+    assert not np.allclose(a["model_reliance"], d["model_reliance"])
+
+
+def test_plot_and_json(xor):
+    X, y = xor
+    res = mcr(fit_rashomon_forest(X, y, n_estimators=5, random_state=0), X, y, n_permutations=2)
+    import matplotlib.axes
+
+    ax = res.plot()
+    assert isinstance(ax, matplotlib.axes.Axes) and len(ax.patches) == 3
+    assert res.plot(ax=ax) is ax
+    d = json.loads(json.dumps(res.to_dict()))
+    assert [f["name"] for f in d["features"]] == ["A", "B", "C"]
+    assert {"mcr_minus", "model_reliance", "mcr_plus"} <= set(d["features"][0])
+
+
+def test_bad_inputs(xor):
+    X, y = xor
+    Xa = X.to_numpy()
+    model = fit_rashomon_forest(Xa, y, n_estimators=5, random_state=0)
+    boot = RandomForestClassifier(5, random_state=0).fit(Xa, y)
+    with pytest.raises(ValueError, match="bootstrap=True.*fit_rashomon_forest"):
+        mcr(boot, Xa, y)
+    with pytest.raises(TypeError, match="boosting"):
+        mcr(GradientBoostingClassifier(n_estimators=2).fit(Xa, y), Xa, y)
+    with pytest.raises(TypeError, match="unsupported model"):
+        mcr(LinearRegression().fit(Xa, y), Xa, y)
+    with pytest.raises(NotFittedError):
+        mcr(RandomForestClassifier(bootstrap=False), Xa, y)
+    with pytest.raises(ValueError, match="not fitted on this X"):
+        mcr(model, Xa[:-5], y[:-5])
+    other = Xa.copy()
+    other[:, 0] = 1 - other[:, 0]
+    other[:10, 1] = 1 - other[:10, 1]
+    with pytest.raises(ValueError, match="not fitted on this X"):
+        mcr(model, other, y)
+    with pytest.raises(ValueError, match="out of range"):
+        mcr(model, Xa, y, features=[3])
+    with pytest.raises(ValueError, match="unknown feature"):
+        mcr(model, Xa, y, features=["nope"])
+    with pytest.raises(ValueError, match="n_permutations"):
+        mcr(model, Xa, y, n_permutations=0)
+    with pytest.raises(TypeError, match="n_permutations"):
+        mcr(model, Xa, y, n_permutations=2.5)
+    nan = Xa.copy()
+    nan[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        mcr(model, nan, y)
+    with pytest.raises(ValueError, match="columns"):
+        mcr(model, Xa[:, :2], y)
+    with pytest.raises(ValueError, match="entries"):
+        mcr(model, Xa, y[:-1])
+    with pytest.raises(ValueError, match="labels"):
+        mcr(model, Xa, y + 5)
+    with pytest.raises(ValueError, match="epsilon"):
+        mcr(model, Xa, y, epsilon=-0.1)
+    with pytest.raises(ValueError, match="loss"):
+        mcr(model, Xa, y, loss="squared_error")
+    with pytest.raises(ValueError, match="reliance"):
+        mcr(model, Xa, y, reliance="log")
+    with pytest.raises(ValueError, match="empty"):
+        mcr(model, Xa, y, groups={"g": []})
+    with pytest.raises(ValueError, match="bootstrap=False"):
+        fit_rashomon_forest(Xa, y, bootstrap=True)
+    with pytest.raises(ValueError, match="task"):
+        fit_rashomon_forest(Xa, y, task="ranking")

@@ -1,0 +1,218 @@
+"""Audit report (issue 7): gathered numbers, HTML escaping, PDF content, no network access."""
+
+import json
+import re
+import socket
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.ensemble import RandomForestClassifier
+
+from xai_plugins.report import OPTIONAL_SECTIONS, SECTION_TITLES, SECTIONS, audit
+from xai_plugins.report.context import make_context
+from xai_plugins.report.render import DataOnlyFetcher, RefusedURLError, fmt, html_to_pdf
+
+EVIL = "<script>alert(1)</script>"
+TITLE = "Credit <b>model</b> v3"
+
+
+def _mcr_importable():
+    try:
+        from xai_plugins.mcr import model_class_reliance  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :6].rename(columns={"mean smoothness": EVIL})
+    return X.iloc[:300], y.iloc[:300], X.iloc[300:420], y.iloc[300:420]
+
+
+@pytest.fixture(scope="module")
+def report(data):
+    X_train, y_train, X_test, y_test = data
+    model = RandomForestClassifier(n_estimators=10, max_depth=3, bootstrap=False, random_state=0).fit(X_train, y_train)
+    a = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, sigma=[0.1, 0.3, 1.0], title=TITLE,
+              random_state=0, max_rows=12, max_shap_rows=60, dt_sampler_samples=4, dt_sampler_rows=40,
+              mcr_permutations=2, progress=False)
+    html = a.to_html()
+    return a, html
+
+
+@pytest.fixture(scope="module")
+def pdf_text(report):
+    import pypdf
+    import io
+
+    pdf = report[0].to_pdf()
+    reader = pypdf.PdfReader(io.BytesIO(pdf))
+    return len(reader.pages), " ".join(page.extract_text() for page in reader.pages)
+
+
+def test_every_section_is_present_and_computed(report):
+    a, html = report
+    assert list(a.sections) == list(SECTIONS)
+    for key, section in a.sections.items():
+        assert SECTION_TITLES[key] in html
+        if key != "mcr" or _mcr_importable():
+            assert section.status == "ok", (key, section.reason)
+    for key in ("shap", "pg2", "local_mdi", "acme", "dt_sampler"):
+        assert a.methods[key].status == "ok", (key, a.methods[key].reason)
+
+
+def test_html_shows_the_audit_numbers(report):
+    a, html = report
+    table = a.sections["faithfulness"].data["pgi2"]
+    for _, row in table.iterrows():
+        assert f"{fmt(row['mean'])} ± {fmt(row['sd'])}" in html
+    performance = a.sections["model"].tables[0].frame
+    assert fmt(performance.loc["accuracy", "test"]) in html
+    assert fmt(a.sections["agreement"].data["mean global tau"]) in html
+    assert "the predicted probability of class 1" in html
+    assert a.sections["faithfulness"].data["rows"] == 12
+
+
+def test_pgi2_beats_random_and_greedy_wins_at_its_sigma(report):
+    table = report[0].sections["faithfulness"].data["pgi2"].set_index(["method", "sigma"])["mean"]
+    assert table[("PG² greedy", 0.3)] > table[("random", 0.3)]
+    assert table[("PG² greedy", 0.3)] >= table[("SHAP", 0.3)] * 0.999
+
+
+def test_user_text_is_escaped(report):
+    a, html = report
+    assert EVIL not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert TITLE not in html and "Credit &lt;b&gt;model&lt;/b&gt; v3" in html
+    assert not re.search(r"<script", html, re.IGNORECASE)
+
+
+def test_html_is_self_contained(report):
+    html = report[1]
+    sources = re.findall(r'(?:src|href)="([^"#][^"]*)"', html)
+    assert sources and all(s.startswith("data:") for s in sources)
+
+
+def test_audit_exports_json(report):
+    a = report[0]
+    payload = json.loads(a.to_json())
+    assert set(payload["sections"]) == set(SECTIONS)
+    assert payload["sections"]["faithfulness"]["data"]["rows"] == 12
+    assert payload["methods"]["shap"]["importance"][EVIL] >= 0
+
+
+def test_pdf_pages_and_text(pdf_text):
+    n_pages, text = pdf_text
+    assert 8 <= n_pages <= 30
+    flat = re.sub(r"\s+", " ", text)
+    for title in SECTION_TITLES.values():
+        assert title in flat, title
+    assert "Page 1 of" in flat
+
+
+def test_pdf_rendering_never_touches_the_network(monkeypatch):
+    calls = []
+
+    def refuse(*args, **kwargs):
+        calls.append(args)
+        raise AssertionError("network access during PDF rendering")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    html = ('<html><head><link rel="stylesheet" href="https://example.com/x.css"></head><body>'
+            '<p>x</p><img src="http://example.com/x.png"><img src="file:///etc/hostname">'
+            '<img src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk'
+            'YPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="></body></html>')
+    fetcher = DataOnlyFetcher()
+    pdf = html_to_pdf(html, fetcher)
+    assert pdf.startswith(b"%PDF")
+    assert calls == []
+    assert set(fetcher.refused) == {"https://example.com/x.css", "http://example.com/x.png", "file:///etc/hostname"}
+
+
+def test_fetcher_raises_for_non_data_urls():
+    fetcher = DataOnlyFetcher()
+    with pytest.raises(RefusedURLError):
+        fetcher.fetch("http://example.com/x.png")
+    assert fetcher.refused == ["http://example.com/x.png"]
+
+
+def test_skipped_sections_and_inapplicable_methods_are_reported():
+    xgboost = pytest.importorskip("xgboost")
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    model = xgboost.XGBRegressor(n_estimators=10, max_depth=3).fit(X[:300], y[:300])
+    a = audit(model, X[300:], y[300:], X_train=X[:300], y_train=y[:300], sections=["explanations", "mcr"],
+              explainers=["shap", "local_mdi", "dt_sampler", "mcr"], max_rows=10, progress=False)
+    html = a.to_html()
+    for key in ("faithfulness", "agreement"):
+        assert a.sections[key].status == "skipped"
+    assert html.count("Not computed (skipped by user).") == 2
+    assert a.methods["pg2"].status == "skipped"
+    assert a.methods["local_mdi"].status == "not applicable"
+    assert "regression" in a.methods["dt_sampler"].reason
+    assert a.sections["mcr"].status == "not applicable" and "RandomForest" in a.sections["mcr"].reason
+    assert "Not applicable: " + a.sections["mcr"].reason in html
+
+
+def test_bad_options_are_refused(data):
+    X_train, y_train, X_test, y_test = data
+    model = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X_train, y_train)
+    with pytest.raises(ValueError, match="unknown sections"):
+        audit(model, X_test, y_test, sections=["nope"], progress=False)
+    with pytest.raises(ValueError, match="do not match"):
+        audit(model, X_test.iloc[:, ::-1], y_test, progress=False)
+    assert set(OPTIONAL_SECTIONS) < set(SECTIONS)
+
+
+def test_boosted_classifiers_are_explained_on_the_margin():
+    xgboost = pytest.importorskip("xgboost")
+    X, y = load_breast_cancer(return_X_y=True)
+    model = xgboost.XGBClassifier(n_estimators=5, max_depth=2).fit(X, y)
+    ctx = make_context(model, X[:20], y[:20])
+    assert ctx.output_label == "the margin (log-odds) of class 1"
+    np.testing.assert_allclose(ctx.score(X[:20]), model.predict(X[:20], output_margin=True), rtol=1e-6)
+
+
+@pytest.mark.skipif(not _mcr_importable(), reason="xai_plugins.mcr is not available")
+def test_mcr_ranges_are_reported(report):
+    a, html = report
+    table = a.sections["mcr"].data["table"]
+    assert list(table.columns[:3]) == ["mcr_minus", "model_reliance", "mcr_plus"]
+    assert (table["mcr_minus"] <= table["mcr_plus"] + 1e-12).all()
+    assert "Features with the widest MCR ranges" in html
+    assert fmt(table["model_reliance"].iloc[0]) in html
+
+
+def test_fmt():
+    assert fmt(None) == "–" and fmt(float("nan")) == "–"
+    assert fmt(1234) == "1,234" and fmt(3.0) == "3"
+    assert fmt(0.123456) == "0.1235" and fmt(1e-7) == "1e-07"
+    assert fmt([0.1, 2]) == "0.1, 2"
+
+
+def test_a_failing_computation_is_reported_not_fatal(monkeypatch):
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from xai_plugins.report import faithfulness
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(faithfulness, "pgi2_scores", broken)
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    model = GradientBoostingRegressor(n_estimators=5, max_depth=2).fit(X[:300], y[:300])
+    X_test = X[300:320].copy()
+    X_test.iloc[0, 2] = np.nan   # the model itself cannot predict this row
+    a = audit(model, X_test, y[300:320], X_train=X[:300], y_train=y[:300], max_rows=50, time_budget=None,
+              explainers=["shap", "pg2", "local_mdi"], sections=["explanations", "faithfulness"], progress=False)
+    assert a.parameters["explained rows"] == 19        # complete rows only
+    assert a.methods["pg2"].status == "ok"
+    assert a.sections["faithfulness"].status == "failed" and "boom" in a.sections["faithfulness"].reason
+    assert "NaN" in a.sections["model"].data["performance note"]
+    assert a.sections["data"].data["missing values"] == 1
+    html = a.to_html()
+    assert "Failed: RuntimeError: boom" in html and "Predictive performance: not computed (ValueError" in html

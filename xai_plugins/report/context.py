@@ -1,0 +1,141 @@
+"""What every audit section needs to know about the model and the data, checked once.
+
+:class:`AuditContext` holds the fitted model, its imported :class:`~xai_plugins.forest.Forest`,
+the test (and optional training) data as DataFrames with the model's feature names, the task,
+the one scalar output every method explains, and the row samples used by the per-row sections.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_matrix, feature_names_of
+from ..forest import Forest, import_model
+
+
+@dataclass
+class AuditContext:
+    """Validated inputs of one audit.
+
+    ``output`` is the column of the Forest output every method explains: the regression output,
+    the probability of ``positive_class`` (random forests), or its margin (boosted classifiers);
+    ``output_label`` says which in words. ``background`` (the training data when given, else the
+    test data) fixes the noise scale: σ is in units of each feature's standard deviation there.
+    """
+
+    model: object
+    forest: Forest
+    X_test: pd.DataFrame
+    y_test: np.ndarray | None
+    X_train: pd.DataFrame | None
+    y_train: np.ndarray | None
+    feature_names: list
+    task: str
+    output: int
+    output_label: str
+    positive_class: object
+    random_state: int | None
+
+    @property
+    def background(self) -> np.ndarray:
+        """Rows whose per-feature standard deviation is the unit of σ."""
+        return (self.X_train if self.X_train is not None else self.X_test).to_numpy(dtype=float)
+
+    @property
+    def n_features(self) -> int:
+        """Number of features d."""
+        return len(self.feature_names)
+
+    def model_input(self, X) -> object:
+        """``X`` in the form the model was fitted on (a DataFrame when it knows feature names)."""
+        if getattr(self.model, "feature_names_in_", None) is not None:
+            return pd.DataFrame(np.asarray(X, dtype=float), columns=self.X_test.columns)
+        return np.asarray(X, dtype=float)
+
+    def score(self, X) -> np.ndarray:
+        """The explained output (see class docstring) of the rows ``X``, shape (n,)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            out = self.forest.predict_fn(self.model_input(X))
+        return np.asarray(out, dtype=float).reshape(len(X), -1)[:, self.output]
+
+    def row_label(self, i: int) -> str:
+        """How the report names test row ``i`` (by position): its index label in ``X_test``."""
+        return str(self.X_test.index[i])
+
+    @property
+    def complete_rows(self) -> np.ndarray:
+        """Positions of the test rows without missing values (PG² cannot perturb a missing value)."""
+        return np.flatnonzero(~self.X_test.isna().any(axis=1).to_numpy())
+
+    def sample_rows(self, n: int) -> np.ndarray:
+        """Sorted positions of ``min(n, n_complete)`` complete test rows, the first ones of one seeded
+        permutation, so a smaller sample is always a subset of a larger one."""
+        complete = self.complete_rows
+        order = np.random.default_rng(self.random_state).permutation(len(complete))
+        return np.sort(complete[order[:n]])
+
+
+def _frame(X, names, label: str) -> pd.DataFrame:
+    arr = check_matrix(X, n_features=len(names), allow_nan=True, name=label)
+    if hasattr(X, "columns"):
+        given = [str(c) for c in X.columns]
+        if given != names:
+            raise ValueError(f"{label} columns {given} do not match the model's features {names}")
+    return pd.DataFrame(arr, columns=names, index=getattr(X, "index", None))
+
+
+def _target(y, n_rows: int, label: str) -> np.ndarray | None:
+    if y is None:
+        return None
+    y = np.asarray(y).ravel()
+    if len(y) != n_rows:
+        raise ValueError(f"{label} has {len(y)} values but the data has {n_rows} rows")
+    return y
+
+
+def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, positive_class=None,
+                 random_state=None) -> AuditContext:
+    """Import the model and check the data against it (same features, same order, numeric).
+
+    Raises :class:`~xai_plugins.UnsupportedModelError` for a model the importers refuse and
+    ``ValueError`` for data that does not fit the model.
+    """
+    forest = import_model(model)
+    if forest.predict_fn is None:
+        raise ValueError("the imported model carries no predictor; pass the fitted model itself")
+    names = feature_names_of(X_test, forest.n_features, model=model)
+    if forest.feature_names and not hasattr(X_test, "columns"):
+        names = [str(n) for n in forest.feature_names]
+    fitted = getattr(model, "feature_names_in_", None)
+    if fitted is not None and [str(c) for c in fitted] != names:
+        raise ValueError(f"the data's columns {names} do not match the model's features {list(map(str, fitted))}")
+    if forest.feature_names and [str(c) for c in forest.feature_names] != names:
+        raise ValueError(f"the data's columns {names} do not match the model's features {forest.feature_names}")
+    X_test_f = _frame(X_test, names, "X_test")
+    X_train_f = None if X_train is None else _frame(X_train, names, "X_train")
+    y_test = _target(y_test, len(X_test_f), "y_test")
+    y_train = _target(y_train, 0 if X_train_f is None else len(X_train_f), "y_train")
+    if forest.task == "classification":
+        classes = list(getattr(model, "classes_", range(max(forest.n_outputs, 2))))
+        if positive_class is None:
+            positive_class = classes[-1]
+        if forest.n_outputs == 1 and positive_class != classes[-1]:
+            raise ValueError(f"the single margin of a binary boosted model is the log-odds of class {classes[-1]!r}; "
+                             f"positive_class must be {classes[-1]!r}")
+        if positive_class not in classes:
+            raise ValueError(f"positive_class {positive_class!r} is not one of the model's classes {classes}")
+        position = classes.index(positive_class)
+        output = 0 if forest.n_outputs == 1 else position
+        if forest.output_space == "probability":
+            label = f"the predicted probability of class {positive_class}"
+        else:
+            label = f"the margin (log-odds) of class {positive_class}"
+    else:
+        output, label = 0, "the regression output"
+    return AuditContext(model, forest, X_test_f, y_test, X_train_f, y_train, names, forest.task, output, label,
+                        positive_class, random_state)

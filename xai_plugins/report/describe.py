@@ -1,0 +1,121 @@
+"""Model card, data summary and reproducibility facts of an audit (no explainer involved)."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import warnings
+from importlib import metadata
+
+import numpy as np
+import pandas as pd
+from sklearn import metrics
+
+PACKAGES = ("xai_plugins", "numpy", "scipy", "pandas", "scikit-learn", "xgboost", "lightgbm", "shap", "matplotlib",
+            "jinja2", "weasyprint", "python-sat", "pyunigen")
+
+
+def model_card(ctx) -> dict:
+    """Model type, size, task, explained output and data sizes."""
+    f = ctx.forest
+    leaves_per_tree = f.n_leaves / f.n_trees
+    card = {"model type": f.model_type, "task": f.task, "explained output": ctx.output_label,
+            "trees": f.n_trees, "maximum depth": f.max_depth, "leaves": f.n_leaves,
+            "mean leaves per tree": round(leaves_per_tree, 1), "features": ctx.n_features,
+            "features used in splits": int(f.split_features.sum()),
+            "training rows": "not given" if ctx.X_train is None else len(ctx.X_train), "test rows": len(ctx.X_test)}
+    if type(ctx.model).__module__.split(".")[0] == "sklearn" and hasattr(ctx.model, "bootstrap"):
+        card["bootstrap"] = bool(ctx.model.bootstrap)
+    return card
+
+
+def performance(ctx) -> pd.DataFrame:
+    """Test (and training) metrics: R², RMSE, MAE for regression; accuracy, balanced accuracy,
+    ROC AUC and log-loss of the positive class for classification."""
+    frames = {"test": (ctx.X_test, ctx.y_test), "training": (ctx.X_train, ctx.y_train)}
+    rows = {}
+    for name, (X, y) in frames.items():
+        if X is None or y is None:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            rows[name] = _metrics(ctx, ctx.model_input(X.to_numpy()), y)
+    return pd.DataFrame(rows)
+
+
+def _metrics(ctx, X, y) -> dict:
+    predicted = np.asarray(ctx.model.predict(X))
+    if ctx.task == "regression":
+        return {"R²": metrics.r2_score(y, predicted), "RMSE": float(np.sqrt(metrics.mean_squared_error(y, predicted))),
+                "MAE": metrics.mean_absolute_error(y, predicted)}
+    out = {"accuracy": metrics.accuracy_score(y, predicted),
+           "balanced accuracy": metrics.balanced_accuracy_score(y, predicted)}
+    if hasattr(ctx.model, "predict_proba"):
+        proba = np.asarray(ctx.model.predict_proba(X))
+        classes = list(ctx.model.classes_)
+        positive = proba[:, classes.index(ctx.positive_class)]
+        target = np.asarray(y) == ctx.positive_class
+        if 0 < target.sum() < len(target):
+            out["ROC AUC"] = metrics.roc_auc_score(target, positive)
+        out["log-loss"] = metrics.log_loss(y, proba, labels=classes)
+    return out
+
+
+def data_summary(ctx) -> pd.DataFrame:
+    """Per feature: test-set mean, sd, min, quartiles, max and missing values (plus the training
+    mean and missing count when training data is given)."""
+    X = ctx.X_test
+    table = pd.DataFrame({"mean": X.mean(), "sd": X.std(), "min": X.min(), "25%": X.quantile(0.25),
+                          "median": X.median(), "75%": X.quantile(0.75), "max": X.max(),
+                          "missing": X.isna().sum().astype(int)})
+    if ctx.X_train is not None:
+        table["train mean"] = ctx.X_train.mean()
+        table["train missing"] = ctx.X_train.isna().sum().astype(int)
+    table.index.name = "feature"
+    return table
+
+
+def target_summary(ctx) -> dict:
+    """Target distribution: class counts (classification) or mean/sd/range (regression)."""
+    out = {}
+    for name, y in (("test", ctx.y_test), ("training", ctx.y_train)):
+        if y is None:
+            continue
+        if ctx.task == "classification":
+            values, counts = np.unique(y, return_counts=True)
+            out[name] = ", ".join(f"{v}: {c}" for v, c in zip(values, counts))
+        else:
+            out[name] = f"mean {np.mean(y):.4g}, sd {np.std(y, ddof=1):.4g}, range [{np.min(y):.4g}, {np.max(y):.4g}]"
+    return out
+
+
+def sha256_of_data(X: pd.DataFrame | None, y=None) -> str:
+    """sha256 of the column names, float64 values (C order) and target of a dataset."""
+    if X is None:
+        return "not given"
+    digest = hashlib.sha256("\x1f".join(map(str, X.columns)).encode())
+    digest.update(np.ascontiguousarray(X.to_numpy(dtype=np.float64)).tobytes())
+    if y is not None:
+        digest.update(np.asarray(y).astype(str).astype("U").tobytes())
+    return digest.hexdigest()
+
+
+def sha256_of_model(forest) -> str:
+    """sha256 of the imported tree arrays (structure, thresholds, leaf values, base score):
+    identical for the same fitted trees whatever the library's file format."""
+    digest = hashlib.sha256()
+    for name in ("left_child", "right_child", "feature", "threshold", "missing_left", "value", "tree_offset",
+                 "tree_target", "base_score"):
+        digest.update(np.ascontiguousarray(getattr(forest, name)).tobytes())
+    return digest.hexdigest()
+
+
+def versions() -> dict:
+    """Python, platform and installed versions of the packages the audit used."""
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out

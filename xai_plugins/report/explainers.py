@@ -1,0 +1,246 @@
+"""Run each explainer of the audit on the shared row samples and keep comparable results.
+
+Every method explains the same scalar output (:attr:`AuditContext.output_label`). A method returns
+a :class:`MethodResult` with a global importance per feature and, for per-row methods, scores per
+explained row (higher = more important) and the row's feature ranking, which the faithfulness and
+agreement sections consume. A method that cannot run says why (``status`` and ``reason``) instead
+of disappearing from the report.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..acme import AcME
+from ..attributions import greedy_gains
+from ..forest import UnsupportedModelError
+from ..mdi import local_mdi
+from ..prediction_gap import greedy_pg2_ranking
+from ..ranking_faithfulness import rank_by_magnitude
+from . import figures
+from .context import AuditContext
+
+#: explainer key -> label used in tables and figures
+LABELS = {"shap": "SHAP", "pg2": "PG² greedy", "local_mdi": "local MDI", "acme": "AcME",
+          "dt_sampler": "DT-Sampler", "mcr": "MCR"}
+EXPLAINERS = tuple(LABELS)
+#: RandomForest / ExtraTrees classes whose bootstrap=False fit MCR applies to
+MCR_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
+
+
+class NotApplicable(Exception):
+    """The method does not apply to this model or task; the message says why."""
+
+
+@dataclass
+class MethodResult:
+    """One explainer's output. ``status``: "ok", "not applicable", "skipped" or "failed".
+
+    ``importance``: global importance per feature (pandas Series, higher = more important);
+    ``local_scores`` (n_rows, d) per explained row, higher = more important; ``ranking`` (n_rows, d)
+    feature order per row used for PGI²; ``params`` the settings used; ``figures`` its plots.
+    """
+
+    key: str
+    status: str = "ok"
+    reason: str = ""
+    seconds: float = 0.0
+    importance: pd.Series | None = None
+    local_scores: np.ndarray | None = None
+    ranking: np.ndarray | None = None
+    params: dict = field(default_factory=dict)
+    figures: list = field(default_factory=list)
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """Display name of the method."""
+        return LABELS[self.key]
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (global importances, parameters, status; no per-row arrays)."""
+        return {"method": self.label, "status": self.status, "reason": self.reason, "seconds": self.seconds,
+                "params": self.params,
+                "importance": None if self.importance is None else self.importance.to_dict(),
+                "figures": [f.to_dict() for f in self.figures]}
+
+
+def _local(values) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row scores |value| and the ranking by them (ties: lower feature index first)."""
+    values = np.asarray(values, dtype=float)
+    return np.abs(values), rank_by_magnitude(values)
+
+
+def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_rows: list) -> MethodResult:
+    """TreeSHAP on ``shap_rows``: global mean |SHAP|; per-row |SHAP| on ``rows``; waterfall plots."""
+    import shap
+
+    explainer = shap.TreeExplainer(ctx.model)
+    explanation = explainer(ctx.model_input(ctx.X_test.to_numpy()[shap_rows]))
+    if explanation.values.ndim == 3:
+        explanation = explanation[..., ctx.output]
+    values = np.asarray(explanation.values, dtype=float)
+    importance = pd.Series(np.abs(values).mean(axis=0), index=ctx.feature_names)
+    position = np.searchsorted(shap_rows, rows)
+    scores, ranking = _local(values[position])
+    result = MethodResult("shap", importance=importance, local_scores=scores, ranking=ranking,
+                          params={"rows": len(shap_rows), "algorithm": "TreeExplainer (path-dependent)"})
+    for row in local_rows:
+        i = int(np.searchsorted(shap_rows, row))
+        result.figures.append(figures.drawn(
+            f"SHAP waterfall of test row {ctx.row_label(row)}: contributions to {ctx.output_label}, from the mean "
+            f"over the training data to this row's value.",
+            lambda ax, i=i: _waterfall(explanation[i], ax), scale=0.7))
+    return result
+
+
+def _waterfall(explanation, ax) -> None:
+    """shap's waterfall plot on ``ax``'s figure (shap sizes the figure itself, with large type)."""
+    import matplotlib.pyplot as plt
+    import shap
+
+    plt.sca(ax)
+    shap.plots.waterfall(explanation, max_display=10, show=False)
+
+
+def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma: float) -> MethodResult:
+    """Greedy PG² ranking at ``sigma`` on ``rows``: per-row gains (the increase of PG² when the
+    feature joins the perturbed set) and the greedy order itself as the ranking."""
+    X = ctx.X_test.to_numpy()[rows]
+    output = ctx.output if ctx.forest.n_outputs > 1 else None
+    ranking, path = greedy_pg2_ranking(ctx.forest, X, sigma=sigma, background=ctx.background, output=output,
+                                       return_pg2=True)
+    gains = greedy_gains(ranking, path)
+    position = np.empty_like(ranking)
+    np.put_along_axis(position, ranking, np.arange(ctx.n_features)[None, :], axis=1)
+    return MethodResult("pg2", importance=pd.Series(gains.mean(axis=0), index=ctx.feature_names),
+                        local_scores=-position.astype(float), ranking=ranking,
+                        params={"rows": len(rows), "sigma": sigma, "sigma units": "training-data standard deviations"})
+
+
+def run_local_mdi(ctx: AuditContext, rows: np.ndarray) -> MethodResult:
+    """Local MDI on every test row (global = mean over the test set) and on ``rows``."""
+    try:
+        values = local_mdi(ctx.model, ctx.X_test.to_numpy())
+    except UnsupportedModelError as exc:
+        raise NotApplicable(str(exc)) from exc
+    scores, ranking = _local(values[rows])
+    return MethodResult("local_mdi", importance=pd.Series(values.mean(axis=0), index=ctx.feature_names),
+                        local_scores=scores, ranking=ranking, params={"rows": len(ctx.X_test)})
+
+
+def run_acme(ctx: AuditContext, rows: np.ndarray, local_rows: list, n_quantiles: int) -> MethodResult:
+    """AcME on the explained output: global importances over the background's quantile grid and
+    local importances / what-if curves of ``rows``."""
+    background = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    acme = AcME(None, background, n_quantiles=n_quantiles, score_function=ctx.score)
+    global_ = acme.explain_global()
+    local = acme.explain_local(ctx.X_test.iloc[rows])
+    scores, ranking = _local(local.values)
+    result = MethodResult("acme", importance=pd.Series(global_.values, index=ctx.feature_names),
+                          local_scores=scores, ranking=ranking,
+                          params={"n_quantiles": n_quantiles, "rows": len(rows), "background rows": len(background)})
+    for row in local_rows:
+        i = int(np.searchsorted(rows, row))
+        result.figures.append(figures.drawn(
+            f"AcME what-if of test row {ctx.row_label(row)}: {ctx.output_label} when one feature at a time is set "
+            f"to each quantile of its background distribution (large marker: the row's own value; dashed: its "
+            f"prediction).",
+            lambda ax, i=i, row=row: local.plot(row=i, ax=ax).set_title(f"AcME what-if, test row {ctx.row_label(row)}"),
+            width=6.0, height=0.16 * min(ctx.n_features, 30) + 1.4))
+    return result
+
+
+def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_nodes: int, n_samples: int,
+                   time_budget: float) -> MethodResult:
+    """DT-Sampler on the model's own predicted classes of ``n_rows`` rows, restricted to the
+    ``n_features`` features the model splits on most (classification only)."""
+    from ..dt_sampler import DTSampler
+    from ..dt_sampler.samplers import UnsatisfiableError
+
+    if ctx.task != "classification":
+        raise NotApplicable("DT-Sampler samples small classification trees; this is a regression model")
+    source = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    rows = np.sort(np.random.default_rng(ctx.random_state).permutation(len(source))[:n_rows])
+    X = source.iloc[rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        labels = np.asarray(ctx.model.predict(ctx.model_input(X.to_numpy()))) == ctx.positive_class
+    if labels.all() or not labels.any():
+        raise NotApplicable(f"the model predicts one class on all {len(rows)} sampled rows")
+    split_counts = np.bincount(ctx.forest.feature[ctx.forest.left_child >= 0], minlength=ctx.n_features)
+    keep = np.sort(np.argsort(-split_counts, kind="stable")[:n_features])
+    columns = [ctx.feature_names[j] for j in keep]
+    last_error = None
+    for min_accuracy in (0.9, 0.8, 0.7):
+        sampler = DTSampler(n_branch_nodes=n_branch_nodes, min_accuracy=min_accuracy, n_samples=n_samples,
+                            random_state=ctx.random_state, time_budget=time_budget, progress=False)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sampler.fit(X[columns], labels.astype(int))
+            break
+        except UnsatisfiableError as exc:
+            last_error = exc
+    else:
+        raise NotApplicable(f"no small tree reaches 70% accuracy on the model's predictions ({last_error})")
+    probability = sampler.emergence_probability_["probability"]
+    importance = pd.Series(0.0, index=ctx.feature_names)
+    importance[columns] = probability.to_numpy()
+    result = MethodResult("dt_sampler", importance=importance,
+                          params={"rows": len(rows), "features": len(columns), "branch nodes": n_branch_nodes,
+                                  "trees sampled": len(sampler.trees_), "min accuracy": sampler.min_accuracy})
+    result.extras["features"] = columns
+    result.figures.append(figures.emergence(
+        f"DT-Sampler emergence probability: share of branch nodes testing each feature among "
+        f"{len(sampler.trees_)} near-uniformly sampled trees with {n_branch_nodes} branch nodes that reproduce "
+        f"the model's predicted class on at least {sampler.min_accuracy:.0%} of {len(rows)} rows (bars: 95% "
+        f"Wilson intervals over the sampled trees).", sampler.emergence_probability_, sampler.uniform_probability_,
+        f"DT-Sampler: {len(sampler.trees_)} trees, {n_branch_nodes} branch nodes, "
+        f"accuracy ≥ {sampler.min_accuracy:g}"))
+    return result
+
+
+def run_mcr(ctx: AuditContext, *, n_permutations: int) -> MethodResult:
+    """Model class reliance of a bootstrap=False RandomForest / ExtraTrees on the training data."""
+    name = type(ctx.model).__name__
+    if name not in MCR_MODELS or type(ctx.model).__module__.split(".")[0] != "sklearn":
+        raise NotApplicable(f"RF-MCR needs a scikit-learn RandomForest or ExtraTrees; this model is {name}")
+    if getattr(ctx.model, "bootstrap", True):
+        raise NotApplicable("RF-MCR needs a forest grown with bootstrap=False; this one used bootstrap samples")
+    if ctx.X_train is None or ctx.y_train is None:
+        raise NotApplicable("RF-MCR needs the training data (X_train and y_train)")
+    try:
+        from ..mcr import model_class_reliance
+    except ImportError as exc:
+        raise NotApplicable(f"the MCR module could not be imported ({exc})") from exc
+    quiet = {"progress": False} if "progress" in inspect.signature(model_class_reliance).parameters else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = model_class_reliance(ctx.model, ctx.model_input(ctx.X_train.to_numpy()), ctx.y_train,
+                                   n_permutations=n_permutations, random_state=ctx.random_state, **quiet)
+    table = res.table.loc[ctx.feature_names, ["mcr_minus", "model_reliance", "mcr_plus"]].astype(float)
+    params = {"n_permutations": n_permutations, "rows": len(ctx.X_train)}
+    params.update({k: getattr(res, k) for k in ("loss", "reliance", "epsilon") if hasattr(res, k)})
+    result = MethodResult("mcr", importance=table["model_reliance"].copy(), params=params)
+    result.extras["table"] = table
+    return result
+
+
+def run(key: str, fn, *args, **kwargs) -> MethodResult:
+    """Call ``fn``, timing it and turning :class:`NotApplicable` / any error into a status."""
+    start = time.perf_counter()
+    try:
+        result = fn(*args, **kwargs)
+    except NotApplicable as exc:
+        result = MethodResult(key, status="not applicable", reason=str(exc))
+    except Exception as exc:  # noqa: BLE001 - the report states the failure instead of aborting
+        result = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
+    result.seconds = time.perf_counter() - start
+    return result
