@@ -17,14 +17,6 @@ EVIL = "<script>alert(1)</script>"
 TITLE = "Credit <b>model</b> v3"
 
 
-def _mcr_importable():
-    try:
-        from xai_plugins.mcr import model_class_reliance  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def data():
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
@@ -58,9 +50,8 @@ def test_every_section_is_present_and_computed(report):
     assert list(a.sections) == list(SECTIONS)
     for key, section in a.sections.items():
         assert SECTION_TITLES[key] in html
-        if key != "mcr" or _mcr_importable():
-            assert section.status == "ok", (key, section.reason)
-    for key in ("shap", "pg2", "local_mdi", "acme", "dt_sampler"):
+        assert section.status == "ok", (key, section.reason)
+    for key in ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr"):
         assert a.methods[key].status == "ok", (key, a.methods[key].reason)
 
 
@@ -177,7 +168,6 @@ def test_boosted_classifiers_are_explained_on_the_margin():
     np.testing.assert_allclose(ctx.score(X[:20]), model.predict(X[:20], output_margin=True), rtol=1e-6)
 
 
-@pytest.mark.skipif(not _mcr_importable(), reason="xai_plugins.mcr is not available")
 def test_mcr_ranges_are_reported(report):
     a, html = report
     table = a.sections["mcr"].data["table"]
@@ -185,6 +175,29 @@ def test_mcr_ranges_are_reported(report):
     assert (table["mcr_minus"] <= table["mcr_plus"] + 1e-12).all()
     assert "Features with the widest MCR ranges" in html
     assert fmt(table["model_reliance"].iloc[0]) in html
+
+
+def test_mcr_for_unsupported_models_says_why_or_fits_a_rashomon_forest(data):
+    xgboost = pytest.importorskip("xgboost")
+    X_train, y_train, X_test, y_test = data
+    X_train, X_test = (X.rename(columns={EVIL: "mean smoothness"}) for X in (X_train, X_test))  # xgboost refuses "<"
+    model = xgboost.XGBClassifier(n_estimators=10, max_depth=2).fit(X_train, y_train)
+    kwargs = dict(X_train=X_train, y_train=y_train, explainers=["local_mdi", "mcr"], sections=["mcr"],
+                  mcr_permutations=2, progress=False)
+    refused = audit(model, X_test, y_test, **kwargs)
+    assert refused.sections["mcr"].status == "not applicable"
+    assert "XGBClassifier" in refused.sections["mcr"].reason and "mcr_fit_forest" in refused.sections["mcr"].reason
+    assert "not applicable" in refused.to_html()
+
+    fitted = audit(model, X_test, y_test, mcr_fit_forest=True, **kwargs)
+    mcr = fitted.sections["mcr"]
+    assert mcr.status == "ok", mcr.reason
+    assert "fitted on the training data for this audit" in mcr.data["params"]["forest"]
+    table = mcr.data["table"]
+    assert list(table.index.sort_values()) == sorted(X_train.columns)
+    assert (table["mcr_minus"] <= table["model_reliance"] + 1e-12).all()
+    assert (table["model_reliance"] <= table["mcr_plus"] + 1e-12).all()
+    assert "for this audit" in fitted.to_html()
 
 
 def test_fmt():

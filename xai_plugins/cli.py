@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--trust-pickle", action="store_true",
                         help="allow loading a pickled/joblib model (unpickling runs arbitrary code)")
+    parser.add_argument("--mcr-fit-forest", action="store_true",
+                        help="for a model RF-MCR does not support (boosting, bootstrap forests), fit a bootstrap-free "
+                             "random forest on --train and report its MCR ranges")
     parser.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
@@ -181,7 +184,7 @@ def run_files(args) -> list:
         result = audit(model, X, y, X_train=X_train, y_train=y_train, sigma=args.sigma,
                        explainers=args.explainers or None, sections=args.sections, title=title,
                        random_state=args.random_state, positive_class=positive, provenance=provenance,
-                       **_budget(args), progress=not args.quiet)
+                       mcr_fit_forest=args.mcr_fit_forest, **_budget(args), progress=not args.quiet)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
     return write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf)

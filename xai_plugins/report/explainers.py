@@ -9,7 +9,6 @@ of disappearing from the report.
 
 from __future__ import annotations
 
-import inspect
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -207,27 +206,40 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     return result
 
 
-def run_mcr(ctx: AuditContext, *, n_permutations: int) -> MethodResult:
-    """Model class reliance of a bootstrap=False RandomForest / ExtraTrees on the training data."""
-    name = type(ctx.model).__name__
-    if name not in MCR_MODELS or type(ctx.model).__module__.split(".")[0] != "sklearn":
-        raise NotApplicable(f"RF-MCR needs a scikit-learn RandomForest or ExtraTrees; this model is {name}")
-    if getattr(ctx.model, "bootstrap", True):
-        raise NotApplicable("RF-MCR needs a forest grown with bootstrap=False; this one used bootstrap samples")
+def run_mcr(ctx: AuditContext, *, n_permutations: int, fit_forest: bool = False) -> MethodResult:
+    """Model class reliance of a bootstrap=False RandomForest / ExtraTrees on the training data.
+
+    Any other model is "not applicable", unless ``fit_forest``: then a 100-tree Rashomon forest
+    (:func:`~xai_plugins.mcr.fit_rashomon_forest`) is fitted on the same training data and its
+    ranges are reported, labelled as such in ``params["forest"]``."""
+    from ..mcr import fit_rashomon_forest, model_class_reliance
+
     if ctx.X_train is None or ctx.y_train is None:
         raise NotApplicable("RF-MCR needs the training data (X_train and y_train)")
-    try:
-        from ..mcr import model_class_reliance
-    except ImportError as exc:
-        raise NotApplicable(f"the MCR module could not be imported ({exc})") from exc
-    quiet = {"progress": False} if "progress" in inspect.signature(model_class_reliance).parameters else {}
+    name = type(ctx.model).__name__
+    if name not in MCR_MODELS or type(ctx.model).__module__.split(".")[0] != "sklearn":
+        reason = f"RF-MCR needs a scikit-learn RandomForest or ExtraTrees; this model is {name}"
+    elif ctx.model.bootstrap:
+        reason = "RF-MCR needs a forest grown with bootstrap=False; this one used bootstrap samples"
+    else:
+        reason = None
+    if reason is None:
+        X_train, forest, origin = ctx.model_input(ctx.X_train.to_numpy()), ctx.model, "the audited model"
+    elif fit_forest:
+        X_train = ctx.X_train
+        forest = fit_rashomon_forest(X_train, ctx.y_train, task=ctx.task, n_estimators=100,
+                                     random_state=ctx.random_state)
+        origin = (f"a 100-tree bootstrap=False random forest fitted on the training data for this audit ({reason}; "
+                  f"the ranges describe that forest's Rashomon set, not the audited model)")
+    else:
+        raise NotApplicable(reason + " (audit(..., mcr_fit_forest=True) fits a Rashomon forest on the same data)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        res = model_class_reliance(ctx.model, ctx.model_input(ctx.X_train.to_numpy()), ctx.y_train,
-                                   n_permutations=n_permutations, random_state=ctx.random_state, **quiet)
+        res = model_class_reliance(forest, X_train, ctx.y_train, n_permutations=n_permutations,
+                                   random_state=ctx.random_state, progress=False)
     table = res.table.loc[ctx.feature_names, ["mcr_minus", "model_reliance", "mcr_plus"]].astype(float)
-    params = {"n_permutations": n_permutations, "rows": len(ctx.X_train)}
-    params.update({k: getattr(res, k) for k in ("loss", "reliance", "epsilon") if hasattr(res, k)})
+    params = {"forest": origin, "n_permutations": n_permutations, "rows": len(ctx.X_train), "loss": res.loss,
+              "reliance": res.reliance, "epsilon": res.epsilon}
     result = MethodResult("mcr", importance=table["model_reliance"].copy(), params=params)
     result.extras["table"] = table
     return result
