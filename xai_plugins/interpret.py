@@ -82,10 +82,10 @@ def _global_explanation(feature_names, overall: np.ndarray, curves, name: str) -
 
 
 class _AttributionExplainer(ExplainerMixin):
-    """Local explanations from ``attribute(X) -> Attribution``; global = mean score over the
-    background rows (scores are importances, not signed contributions: local MDI averages to the
-    global MDI, greedy PG² gains to the mean share of PG²(x, all)) (at most ``max_global_rows``, sampled with ``random_state``), with each
-    feature's scores against its values as the per-feature curve."""
+    """Local explanations from ``attribute(X) -> Attribution``; global = mean score over at most
+    ``max_global_rows`` background rows (sampled with ``random_state``), with each feature's scores
+    against its values as the per-feature curve. Scores are importances, not signed contributions:
+    local MDI averages to the global MDI, greedy PG² gains sum per row to PG²(x, all features)."""
 
     available_explanations = ["global", "local"]
 
