@@ -96,6 +96,15 @@ int xai_greedy_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
  * tree_weight[i * n_trees + t] gives w(i, t); NULL means 1 / n_trees (the plain average). */
 int xai_local_mdi(const xai_forest *forest, const double *X, int64_t n_rows,
                   const double *tree_weight, double *out);
+/* Leaves of tree `tree` after the features changed[0 .. n_changed) of the rows of X took new
+ * values (no feature listed twice): start_leaf[i] is the global leaf row i reached with its old
+ * values, which differ from X only in the changed features. A row whose new values pass every
+ * split on a changed feature along start_leaf[i]'s path keeps that leaf without a traversal;
+ * the others (NaN included) are routed from the root. leaf[i] receives the global leaf;
+ * moved[0 .. *n_moved) the rows whose leaf changed, in increasing order (moved: n_rows slots). */
+int xai_reroute(const xai_forest *forest, int32_t tree, const double *X, int64_t n_rows,
+                const int32_t *changed, int32_t n_changed, const int64_t *start_leaf,
+                int64_t *leaf, int64_t *moved, int64_t *n_moved);
 /* cffi-cdef-end */
 
 /* Shared by the .c files, not part of the Python-facing API. */

@@ -141,3 +141,63 @@ def test_forest_structure_is_validated_in_c():
         _stump_forest(value=[0.0, np.inf, 2.0])
     with pytest.raises(IndexError):
         _stump_forest(feature=[3, 0, 0])
+
+
+def _walk(forest, t, row):
+    """Local leaf id of ``row`` in tree t of an XGBoost import: go left iff float32(x) < threshold."""
+    base, node = forest.tree_offset[t], 0
+    while forest.left_child[base + node] >= 0:
+        x = np.float32(row[forest.feature[base + node]])
+        left = forest.missing_left[base + node] if np.isnan(x) else x < forest.threshold[base + node]
+        node = forest.left_child[base + node] if left else forest.right_child[base + node]
+    return node
+
+
+@pytest.mark.parametrize("kind", ["sklearn", "xgboost"])
+def test_reroute_matches_a_full_traversal(data, kind):
+    """xai_reroute (RF-MCR's permuted rows) against the model's own leaf assignment: scikit-learn's
+    Tree.apply (x <= t on float32) and XGBoost's pred_leaf (x < t, NaN to the default side)."""
+    from xai_plugins import _native
+
+    X, Xn, y, *_ = data
+    rng = np.random.default_rng(1)
+    if kind == "sklearn":
+        model = RandomForestRegressor(n_estimators=5, max_depth=6, random_state=0).fit(Xn, y)
+        leaves = lambda A: np.stack([e.tree_.apply(A.astype(np.float32)) for e in model.estimators_], axis=1)
+    else:  # XGBoost numbers nodes differently: walk the imported arrays in Python (x < t, NaN by default)
+        model = xgb.XGBRegressor(n_estimators=5, max_depth=4, tree_method="hist").fit(Xn, y)
+        leaves = lambda A: np.array([[_walk(forest, t, row) for t in range(forest.n_trees)] for row in A])
+    forest = import_model(model)
+    before = leaves(Xn)
+    for changed in ([2], [0, 3, 8]):
+        Xp = Xn.copy()
+        Xp[:, changed] = Xn[rng.permutation(len(Xn))][:, changed]
+        Xp[:5, changed[0]] = Xn[:5, changed[0]]                   # some rows keep their values
+        Xp[5, changed[0]] = np.nan                                  # NaN in a changed feature
+        after = leaves(Xp)
+        for t in range(forest.n_trees):
+            start = before[:, t] + forest.tree_offset[t]
+            leaf, moved = _native.reroute(forest, t, np.ascontiguousarray(Xp), changed, start)
+            np.testing.assert_array_equal(leaf, after[:, t] + forest.tree_offset[t])
+            np.testing.assert_array_equal(moved, np.flatnonzero(after[:, t] != before[:, t]))
+        assert (after != before).any()
+
+
+def test_reroute_validates_its_arguments(data):
+    from xai_plugins import _native
+
+    X, _, y, *_ = data
+    forest = import_model(DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y))
+    start = forest.tree_offset[0] + DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y).apply(X)
+    with pytest.raises(IndexError):
+        _native.reroute(forest, 1, X, [0], start)                  # no tree 1
+    with pytest.raises(IndexError):
+        _native.reroute(forest, 0, X, [0, 0], start)               # feature listed twice
+    with pytest.raises(IndexError):
+        _native.reroute(forest, 0, X, [X.shape[1]], start)         # feature out of range
+    with pytest.raises(IndexError):
+        _native.reroute(forest, 0, X, [0], np.zeros(len(X), dtype=np.int64))  # node 0 is not a leaf
+    with pytest.raises(ValueError):
+        _native.reroute(forest, 0, X, [], start)                   # nothing changed
+    with pytest.raises(ValueError):
+        _native.reroute(forest, 0, X[:, :3].copy(), [0], start)     # wrong column count

@@ -157,3 +157,23 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
 
     _run_chunks(len(X), n_jobs, work)
     return out
+
+
+def reroute(forest, tree: int, X: np.ndarray, changed: np.ndarray, start_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Leaves of tree ``tree`` for the rows of X (float64, C order) whose features ``changed``
+    took new values, given the global leaves ``start_leaf`` they reached before: ``(leaf, moved)``,
+    every row's global leaf and the rows whose leaf changed. One call, no thread pool: callers run
+    trees in parallel."""
+    n = len(X)
+    leaf = np.empty(n, dtype=np.int64)
+    moved = np.empty(n, dtype=np.int64)
+    count = ffi.new("int64_t *")
+    changed = np.ascontiguousarray(changed, dtype=np.int32)
+    start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int64)
+    if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
+            or start_leaf.shape != (n,):
+        raise ValueError("reroute needs X as C-ordered float64 (n, n_features) and one start leaf per row")
+    _check(lib.xai_reroute(_struct(forest), int(tree), _ptr("double *", X), n, _ptr("int32_t *", changed),
+                           len(changed), _ptr("int64_t *", start_leaf), _ptr("int64_t *", leaf),
+                           _ptr("int64_t *", moved), count), "reroute")
+    return leaf, moved[:count[0]]

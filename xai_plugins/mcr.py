@@ -37,8 +37,9 @@ partitions, surrogates and training predictions can be recomputed from the data.
 Trees are evaluated with scikit-learn's own compiled ``Tree.apply`` (transformed trees are rebuilt
 as scikit-learn ``Tree`` objects), in parallel threads, tree by tree: per-tree losses are
 accumulated per permutation and forest predictions tree by tree, never all per-tree ×
-per-permutation predictions at once (memory O(K·n·C + T) beyond the forest and a block of cached
-training leaves). On permuted data only the rows whose permuted X1 leaves the box of their
+per-permutation predictions at once (memory O(K·n·C + T) beyond the forest, plus the trees'
+training leaves: all of them, int32, when they fit in ``LEAF_CACHE_BYTES`` (256 MiB), otherwise a
+block recomputed for every feature). On permuted data only the rows whose permuted X1 leaves the box of their
 training leaf (original tree) or that pass a node changed by S± (transformed tree) are re-routed;
 every other row keeps its leaf.
 """
@@ -53,12 +54,17 @@ from typing import Callable
 
 import numpy as np
 
+from . import _native
 from ._validation import check_is_fitted, check_matrix, check_random_state, feature_names_of
+from .forest import import_model
 
 __all__ = ["fit_rashomon_forest", "model_class_reliance", "MCRResult"]
 
 _LOSSES = {"classification": ("zero_one", "log_loss"), "regression": ("squared_error", "absolute_error")}
 _PROB_FLOOR = 1e-15
+#: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
+#: many bytes; otherwise they are recomputed for every feature, a block of trees at a time
+LEAF_CACHE_BYTES = 256 * 2**20
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -319,7 +325,7 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite values")
 
-    ctx = _Context(estimators, X32, y, yidx if is_clf else None, model.classes_ if is_clf else None,
+    ctx = _Context(import_model(model), estimators, X32, y, yidx if is_clf else None, model.classes_ if is_clf else None,
                    loss, n_jobs)
     rng = check_random_state(random_state)
     seeds = rng.integers(0, 2**63 - 1, size=n_permutations)
@@ -340,7 +346,7 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
 class _Context:
     """Everything computed once per call: leaf tables, surrogates, equivalence classes, reference."""
 
-    def __init__(self, estimators, X32, y, yidx, classes, loss, n_jobs):
+    def __init__(self, forest, estimators, X32, y, yidx, classes, loss, n_jobs):
         self.is_clf = classes is not None
         self.X32, self.y, self.yidx, self.classes, self.loss = X32, y, yidx, classes, loss
         self.trees = [est.tree_ for est in estimators]
@@ -350,6 +356,8 @@ class _Context:
         self.pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         sizes = np.array([tr.node_count for tr in self.trees])
         self.offsets = np.r_[0, np.cumsum(sizes)[:-1]]
+        self.forest = forest  # the same trees in the C core's layout (same node numbering)
+        assert np.array_equal(forest.tree_offset[:-1], self.offsets)
         self.tree_of = np.repeat(np.arange(T), sizes)
         self.master = tuple(np.concatenate([getattr(tr, a) for tr in self.trees])
                             for a in ("children_left", "children_right", "feature", "threshold"))
@@ -369,6 +377,7 @@ class _Context:
             self.ltab_flat = self.ltab.ravel()
         else:
             self.pred = np.concatenate([tr.value[:, 0, 0] for tr in self.trees])
+        self.leaf_cache = [None] * T if T * n * 4 <= LEAF_CACHE_BYTES else None
         sur, hashes, by_depth = [], [], {}
         self.train_loss = np.empty(T)
         self.ref_sum = np.zeros((n, self.pred.shape[1]) if self.is_clf else n)
@@ -382,6 +391,8 @@ class _Context:
                                  f"{tree.n_node_samples[0]} rows and its leaves' row counts disagree with the "
                                  f"{n} rows given (MCR needs the exact training data of a bootstrap=False forest)")
             g = leaf + self.offsets[t]
+            if self.leaf_cache is not None:
+                self.leaf_cache[t] = g.astype(np.int32)
             p = np.take(self.pred, g, axis=0)
             digest = hashlib.blake2b(np.ascontiguousarray(p).tobytes(), digest_size=16).hexdigest()
             return p, self._tree_loss(g), digest, _tree_surrogates(tree, X32, leaf)
@@ -485,25 +496,6 @@ class _Context:
             trees[t] = _rebuild(self.trees[t], left[sl], right[sl], feat[sl], thr[sl])
         return trees, changed, self._uses(feat, cols), self._below(nodes)
 
-    def _boxes(self, cols):
-        """Per feature in ``cols``, per global node, the interval (lo, hi] allowed by the splits on the
-        node's path: a row whose values stay inside its training leaf's intervals keeps that leaf."""
-        lo = np.full((len(self.master[0]), len(cols)), -np.inf)
-        hi = np.full_like(lo, np.inf)
-        where = np.full(max(self.master[2].max(), max(cols)) + 1, -1)
-        where[cols] = np.arange(len(cols))
-        ml, mr, feat, thr = self.master
-        for inner in self.levels:
-            off = self.offsets[self.tree_of[inner]]
-            L, R = ml[inner] + off, mr[inner] + off
-            lo[L] = lo[R] = lo[inner]
-            hi[L] = hi[R] = hi[inner]
-            k = where[feat[inner]]
-            m = k >= 0
-            hi[L[m], k[m]] = np.minimum(hi[L[m], k[m]], thr[inner[m]])
-            lo[R[m], k[m]] = np.maximum(lo[R[m], k[m]], thr[inner[m]])
-        return list(np.ascontiguousarray(lo.T)), list(np.ascontiguousarray(hi.T))
-
     def _below(self, nodes):
         """Bool per global node: it is one of ``nodes`` or lies under one (rows whose leaf is not
         below a node changed by S± reach the same leaf in the transformed tree)."""
@@ -537,6 +529,12 @@ class _Context:
         """Global ids of the leaves the rows of X32 reach in ``tree`` (tree number ``t``)."""
         return tree.apply(X32) + self.offsets[t]
 
+    def _training_leaves(self, t):
+        """Global ids of the leaves the training rows reach in tree ``t`` (cached when they fit)."""
+        if self.leaf_cache is not None:
+            return self.leaf_cache[t].astype(np.int64)
+        return self._leaves(self.trees[t], t, self.X32)
+
     def _evaluate(self, trees, idx, X32, weights=None):
         """Weighted sum over trees ``idx`` of their predictions on X32 (weights default to 1)."""
         total = np.zeros_like(self.ref_sum)
@@ -565,7 +563,6 @@ class _Context:
         """
         n, T, K = self.n, self.T, len(seeds)
         uses_o = self._uses(self.master[2], cols)
-        lo, hi = self._boxes(cols)
         plus_trees, ch_p, uses_p, below_p = self._variant(cols, True)
         minus_trees, ch_m, uses_m, below_m = self._variant(cols, False)
         run = np.flatnonzero(uses_o | ch_p | ch_m)
@@ -573,25 +570,21 @@ class _Context:
         ref_acc = [self.ref_sum.copy() for _ in range(K)]   # T · reference forest on permuted data
         d_plus = [np.zeros_like(self.ref_sum) for _ in range(K)]
         d_minus = [np.zeros_like(self.ref_sum) for _ in range(K)]
-        block = max(1, 2**22 // n)
+        block = len(run) if self.leaf_cache is not None else max(1, 2**22 // n)
         for a in range(0, len(run), block):
             part = run[a:a + block]
-            train = dict(zip(part, self._map(lambda t: self._leaves(self.trees[t], t, self.X32), part)))
+            train = dict(zip(part, self._map(self._training_leaves, part)))
             for k, seed in enumerate(seeds):
                 Xp = self._permuted(cols, seed)
-                xc = [np.ascontiguousarray(Xp[:, c]) for c in cols]
+                X64 = Xp.astype(np.float64)
 
                 def one(t):
                     L = train[t]
-                    g_o = L.copy()
-                    # a row changes leaf only if a permuted value leaves its training leaf's box
-                    out_of_box = np.zeros(n, dtype=bool)
-                    for x, lo_j, hi_j in zip(xc, lo, hi):
-                        out_of_box |= (x <= np.take(lo_j, L)) | (x > np.take(hi_j, L))
-                    rows = _rows(out_of_box)
-                    g_o[rows] = self._leaves(self.trees[t], t, Xp[rows])
-                    d_o = self._tree_loss(g_o[rows], rows) - self._tree_loss(L[rows], rows)
-                    out = [(d_o, rows, np.take(self.pred, g_o[rows], axis=0) - np.take(self.pred, L[rows], axis=0))]
+                    # C core: a row changes leaf only if a permuted value leaves its training leaf's box
+                    g_o, rows = _native.reroute(self.forest, t, X64, cols, L)
+                    new, old = g_o[rows], L[rows]
+                    d_o = self._tree_loss(new, rows) - self._tree_loss(old, rows)
+                    out = [(d_o, rows, np.take(self.pred, new, axis=0) - np.take(self.pred, old, axis=0))]
                     for tree, on, below in ((plus_trees[t], ch_p[t], below_p), (minus_trees[t], ch_m[t], below_m)):
                         if not on:
                             out.append(None)
