@@ -39,11 +39,13 @@ static void changed_boxes(const xai_forest *f, int32_t t, const int32_t *slot, i
 }
 
 int xai_reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_rows,
-                const int32_t *changed, int32_t n_changed, const int64_t *start_leaf,
-                int64_t *leaf, int64_t *moved, int64_t *n_moved)
+                const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
+                int32_t *leaf, int64_t *moved, int64_t *n_moved,
+                const double *node_value, int32_t width, double *acc)
 {
     if (f == NULL || X == NULL || changed == NULL || start_leaf == NULL || leaf == NULL || moved == NULL ||
-        n_moved == NULL || n_rows < 0 || n_changed < 1 || n_changed > f->n_features)
+        n_moved == NULL || n_rows < 0 || n_changed < 1 || n_changed > f->n_features ||
+        (acc != NULL && (node_value == NULL || width < 1)))
         return XAI_E_SIZE;
     if (tree < 0 || tree >= f->n_trees)
         return XAI_E_INDEX;
@@ -80,9 +82,14 @@ int xai_reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_ro
                 const double a = lo[k * m + node], b = hi[k * m + node];
                 inside = strict_left ? (v >= a && v < b) : (v > a && v <= b); /* false for NaN */
             }
-            leaf[i] = inside ? start_leaf[i] : xai_leaf_of(f, tree, x);
-            if (leaf[i] != start_leaf[i])
-                moved[count++] = i;
+            leaf[i] = inside ? start_leaf[i] : (int32_t)xai_leaf_of(f, tree, x); /* < n_nodes */
+            if (leaf[i] == start_leaf[i])
+                continue;
+            moved[count++] = i;
+            if (acc != NULL)
+                for (int32_t c = 0; c < width; c++)
+                    acc[i * width + c] += node_value[(int64_t)leaf[i] * width + c] -
+                                          node_value[(int64_t)start_leaf[i] * width + c];
         }
         *n_moved = count;
     }

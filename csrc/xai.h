@@ -101,10 +101,13 @@ int xai_local_mdi(const xai_forest *forest, const double *X, int64_t n_rows,
  * values, which differ from X only in the changed features. A row whose new values pass every
  * split on a changed feature along start_leaf[i]'s path keeps that leaf without a traversal;
  * the others (NaN included) are routed from the root. leaf[i] receives the global leaf;
- * moved[0 .. *n_moved) the rows whose leaf changed, in increasing order (moved: n_rows slots). */
+ * moved[0 .. *n_moved) the rows whose leaf changed, in increasing order (moved: n_rows slots).
+ * When acc is not NULL, acc[i * width + c] += node_value[leaf[i] * width + c]
+ * - node_value[start_leaf[i] * width + c] for every moved row (node_value: n_nodes * width). */
 int xai_reroute(const xai_forest *forest, int32_t tree, const double *X, int64_t n_rows,
-                const int32_t *changed, int32_t n_changed, const int64_t *start_leaf,
-                int64_t *leaf, int64_t *moved, int64_t *n_moved);
+                const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
+                int32_t *leaf, int64_t *moved, int64_t *n_moved,
+                const double *node_value, int32_t width, double *acc);
 /* cffi-cdef-end */
 
 /* Shared by the .c files, not part of the Python-facing API. */

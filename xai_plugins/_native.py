@@ -159,21 +159,30 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
     return out
 
 
-def reroute(forest, tree: int, X: np.ndarray, changed: np.ndarray, start_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None,
+            acc=None) -> tuple[np.ndarray, np.ndarray]:
     """Leaves of tree ``tree`` for the rows of X (float64, C order) whose features ``changed``
     took new values, given the global leaves ``start_leaf`` they reached before: ``(leaf, moved)``,
-    every row's global leaf and the rows whose leaf changed. One call, no thread pool: callers run
-    trees in parallel."""
+    every row's global leaf (int32, like node ids in the C layout) and the rows whose leaf changed. With ``acc`` (n, width) and
+    ``node_value`` (n_nodes, width), both float64 C-ordered, adds every moved row's change of node
+    value to ``acc`` in place. One call, no thread pool: callers run trees in parallel."""
     n = len(X)
-    leaf = np.empty(n, dtype=np.int64)
+    leaf = np.empty(n, dtype=np.int32)
     moved = np.empty(n, dtype=np.int64)
     count = ffi.new("int64_t *")
     changed = np.ascontiguousarray(changed, dtype=np.int32)
-    start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int64)
+    start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
     if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
             or start_leaf.shape != (n,):
         raise ValueError("reroute needs X as C-ordered float64 (n, n_features) and one start leaf per row")
+    width = 0
+    if acc is not None:
+        width = acc.shape[1] if acc.ndim == 2 else 1
+        for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
+            if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
+                raise ValueError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
     _check(lib.xai_reroute(_struct(forest), int(tree), _ptr("double *", X), n, _ptr("int32_t *", changed),
-                           len(changed), _ptr("int64_t *", start_leaf), _ptr("int64_t *", leaf),
-                           _ptr("int64_t *", moved), count), "reroute")
+                           len(changed), _ptr("int32_t *", start_leaf), _ptr("int32_t *", leaf),
+                           _ptr("int64_t *", moved), count, _ptr("double *", node_value), width,
+                           _ptr("double *", acc)), "reroute")
     return leaf, moved[:count[0]]

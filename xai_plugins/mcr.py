@@ -34,14 +34,15 @@ forests' own reliances are in the table too. Bootstrapping must be off (the pape
 "modified random forest", §4.3): every tree must be grown on all training rows so that its
 partitions, surrogates and training predictions can be recomputed from the data.
 
-Trees are evaluated with scikit-learn's own compiled ``Tree.apply`` (transformed trees are rebuilt
-as scikit-learn ``Tree`` objects), in parallel threads, tree by tree: per-tree losses are
-accumulated per permutation and forest predictions tree by tree, never all per-tree ×
-per-permutation predictions at once (memory O(K·n·C + T) beyond the forest, plus the trees'
-training leaves: all of them, int32, when they fit in ``LEAF_CACHE_BYTES`` (256 MiB), otherwise a
-block recomputed for every feature). On permuted data only the rows whose permuted X1 leaves the box of their
-training leaf (original tree) or that pass a node changed by S± (transformed tree) are re-routed;
-every other row keeps its leaf.
+On permuted data the original trees are evaluated by the C core (``xai_reroute``): a row keeps
+its training leaf unless its permuted X1 leaves that leaf's box, and only such rows are routed
+again; the change of the reference forest's predictions is accumulated in C. Transformed trees
+(rebuilt as scikit-learn ``Tree`` objects, evaluated with ``Tree.apply``) re-route only the rows
+that pass a node changed by S±. Trees run in parallel threads in fixed blocks of ``TREE_BLOCK``
+whose partial sums are added in block order, so results do not depend on the thread count. Never
+are all per-tree × per-permutation predictions held at once: memory is O(K·n·C + T) beyond the
+forest, plus the trees' training leaves (all of them, int32, when they fit in
+``LEAF_CACHE_BYTES`` = 256 MiB; otherwise a block at a time, recomputed for every feature).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ _PROB_FLOOR = 1e-15
 #: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
 #: many bytes; otherwise they are recomputed for every feature, a block of trees at a time
 LEAF_CACHE_BYTES = 256 * 2**20
+#: trees per unit of parallel work; partial sums are formed per block and added in block order
+TREE_BLOCK = 16
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -374,7 +377,6 @@ class _Context:
                 self.ltab = 1.0 - np.eye(C)[self.pred.argmax(axis=1)]
             else:
                 self.ltab = -np.log(np.clip(self.pred, _PROB_FLOOR, None))
-            self.ltab_flat = self.ltab.ravel()
         else:
             self.pred = np.concatenate([tr.value[:, 0, 0] for tr in self.trees])
         self.leaf_cache = [None] * T if T * n * 4 <= LEAF_CACHE_BYTES else None
@@ -420,7 +422,7 @@ class _Context:
     def _tree_loss(self, g, rows=slice(None)):
         """Summed loss of one tree over ``rows``, which reached the global leaf ids ``g``."""
         if self.is_clf:
-            return float(np.take(self.ltab_flat, g * self.ltab.shape[1] + self.yidx[rows]).sum())
+            return float(self.ltab[g, self.yidx[rows]].sum())
         v, y = np.take(self.pred, g), self.y[rows]
         if callable(self.loss):
             return float(np.sum(self.loss(y, v)))
@@ -529,12 +531,6 @@ class _Context:
         """Global ids of the leaves the rows of X32 reach in ``tree`` (tree number ``t``)."""
         return tree.apply(X32) + self.offsets[t]
 
-    def _training_leaves(self, t):
-        """Global ids of the leaves the training rows reach in tree ``t`` (cached when they fit)."""
-        if self.leaf_cache is not None:
-            return self.leaf_cache[t].astype(np.int64)
-        return self._leaves(self.trees[t], t, self.X32)
-
     def _evaluate(self, trees, idx, X32, weights=None):
         """Weighted sum over trees ``idx`` of their predictions on X32 (weights default to 1)."""
         total = np.zeros_like(self.ref_sum)
@@ -553,8 +549,7 @@ class _Context:
     def unit(self, cols, seeds, epsilon, neighbours, reliance):
         """One row of the result table for the feature set ``cols``.
 
-        Pass 1 runs over blocks of trees (their training leaves cached, O(block·n)) and, per
-        permutation, re-routes only the rows whose permuted values leave their training leaf's box
+        Pass 1 runs over blocks of trees and, per permutation, re-routes only the rows whose permuted values leave their training leaf's box
         (original tree) or that pass a node changed by S+ / S- (transformed trees). It yields
         per-tree losses, the reference forest on the permuted data and the forests F±_S, kept per
         permutation (O(K·n·C)).
@@ -570,40 +565,50 @@ class _Context:
         ref_acc = [self.ref_sum.copy() for _ in range(K)]   # T · reference forest on permuted data
         d_plus = [np.zeros_like(self.ref_sum) for _ in range(K)]
         d_minus = [np.zeros_like(self.ref_sum) for _ in range(K)]
-        block = len(run) if self.leaf_cache is not None else max(1, 2**22 // n)
+        block = len(run) if self.leaf_cache is not None else max(TREE_BLOCK, 2**22 // n // TREE_BLOCK * TREE_BLOCK)
         for a in range(0, len(run), block):
             part = run[a:a + block]
-            train = dict(zip(part, self._map(self._training_leaves, part)))
+            train = None if self.leaf_cache is not None else dict(
+                zip(part, self._map(lambda t: self._leaves(self.trees[t], t, self.X32).astype(np.int32), part)))
+            blocks = [part[b:b + TREE_BLOCK] for b in range(0, len(part), TREE_BLOCK)]
             for k, seed in enumerate(seeds):
                 Xp = self._permuted(cols, seed)
                 X64 = Xp.astype(np.float64)
 
-                def one(t):
-                    L = train[t]
-                    # C core: a row changes leaf only if a permuted value leaves its training leaf's box
-                    g_o, rows = _native.reroute(self.forest, t, X64, cols, L)
-                    new, old = g_o[rows], L[rows]
-                    d_o = self._tree_loss(new, rows) - self._tree_loss(old, rows)
-                    out = [(d_o, rows, np.take(self.pred, new, axis=0) - np.take(self.pred, old, axis=0))]
-                    for tree, on, below in ((plus_trees[t], ch_p[t], below_p), (minus_trees[t], ch_m[t], below_m)):
-                        if not on:
-                            out.append(None)
-                            continue
-                        r = _rows(below[g_o])
-                        g = self._leaves(tree, t, Xp[r])
-                        out.append((d_o + self._tree_loss(g, r) - self._tree_loss(g_o[r], r), r,
-                                    np.take(self.pred, g, axis=0) - np.take(self.pred, g_o[r], axis=0)))
-                    return out
+                def one_block(trees):
+                    """Per-tree results of a fixed block of trees and the block's summed change of
+                    the reference forest's predictions (accumulated in C, in tree order)."""
+                    change = np.zeros_like(self.ref_sum)
+                    results = []
+                    for t in trees:
+                        L = self.leaf_cache[t] if train is None else train[t]
+                        # C core: a row changes leaf only if a permuted value leaves its training leaf's box
+                        g_o, rows = _native.reroute(self.forest, t, X64, cols, L, self.pred, change)
+                        d_o = self._tree_loss(g_o[rows], rows) - self._tree_loss(L[rows], rows)
+                        out = [d_o]
+                        for tree, on, below in ((plus_trees[t], ch_p[t], below_p),
+                                                (minus_trees[t], ch_m[t], below_m)):
+                            if not on:
+                                out.append(None)
+                                continue
+                            r = _rows(below[g_o])
+                            g = self._leaves(tree, t, Xp[r])
+                            out.append((d_o + self._tree_loss(g, r) - self._tree_loss(g_o[r], r), r,
+                                        np.take(self.pred, g, axis=0) - np.take(self.pred, g_o[r], axis=0)))
+                        results.append((t, out))
+                    return change, results
 
-                for t, (o, p, m) in zip(part, self._map(one, part)):
-                    sums["orig"][t] += o[0]
-                    ref_acc[k][o[1]] += o[2]
-                    for key, res, acc in (("plus", p, d_plus), ("minus", m, d_minus)):
-                        if res is None:
-                            sums[key][t] += o[0]
-                        else:
-                            sums[key][t] += res[0]
-                            acc[k][res[1]] += res[2]
+                # fixed blocks reduced in order: the sums do not depend on the number of threads
+                for change, results in self._map(one_block, blocks):
+                    ref_acc[k] += change
+                    for t, (d_o, p, m) in results:
+                        sums["orig"][t] += d_o
+                        for key, res, acc in (("plus", p, d_plus), ("minus", m, d_minus)):
+                            if res is None:
+                                sums[key][t] += d_o
+                            else:
+                                sums[key][t] += res[0]
+                                acc[k][res[1]] += res[2]
         ref_perm = sum(self._forest_loss(r / T) - self.ref_loss for r in ref_acc)
         acc = {"plus": [r + d for r, d in zip(ref_acc, d_plus)], "minus": [r + d for r, d in zip(ref_acc, d_minus)]}
         del d_plus, d_minus, ref_acc
