@@ -15,11 +15,25 @@
 
 #include "xai.h"
 
+/* The leaf-pair loop is compiled twice on x86-64 Linux (glibc ifunc): for AVX2 and for the
+ * baseline ISA, chosen at load time. Without -ffast-math the vectoriser keeps every IEEE
+ * operation and its order (the partial sums are written out), so both clones give the same bits. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define XAI_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef XAI_VECTOR_CLONES
+#define XAI_VECTOR_CLONES
+#endif
+
 typedef struct {
     int32_t tree;         /* tree index */
     int32_t n_leaf;       /* reachable leaves with non-zero probability */
     int64_t leaf_start;   /* first leaf in the leaf arrays */
-    int64_t box_start;    /* first entry of this tree's dense lo/hi boxes (n_leaf * n_used) */
+    int64_t box_start;    /* this tree's boxes start at box[2 * box_start]: feature-major, the CDF
+                             values at the lower ends of used feature q at [q * n_leaf + l], the
+                             upper ends at [(n_used + q) * n_leaf + l] */
     int32_t n_used;       /* perturbed features (S positions) this tree constrains */
     int32_t used_start;   /* their S positions, sorted, in ws->used_pos */
 } tree_rec;
@@ -49,14 +63,13 @@ typedef struct {
     double *leaf_p; size_t leaf_p_cap;    /* [n_leaf] probabilities */
     int64_t n_leaf;
     double *box; size_t box_cap; int64_t n_box; /* dense boxes: CDF values at each used interval's (lo, hi] ends */
-    int32_t *q_shared, *q_other;          /* [n_features]: a tree's used-list entries shared / not shared in a pair */
+    double *scratch; size_t scratch_cap;  /* one tree's boxes while they are transposed */
     /* pair scratch */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *pair;           /* [leaf_width]: one dependent pair's covariance */
     double *a_t; size_t a_t_cap;
     double *a_u; size_t a_u_cap;
-    double *sh_t; size_t sh_t_cap;        /* CDF at the shared intervals' ends: [k_sh * n_leaf] lo, then hi */
-    double *sh_u; size_t sh_u_cap;
+    const double **shared; /* [4 * n_features]: per shared feature, lower / upper ends of tree t, then of u */
     double *prob; size_t prob_cap;        /* [n_leaf of u]: P(box_l ∩ box_m) over the shared features */
     int64_t pair_terms;
     int status;
@@ -82,7 +95,7 @@ static void ws_free(workspace *w)
     free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->local); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
     free(w->leaf_c); free(w->leaf_p); free(w->box); free(w->sum_mean); free(w->pair);
-    free(w->a_t); free(w->a_u); free(w->sh_t); free(w->sh_u); free(w->prob); free(w->q_shared); free(w->q_other);
+    free(w->a_t); free(w->a_u); free(w->scratch); free(w->shared); free(w->prob);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
@@ -97,12 +110,11 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
     w->box_lo = malloc(d * sizeof(int32_t));
     w->box_hi = malloc(d * sizeof(int32_t));
     w->local = malloc(d * sizeof(int32_t));
-    w->q_shared = malloc(d * sizeof(int32_t));
-    w->q_other = malloc(d * sizeof(int32_t));
     w->used = malloc(d);
+    w->shared = malloc(4 * d * sizeof(const double *));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc((size_t)f->leaf_width * sizeof(double));
-    if (!w->sum_mean || !w->pair || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->local || !w->used || !w->q_shared || !w->q_other)
+    if (!w->sum_mean || !w->pair || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->local || !w->used || !w->shared)
         return XAI_E_NOMEM;
     return XAI_OK;
 }
@@ -230,13 +242,33 @@ static int collect(workspace *w)
             w->n_box = r->box_start;
             continue;
         }
+        /* leaf-major (lo, hi) pairs as the walk wrote them -> feature-major lower ends, then upper ends */
+        const size_t n_vals = (size_t)2 * r->n_leaf * r->n_used;
+        if (grow((void **)&w->scratch, &w->scratch_cap, n_vals, sizeof(double)))
+            return XAI_E_NOMEM;
+        double *box = w->box + 2 * r->box_start;
+        memcpy(w->scratch, box, n_vals * sizeof(double));
+        for (int32_t l = 0; l < r->n_leaf; l++)
+            for (int32_t q = 0; q < r->n_used; q++) {
+                box[(size_t)q * r->n_leaf + l] = w->scratch[2 * ((size_t)l * r->n_used + q)];
+                box[(size_t)(r->n_used + q) * r->n_leaf + l] = w->scratch[2 * ((size_t)l * r->n_used + q) + 1];
+            }
         w->n_used_total += r->n_used;
         w->n_rec++;
     }
     return w->status;
 }
 
+/* CDF mass of the intersection of (lo_a, hi_a] and (lo_b, hi_b], given as CDF values. */
+static inline double overlap(double lo_a, double hi_a, double lo_b, double hi_b)
+{
+    const double hi = hi_b < hi_a ? hi_b : hi_a;
+    const double lo = lo_b > lo_a ? lo_b : lo_a;
+    return hi - lo > 0.0 ? hi - lo : 0.0;
+}
+
 /* E[c_t c_u] - E[c_t] E[c_u] for two trees that share perturbed features, added into acc. */
+__attribute__((target_clones("avx512f", "avx2", "default")))
 static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, int32_t it, int32_t iu, double *acc)
 {
     const int32_t W = w->width;
@@ -260,42 +292,38 @@ static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, 
     }
     if (grow((void **)&w->a_t, &w->a_t_cap, (size_t)rt->n_leaf * W, sizeof(double)) ||
         grow((void **)&w->a_u, &w->a_u_cap, (size_t)ru->n_leaf * W, sizeof(double)) ||
-        grow((void **)&w->sh_t, &w->sh_t_cap, (size_t)2 * k_sh * rt->n_leaf, sizeof(double)) ||
-        grow((void **)&w->sh_u, &w->sh_u_cap, (size_t)2 * k_sh * ru->n_leaf, sizeof(double)) ||
-        grow((void **)&w->prob, &w->prob_cap, (size_t)ru->n_leaf, sizeof(double)))
+        grow((void **)&w->prob, &w->prob_cap, (size_t)(rt->n_leaf > ru->n_leaf ? rt->n_leaf : ru->n_leaf),
+             sizeof(double)))
         return XAI_E_NOMEM;
-    /* per-leaf weights a_l = c_l * product of non-shared factors; gather shared intervals */
+    /* per-leaf weights a_l = c_l * product of the non-shared factors; pointers to the shared ends
+     * (the CDF is monotone: CDF(min(hi)) = min(CDF(hi)), the same for max(lo)) */
     const tree_rec *side[2] = {rt, ru};
     double *weights[2] = {w->a_t, w->a_u};
-    double *shared[2] = {w->sh_t, w->sh_u};
     for (int s = 0; s < 2; s++) {
         const tree_rec *r = side[s];
         const int32_t *used = w->used_pos + r->used_start;
-        int32_t n_other = 0;
+        const double *box = w->box + 2 * r->box_start;
+        const int32_t L = r->n_leaf;
+        double *restrict p = w->prob;
+        for (int32_t l = 0; l < L; l++)
+            p[l] = 1.0;
         for (int32_t q = 0; q < r->n_used; q++) {
+            const double *lo = box + (size_t)q * L, *hi = box + (size_t)(r->n_used + q) * L;
             const int32_t idx = w->local[used[q]];
-            if (idx >= 0)
-                w->q_shared[idx] = q;
-            else
-                w->q_other[n_other++] = q;
+            if (idx >= 0) {
+                w->shared[4 * idx + 2 * s] = lo;
+                w->shared[4 * idx + 2 * s + 1] = hi;
+                continue;
+            }
+            for (int32_t l = 0; l < L; l++) {
+                const double width = hi[l] - lo[l];
+                p[l] *= width > 0.0 ? width : 0.0;
+            }
         }
-        double *sh_lo = shared[s], *sh_hi = shared[s] + (size_t)k_sh * r->n_leaf;
-        for (int32_t l = 0; l < r->n_leaf; l++) {
-            const double *box = w->box + 2 * (r->box_start + (int64_t)l * r->n_used);
-            /* the CDF is monotone: CDF(min(hi)) = min(CDF(hi)), same for max(lo) */
-            for (int32_t k = 0; k < k_sh; k++) {
-                sh_lo[(size_t)k * r->n_leaf + l] = box[2 * w->q_shared[k]];
-                sh_hi[(size_t)k * r->n_leaf + l] = box[2 * w->q_shared[k] + 1];
-            }
-            double p = 1.0;
-            for (int32_t e = 0; e < n_other; e++) {
-                const double width = box[2 * w->q_other[e] + 1] - box[2 * w->q_other[e]];
-                p *= width > 0.0 ? width : 0.0;
-            }
-            const double *c = w->leaf_c + (r->leaf_start + l) * W;
+        const double *c = w->leaf_c + r->leaf_start * W;
+        for (int32_t l = 0; l < L; l++)
             for (int32_t o = 0; o < W; o++)
-                weights[s][(size_t)l * W + o] = c[o] * p;
-        }
+                weights[s][(size_t)l * W + o] = c[(size_t)l * W + o] * p[l];
     }
     const int32_t Lt = rt->n_leaf, Lu = ru->n_leaf;
     const double *mt = w->mean + (size_t)it * W, *mu = w->mean + (size_t)iu * W;
@@ -303,30 +331,31 @@ static int dependent_pair(workspace *w, const tree_rec *rt, const tree_rec *ru, 
     for (int32_t o = 0; o < W; o++)
         acc[o] -= mt[o] * mu[o];
     for (int32_t l = 0; l < Lt; l++) {
-        /* prob[m] = P(box_l ∩ box_m) over the shared features: one vectorisable pass per feature */
-        for (int32_t m = 0; m < Lu; m++)
-            prob[m] = 1.0;
+        /* prob[m] = P(box_l ∩ box_m) over the shared features (a dependent pair shares at least
+         * one): one vectorisable pass per feature, the first one writing */
         for (int32_t k = 0; k < k_sh; k++) {
-            const double lo_l = w->sh_t[(size_t)k * Lt + l], hi_l = w->sh_t[(size_t)(k_sh + k) * Lt + l];
-            const double *restrict lo_u = w->sh_u + (size_t)k * Lu;
-            const double *restrict hi_u = w->sh_u + (size_t)(k_sh + k) * Lu;
-            for (int32_t m = 0; m < Lu; m++) {
-                const double hi = hi_u[m] < hi_l ? hi_u[m] : hi_l;
-                const double lo = lo_u[m] > lo_l ? lo_u[m] : lo_l;
-                const double p = hi - lo;
-                prob[m] *= p > 0.0 ? p : 0.0;
-            }
+            const double lo_l = w->shared[4 * k][l], hi_l = w->shared[4 * k + 1][l];
+            const double *restrict lo_u = w->shared[4 * k + 2];
+            const double *restrict hi_u = w->shared[4 * k + 3];
+            if (k == 0)
+                for (int32_t m = 0; m < Lu; m++)
+                    prob[m] = overlap(lo_l, hi_l, lo_u[m], hi_u[m]);
+            else
+                for (int32_t m = 0; m < Lu; m++)
+                    prob[m] *= overlap(lo_l, hi_l, lo_u[m], hi_u[m]);
         }
-        if (W == 1) { /* two partial sums: independent chains the compiler can pair up */
-            double s0 = 0.0, s1 = 0.0;
+        if (W == 1) { /* four partial sums: independent chains the compiler can put in one vector */
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
             int32_t m = 0;
-            for (; m + 2 <= Lu; m += 2) {
+            for (; m + 4 <= Lu; m += 4) {
                 s0 += w->a_u[m] * prob[m];
                 s1 += w->a_u[m + 1] * prob[m + 1];
+                s2 += w->a_u[m + 2] * prob[m + 2];
+                s3 += w->a_u[m + 3] * prob[m + 3];
             }
-            if (m < Lu)
+            for (; m < Lu; m++)
                 s0 += w->a_u[m] * prob[m];
-            acc[0] += w->a_t[l] * (s0 + s1);
+            acc[0] += w->a_t[l] * ((s0 + s1) + (s2 + s3));
         } else {
             for (int32_t m = 0; m < Lu; m++)
                 for (int32_t o = 0; o < W; o++)
