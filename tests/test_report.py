@@ -200,6 +200,18 @@ def test_mcr_for_unsupported_models_says_why_or_fits_a_rashomon_forest(data):
     assert "for this audit" in fitted.to_html()
 
 
+def test_mcr_epsilon_reaches_the_rashomon_set(data):
+    X_train, y_train, X_test, y_test = data
+    model = RandomForestClassifier(n_estimators=20, max_depth=3, bootstrap=False, random_state=0).fit(X_train, y_train)
+    kwargs = dict(X_train=X_train, y_train=y_train, explainers=["local_mdi", "mcr"], sections=["mcr"],
+                  mcr_permutations=2, progress=False)
+    exact = audit(model, X_test, y_test, **kwargs).sections["mcr"]
+    loose = audit(model, X_test, y_test, mcr_epsilon=0.05, **kwargs).sections["mcr"]
+    assert exact.data["params"]["epsilon"] == 0 and loose.data["params"]["epsilon"] == 0.05
+    width = lambda section: (section.data["table"]["mcr_plus"] - section.data["table"]["mcr_minus"]).sum()
+    assert width(loose) > width(exact)
+
+
 def test_fmt():
     assert fmt(None) == "–" and fmt(float("nan")) == "–"
     assert fmt(1234) == "1,234" and fmt(3.0) == "3"

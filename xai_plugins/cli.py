@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--trust-pickle", action="store_true",
                         help="allow loading a pickled/joblib model (unpickling runs arbitrary code)")
+    parser.add_argument("--mcr-epsilon", type=float, default=0.0,
+                        help="tolerance of the MCR Rashomon set: share of training rows (classifiers) or MSE "
+                             "(regressors) by which swapped trees may differ (default 0: identical predictions)")
     parser.add_argument("--mcr-fit-forest", action="store_true",
                         help="for a model RF-MCR does not support (boosting, bootstrap forests), fit a bootstrap-free "
                              "random forest on --train and report its MCR ranges")
@@ -184,7 +187,8 @@ def run_files(args) -> list:
         result = audit(model, X, y, X_train=X_train, y_train=y_train, sigma=args.sigma,
                        explainers=args.explainers or None, sections=args.sections, title=title,
                        random_state=args.random_state, positive_class=positive, provenance=provenance,
-                       mcr_fit_forest=args.mcr_fit_forest, **_budget(args), progress=not args.quiet)
+                       mcr_epsilon=args.mcr_epsilon, mcr_fit_forest=args.mcr_fit_forest, **_budget(args),
+                       progress=not args.quiet)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
     return write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf)

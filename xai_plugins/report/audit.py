@@ -165,8 +165,9 @@ def _check_choice(values, allowed, name) -> list:
 def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1, 0.3, 1.0),
           explainers=runners.EXPLAINERS, sections=None, title="Model audit", random_state=0,
           positive_class=None, max_rows=50, max_shap_rows=200, time_budget=20.0, n_local=2, top_k=5,
-          acme_quantiles=30, mc_pairs=4, mcr_permutations=5, mcr_fit_forest=False, dt_sampler_rows=60,
-          dt_sampler_features=8, dt_sampler_samples=20, provenance=None, progress=True) -> Audit:
+          acme_quantiles=30, mc_pairs=4, mcr_permutations=5, mcr_epsilon=0.0, mcr_fit_forest=False,
+          dt_sampler_rows=60, dt_sampler_features=8, dt_sampler_samples=20, provenance=None,
+          progress=True) -> Audit:
     """Audit the explanations of a fitted tree ensemble and return an inspectable :class:`Audit`.
 
     Parameters
@@ -188,10 +189,12 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
         importance uses ``max_shap_rows`` rows.
     n_local : rows shown with local explanations (the highest and lowest explained output first).
     top_k : k of the top-k overlap. ``acme_quantiles``, ``mc_pairs``, ``mcr_permutations`` and
-        ``dt_sampler_*``: sizes of those methods' runs. ``mcr_fit_forest``: for a model RF-MCR does not
-        support (boosting, bootstrap forests), fit a 100-tree ``bootstrap=False`` random forest on the
-        training data and report its MCR ranges instead of "not applicable". ``provenance``: extra facts for the appendix
-        (e.g. file names and hashes). ``progress``: show a tqdm bar per section.
+        ``dt_sampler_*``: sizes of those methods' runs. ``mcr_epsilon``: tolerance of the
+        ε-Rashomon set (0: only trees predicting the training data identically are swapped; a share
+        of rows for classifiers, an MSE for regressors). ``mcr_fit_forest``: for a model RF-MCR does
+        not support (boosting, bootstrap forests), fit a 100-tree ``bootstrap=False`` random forest on
+        the training data and report its MCR ranges instead of "not applicable". ``provenance``:
+        extra facts for the appendix (e.g. file names and hashes). ``progress``: a tqdm bar per section.
     """
     start_all = time.perf_counter()
     wanted = _check_choice(explainers, runners.EXPLAINERS, "explainers")
@@ -206,8 +209,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
                   "random_state": random_state, "positive_class": ctx.positive_class, "max_rows": max_rows,
                   "max_shap_rows": max_shap_rows, "time_budget (s)": time_budget, "top_k": min(top_k, ctx.n_features),
                   "acme_quantiles": acme_quantiles, "mc_pairs": mc_pairs, "mcr_permutations": mcr_permutations,
-                  "mcr_fit_forest": mcr_fit_forest, "dt_sampler_rows": dt_sampler_rows, "dt_sampler_features": dt_sampler_features,
-                  "dt_sampler_samples": dt_sampler_samples}
+                  "mcr_epsilon": mcr_epsilon, "mcr_fit_forest": mcr_fit_forest, "dt_sampler_rows": dt_sampler_rows,
+                  "dt_sampler_features": dt_sampler_features, "dt_sampler_samples": dt_sampler_samples}
     out = {key: Section(key) for key in SECTIONS}
     bar = tqdm(total=len(SECTIONS), desc="audit", disable=not progress, leave=False)
 
@@ -259,7 +262,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
             "dt_sampler": lambda: runners.run_dt_sampler(
                 ctx, n_rows=dt_sampler_rows, n_features=dt_sampler_features, n_branch_nodes=3,
                 n_samples=dt_sampler_samples, time_budget=time_budget),
-            "mcr": lambda: runners.run_mcr(ctx, n_permutations=mcr_permutations, fit_forest=mcr_fit_forest),
+            "mcr": lambda: runners.run_mcr(ctx, n_permutations=mcr_permutations, epsilon=mcr_epsilon,
+                                           fit_forest=mcr_fit_forest),
         }
         for key in runners.EXPLAINERS:
             if key in wanted:

@@ -206,8 +206,10 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     return result
 
 
-def run_mcr(ctx: AuditContext, *, n_permutations: int, fit_forest: bool = False) -> MethodResult:
-    """Model class reliance of a bootstrap=False RandomForest / ExtraTrees on the training data.
+def run_mcr(ctx: AuditContext, *, n_permutations: int, epsilon: float = 0.0,
+            fit_forest: bool = False) -> MethodResult:
+    """Model class reliance of a bootstrap=False RandomForest / ExtraTrees on the training data,
+    over its ε-Rashomon set (``epsilon``: see :func:`~xai_plugins.mcr.model_class_reliance`).
 
     Any other model is "not applicable", unless ``fit_forest``: then a 100-tree Rashomon forest
     (:func:`~xai_plugins.mcr.fit_rashomon_forest`) is fitted on the same training data and its
@@ -235,7 +237,7 @@ def run_mcr(ctx: AuditContext, *, n_permutations: int, fit_forest: bool = False)
         raise NotApplicable(reason + " (audit(..., mcr_fit_forest=True) fits a Rashomon forest on the same data)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        res = model_class_reliance(forest, X_train, ctx.y_train, n_permutations=n_permutations,
+        res = model_class_reliance(forest, X_train, ctx.y_train, n_permutations=n_permutations, epsilon=epsilon,
                                    random_state=ctx.random_state, progress=False)
     table = res.table.loc[ctx.feature_names, ["mcr_minus", "model_reliance", "mcr_plus"]].astype(float)
     params = {"forest": origin, "n_permutations": n_permutations, "rows": len(ctx.X_train), "loss": res.loss,
