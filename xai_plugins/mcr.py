@@ -48,7 +48,6 @@ forest, plus the trees' training leaves (all of them, int32, when they fit in
 from __future__ import annotations
 
 import hashlib
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -355,7 +354,7 @@ class _Context:
         self.trees = [est.tree_ for est in estimators]
         n, T = X32.shape[0], len(self.trees)
         self.n, self.T = n, T
-        self.workers = _n_workers(n_jobs)
+        self.workers = _native.n_threads(n_jobs)
         self.pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         sizes = np.array([tr.node_count for tr in self.trees])
         self.offsets = np.r_[0, np.cumsum(sizes)[:-1]]
@@ -656,14 +655,6 @@ class _Context:
 def _rows(mask):
     """Rows flagged in ``mask``: their indices, or all rows (a slice: no copies) when most are."""
     return slice(None) if np.count_nonzero(mask) > 0.6 * len(mask) else np.flatnonzero(mask)
-
-
-def _n_workers(n_jobs):
-    """Worker threads for n_jobs (None or -1: every core)."""
-    cores = os.cpu_count() or 1
-    if n_jobs is None or n_jobs < 0:
-        return cores
-    return max(1, min(int(n_jobs), cores))
 
 
 def _reliance(delta, train_loss, kind):
