@@ -548,8 +548,9 @@ class _Context:
     def unit(self, cols, seeds, epsilon, neighbours, reliance):
         """One row of the result table for the feature set ``cols``.
 
-        Pass 1 runs over blocks of trees and, per permutation, re-routes only the rows whose permuted values leave their training leaf's box
-        (original tree) or that pass a node changed by S+ / S- (transformed trees). It yields
+        Pass 1 runs over blocks of trees and, per permutation, re-routes only the rows whose permuted
+        values leave their training leaf's box (original tree) or that pass a node changed by S+ / S-
+        (transformed trees). It yields
         per-tree losses, the reference forest on the permuted data and the forests F±_S, kept per
         permutation (O(K·n·C)).
         Pass 2 swaps trees (T±) and re-evaluates only the trees whose weight changed, or the
