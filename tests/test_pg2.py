@@ -176,6 +176,22 @@ def test_pgi2_is_the_mean_over_prefixes(diabetes):
         np.testing.assert_allclose(got[i], np.mean(prefixes), rtol=1e-13)
 
 
+@pytest.mark.parametrize("name", ["xgb_hist", "sklearn_rf_proba"])
+def test_stacked_rankings_share_prefixes_and_equal_separate_calls(diabetes, name):
+    X, y = diabetes
+    model = _small_models(X, y)[name][0]
+    rng = np.random.default_rng(1)
+    rankings = np.array([[rng.permutation(4) for _ in range(5)] for _ in range(3)])
+    rankings[1, :, :2] = rankings[0, :, :2]          # shared prefixes of length 1 and 2
+    rankings[1, :, 2:] = rankings[0, :, 2:][:, ::-1]
+    stacked = xp.pgi2(model, X[:5], rankings, sigma=0.3)
+    assert stacked.shape[:2] == (3, 5)
+    for a in range(3):
+        np.testing.assert_allclose(stacked[a], xp.pgi2(model, X[:5], rankings[a], sigma=0.3), rtol=1e-14, atol=0)
+    with pytest.raises(ValueError):
+        xp.pgi2(model, X[:5], rankings[:, :4], sigma=0.3)
+
+
 def test_greedy_ranking_matches_a_python_greedy_and_breaks_ties_by_index():
     X, y = load_diabetes(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)

@@ -165,14 +165,18 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, rng, batch_rows=200
 
 
 def _check_ranking(ranking, n_rows: int, n_features: int) -> np.ndarray:
+    """(m, n, d) int64 rankings from a (d,), (n, d) or (m, n, d) array of feature orders."""
     r = np.asarray(ranking)
     if r.ndim == 1:
         r = np.broadcast_to(r, (n_rows, len(r)))
-    if r.shape != (n_rows, n_features):
-        raise ValueError(f"ranking must have shape ({n_features},) or ({n_rows}, {n_features}); got {r.shape}")
+    if r.ndim == 2:
+        r = r[None]
+    if r.ndim != 3 or r.shape[1:] != (n_rows, n_features) or r.shape[0] < 1:
+        raise ValueError(f"ranking must have shape ({n_features},), ({n_rows}, {n_features}) or "
+                         f"(m, {n_rows}, {n_features}); got {np.shape(ranking)}")
     if not np.issubdtype(r.dtype, np.integer):
         raise TypeError(f"ranking must hold integer feature indices; got dtype {r.dtype}")
-    if not np.all(np.sort(r, axis=1) == np.arange(n_features)):
+    if not np.all(np.sort(r, axis=2) == np.arange(n_features)):
         raise ValueError("every ranking row must be a permutation of 0..d-1")
     return r.astype(np.int64)
 
@@ -180,21 +184,36 @@ def _check_ranking(ranking, n_rows: int, n_features: int) -> np.ndarray:
 def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> np.ndarray:
     """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d).
 
-    Returns (n,) for single-output models, (n, k) otherwise.
+    Returns (n,) for single-output models, (n, k) otherwise. ``ranking`` may also stack m
+    rankings of the same rows, (m, n, d), to score several explanations at once: the result
+    gains a leading axis of length m, and a prefix set that several rankings of a row share (the
+    full set always, often the first few) is computed once.
     """
     forest, X = _prepare(model, X, allow_nan=False)
     d = forest.n_features
+    given = np.asarray(ranking)
     r = _check_ranking(ranking, len(X), d)
-    prefix = np.zeros((len(X), d, d), dtype=np.uint8)
-    rows = np.arange(len(X))[:, None]
+    m, n = r.shape[:2]
     position = np.empty_like(r)
-    position[rows, r] = np.arange(d)[None, :]
-    # prefix[i, k, j] = 1 iff feature j is among the first k+1 of row i's ranking
-    prefix[:] = (position[:, None, :] <= np.arange(d)[None, :, None])
+    np.put_along_axis(position, r, np.broadcast_to(np.arange(d), r.shape), axis=2)
+    # sets[i, a * d + k, j] = 1 iff feature j is among the first k+1 of ranking a of row i
+    sets = (position[:, :, None, :] <= np.arange(d)[None, None, :, None]).astype(np.uint8)
+    sets = sets.transpose(1, 0, 2, 3).reshape(n, m * d, d)
+    unique, where = [], np.empty((n, m * d), dtype=np.int64)
+    for i in range(n):
+        u, inverse = np.unique(sets[i], axis=0, return_inverse=True)
+        where[i] = inverse.reshape(-1)
+        unique.append(u)
+    mask = np.zeros((n, max(len(u) for u in unique), d), dtype=np.uint8)  # padding: empty sets, PG² = 0
+    for i, u in enumerate(unique):
+        mask[i, :len(u)] = u
     noise = make_perturbation(d, sigma, perturbation, background)
     table = cdf_table(forest, X, noise, range(d))
-    values, _ = _native.pg2(forest, X, prefix, table, n_jobs=n_jobs)
-    return _squeeze(forest, values.mean(axis=1))
+    values, _ = _native.pg2(forest, X, mask, table, n_jobs=n_jobs)
+    per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
+    scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
+    out = _squeeze(forest, scores)
+    return out if given.ndim == 3 else out[0]
 
 
 def _output_weight(forest: Forest, output) -> np.ndarray:

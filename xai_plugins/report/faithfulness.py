@@ -33,13 +33,16 @@ def pgi2_scores(ctx, rows: np.ndarray, rankings: dict, sigmas) -> tuple[pd.DataF
     ``{(method, sigma): (n_rows,)}``.
     """
     X = ctx.X_test.to_numpy()[rows]
-    per_row, records = {}, []
-    for method, ranking in rankings.items():
-        for sigma in sigmas:
-            values = _column(ctx, pgi2(ctx.forest, X, ranking, sigma=sigma, background=ctx.background))
-            per_row[(method, sigma)] = values
-            records.append({"method": method, "sigma": sigma, "mean": values.mean(), "sd": values.std(ddof=1)
-                            if len(values) > 1 else 0.0, "median": float(np.median(values)), "rows": len(values)})
+    methods = list(rankings)
+    stacked = np.stack([rankings[m] for m in methods])   # one call per σ: shared prefixes computed once
+    per_row = {}
+    for sigma in sigmas:
+        scores = pgi2(ctx.forest, X, stacked, sigma=sigma, background=ctx.background)
+        for method, values in zip(methods, scores):
+            per_row[(method, sigma)] = _column(ctx, values)
+    records = [{"method": method, "sigma": sigma, "mean": v.mean(), "sd": v.std(ddof=1) if len(v) > 1 else 0.0,
+                "median": float(np.median(v)), "rows": len(v)}
+               for method in methods for sigma in sigmas for v in [per_row[(method, sigma)]]]
     return pd.DataFrame.from_records(records), per_row
 
 
