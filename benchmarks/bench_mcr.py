@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 
 import numpy as np
@@ -68,6 +69,10 @@ def main():
     print(f"one forest.predict_proba on the same rows: {predict_s:.3f} s")
     print(f"model_class_reliance, every feature: {mcr_s:.1f} s (target <= 60 s)")
     print(f"per (feature, permutation): {per_pair:.3f} s = {per_pair / predict_s:.2f} x one predict")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory of the process: {peak:.0f} MiB (data {X.nbytes / 2**20:.0f} MiB, "
+          f"forest nodes {nodes * 64 / 2**20:.0f} MiB, cached training leaves "
+          f"{4 * args.rows * args.trees / 2**20:.0f} MiB when <= LEAF_CACHE_BYTES)")
     print(res.table[["mcr_minus", "model_reliance", "mcr_plus", "within_rashomon"]].round(4).to_string())
 
 
