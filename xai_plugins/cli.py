@@ -123,20 +123,13 @@ def read_table(path, target: str, label: str) -> tuple[pd.DataFrame, pd.Series]:
     return frame.drop(columns=[target]), frame[target]
 
 
-def model_features(model) -> list | None:
-    """Feature names stored in the model (scikit-learn ``feature_names_in_`` or XGBoost booster), if any."""
-    names = getattr(model, "feature_names_in_", None)
-    if names is None and hasattr(model, "get_booster"):
-        names = model.get_booster().feature_names
-    return None if names is None else [str(n) for n in names]
-
-
-def align_features(model, X: pd.DataFrame, n_features: int, label: str) -> pd.DataFrame:
-    """``X`` with the model's columns in the model's order; :class:`CLIError` on any mismatch."""
-    names = model_features(model)
-    if names is None:
-        if X.shape[1] != n_features:
-            raise CLIError(f"{label} has {X.shape[1]} feature columns but the model expects {n_features}")
+def align_features(forest, X: pd.DataFrame, label: str) -> pd.DataFrame:
+    """``X`` with the model's columns in the model's order (names as the importer found them in the
+    model, else the column count alone); :class:`CLIError` on any mismatch."""
+    names = forest.feature_names
+    if not names:
+        if X.shape[1] != forest.n_features:
+            raise CLIError(f"{label} has {X.shape[1]} feature columns but the model expects {forest.n_features}")
         return X
     missing = [n for n in names if n not in X.columns]
     extra = [str(c) for c in X.columns if c not in names]
@@ -173,32 +166,32 @@ def run_files(args) -> list:
     except (UnsupportedModelError, ValueError) as exc:
         raise CLIError(f"cannot audit {Path(args.model).name}: {exc}") from exc
     X, y = read_table(args.data, args.target, "--data")
-    X = align_features(model, X, forest.n_features, "--data")
+    X = align_features(forest, X, "--data")
     X_train = y_train = None
     provenance = {"model file": f"{Path(args.model).name} (sha256 {sha256_file(args.model)})",
                   "test file": f"{Path(args.data).name} (sha256 {sha256_file(args.data)})"}
     if args.train:
         X_train, y_train = read_table(args.train, args.target, "--train")
-        X_train = align_features(model, X_train, forest.n_features, "--train")
+        X_train = align_features(forest, X_train, "--train")
         provenance["training file"] = f"{Path(args.train).name} (sha256 {sha256_file(args.train)})"
     positive = _positive_class(model, args.positive_class)
     title = args.title or f"Explanation audit of {Path(args.model).name}"
     try:
-        result = audit(model, X, y, X_train=X_train, y_train=y_train, sigma=args.sigma,
-                       explainers=args.explainers or None, sections=args.sections, title=title,
-                       random_state=args.random_state, positive_class=positive, provenance=provenance,
-                       mcr_epsilon=args.mcr_epsilon, mcr_fit_forest=args.mcr_fit_forest, **_budget(args),
-                       progress=not args.quiet)
+        result = audit(model, X, y, X_train=X_train, y_train=y_train, title=title, positive_class=positive,
+                       provenance=provenance, **_audit_options(args))
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
     return write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf)
 
 
-def _budget(args) -> dict:
-    """``max_rows`` / ``time_budget`` keyword arguments of :func:`~xai_plugins.report.audit`."""
+def _audit_options(args) -> dict:
+    """Keyword arguments of :func:`~xai_plugins.report.audit` shared by the demo and a user's files."""
     if args.max_rows < 1:
         raise CLIError(f"--max-rows must be at least 1; got {args.max_rows}")
-    return {"max_rows": args.max_rows, "time_budget": args.time_budget if args.time_budget > 0 else None}
+    return {"sigma": args.sigma, "explainers": args.explainers or None, "sections": args.sections,
+            "random_state": args.random_state, "max_rows": args.max_rows,
+            "time_budget": args.time_budget if args.time_budget > 0 else None,
+            "mcr_epsilon": args.mcr_epsilon, "mcr_fit_forest": args.mcr_fit_forest, "progress": not args.quiet}
 
 
 def _positive_class(model, value):
@@ -240,9 +233,8 @@ def run_demo(args) -> list:
 
     paths = []
     for name, title, model, X_test, y_test, X_train, y_train in demo_models(args.random_state):
-        result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, sigma=args.sigma,
-                       explainers=args.explainers or None, sections=args.sections, title=title,
-                       random_state=args.random_state, **_budget(args), progress=not args.quiet)
+        result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, title=title,
+                       **_audit_options(args))
         paths += write_audit(result, Path(args.out), name, pdf=not args.no_pdf)
     return paths
 

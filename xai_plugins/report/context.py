@@ -111,9 +111,6 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     names = feature_names_of(X_test, forest.n_features, model=model)
     if forest.feature_names and not hasattr(X_test, "columns"):
         names = [str(n) for n in forest.feature_names]
-    fitted = getattr(model, "feature_names_in_", None)
-    if fitted is not None and [str(c) for c in fitted] != names:
-        raise ValueError(f"the data's columns {names} do not match the model's features {list(map(str, fitted))}")
     if forest.feature_names and [str(c) for c in forest.feature_names] != names:
         raise ValueError(f"the data's columns {names} do not match the model's features {forest.feature_names}")
     X_test_f = _frame(X_test, names, "X_test")
