@@ -24,7 +24,8 @@ import numpy as np
 from ._validation import check_matrix, feature_names_of
 from .forest import import_model
 from .mdi import local_mdi
-from .prediction_gap import greedy_pg2_ranking, pgi2
+from .prediction_gap import greedy_pg2_ranking
+from .ranking_faithfulness import own_output_pgi2
 
 
 @dataclass
@@ -85,12 +86,10 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
     k = forest.n_outputs
     ranking = np.empty(rows.shape + (k,), dtype=np.int64)
     values = np.empty(rows.shape + (k,))
-    quality = np.empty((len(rows), k))
     for c in range(k):
         order, path = greedy_pg2_ranking(model, rows, output=c if k > 1 else None, return_pg2=True, **noise)
         ranking[..., c], values[..., c] = order, greedy_gains(order, path)
-        value = pgi2(model, rows, order, **noise)
-        quality[:, c] = value if k == 1 else value[:, c]
+    quality = own_output_pgi2(model, rows, ranking, **noise)
     squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
     return Attribution(squeeze(values), rows, names, _output_names(forest), "pg2",
                        {"ranking": squeeze(ranking), "pgi2": squeeze(quality)})

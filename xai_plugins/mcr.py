@@ -356,11 +356,9 @@ class _Context:
         self.n, self.T = n, T
         self.workers = _native.n_threads(n_jobs)
         self.pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
-        sizes = np.array([tr.node_count for tr in self.trees])
-        self.offsets = np.r_[0, np.cumsum(sizes)[:-1]]
-        self.forest = forest  # the same trees in the C core's layout (same node numbering)
-        assert np.array_equal(forest.tree_offset[:-1], self.offsets)
-        self.tree_of = np.repeat(np.arange(T), sizes)
+        self.forest = forest  # the same trees in the C core's layout, same node numbering
+        self.offsets = forest.tree_offset[:-1]
+        self.tree_of = np.repeat(np.arange(T), np.diff(forest.tree_offset))
         self.master = tuple(np.concatenate([getattr(tr, a) for tr in self.trees])
                             for a in ("children_left", "children_right", "feature", "threshold"))
         self.internal = self.master[0] >= 0

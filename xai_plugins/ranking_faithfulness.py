@@ -54,4 +54,12 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, ba
     k = import_model(model).n_outputs
     if ranking.shape[2] != k:
         raise ValueError(f"the explanation has {ranking.shape[2]} outputs but the model has {k}")
-    return np.stack([pgi2(model, X, ranking[..., c], **noise).reshape(len(X), k)[:, c] for c in range(k)], axis=1)
+    return own_output_pgi2(model, X, ranking, **noise)
+
+
+def own_output_pgi2(model, X, ranking, **noise) -> np.ndarray:
+    """(n, k): PGI² of output c under the ranking for output c, ``ranking`` (n, d, k); the k
+    rankings are scored in one :func:`pgi2` call, so prefix sets they share are computed once."""
+    k = ranking.shape[2]
+    scores = np.reshape(pgi2(model, X, np.moveaxis(ranking, 2, 0), **noise), (k, len(X), k))
+    return np.stack([scores[c, :, c] for c in range(k)], axis=1)
