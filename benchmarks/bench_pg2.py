@@ -15,6 +15,7 @@ from sklearn.datasets import load_diabetes
 from xai_plugins import _native
 from xai_plugins.forest import import_model
 from xai_plugins.perturbation import cdf_table, make_perturbation
+from xai_plugins.prediction_gap import split_boundaries
 import xai_plugins as xp
 
 
@@ -36,7 +37,8 @@ def main():
     d = X.shape[1]
     rows = X[:100]
     rng = np.random.default_rng(0)
-    table = cdf_table(forest, rows, make_perturbation(d, 0.3), range(d))
+    splits = split_boundaries(forest)
+    table = cdf_table(splits, rows, make_perturbation(d, 0.3), range(d))
     print(f"model: {forest.n_trees} trees, {forest.n_leaves} leaves, max depth {forest.max_depth}")
     print("per-call exact PG² (one row, C core, median over 100 rows x random S):")
     medians = {}
@@ -45,20 +47,23 @@ def main():
         for i in range(100):
             mask = np.zeros((1, 1, d), dtype=np.uint8)
             mask[0, 0, rng.choice(d, k, replace=False)] = 1
-            per_call.append(timed(lambda: _native.pg2(forest, rows[i:i + 1], mask, table[i:i + 1], n_jobs=1), 3).min())
+            per_call.append(timed(lambda: _native.pg2(splits.c_forest, splits.cdf_offset, rows[i:i + 1], mask, table[i:i + 1],
+                                                     n_jobs=1), 3).min())
         medians[k] = np.median(per_call)
         print(f"  |S|={k:2d}: median {1e3 * medians[k]:.4f} ms   p90 {1e3 * np.quantile(per_call, 0.9):.4f} ms")
     api = timed(lambda: xp.pg2(forest, rows[:1], list(range(5)), sigma=0.3, n_jobs=1), 50)
     print(f"  public xp.pg2 call (|S|=5, incl. validation + CDF table): median {1e3 * np.median(api):.3f} ms")
 
-    greedy = [timed(lambda: _native.greedy_pg2(forest, rows[i:i + 1], table[i:i + 1], np.ones(1), n_jobs=1), 1)[0]
+    greedy = [timed(lambda: _native.greedy_pg2(splits.c_forest, splits.cdf_offset, rows[i:i + 1], table[i:i + 1],
+                                                   np.ones(1), n_jobs=1), 1)[0]
               for i in range(50)]
     print(f"greedy ranking of one row (C core): median {1e3 * np.median(greedy):.3f} ms")
-    t_batch = timed(lambda: xp.greedy_pg2_ranking(forest, rows, sigma=0.3), 1)[0]
+    t_batch = timed(lambda: xp.greedy_pg2_ranking(forest, rows, sigma=0.3, n_jobs=-1), 1)[0]
     print(f"greedy ranking, 100 rows, public API, 2 threads: {1e3 * t_batch / 100:.3f} ms per row")
 
     full = np.ones((1, 1, d), dtype=np.uint8)
-    exact_t = np.median([timed(lambda: _native.pg2(forest, rows[i:i + 1], full, table[i:i + 1], n_jobs=1), 3).min()
+    exact_t = np.median([timed(lambda: _native.pg2(splits.c_forest, splits.cdf_offset, rows[i:i + 1], full,
+                                                     table[i:i + 1], n_jobs=1), 3).min()
                          for i in range(20)])
     booster = model.get_booster()
     booster.set_param({"nthread": 1})
@@ -76,10 +81,12 @@ def main():
     big = xgb.XGBRegressor(n_estimators=500, max_depth=6, learning_rate=0.05, random_state=0,
                            tree_method="hist").fit(X, y)
     bforest = import_model(big)
-    btable = cdf_table(bforest, rows[:4], make_perturbation(d, 0.3), range(d))
+    bsplits = split_boundaries(bforest)
+    btable = cdf_table(bsplits, rows[:4], make_perturbation(d, 0.3), range(d))
     mask = np.ones((4, 1, d), dtype=np.uint8)
-    _, terms = _native.pg2(bforest, rows[:4], mask, btable, n_jobs=1)
-    elapsed = timed(lambda: _native.pg2(bforest, rows[:4], mask, btable, n_jobs=1), 3).min()
+    _, terms = _native.pg2(bsplits.c_forest, bsplits.cdf_offset, rows[:4], mask, btable, n_jobs=1)
+    elapsed = timed(lambda: _native.pg2(bsplits.c_forest, bsplits.cdf_offset, rows[:4], mask, btable, n_jobs=1),
+                    3).min()
     print(f"500 trees x depth 6 ({bforest.n_leaves} leaves), S = all, 4 rows: {terms:.3e} leaf-pair terms in "
           f"{elapsed:.3f} s (best of 3) -> {terms / elapsed:.3e} pair terms / s / core")
 

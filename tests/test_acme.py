@@ -11,11 +11,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats  # noqa: E402
-from sklearn.ensemble import IsolationForest  # noqa: E402
+from sklearn.ensemble import IsolationForest, RandomForestClassifier, RandomForestRegressor  # noqa: E402
 from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
 from sklearn.metrics import ndcg_score  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
 
 from xai_plugins.acme import AcME  # noqa: E402
+from xai_plugins.errors import (FeatureMismatchError, InputError, InputIndexError,  # noqa: E402
+                                InputTypeError, UnsupportedModelError, XaiWarning)
 
 
 # ----------------------------------------------------------------------------- models
@@ -233,7 +236,7 @@ def test_categorical_feature_uses_mode_and_levels():
     np.testing.assert_allclose(g.values, paper_oracle(f, X, 8, g.baseline, categorical=(1,)), rtol=1e-12)
     loc = acme.explain_local(X[:2])
     np.testing.assert_allclose(loc.values[1], paper_oracle(f, X, 8, X[1], categorical=(1,)), rtol=1e-12)
-    with pytest.raises(ValueError, match="unseen in X_background"):
+    with pytest.raises(InputError, match="unseen in X_background"):
         acme.explain_local(np.array([[0.3, 2.0]]))
 
 
@@ -276,7 +279,7 @@ def test_dataframe_model_gets_named_columns_and_rows_are_reordered():
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("q", [1, 0, 2.5, True])
 def test_bad_n_quantiles(q):
-    with pytest.raises(ValueError, match="n_quantiles"):
+    with pytest.raises(InputError, match="n_quantiles"):
         AcME(Fn(nonlinear), data(), q)
 
 
@@ -284,29 +287,33 @@ def test_bad_background():
     X = data()
     Xc = X.copy()
     Xc[:, 2] = 1.0
-    with pytest.raises(ValueError, match="constant column"):
+    with pytest.raises(InputError, match="constant column"):
         AcME(Fn(nonlinear), Xc)
     Xn = X.copy()
     Xn[5, 1] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(InputError, match="NaN"):
         AcME(Fn(nonlinear), Xn)
 
 
 def test_bad_model_and_options():
     X, y = data(), data(d=1)[:, 0]
-    with pytest.raises(TypeError, match="predict_proba"):
+    with pytest.raises(UnsupportedModelError, match="predict_proba"):
         AcME(LinearRegression().fit(X, y), X, task="classification")
-    with pytest.raises(TypeError, match="model is None"):
+    with pytest.raises(InputTypeError, match="model is None"):
         AcME(None, X)
-    with pytest.raises(ValueError, match="task"):
+    with pytest.raises(InputTypeError, match="score_function must be callable"):
+        AcME(None, X, score_function=3)
+    with pytest.raises(InputError, match="task"):
         AcME(Fn(nonlinear), X, task="ranking")
-    with pytest.raises(ValueError, match="variant"):
+    with pytest.raises(InputError, match="variant"):
         AcME(Fn(nonlinear), X, variant="shap")
-    with pytest.raises(ValueError, match="batch_size"):
+    with pytest.raises(InputError, match="batch_size"):
         AcME(Fn(nonlinear), X, batch_size=0)
-    with pytest.raises(KeyError, match="unknown categorical feature"):
+    with pytest.raises(InputError, match="unknown feature 'zz'"):
         AcME(Fn(nonlinear), X, categorical_features=["zz"])
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(InputIndexError, match="out of range"):
+        AcME(Fn(nonlinear), X, categorical_features=[4])
+    with pytest.raises(InputError, match="non-finite"):
         AcME(Fn(lambda Z: np.where(Z[:, 0] > 0, Z[:, 0], np.nan)), X).explain_global()
 
 
@@ -314,13 +321,13 @@ def test_mismatched_columns():
     X, y = data(), data(d=1)[:, 0]
     frame = pd.DataFrame(X, columns=list("abcd"))
     acme = AcME(LinearRegression().fit(frame, y), frame)
-    with pytest.raises(ValueError, match="missing \\['d'\\], unexpected \\['e'\\]"):
+    with pytest.raises(FeatureMismatchError, match="missing \\['d'\\], unexpected \\['e'\\]"):
         acme.explain_local(frame.rename(columns={"d": "e"}))
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(InputError, match="columns"):
         acme.explain_local(X[:, :3])
-    with pytest.raises(ValueError, match="fitted on 4"):
+    with pytest.raises(InputError, match="expects 4 features"):
         AcME(LinearRegression().fit(X, y), X[:, :3])
-    with pytest.raises(ValueError, match="feature_names_in_"):
+    with pytest.raises(FeatureMismatchError, match="missing \\['a'\\], unexpected \\['z'\\]"):
         AcME(LinearRegression().fit(frame, y), frame.rename(columns={"a": "z"}))
 
 
@@ -339,7 +346,7 @@ def test_global_plots():
         np.testing.assert_array_equal(point_y[g.grid.segment(j)], tick_y[name])
     ax = g.plot(kind="bar")
     assert len(ax.patches) == 4
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(InputError, match="kind"):
         g.plot(kind="pie")
     plt.close("all")
 
@@ -350,7 +357,7 @@ def test_classification_and_local_plots():
     g, loc = acme.explain_global(), acme.explain_local(X[:2])
     assert len(g.plot().patches) == 3 * 3                     # stacked bars by default
     g.plot(kind="summary", output="2")
-    with pytest.raises(ValueError, match="pass output"):
+    with pytest.raises(InputError, match="choose one with output"):
         g.plot(kind="summary")
     ax = loc.plot(row=1, output=0)
     fx = loc.row_predictions[1, 0]
@@ -358,6 +365,176 @@ def test_classification_and_local_plots():
     np.testing.assert_allclose(own[:, 0], fx)                 # the row's own value sits at f(x)
     assert any(line.get_linestyle() == "--" and line.get_xdata()[0] == fx for line in ax.lines)
     assert len(loc.plot(row=0).patches) == 9
-    with pytest.raises(IndexError):
+    with pytest.raises(InputIndexError):
         loc.plot(row=5)
     plt.close("all")
+
+
+# ----------------------------------------------------------------------------- task inference
+def labelled_classes(labels=(0, 1, 2), n=150, d=4, seed=11):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    score = X @ rng.normal(size=(d, len(labels)))
+    return X, np.asarray(labels)[np.argmax(score, axis=1)]
+
+
+def class_column_oracle(model, X, c, rows, **options):
+    """AcME local values of one probability column, computed through a score function."""
+    return AcME(None, X, score_function=lambda Z: model.predict_proba(Z)[:, c], **options).explain_local(rows).values
+
+
+def test_classifier_defaults_to_per_class_probabilities():
+    X, y = labelled_classes()
+    rf = RandomForestClassifier(n_estimators=15, random_state=0).fit(X, y)
+    acme = AcME(rf, X, 10)
+    assert acme.task == "classification"
+    loc = acme.explain_local(X[:5])
+    assert loc.values.shape == (5, 4, 3) and loc.output_names == ["0", "1", "2"]
+    for c in range(3):
+        np.testing.assert_allclose(loc.values[..., c], class_column_oracle(rf, X, c, X[:5], n_quantiles=10),
+                                   rtol=1e-12)
+    binary = RandomForestClassifier(n_estimators=10, random_state=0).fit(X, y == 1)
+    assert AcME(binary, X, 10).explain_local(X[:3]).values.shape == (3, 4, 2)
+    assert AcME(binary, X, 10).explain_global().output_names == ["False", "True"]
+
+
+def test_explicit_regression_on_classifier_warns_and_explains_labels():
+    X, y = labelled_classes()
+    rf = RandomForestClassifier(n_estimators=10, random_state=0).fit(X, y)
+    with pytest.warns(XaiWarning, match="predicted labels"):
+        acme = AcME(rf, X, 10, task="regression")
+    assert acme.task == "regression" and acme.explain_local(X[:2]).values.shape == (2, 4)
+    np.testing.assert_allclose(acme.explain_global().values, AcME(Fn(rf.predict), X, 10).explain_global().values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # a score_function or an inferred task: no warning
+        AcME(rf, X, 10, task="regression", score_function=rf.predict)
+        AcME(rf, X, 10)
+
+
+def test_task_inference_for_other_models():
+    X, y = labelled_classes()
+
+    class Proba(Fn):                           # not a scikit-learn estimator, but it has predict_proba
+        def predict_proba(self, Z):
+            p = 1 / (1 + np.exp(-Z[:, :1]))
+            return np.hstack([1 - p, p])
+
+    assert AcME(Proba(nonlinear), X, 5).task == "classification"
+    assert AcME(Proba(nonlinear), X, 5, score_function=nonlinear).task == "regression"
+    assert AcME(Fn(nonlinear), X, 5).task == "regression"
+    assert AcME(None, X, 5, score_function=nonlinear).task == "regression"
+    svc = LinearSVC().fit(X, y)                  # a classifier without predict_proba
+    with pytest.raises(UnsupportedModelError, match="decision_function"):
+        AcME(svc, X, 5)
+    scored = AcME(svc, X, 5, score_function=svc.decision_function).explain_local(X[:2])
+    assert scored.values.shape == (2, 4, 3) and scored.output_names == ["0", "1", "2"]
+
+
+def small_classifier(kind, X, y):
+    if kind == "rf":
+        return RandomForestClassifier(n_estimators=15, random_state=0).fit(X, y)
+    if kind == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        return xgb.XGBClassifier(n_estimators=8, max_depth=3, n_jobs=1).fit(X, y)
+    lgb = pytest.importorskip("lightgbm")
+    return lgb.LGBMClassifier(n_estimators=8, num_leaves=7, min_child_samples=5, verbose=-1).fit(X, y)
+
+
+@pytest.mark.parametrize("kind", ["rf", "xgboost", "lightgbm"])
+def test_shap_explainer_classifier_slices_classes(kind):
+    pytest.importorskip("shap")
+    from xai_plugins.shap import AcMEExplainer
+
+    X, y = labelled_classes()
+    model = small_classifier(kind, X, y)
+    e = AcMEExplainer(model, X)(X[:5])
+    assert e.values.shape == (5, 4, 3) and list(e.output_names) == ["0", "1", "2"]
+    np.testing.assert_allclose(e[..., 1].values, class_column_oracle(model, X, 1, X[:5]), rtol=1e-12)
+    np.testing.assert_allclose(e[..., 2].values, class_column_oracle(model, X, 2, X[:5]), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["rf", "xgboost", "lightgbm"])
+def test_interpret_explainer_classifier_output_by_index_or_label(kind):
+    pytest.importorskip("interpret")
+    from xai_plugins.interpret import AcMEExplainer
+
+    X, y = labelled_classes()
+    model = small_classifier(kind, X, y)
+    expected = class_column_oracle(model, X, 1, X[:5], n_quantiles=10)
+    for output in (1, "1"):
+        local = AcMEExplainer(model, X, n_quantiles=10, output=output).explain_local(X[:5])
+        for i in range(5):
+            np.testing.assert_allclose(local.data(i)["scores"], expected[i], rtol=1e-12)
+    if kind == "rf":                          # string labels: the name picks the class
+        named = RandomForestClassifier(n_estimators=15, random_state=0).fit(X, np.array(["a", "b", "c"])[y])
+        local = AcMEExplainer(named, X, n_quantiles=10, output="b").explain_local(X[:5])
+        expected = class_column_oracle(named, X, 1, X[:5], n_quantiles=10)
+        for i in range(5):
+            np.testing.assert_allclose(local.data(i)["scores"], expected[i], rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- column alignment
+def frame_regressor(kind, frame, y):
+    if kind == "rf":
+        return RandomForestRegressor(n_estimators=10, random_state=0).fit(frame, y)
+    if kind == "xgboost":
+        xgb = pytest.importorskip("xgboost")
+        return xgb.XGBRegressor(n_estimators=10, max_depth=3, n_jobs=1).fit(frame, y)
+    lgb = pytest.importorskip("lightgbm")
+    return lgb.LGBMRegressor(n_estimators=10, num_leaves=7, min_child_samples=5, verbose=-1).fit(frame, y)
+
+
+@pytest.mark.parametrize("kind", ["rf", "xgboost", "lightgbm"])
+def test_dataframe_columns_aligned_by_name_to_the_model(kind):
+    X = data(n=80)
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    model = frame_regressor(kind, frame, nonlinear(X))
+    reverse = frame[list("dcba")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # no missing-feature-name warnings from the model
+        ordered, reversed_ = AcME(model, frame, 10), AcME(model, reverse, 10)
+        assert reversed_.feature_names_ == list("abcd")
+        np.testing.assert_array_equal(reversed_.background_, X)
+        np.testing.assert_array_equal(reversed_.explain_global().values, ordered.explain_global().values)
+        expected = ordered.explain_local(frame.iloc[:5]).values
+        np.testing.assert_array_equal(reversed_.explain_local(reverse.iloc[:5]).values, expected)
+        np.testing.assert_array_equal(ordered.explain_local(reverse.iloc[:5]).values, expected)
+        np.testing.assert_array_equal(ordered.explain_local(reverse.iloc[0]).values, expected[:1])
+    with pytest.raises(FeatureMismatchError, match="missing \\['c'\\]"):
+        AcME(model, frame.drop(columns="c"), 10)
+    with pytest.raises(FeatureMismatchError, match="missing \\['c'\\]"):
+        ordered.explain_local(reverse.iloc[:5].drop(columns="c"))
+
+
+def test_categorical_and_feature_arguments_use_the_model_order():
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"a": rng.normal(size=60), "b": rng.integers(0, 3, 60).astype(float),
+                          "c": rng.normal(size=60)})
+    model = LinearRegression().fit(frame, frame["a"] + 2 * frame["b"] - frame["c"])
+    reverse = frame[["c", "b", "a"]]
+    by_name = AcME(model, reverse, 8, categorical_features=["b"])
+    by_index = AcME(model, reverse, 8, categorical_features=[1])      # index 1 of the model's a, b, c
+    np.testing.assert_array_equal(by_name.grid_.categorical, [False, True, False])
+    np.testing.assert_array_equal(by_index.grid_.categorical, by_name.grid_.categorical)
+    g = by_name.explain_global()
+    np.testing.assert_array_equal(g.variable_quantile_matrix("c"), g.variable_quantile_matrix(2))
+    np.testing.assert_array_equal(g.grid.values[g.grid.segment("b")], [0.0, 1.0, 2.0])
+    assert len(by_name.explain_local(frame.iloc[:2]).what_if(0, "a")) == 8
+    with pytest.raises(InputError, match="unknown feature"):
+        g.grid.segment("z")
+    with pytest.raises(InputIndexError):
+        g.grid.segment(3)
+
+
+def test_linear_model_recovers_coefficient_order():
+    v = np.random.default_rng(6).normal(size=400)
+    rng = np.random.default_rng(7)
+    X = np.column_stack([rng.permutation(v) for _ in range(6)])    # identical marginals
+    beta = np.array([0.5, -4.0, 2.0, 0.0, -1.0, 8.0])
+    model = LinearRegression().fit(X, X @ beta + rng.normal(0, 0.1, size=400))
+    for variant in ("paper", "reference"):
+        g = AcME(model, X, 30, variant=variant).explain_global()
+        np.testing.assert_array_equal(np.argsort(-g.values, kind="stable"),
+                                      np.argsort(-np.abs(model.coef_), kind="stable"))
+    g = AcME(model, X, 30).explain_global()
+    np.testing.assert_allclose(g.values / np.abs(model.coef_), g.values[0] / abs(model.coef_[0]), rtol=1e-9)

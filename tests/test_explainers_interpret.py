@@ -39,11 +39,12 @@ def test_pg2_local_and_global(diabetes, xgb_regressor):
     explainer = PG2Explainer(xgb_regressor, X, sigma=0.3, max_global_rows=40)
     local = explainer.explain_local(X.iloc[:3], y.iloc[:3])
     assert isinstance(local, FeatureValueExplanation) and local.explanation_type == "local"
-    gains = xp.greedy_pg2_ranking(xgb_regressor, X.iloc[:3], sigma=0.3, background=X, return_pg2=True)
+    greedy = xp.greedy_pg2_ranking(xgb_regressor, X.iloc[:3], sigma=0.3, background=X)
     for i in range(3):
         row = local.data(i)
         assert row["names"] == list(X.columns)
-        np.testing.assert_allclose(row["scores"][gains[0][i]], np.diff(gains[1][i], prepend=0.0), rtol=1e-12)
+        np.testing.assert_allclose(row["scores"][greedy.ranking[i]], np.diff(greedy.pg2_path[i], prepend=0.0),
+                                   rtol=1e-12)
         assert isinstance(local.visualize(i), go.Figure)
     assert list(local.selector["actual"]) == list(y.iloc[:3])
     overall = explainer.explain_global()
@@ -75,8 +76,9 @@ def test_multiclass_needs_an_output():
     with pytest.raises(ValueError, match="output="):
         PG2Explainer(model, X).explain_local(X[:2])
     local = PG2Explainer(model, X, output="2").explain_local(X[:2])
-    order, path = xp.greedy_pg2_ranking(model, X[:2], background=X, output=2, return_pg2=True)
-    np.testing.assert_allclose(local.data(0)["scores"][order[0]], np.diff(path[0], prepend=0.0), rtol=1e-12)
+    greedy = xp.greedy_pg2_ranking(model, X[:2], background=X, output=2)
+    np.testing.assert_allclose(local.data(0)["scores"][greedy.ranking[0]], np.diff(greedy.pg2_path[0], prepend=0.0),
+                               rtol=1e-12)
     with pytest.raises(ValueError, match="unknown output"):
         PG2Explainer(model, X, output="setosa").explain_local(X[:1])
 
@@ -108,4 +110,4 @@ def test_bad_input(diabetes, xgb_regressor):
     with pytest.raises(ValueError, match="sigma_units"):
         PG2Explainer(xgb_regressor, X, sigma_units="percent")
     with pytest.raises(ValueError, match="single output"):
-        PG2Explainer(xgb_regressor, X, output=0).explain_local(X.iloc[:1])
+        PG2Explainer(xgb_regressor, X, output=1).explain_local(X.iloc[:1])

@@ -94,8 +94,8 @@ def test_pg2_explainer_classifier_has_one_ranking_per_class(rf_classifier):
     assert e.pgi2.shape == (3, 2) and list(e.output_names) == ["0", "1"]
     for c in range(2):
         expected = xp.greedy_pg2_ranking(model, X.iloc[:3], sigma=0.3, background=X, output=c)
-        np.testing.assert_array_equal(e.ranking[..., c], expected)
-        paths = prefix_pg2(model, X.iloc[:3].to_numpy(), expected, 0.3, background=X, output=c)
+        np.testing.assert_array_equal(e.ranking[..., c], expected.ranking)
+        paths = prefix_pg2(model, X.iloc[:3].to_numpy(), expected.ranking, 0.3, background=X, output=c)
         np.testing.assert_allclose(e.pgi2[:, c], paths.mean(axis=1), rtol=1e-10)
 
 

@@ -220,7 +220,7 @@ def test_bad_inputs(xor):
     other[:10, 1] = 1 - other[:10, 1]
     with pytest.raises(ValueError, match="not fitted on this X"):
         mcr(model, other, y)
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(IndexError, match="out of range"):
         mcr(model, Xa, y, features=[3])
     with pytest.raises(ValueError, match="unknown feature"):
         mcr(model, Xa, y, features=["nope"])

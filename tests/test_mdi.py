@@ -1,14 +1,17 @@
 """Local MDI against an independent numpy traversal (sklearn's decision_path) and the
 paper's identities (mean of local MDI = global MDI)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
-from sklearn.ensemble import (ExtraTreesClassifier, GradientBoostingRegressor, RandomForestClassifier,
-                              RandomForestRegressor)
+from sklearn.ensemble import (ExtraTreesClassifier, GradientBoostingClassifier, GradientBoostingRegressor,
+                              RandomForestClassifier, RandomForestRegressor)
 from sklearn.tree import DecisionTreeClassifier
 
 import xai_plugins as xp
+from xai_plugins.errors import FeatureMismatchError, InputError, UnsupportedModelError, XaiWarning
 
 
 def decision_path_mdi(model, X):
@@ -72,7 +75,8 @@ def test_bootstrap_needs_in_bag_weights(cancer):
     X, y = cancer
     model = RandomForestClassifier(n_estimators=10, bootstrap=True, random_state=0).fit(X, y)
     expected = _unnormalised_mean(model)
-    plain = xp.global_mdi(model, X)
+    with pytest.warns(XaiWarning, match="in_bag=True"):
+        plain = xp.global_mdi(model, X)
     assert np.max(np.abs(plain - expected)) > 1e-4 * expected.max()  # the plain mean is off
     np.testing.assert_allclose(xp.global_mdi(model, X, in_bag=True), expected, rtol=1e-12, atol=1e-16)
 
@@ -90,18 +94,120 @@ def test_models_without_impurity_are_refused():
     xgb = pytest.importorskip("xgboost")
     X, y = load_diabetes(return_X_y=True)
     model = xgb.XGBRegressor(n_estimators=2).fit(X, y)
-    with pytest.raises(xp.UnsupportedModelError, match="node impurities"):
+    with pytest.raises(UnsupportedModelError, match="node impurities"):
         xp.local_mdi(model, X)
 
 
 def test_bad_input(cancer):
     X, y = cancer
     model = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(InputError, match="columns"):
         xp.local_mdi(model, X[:, :5])
-    with pytest.raises(ValueError, match="infinite"):
+    with pytest.raises(InputError, match="infinite"):
         xp.local_mdi(model, np.full((2, X.shape[1]), np.inf))
-    with pytest.raises(ValueError, match="sample_weight"):
-        xp.global_mdi(model, X, sample_weight=-np.ones(len(X)))
-    with pytest.raises(ValueError, match="need the data"):
+    with pytest.raises(InputError, match="sample_weight"):
+        xp.global_mdi(model, X, sample_weight=-np.ones(len(X)), in_bag=False)
+    with pytest.raises(InputError, match="need the data"):
         xp.global_mdi(model, in_bag=True)
+    with pytest.raises(InputError, match="sample_weight cannot be combined"):
+        xp.global_mdi(model, X, sample_weight=np.ones(len(X)), in_bag=True)
+
+
+# ----------------------------------------------------------------------------- in_bag checks
+
+@pytest.fixture(scope="module")
+def bootstrap_forest(cancer):
+    X, y = cancer
+    return RandomForestClassifier(n_estimators=6, max_depth=6, random_state=0).fit(X, y), X, y
+
+
+def test_in_bag_refuses_a_subset_of_the_training_rows(bootstrap_forest):
+    model, X, _ = bootstrap_forest
+    with pytest.raises(InputError, match="exact X the forest was fitted on"):
+        xp.global_mdi(model, X[:250], in_bag=True)
+
+
+def test_in_bag_refuses_permuted_training_rows(bootstrap_forest):
+    model, X, _ = bootstrap_forest
+    perm = np.random.default_rng(0).permutation(len(X))
+    with pytest.raises(InputError, match="same row order"):
+        xp.global_mdi(model, X[perm], in_bag=True)
+
+
+def test_in_bag_with_the_training_data_is_the_trees_mdi(bootstrap_forest):
+    model, X, _ = bootstrap_forest
+    np.testing.assert_allclose(xp.global_mdi(model, X, in_bag=True), xp.global_mdi(model), rtol=1e-12, atol=1e-16)
+
+
+def test_in_bag_weighted_fit_is_checked(cancer):
+    # the trees' leaf weights no longer equal plain in-bag counts (scikit-learn < 1.8 draws
+    # unweighted and multiplies; balanced_subsample multiplies class weights in every version)
+    X, y = cancer
+    model = RandomForestClassifier(n_estimators=4, max_depth=4, class_weight="balanced_subsample",
+                                   random_state=0).fit(X, y)
+    with pytest.raises(InputError, match="sample_weight or class_weight"):
+        xp.global_mdi(model, X, in_bag=True)
+
+
+def test_in_bag_without_bootstrap_checks_rows_and_is_the_plain_mean(cancer):
+    X, y = cancer
+    model = ExtraTreesClassifier(n_estimators=4, max_depth=6, random_state=0).fit(X, y)   # bootstrap=False
+    perm = np.random.default_rng(1).permutation(len(X))
+    np.testing.assert_allclose(xp.global_mdi(model, X[perm], in_bag=True), xp.global_mdi(model, X),
+                               rtol=1e-12, atol=1e-16)
+    with pytest.raises(InputError):
+        xp.global_mdi(model, X[:200], in_bag=True)
+
+
+def test_in_bag_refuses_models_without_bootstrap_draws(cancer):
+    X, y = cancer
+    for model in (DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y),
+                  GradientBoostingClassifier(n_estimators=3, max_depth=2, subsample=0.5, random_state=0).fit(X, y)):
+        with pytest.raises(UnsupportedModelError, match="RandomForest"):
+            xp.global_mdi(model, X, in_bag=True)
+
+
+def test_bootstrap_forest_without_in_bag_warns(bootstrap_forest):
+    model, X, _ = bootstrap_forest
+    with pytest.warns(XaiWarning, match="bootstrap"):
+        xp.global_mdi(model, X[:50])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xp.global_mdi(model)                          # trees only: no warning
+        xp.global_mdi(model, X, in_bag=True)
+
+
+def test_no_warning_without_bootstrap(cancer):
+    X, y = cancer
+    model = RandomForestClassifier(n_estimators=3, max_depth=4, bootstrap=False, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xp.global_mdi(model, X)
+
+
+# ----------------------------------------------------------------------------- DataFrame columns
+
+@pytest.fixture(scope="module")
+def frame_forest(cancer):
+    pd = pytest.importorskip("pandas")
+    X, y = cancer
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    return RandomForestClassifier(n_estimators=4, max_depth=5, random_state=0).fit(df, y), df
+
+
+def test_dataframe_columns_are_aligned_by_name(frame_forest):
+    model, df = frame_forest
+    reordered = df[df.columns[::-1]]
+    expected = xp.local_mdi(model, df.to_numpy()[:40])
+    np.testing.assert_array_equal(xp.local_mdi(model, reordered.iloc[:40]), expected)
+    np.testing.assert_array_equal(xp.global_mdi(model, reordered, in_bag=True), xp.global_mdi(model, df, in_bag=True))
+
+
+def test_dataframe_with_missing_or_unexpected_column_is_refused(frame_forest):
+    model, df = frame_forest
+    with pytest.raises(FeatureMismatchError, match="f3"):
+        xp.local_mdi(model, df.drop(columns="f3"))
+    with pytest.raises(FeatureMismatchError, match="extra"):
+        xp.local_mdi(model, df.rename(columns={"f7": "extra"}))
+    with pytest.raises(FeatureMismatchError, match="f3"):
+        xp.global_mdi(model, df.drop(columns="f3"))

@@ -197,7 +197,8 @@ def test_greedy_ranking_matches_a_python_greedy_and_breaks_ties_by_index():
     X = (X - X.mean(0)) / X.std(0)
     X = np.hstack([X[:, :5], np.zeros((len(X), 2))])  # features 5 and 6 are never split on
     model = xgb.XGBRegressor(n_estimators=8, max_depth=3, random_state=0).fit(X, y)
-    ranking, path = xp.greedy_pg2_ranking(model, X[:4], sigma=0.3, return_pg2=True)
+    greedy = xp.greedy_pg2_ranking(model, X[:4], sigma=0.3)
+    ranking, path = greedy.ranking, greedy.pg2_path
     for i in range(4):
         chosen = []
         for _ in range(7):
@@ -217,14 +218,17 @@ def test_results_do_not_depend_on_thread_count(diabetes):
     model = RandomForestRegressor(n_estimators=20, max_depth=4, random_state=0).fit(X, y)
     from xai_plugins import _native
     from xai_plugins.perturbation import cdf_table, make_perturbation
+    from xai_plugins.prediction_gap import split_boundaries
 
     forest = import_model(model)
-    table = cdf_table(forest, X[:50], make_perturbation(4, 0.3), range(4))
+    splits = split_boundaries(forest)
+    rows = np.ascontiguousarray(X[:50], dtype=np.float64)
+    table = cdf_table(splits, rows, make_perturbation(4, 0.3), range(4))
     mask = np.ones((50, 1, 4), dtype=np.uint8)
-    one, _ = _native.pg2(forest, X[:50], mask, table, n_jobs=1)
-    two, _ = _native.pg2(forest, X[:50], mask, table, n_jobs=2)
+    one, _ = _native.pg2(splits.c_forest, splits.cdf_offset, rows, mask, table, n_jobs=1)
+    two, _ = _native.pg2(splits.c_forest, splits.cdf_offset, rows, mask, table, n_jobs=2)
     np.testing.assert_array_equal(one, two)
-    r1 = xp.greedy_pg2_ranking(forest, X[:20], n_jobs=1, return_pg2=True)
-    r2 = xp.greedy_pg2_ranking(forest, X[:20], n_jobs=2, return_pg2=True)
-    np.testing.assert_array_equal(r1[0], r2[0])
-    np.testing.assert_array_equal(r1[1], r2[1])
+    r1 = xp.greedy_pg2_ranking(forest, X[:20], n_jobs=1)
+    r2 = xp.greedy_pg2_ranking(forest, X[:20], n_jobs=2)
+    np.testing.assert_array_equal(r1.ranking, r2.ranking)
+    np.testing.assert_array_equal(r1.pg2_path, r2.pg2_path)

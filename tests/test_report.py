@@ -5,6 +5,7 @@ import re
 import socket
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.ensemble import RandomForestClassifier
@@ -154,8 +155,13 @@ def test_bad_options_are_refused(data):
     model = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X_train, y_train)
     with pytest.raises(ValueError, match="unknown sections"):
         audit(model, X_test, y_test, sections=["nope"], progress=False)
-    with pytest.raises(ValueError, match="do not match"):
-        audit(model, X_test.iloc[:, ::-1], y_test, progress=False)
+    with pytest.raises(ValueError, match="do not match.*missing"):
+        audit(model, X_test.iloc[:, 1:], y_test, progress=False)
+    from xai_plugins.report.context import make_context
+
+    reordered = make_context(model, X_test.iloc[:, ::-1], y_test, X_train=X_train.iloc[:, ::-1])
+    pd.testing.assert_frame_equal(reordered.X_test, make_context(model, X_test, y_test).X_test)
+    assert list(reordered.X_train.columns) == list(X_train.columns)
     assert set(OPTIONAL_SECTIONS) < set(SECTIONS)
 
 

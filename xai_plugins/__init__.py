@@ -22,7 +22,10 @@ _LAZY = {
     "PG2Estimate": "prediction_gap",
     "local_mdi": "mdi",
     "global_mdi": "mdi",
-    "UnsupportedModelError": "forest",
+    "UnsupportedModelError": "errors",
+    "XaiError": "errors",
+    "GreedyRanking": "prediction_gap",
+    "clear_model_cache": "forest",
     "faithfulness": "ranking_faithfulness",
 }
 

@@ -9,10 +9,14 @@ Python exceptions.
 
 from __future__ import annotations
 
-import os
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from ._validation import check_n_jobs
+from .errors import (InputError, InputIndexError, ModelStructureError, NativeMemoryError,
+                     UnsupportedModelError, XaiError)
 
 try:
     from . import _core
@@ -21,74 +25,100 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 1
+ABI_VERSION = 2
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
 
-_MESSAGES = {
-    lib.XAI_E_SIZE: (ValueError, "a size or buffer length is invalid"),
-    lib.XAI_E_INDEX: (IndexError, "an index (child, feature, rank or output) is out of range"),
-    lib.XAI_E_STRUCTURE: (ValueError, "the trees are not well-formed binary trees rooted at node 0"),
-    lib.XAI_E_VALUE: (ValueError, "a value is NaN or infinite where it must be finite (e.g. NaN in a "
+_ERRORS = {
+    lib.XAI_E_SIZE: (InputError, "a size or buffer length is invalid"),
+    lib.XAI_E_INDEX: (InputIndexError, "an index (child, feature, rank or output) is out of range"),
+    lib.XAI_E_STRUCTURE: (ModelStructureError, "the trees are not well-formed binary trees rooted at node 0"),
+    lib.XAI_E_VALUE: (InputError, "a value is NaN or infinite where it must be finite (e.g. NaN in a "
                                   "perturbed feature, or an invalid CDF table)"),
-    lib.XAI_E_UNSUPPORTED: (NotImplementedError, "this model lacks what the computation needs"),
-    lib.XAI_E_NOMEM: (MemoryError, "the C core ran out of memory"),
+    lib.XAI_E_UNSUPPORTED: (UnsupportedModelError, "this model lacks what the computation needs"),
+    lib.XAI_E_NOMEM: (NativeMemoryError, "the C core ran out of memory"),
 }
 
 
 def _check(status: int, what: str) -> None:
-    if status != lib.XAI_OK:
-        kind, message = _MESSAGES.get(status, (RuntimeError, f"unknown status {status}"))
-        raise kind(f"{what}: {message}")
+    """Raise the package exception matching a C status, with where the C core found the problem."""
+    if status == lib.XAI_OK:
+        return
+    kind, message = _ERRORS.get(status, (XaiError, f"unknown status {status}"))
+    where = _error_location()
+    raise kind(f"{what}: {message}{where}")
+
+
+def _error_location() -> str:
+    """", at tree t, node k" (as recorded by the C core in this thread), or ""."""
+    if not hasattr(lib, "xai_last_error"):
+        return ""
+    tree, node, row = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
+    lib.xai_last_error(tree, node, row)
+    parts = [f"{name} {v[0]}" for name, v in (("tree", tree), ("node", node), ("row", row)) if v[0] >= 0]
+    return f" (at {', '.join(parts)})" if parts else ""
 
 
 def _ptr(ctype: str, array):
     return ffi.NULL if array is None else ffi.cast(ctype, array.ctypes.data)
 
 
-def _struct(forest):
-    """The cffi struct for a Forest, built once and cached on it."""
-    cached = getattr(forest, "_c_struct", None)
-    if cached is not None:
-        return cached
-    s = ffi.new("xai_forest *")
-    s.n_trees, s.n_nodes, s.n_features = forest.n_trees, forest.n_nodes, forest.n_features
-    s.n_outputs, s.leaf_width, s.max_depth = forest.n_outputs, forest.leaf_width, forest.max_depth
-    s.split_rule = lib.XAI_LEFT_IF_LT if forest.split_rule == "lt" else lib.XAI_LEFT_IF_LE
-    s.input_float32 = int(forest.input_float32)
-    s.aggregate = lib.XAI_AGGREGATE_MEAN if forest.aggregate == "mean" else lib.XAI_AGGREGATE_SUM
-    s.base_score = _ptr("double *", forest.base_score)
-    s.tree_offset = _ptr("int64_t *", forest.tree_offset)
-    s.tree_target = _ptr("int32_t *", forest.tree_target)
-    s.left_child = _ptr("int32_t *", forest.left_child)
-    s.right_child = _ptr("int32_t *", forest.right_child)
-    s.feature = _ptr("int32_t *", forest.feature)
-    s.threshold = _ptr("double *", forest.threshold)
-    s.missing_left = _ptr("uint8_t *", forest.missing_left)
-    s.value = _ptr("double *", forest.value)
-    s.impurity = _ptr("double *", forest.impurity)
-    s.threshold_rank = _ptr("int32_t *", forest.threshold_rank)
-    forest._c_struct = s
-    return s
+class CForest:
+    """The ``xai_forest`` struct of ``csrc/xai.h`` for a Forest, owning a reference to every array
+    it points at (so none can be freed while C may read it). ``threshold_rank`` (PG² only) is the
+    per-node rank table of :func:`xai_plugins.prediction_gap.split_boundaries`."""
+
+    def __init__(self, forest, threshold_rank: np.ndarray | None = None):
+        if threshold_rank is not None:
+            threshold_rank = np.ascontiguousarray(threshold_rank, dtype=np.int32)
+            if threshold_rank.shape != (forest.n_nodes,):
+                raise InputError(f"threshold_rank must have one entry per node ({forest.n_nodes})")
+        self.forest = forest
+        self.threshold_rank = threshold_rank
+        s = ffi.new("xai_forest *")
+        s.n_trees, s.n_nodes, s.n_features = forest.n_trees, forest.n_nodes, forest.n_features
+        s.n_outputs, s.leaf_width, s.max_depth = forest.n_outputs, forest.leaf_width, forest.max_depth
+        s.split_rule = lib.XAI_LEFT_IF_LT if forest.split_rule == "lt" else lib.XAI_LEFT_IF_LE
+        s.input_float32 = int(forest.input_float32)
+        s.aggregate = lib.XAI_AGGREGATE_MEAN if forest.aggregate == "mean" else lib.XAI_AGGREGATE_SUM
+        if hasattr(s, "zero_threshold"):
+            s.zero_threshold = float(forest.zero_threshold)
+        s.base_score = _ptr("double *", forest.base_score)
+        s.tree_offset = _ptr("int64_t *", forest.tree_offset)
+        s.tree_target = _ptr("int32_t *", forest.tree_target)
+        s.left_child = _ptr("int32_t *", forest.left_child)
+        s.right_child = _ptr("int32_t *", forest.right_child)
+        s.feature = _ptr("int32_t *", forest.feature)
+        s.threshold = _ptr("double *", forest.threshold)
+        s.missing_left = _ptr("uint8_t *", forest.missing_left)
+        s.value = _ptr("double *", forest.value)
+        s.impurity = _ptr("double *", forest.impurity)
+        s.threshold_rank = _ptr("int32_t *", threshold_rank)
+        self.ptr = s
+
+
+#: Forest -> its CForest without PG² ranks (dropped with the Forest)
+_STRUCTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def c_forest(forest) -> CForest:
+    """The cached C struct of a Forest (built on first use)."""
+    cached = _STRUCTS.get(forest)
+    if cached is None:
+        cached = _STRUCTS[forest] = CForest(forest)
+    return cached
 
 
 def validate(forest) -> None:
-    """Check the forest's structure in C (raises on malformed trees)."""
-    _check(lib.xai_validate(_struct(forest)), "invalid tree structure")
+    """Check the forest's structure in C (raises ModelStructureError / InputIndexError / InputError)."""
+    _check(lib.xai_validate(c_forest(forest).ptr), "invalid tree structure")
 
 
-def n_threads(n_jobs: int | None) -> int:
-    """Worker threads for n_jobs (None or -1: every core)."""
-    cores = os.cpu_count() or 1
-    if n_jobs is None or n_jobs < 0:
-        return cores
-    return max(1, min(int(n_jobs), cores))
-
-
-def _run_chunks(n_rows: int, n_jobs: int | None, work) -> None:
-    """Call work(start, stop) over row chunks, in parallel threads."""
-    workers = min(n_threads(n_jobs), max(n_rows, 1))
+def _run_chunks(n_rows: int, n_jobs, work) -> None:
+    """Call work(start, stop) over row chunks, in parallel threads (``n_jobs``: see
+    :func:`xai_plugins._validation.check_n_jobs`)."""
+    workers = min(check_n_jobs(n_jobs), max(n_rows, 1))
     if workers <= 1 or n_rows < 2:
         work(0, n_rows)
         return
@@ -100,7 +130,7 @@ def _run_chunks(n_rows: int, n_jobs: int | None, work) -> None:
 
 def predict(forest, X: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
     """(n, n_outputs) model output over the Forest, NaN routed as the model does."""
-    s = _struct(forest)
+    s = c_forest(forest).ptr
     out = np.empty((len(X), forest.n_outputs))
 
     def work(a, b):
@@ -110,9 +140,10 @@ def predict(forest, X: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
     return out
 
 
-def pg2(forest, X, mask, cdf, n_jobs=None) -> tuple[np.ndarray, int]:
-    """PG² for every (row, set): mask (n, n_sets, d) uint8, cdf (n, cdf_len) -> ((n, n_sets, k), pair terms)."""
-    s = _struct(forest)
+def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None) -> tuple[np.ndarray, int]:
+    """PG² for every (row, set): mask (n, n_sets, d) uint8, cdf (n, cdf_len) -> ((n, n_sets, k), pair terms).
+    ``cforest`` carries the PG² threshold ranks; ``cdf_offset`` is the matching table layout."""
+    forest, s = cforest.forest, cforest.ptr
     n, n_sets = mask.shape[:2]
     out = np.empty((n, n_sets, forest.n_outputs))
     terms = []
@@ -120,7 +151,7 @@ def pg2(forest, X, mask, cdf, n_jobs=None) -> tuple[np.ndarray, int]:
     def work(a, b):
         count = ffi.new("int64_t *")
         _check(lib.xai_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("uint8_t *", mask[a:b]), n_sets,
-                           _ptr("double *", cdf[a:b]), _ptr("int64_t *", forest.cdf_offset), cdf.shape[1],
+                           _ptr("double *", cdf[a:b]), _ptr("int64_t *", cdf_offset), cdf.shape[1],
                            _ptr("double *", out[a:b]), count), "PG²")
         terms.append(count[0])
 
@@ -128,9 +159,9 @@ def pg2(forest, X, mask, cdf, n_jobs=None) -> tuple[np.ndarray, int]:
     return out, int(sum(terms))
 
 
-def greedy_pg2(forest, X, cdf, output_weight, n_jobs=None) -> tuple[np.ndarray, np.ndarray]:
+def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None) -> tuple[np.ndarray, np.ndarray]:
     """Greedy PG² ranking per row: ((n, d) int ranking, (n, d) objective after each step)."""
-    s = _struct(forest)
+    s = cforest.ptr
     n, d = X.shape
     ranking = np.empty((n, d), dtype=np.int32)
     path = np.empty((n, d))
@@ -138,7 +169,7 @@ def greedy_pg2(forest, X, cdf, output_weight, n_jobs=None) -> tuple[np.ndarray, 
 
     def work(a, b):
         _check(lib.xai_greedy_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", cdf[a:b]),
-                                  _ptr("int64_t *", forest.cdf_offset), cdf.shape[1], _ptr("double *", weight),
+                                  _ptr("int64_t *", cdf_offset), cdf.shape[1], _ptr("double *", weight),
                                   _ptr("int32_t *", ranking[a:b]), _ptr("double *", path[a:b])), "greedy PG²")
 
     _run_chunks(n, n_jobs, work)
@@ -147,7 +178,7 @@ def greedy_pg2(forest, X, cdf, output_weight, n_jobs=None) -> tuple[np.ndarray, 
 
 def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
     """(n, d) local MDI; tree_weight (n, n_trees) or None for the plain average over trees."""
-    s = _struct(forest)
+    s = c_forest(forest).ptr
     out = np.empty((len(X), forest.n_features))
 
     def work(a, b):
@@ -174,14 +205,14 @@ def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, n
     start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
     if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
             or start_leaf.shape != (n,):
-        raise ValueError("reroute needs X as C-ordered float64 (n, n_features) and one start leaf per row")
+        raise InputError("reroute needs X as C-ordered float64 (n, n_features) and one start leaf per row")
     width = 0
     if acc is not None:
         width = acc.shape[1] if acc.ndim == 2 else 1
         for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
             if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
-                raise ValueError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
-    _check(lib.xai_reroute(_struct(forest), int(tree), _ptr("double *", X), n, _ptr("int32_t *", changed),
+                raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
+    _check(lib.xai_reroute(c_forest(forest).ptr, int(tree), _ptr("double *", X), n, _ptr("int32_t *", changed),
                            len(changed), _ptr("int32_t *", start_leaf), _ptr("int32_t *", leaf),
                            _ptr("int64_t *", moved), count, _ptr("double *", node_value), width,
                            _ptr("double *", acc)), "reroute")

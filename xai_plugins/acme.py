@@ -59,13 +59,16 @@ spaced levels in [0, 1] for the colour scale.
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._validation import check_is_fitted, check_matrix, feature_names_of
+from ._validation import (check_is_fitted, feature_index, model_feature_names, model_rows,
+                          resolve_output)
+from .errors import InputError, InputIndexError, InputTypeError, UnsupportedModelError, XaiWarning
 
 __all__ = ["AcME", "AcMEGlobal", "AcMELocal", "Grid"]
 
@@ -102,14 +105,8 @@ class Grid:
         return np.diff(self.offsets)
 
     def index(self, feature) -> int:
-        """Column index of a feature given by name or position."""
-        if isinstance(feature, numbers.Integral) and not isinstance(feature, bool):
-            if not 0 <= feature < len(self.feature_names):
-                raise IndexError(f"feature index {feature} out of range for {len(self.feature_names)} features")
-            return int(feature)
-        if feature in self.feature_names:
-            return self.feature_names.index(feature)
-        raise KeyError(f"unknown feature {feature!r}; features are {self.feature_names}")
+        """Column index (in the model's feature order) of a feature given by name or position."""
+        return feature_index(feature, self.feature_names, len(self.feature_names))
 
     def segment(self, feature) -> slice:
         """Slice of the flat grid arrays that belongs to ``feature`` (name or index)."""
@@ -117,19 +114,25 @@ class Grid:
         return slice(int(self.offsets[j]), int(self.offsets[j + 1]))
 
 
-def _output_index(output_names, output) -> int | None:
-    """Position of ``output`` (index or name) among the model outputs; None for a single output."""
-    if output_names is None:
-        if output not in (None, 0):
-            raise ValueError(f"the model has a single output; got output={output!r}")
-        return None
-    if output is None:
-        raise ValueError(f"the model has {len(output_names)} outputs {output_names}; pass output=<name or index>")
-    if isinstance(output, numbers.Integral) and not isinstance(output, bool) and 0 <= output < len(output_names):
-        return int(output)
-    if str(output) in output_names:
-        return output_names.index(str(output))
-    raise KeyError(f"unknown output {output!r}; outputs are {output_names}")
+def _is_classifier(model) -> bool:
+    """scikit-learn's ``is_classifier`` (False for objects that are no estimators)."""
+    from sklearn.base import is_classifier
+
+    try:
+        return bool(is_classifier(model))
+    except Exception:  # noqa: BLE001 - sklearn >= 1.6 raises on objects without __sklearn_tags__
+        return False
+
+
+def _infer_task(model, score_function) -> str:
+    """"classification" for a classifier, or (without a score_function) a model with ``predict_proba``."""
+    if model is None:
+        return "regression"
+    if _is_classifier(model):
+        return "classification"
+    if score_function is None and callable(getattr(model, "predict_proba", None)):
+        return "classification"
+    return "regression"
 
 
 def _segment_effects(pred, base, offsets, variant):
@@ -164,13 +167,20 @@ class AcME:
     model : fitted estimator with ``predict`` (regression) or ``predict_proba`` (classification);
         may be None when ``score_function`` is given.
     X_background : (N, d) array or DataFrame, numeric, no NaN: the data whose quantiles (and mean
-        or mode) define the perturbations.
+        or mode) define the perturbations. A DataFrame's columns are aligned by name to the
+        model's feature names (:func:`~xai_plugins._validation.model_rows`); so are the rows
+        given to :meth:`explain_local`.
     n_quantiles : Q >= 2, grid points per numeric feature.
-    task : "regression" (``model.predict``) or "classification" (``model.predict_proba``, one
-        importance per class).
+    task : None (default: inferred from the model), "regression" (``model.predict``) or
+        "classification" (``model.predict_proba``, one importance per class, outputs named by
+        ``model.classes_``). Inferred as "classification" for a scikit-learn classifier
+        (``sklearn.base.is_classifier``) or, without ``score_function``, any model with a callable
+        ``predict_proba``; "regression" otherwise. ``task="regression"`` on a classifier explains
+        its predicted labels and warns (:class:`~xai_plugins.errors.XaiWarning`).
     score_function : optional callable ``X -> scores`` of shape (n,) or (n, k) used instead of the
         model's own method, e.g. ``IsolationForest(...).fit(X).score_samples``.
-    categorical_features : names or column indices of numerically coded categorical features.
+    categorical_features : names or indices (in the model's feature order) of numerically coded
+        categorical features.
     robust : use quantile levels in [0.05, 0.95] instead of [0, 1].
     variant : "paper" (eq. 2 and 3, the default) or "reference" (the authors' released code; see
         the module docstring for the difference).
@@ -178,73 +188,83 @@ class AcME:
         under 65 536 perturbed rows).
     """
 
-    def __init__(self, model, X_background, n_quantiles: int = 50, task: str = "regression", *,
+    def __init__(self, model, X_background, n_quantiles: int = 50, task: str | None = None, *,
                  score_function=None, categorical_features=None, robust: bool = False,
                  variant: str = "paper", batch_size: int | None = None):
         if not isinstance(n_quantiles, numbers.Integral) or isinstance(n_quantiles, bool) or n_quantiles < 2:
-            raise ValueError(f"n_quantiles must be an integer >= 2; got {n_quantiles!r}")
-        if task not in _TASKS:
-            raise ValueError(f"task must be one of {_TASKS}; got {task!r}")
+            raise InputError(f"n_quantiles must be an integer >= 2; got {n_quantiles!r}")
+        if task is not None and task not in _TASKS:
+            raise InputError(f"task must be None (inferred from the model) or one of {_TASKS}; got {task!r}")
         if variant not in _VARIANTS:
-            raise ValueError(f"variant must be one of {_VARIANTS}; got {variant!r}")
-        if batch_size is not None and (not isinstance(batch_size, numbers.Integral) or batch_size < 1):
-            raise ValueError(f"batch_size must be a positive integer or None; got {batch_size!r}")
+            raise InputError(f"variant must be one of {_VARIANTS}; got {variant!r}")
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+                                       or batch_size < 1):
+            raise InputError(f"batch_size must be a positive integer or None; got {batch_size!r}")
+        inferred = task is None
+        if inferred:
+            task = _infer_task(model, score_function)
+        elif task == "regression" and score_function is None and model is not None and (
+                _is_classifier(model) or callable(getattr(model, "predict_proba", None))):
+            warnings.warn(f"task='regression' on the classifier {type(model).__name__}: AcME explains its "
+                          "predicted labels (model.predict), not its class probabilities; leave task=None "
+                          "(or pass task='classification') to explain predict_proba per class",
+                          XaiWarning, stacklevel=2)
         self.model = model
         self.n_quantiles = int(n_quantiles)
         self.task = task
         self.robust = bool(robust)
         self.variant = variant
         self.batch_size = batch_size
-        self._predict_fn = self._resolve_predict(model, task, score_function)
+        self._predict_fn = self._resolve_predict(model, task, score_function, inferred)
 
-        X = check_matrix(X_background, name="X_background", min_rows=2)
-        self.feature_names_ = feature_names_of(X_background, X.shape[1], model=model)
-        n_model = getattr(model, "n_features_in_", None)
-        if n_model is not None and n_model != X.shape[1]:
-            raise ValueError(f"X_background has {X.shape[1]} columns but the model was fitted on {n_model}")
-        names_in = getattr(model, "feature_names_in_", None)
-        if names_in is not None and [str(c) for c in names_in] != self.feature_names_:
-            raise ValueError(f"X_background columns {self.feature_names_} do not match the model's "
-                             f"feature_names_in_ {list(map(str, names_in))}")
-        # a DataFrame for models fitted with column names, or for non-sklearn models given a DataFrame
-        use_frame = names_in is not None or (hasattr(X_background, "columns") and n_model is None)
+        model_names = model_feature_names(model)
+        n_features = len(model_names) if model_names is not None else getattr(model, "n_features_in_", None)
+        if n_features is None:
+            n_features = int(np.shape(X_background)[-1]) if np.ndim(X_background) else 0
+        X, self.feature_names_ = model_rows(X_background, model_names, int(n_features), what="X_background",
+                                            min_rows=2)
+        # rows given later are aligned to these names: the model's, else the background's columns
+        self._align_names = model_names if model_names is not None else (
+            list(self.feature_names_) if hasattr(X_background, "columns") else None)
+        # a DataFrame for models fitted with feature names, or for non-sklearn models given a DataFrame
+        use_frame = model_names is not None or (hasattr(X_background, "columns")
+                                                and getattr(model, "n_features_in_", None) is None)
         self._columns = pd.Index(self.feature_names_) if use_frame else None
         self.background_ = X
         categorical = self._categorical_mask(categorical_features)
         constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
         if constant.size:
-            raise ValueError(f"X_background has constant column(s) {[self.feature_names_[j] for j in constant]}: "
+            raise InputError(f"X_background has constant column(s) {[self.feature_names_[j] for j in constant]}: "
                              "their quantiles cannot be perturbed; drop them before explaining")
         self.baseline_ = self._global_baseline(X, categorical)
         self.grid_ = self._build_grid(X, categorical)
 
     # ----------------------------------------------------------------- set-up helpers
     @staticmethod
-    def _resolve_predict(model, task, score_function):
+    def _resolve_predict(model, task, score_function, inferred=False):
         if score_function is not None:
             if not callable(score_function):
-                raise TypeError("score_function must be callable: X -> scores of shape (n,) or (n, k)")
+                raise InputTypeError("score_function must be callable: X -> scores of shape (n,) or (n, k)")
             return score_function
         if model is None:
-            raise TypeError("model is None; pass a fitted model or a score_function")
+            raise InputTypeError("model is None; pass a fitted model or a score_function")
         method = "predict_proba" if task == "classification" else "predict"
         if not callable(getattr(model, method, None)):
-            raise TypeError(f"task={task!r} needs model.{method}(), which {type(model).__name__} does not have; "
-                            "pass score_function=... for any other score")
+            hint = ("; pass score_function=model.decision_function (or another score), or task='regression' "
+                    "to explain the predicted labels" if method == "predict_proba" else
+                    "; pass score_function=... for any other score")
+            raise UnsupportedModelError(
+                f"task={task!r}{' (inferred: the model is a classifier)' if inferred else ''} needs "
+                f"model.{method}(), which {type(model).__name__} does not have{hint}")
         check_is_fitted(model)
         return getattr(model, method)
 
     def _categorical_mask(self, categorical_features) -> np.ndarray:
         mask = np.zeros(len(self.feature_names_), dtype=bool)
-        for feature in categorical_features or ():
-            if isinstance(feature, numbers.Integral) and not isinstance(feature, bool):
-                if not 0 <= feature < mask.size:
-                    raise IndexError(f"categorical feature index {feature} out of range for {mask.size} features")
-                mask[feature] = True
-            elif str(feature) in self.feature_names_:
-                mask[self.feature_names_.index(str(feature))] = True
-            else:
-                raise KeyError(f"unknown categorical feature {feature!r}; features are {self.feature_names_}")
+        if isinstance(categorical_features, (str, numbers.Integral)):
+            categorical_features = [categorical_features]
+        for feature in categorical_features if categorical_features is not None else ():
+            mask[feature_index(feature, self.feature_names_, mask.size)] = True
         return mask
 
     @staticmethod
@@ -288,10 +308,10 @@ class AcME:
         if out.ndim == 1:
             out = out[:, None]
         if out.ndim != 2 or out.shape[0] != Z.shape[0]:
-            raise ValueError(f"the model returned shape {out.shape} for {Z.shape[0]} rows; "
+            raise InputError(f"the model returned shape {out.shape} for {Z.shape[0]} rows; "
                              "expected (n,) or (n, k)")
         if not np.isfinite(out).all():
-            raise ValueError("the model returned non-finite predictions on the perturbed rows")
+            raise InputError("the model returned non-finite predictions on the perturbed rows")
         return out
 
     def _output_names(self, k: int):
@@ -311,24 +331,15 @@ class AcME:
         return np.concatenate([rows, Z])
 
     def _check_rows(self, X_rows) -> np.ndarray:
-        if isinstance(X_rows, pd.Series):
-            X_rows = X_rows.to_frame().T
-        columns = getattr(X_rows, "columns", None)
-        if columns is not None:
-            names = [str(c) for c in columns]
-            missing = [c for c in self.feature_names_ if c not in names]
-            extra = [c for c in names if c not in self.feature_names_]
-            if missing or extra:
-                raise ValueError(f"X_rows columns do not match the background: missing {missing}, unexpected {extra}")
-            if names != self.feature_names_:
-                X_rows = X_rows[[columns[names.index(c)] for c in self.feature_names_]]
-        rows = check_matrix(X_rows, n_features=len(self.feature_names_), name="X_rows")
+        """``X_rows`` (a DataFrame aligned by column name) as (n, d) rows in the model's feature order;
+        categorical features must take levels seen in the background."""
+        rows, _ = model_rows(X_rows, self._align_names, len(self.feature_names_), what="X_rows")
         for j in np.flatnonzero(self.grid_.categorical):
             known = self.grid_.values[self.grid_.segment(j)]
             unknown = ~np.isin(rows[:, j], known)
             if unknown.any():
                 i = int(np.flatnonzero(unknown)[0])
-                raise ValueError(f"row {i} has level {rows[i, j]!r} of categorical feature "
+                raise InputError(f"row {i} has level {rows[i, j]!r} of categorical feature "
                                  f"{self.feature_names_[j]!r}, unseen in X_background (levels {known.tolist()})")
         return rows
 
@@ -515,8 +526,8 @@ class AcMEGlobal:
         if kind == "bar":
             return _bar(ax, self.feature_names, self.values, self.output_names, "AcME global importance")
         if kind != "summary":
-            raise ValueError(f"kind must be 'summary' or 'bar'; got {kind!r}")
-        c = _output_index(self.output_names, output)
+            raise InputError(f"kind must be 'summary' or 'bar'; got {kind!r}")
+        c = resolve_output(self.output_names, output)
         effects = self.effects if c is None else self.effects[:, c]
         values = self.values if c is None else self.values[:, c]
         title = "AcME global" + ("" if c is None else f" (class {self.output_names[c]})")
@@ -588,15 +599,15 @@ class AcMELocal:
         single output or when ``output`` is given, else "bar".
         """
         if not 0 <= row < self.X.shape[0]:
-            raise IndexError(f"row {row} out of range for {self.X.shape[0]} explained rows")
+            raise InputIndexError(f"row {row} out of range for {self.X.shape[0]} explained rows")
         kind = kind or ("whatif" if self.output_names is None or output is not None else "bar")
         ax = _new_ax(ax, len(self.feature_names))
         if kind == "bar":
             return _bar(ax, self.feature_names, self.values[row], self.output_names,
                         f"AcME local importance, row {row}")
         if kind != "whatif":
-            raise ValueError(f"kind must be 'whatif' or 'bar'; got {kind!r}")
-        c = _output_index(self.output_names, output)
+            raise InputError(f"kind must be 'whatif' or 'bar'; got {kind!r}")
+        c = resolve_output(self.output_names, output)
         take = (lambda a: a) if c is None else (lambda a: a[..., c])
         fx = float(take(self.row_predictions[row]))
         title = f"AcME what-if, row {row}" + ("" if c is None else f" (class {self.output_names[c]})")

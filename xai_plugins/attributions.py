@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_matrix, feature_names_of
 from .forest import import_model
 from .mdi import local_mdi
 from .prediction_gap import greedy_pg2_ranking
@@ -57,15 +56,6 @@ def background_data(background):
     return background
 
 
-def model_rows(model, X, *, n_features: int, allow_nan: bool) -> tuple[np.ndarray, list]:
-    """``X`` as float64 rows and its feature names, refusing columns that differ from the model's."""
-    names = feature_names_of(X, n_features, model=model)
-    fitted = getattr(model, "feature_names_in_", None)
-    if fitted is not None and hasattr(X, "columns") and [str(c) for c in fitted] != names:
-        raise ValueError(f"X columns {names} do not match the model's feature_names_in_ {list(map(str, fitted))}")
-    return check_matrix(X, n_features=n_features, allow_nan=allow_nan), names
-
-
 def _output_names(forest) -> list | None:
     return None if forest.n_outputs == 1 else list(forest.output_names)
 
@@ -79,27 +69,28 @@ def greedy_gains(ranking: np.ndarray, path: np.ndarray) -> np.ndarray:
 
 
 def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> Attribution:
-    """Greedy PG² gains, ranking (n, d[, k]) and exact PGI² of that ranking (n[, k])."""
+    """Greedy PG² gains, ranking (n, d[, k]) and exact PGI² of that ranking (n[, k]).
+    ``model`` is imported once (a Forest is used as is); ``X`` is aligned to its features by name."""
     forest = import_model(model)
-    rows, names = model_rows(model, X, n_features=forest.n_features, allow_nan=False)
+    rows, names = forest.rows(X, allow_nan=False)
     noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
     k = forest.n_outputs
     ranking = np.empty(rows.shape + (k,), dtype=np.int64)
     values = np.empty(rows.shape + (k,))
     for c in range(k):
-        order, path = greedy_pg2_ranking(model, rows, output=c if k > 1 else None, return_pg2=True, **noise)
-        ranking[..., c], values[..., c] = order, greedy_gains(order, path)
-    quality = own_output_pgi2(model, rows, ranking, **noise)
+        greedy = greedy_pg2_ranking(forest, rows, output=c if k > 1 else None, **noise)
+        ranking[..., c], values[..., c] = greedy.ranking, greedy_gains(greedy.ranking, greedy.pg2_path)
+    quality = own_output_pgi2(forest, rows, ranking, **noise)
     squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
     return Attribution(squeeze(values), rows, names, _output_names(forest), "pg2",
                        {"ranking": squeeze(ranking), "pgi2": squeeze(quality)})
 
 
 def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
-    """Local MDI (n, d) of each row."""
+    """Local MDI (n, d) of each row: one impurity per node, so no per-class value for classifiers."""
     forest = import_model(model)
-    rows, names = model_rows(model, X, n_features=forest.n_features, allow_nan=True)
-    return Attribution(local_mdi(model, rows, n_jobs=n_jobs), rows, names, None, "local_mdi")
+    rows, names = forest.rows(X, allow_nan=True)
+    return Attribution(local_mdi(forest, rows, n_jobs=n_jobs), rows, names, None, "local_mdi")
 
 
 def acme_attribution(acme, X) -> Attribution:

@@ -20,11 +20,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from .errors import XaiError
+
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 XGBOOST_SUFFIXES = (".json", ".ubj")
 
 
-class CLIError(Exception):
+class CLIError(XaiError):
     """A user error reported as ``xai-audit: error: <message>`` with exit status 2."""
 
 
@@ -124,19 +126,13 @@ def read_table(path, target: str, label: str) -> tuple[pd.DataFrame, pd.Series]:
 
 
 def align_features(forest, X: pd.DataFrame, label: str) -> pd.DataFrame:
-    """``X`` with the model's columns in the model's order (names as the importer found them in the
-    model, else the column count alone); :class:`CLIError` on any mismatch."""
-    names = forest.feature_names
-    if not names:
-        if X.shape[1] != forest.n_features:
-            raise CLIError(f"{label} has {X.shape[1]} feature columns but the model expects {forest.n_features}")
-        return X
-    missing = [n for n in names if n not in X.columns]
-    extra = [str(c) for c in X.columns if c not in names]
-    if missing or extra:
-        raise CLIError(f"{label} columns do not match the model's features: missing {missing[:10]}, "
-                       f"unexpected {extra[:10]}")
-    return X[names]
+    """``X`` with the model's columns in the model's order (aligned by name where the model knows
+    its feature names, by position otherwise); :class:`CLIError` on any mismatch."""
+    try:
+        rows, names = forest.rows(X, what=label, allow_nan=True)
+    except XaiError as exc:
+        raise CLIError(str(exc)) from exc
+    return pd.DataFrame(rows, columns=names, index=X.index)
 
 
 def _slug(text: str) -> str:
@@ -157,13 +153,13 @@ def write_audit(result, out: Path, stem: str, pdf: bool = True) -> list:
 
 def run_files(args) -> list:
     """Audit the model and CSV files named on the command line."""
-    from .forest import UnsupportedModelError, import_model
+    from .forest import import_model
     from .report import audit
 
     model = load_model(args.model, args.trust_pickle)
     try:
         forest = import_model(model)
-    except (UnsupportedModelError, ValueError) as exc:
+    except (XaiError, ValueError) as exc:
         raise CLIError(f"cannot audit {Path(args.model).name}: {exc}") from exc
     X, y = read_table(args.data, args.target, "--data")
     X = align_features(forest, X, "--data")

@@ -13,33 +13,47 @@ Supported: XGBoost (``Booster``, ``XGBRegressor``, ``XGBClassifier``, gbtree), s
 
 from __future__ import annotations
 
+import functools
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from ._validation import check_is_fitted
+from ._validation import check_is_fitted, model_feature_names, model_rows
+from .errors import ModelGoneError, UnsupportedModelError
 
 SUPPORTED_MODELS = (
     "xgboost Booster/XGBRegressor/XGBClassifier (gbtree), scikit-learn DecisionTree*, RandomForest*, "
     "ExtraTrees*, GradientBoosting*, HistGradientBoosting*, lightgbm Booster/LGBMRegressor/LGBMClassifier"
 )
+#: LightGBM reads an input x with |x| <= kZeroThreshold (the float 1e-35f) as 0.0
+LIGHTGBM_ZERO_THRESHOLD = float(np.float32(1e-35))
+
+_ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
+                 "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,
+                 "base_score": np.float64, "impurity": np.float64, "weight": np.float64}
 
 
-class UnsupportedModelError(TypeError):
-    """The model type, objective or split kind cannot be represented as a numeric tree ensemble."""
+def _read_only(array, dtype) -> np.ndarray:
+    """A C-contiguous read-only view of ``array`` as ``dtype`` (no copy when it already is one)."""
+    out = np.ascontiguousarray(array, dtype=dtype).view()
+    out.flags.writeable = False
+    return out
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Forest:
-    """A tree ensemble as flat arrays (see ``csrc/xai.h`` for the meaning of every field).
+    """A tree ensemble as flat, read-only arrays (see ``csrc/xai.h`` for the meaning of every field).
 
     ``value`` has shape (n_nodes, leaf_width); a tree adds its leaf values to outputs
     ``tree_target[t] .. tree_target[t] + leaf_width - 1``; the model output is
     ``base_score + sum`` (boosting) or ``base_score + mean`` (forests) over trees, in
-    ``output_space`` ("raw" regression output, "margin" for boosted classifiers, "probability"
-    for forest classifiers).
+    ``output_space`` ("raw" regression output, "margin" for boosted classifiers and link-function
+    objectives, "probability" for forest classifiers). ``predict_fn`` is the model's own predictor
+    in that space (it holds the model weakly). A Forest is immutable: derived tables (the C struct,
+    PG²'s split boundaries) are cached by the modules that use them, keyed on the Forest.
     """
 
     left_child: np.ndarray
@@ -63,73 +77,53 @@ class Forest:
     feature_names: list[str] | None = None
     output_names: list[str] = field(default_factory=lambda: ["output"])
     predict_fn: Callable | None = None   # the model's own predictor, in output_space
-    model: object = None
+    zero_threshold: float = 0.0          # inputs with |x| <= zero_threshold are read as 0 (LightGBM)
+    objective: str | None = None         # the training objective, when the library records one
+    leaf_width: int = field(init=False)
+    n_outputs: int = field(init=False)
+    n_trees: int = field(init=False)
+    n_nodes: int = field(init=False)
+    n_leaves: int = field(init=False)
+    max_depth: int = field(init=False)
 
     def __post_init__(self):
-        self.left_child = np.ascontiguousarray(self.left_child, dtype=np.int32)
-        self.right_child = np.ascontiguousarray(self.right_child, dtype=np.int32)
-        self.feature = np.ascontiguousarray(self.feature, dtype=np.int32)
-        self.threshold = np.ascontiguousarray(self.threshold, dtype=np.float64)
-        self.missing_left = np.ascontiguousarray(self.missing_left, dtype=np.uint8)
-        value = np.asarray(self.value, dtype=np.float64)
-        self.value = np.ascontiguousarray(value.reshape(len(self.left_child), -1))
-        self.tree_offset = np.ascontiguousarray(self.tree_offset, dtype=np.int64)
-        self.tree_target = np.ascontiguousarray(self.tree_target, dtype=np.int32)
-        self.base_score = np.ascontiguousarray(np.atleast_1d(self.base_score), dtype=np.float64)
-        if self.impurity is not None:
-            self.impurity = np.ascontiguousarray(self.impurity, dtype=np.float64)
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
         n = len(self.left_child)
+        for name, dtype in _ARRAY_FIELDS.items():
+            value = getattr(self, name)
+            if value is not None:
+                put(name, _read_only(np.atleast_1d(value) if name == "base_score" else value, dtype))
+        feature = self.feature.copy()
+        threshold = self.threshold.copy()
+        is_leaf = self.left_child < 0
+        feature[is_leaf] = 0
+        threshold[is_leaf] = 0.0
+        put("feature", _read_only(feature, np.int32))
+        put("threshold", _read_only(threshold, np.float64))
+        put("value", _read_only(np.asarray(self.value, dtype=np.float64).reshape(n, -1), np.float64))
         for name in ("right_child", "feature", "threshold", "missing_left"):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"Forest.{name} has {len(getattr(self, name))} entries, expected {n}")
         if self.tree_offset[-1] != n or len(self.tree_target) != len(self.tree_offset) - 1:
             raise ValueError("Forest.tree_offset / tree_target do not match the node arrays")
-        is_leaf = self.left_child < 0
-        self.feature[is_leaf] = 0
-        self.threshold[is_leaf] = 0.0
-        self.leaf_width = self.value.shape[1]
-        self.n_outputs = len(self.base_score)
-        self.n_trees = len(self.tree_offset) - 1
-        self.n_nodes = n
-        self.n_leaves = int(is_leaf.sum())
-        self.max_depth = _max_depth(self.left_child, self.right_child, self.tree_offset)
-        self._boundaries()
+        if self.feature_names is not None:
+            put("feature_names", [str(c) for c in self.feature_names])
+        put("output_names", [str(c) for c in self.output_names])
+        put("leaf_width", self.value.shape[1])
+        put("n_outputs", len(self.base_score))
+        put("n_trees", len(self.tree_offset) - 1)
+        put("n_nodes", n)
+        put("n_leaves", int(is_leaf.sum()))
+        put("max_depth", _max_depth(self.left_child, self.right_child, self.tree_offset))
         from . import _native  # validates the structure in C once, at import time
 
         _native.validate(self)
 
-    def _boundaries(self):
-        """Per feature, the sorted distinct real split boundaries b such that the model sends a real
-        x left iff x < b (up to a null set), and each node's 1-based rank among them."""
-        internal = self.left_child >= 0
-        t = self.threshold[internal]
-        if self.input_float32:
-            # the model compares float32(x): left iff float32(x) <= a, where a is the largest
-            # float32 obeying the rule against t; float32(x) <= a iff x < midpoint(a, next float32)
-            a = t.astype(np.float32)
-            obeys = (lambda v: v < t) if self.split_rule == "lt" else (lambda v: v <= t)
-            a = np.where(obeys(a.astype(np.float64)), a, np.nextafter(a, np.float32(-np.inf)))
-            up = np.nextafter(a, np.float32(np.inf))
-            a = np.where(obeys(up.astype(np.float64)), up, a)
-            b = (a.astype(np.float64) + np.nextafter(a, np.float32(np.inf)).astype(np.float64)) / 2.0
-        else:
-            b = t.copy()
-        boundary = np.zeros(self.n_nodes)
-        boundary[internal] = b
-        rank = np.zeros(self.n_nodes, dtype=np.int32)
-        self.boundaries = []
-        offsets = [0]
-        feat = self.feature[internal]
-        for j in range(self.n_features):
-            values = np.unique(b[feat == j])
-            self.boundaries.append(values)
-            offsets.append(offsets[-1] + len(values) + 2)
-        idx = np.flatnonzero(internal)
-        for j in range(self.n_features):
-            sel = idx[feat == j]
-            rank[sel] = np.searchsorted(self.boundaries[j], boundary[sel]) + 1
-        self.threshold_rank = rank
-        self.cdf_offset = np.asarray(offsets, dtype=np.int64)
+    def __repr__(self):
+        return (f"Forest({self.model_type}, {self.n_trees} trees, {self.n_leaves} leaves, "
+                f"{self.n_features} features, outputs {self.output_names} in {self.output_space} space)")
 
     @property
     def split_features(self) -> np.ndarray:
@@ -138,12 +132,43 @@ class Forest:
         used[self.feature[self.left_child >= 0]] = True
         return used
 
+    def rows(self, X, *, what: str = "X", allow_nan: bool = True) -> tuple[np.ndarray, list[str]]:
+        """``X`` as float64 rows in this model's feature order and the feature names (a DataFrame
+        is aligned by column name; see :func:`xai_plugins._validation.model_rows`)."""
+        return model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan)
+
     def predict(self, X) -> np.ndarray:
         """Model output in ``output_space`` computed by the C core, shape (n, n_outputs)."""
         from . import _native
-        from ._validation import check_matrix
 
-        return _native.predict(self, check_matrix(X, n_features=self.n_features, allow_nan=True))
+        return _native.predict(self, self.rows(X)[0])
+
+
+class ModelPredictor:
+    """The fitted model's own predictor in a Forest's output space: ``predictor(X) -> (n, k)``.
+
+    Holds the model weakly (the import cache must not keep models alive), so it raises
+    :class:`~xai_plugins.errors.ModelGoneError` once the model has been garbage-collected.
+    ``predict(model, X)`` is called with rows in the model's feature order; models fitted on a
+    DataFrame get one with their own column names.
+    """
+
+    def __init__(self, model, predict: Callable):
+        self._model = weakref.ref(model)
+        self._predict = predict
+        self._names = model_feature_names(model) if getattr(model, "feature_names_in_", None) is not None else None
+
+    def __call__(self, X) -> np.ndarray:
+        model = self._model()
+        if model is None:
+            raise ModelGoneError("the model this Forest was imported from no longer exists; keep a reference "
+                                 "to the fitted model (Monte Carlo estimates call its own predictor)")
+        X = np.asarray(X, dtype=np.float64)
+        if self._names is not None:
+            import pandas as pd
+
+            X = pd.DataFrame(X, columns=self._names)
+        return np.asarray(self._predict(model, X), dtype=np.float64).reshape(len(X), -1)
 
 
 def _max_depth(left, right, offsets) -> int:
@@ -198,14 +223,28 @@ def _sklearn_tree(est, value, target=0) -> dict:
                 impurity=tree.impurity, weight=tree.weighted_n_node_samples)
 
 
+def _sklearn_predict(model, X):
+    return model.predict(X)
+
+
+def _sklearn_proba(model, X):
+    return model.predict_proba(X)
+
+
+def _sklearn_decision(model, X):
+    return model.decision_function(X)
+
+
+def _sklearn_hgb_raw(model, X):
+    return model._raw_predict(X)
+
+
 def _import_sklearn(model) -> Forest:
     from sklearn import ensemble, tree
 
-    check_is_fitted(model)
     name = type(model).__name__
-    names = [str(c) for c in getattr(model, "feature_names_in_", [])] or None
     common = dict(n_features=int(model.n_features_in_), split_rule="le", input_float32=True,
-                  feature_names=names, model_type=f"sklearn.{name}", model=model)
+                  feature_names=model_feature_names(model), model_type=f"sklearn.{name}")
     is_clf = hasattr(model, "classes_")
     if isinstance(model, (tree.BaseDecisionTree, ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
                           ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor)):
@@ -217,12 +256,12 @@ def _import_sklearn(model) -> Forest:
             k = len(model.classes_)
             return _concat(trees, base_score=np.zeros(k), aggregate="mean", task="classification",
                            output_space="probability", output_names=[str(c) for c in model.classes_],
-                           predict_fn=model.predict_proba, **common)
+                           predict_fn=ModelPredictor(model, _sklearn_proba), **common)
         trees = [_sklearn_tree(e, e.tree_.value[:, :, 0]) for e in estimators]
         k = model.n_outputs_
         return _concat(trees, base_score=np.zeros(k), aggregate="mean", task="regression", output_space="raw",
                        output_names=["output"] if k == 1 else [f"output_{o}" for o in range(k)],
-                       predict_fn=lambda X: np.asarray(model.predict(X)).reshape(len(X), -1), **common)
+                       predict_fn=ModelPredictor(model, _sklearn_predict), **common)
     if isinstance(model, (ensemble.GradientBoostingRegressor, ensemble.GradientBoostingClassifier)):
         rate = model.learning_rate
         trees = [_sklearn_tree(e, e.tree_.value[:, 0, 0] * rate, target=k)
@@ -233,9 +272,9 @@ def _import_sklearn(model) -> Forest:
             outputs = ["margin"] if len(model.classes_) == 2 else [str(c) for c in model.classes_]
             return _concat(trees, base_score=base, aggregate="sum", task="classification", output_space="margin",
                            output_names=outputs,
-                           predict_fn=lambda X: np.asarray(model.decision_function(X)).reshape(len(X), -1), **common)
+                           predict_fn=ModelPredictor(model, _sklearn_decision), **common)
         return _concat(trees, base_score=base, aggregate="sum", task="regression", output_space="raw",
-                       predict_fn=lambda X: np.asarray(model.predict(X)).reshape(len(X), -1), **common)
+                       predict_fn=ModelPredictor(model, _sklearn_predict), **common)
     if isinstance(model, (ensemble.HistGradientBoostingRegressor, ensemble.HistGradientBoostingClassifier)):
         return _import_sklearn_hgb(model, is_clf, common)
     raise UnsupportedModelError(f"unsupported scikit-learn model {name}; supported: {SUPPORTED_MODELS}")
@@ -255,7 +294,7 @@ def _import_sklearn_hgb(model, is_clf, common) -> Forest:
                               missing_left=nodes["missing_go_to_left"], value=nodes["value"], target=k))
     base = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
     common = {**common, "input_float32": False}
-    raw = lambda X: np.asarray(model._raw_predict(np.asarray(X, dtype=np.float64))).reshape(len(X), -1)  # noqa: E731
+    raw = ModelPredictor(model, _sklearn_hgb_raw)
     if is_clf:
         outputs = ["margin"] if len(model.classes_) == 2 else [str(c) for c in model.classes_]
         return _concat(trees, base_score=base, aggregate="sum", task="classification", output_space="margin",
@@ -273,8 +312,18 @@ def _parse_floats(text) -> np.ndarray:
     return np.array([float(v) for v in str(text).strip("[]").split(",") if v.strip()])
 
 
-_LOGIT_OBJECTIVES = {"binary:logistic", "reg:logistic", "binary:hinge"}
-_LOG_OBJECTIVES = {"count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"}
+# objective -> its ProbToMargin: maps learner_model_param.base_score to the margin intercept (XGBoost 3.x;
+# the per-output base_score vectors of multi:* / multi-target / multi-alpha models are already margins)
+_XGB_INTERCEPT = {
+    **dict.fromkeys(("binary:logistic", "reg:logistic"), "logit"),
+    **dict.fromkeys(("count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"), "log"),
+    **dict.fromkeys(("reg:squarederror", "reg:squaredlogerror", "reg:absoluteerror", "reg:pseudohubererror",
+                     "reg:quantileerror", "binary:logitraw", "binary:hinge", "multi:softprob", "multi:softmax",
+                     "rank:pairwise", "rank:ndcg", "rank:map"), "identity"),
+}
+# regression objectives whose prediction is the margin itself (PredTransform identity): output_space "raw"
+_XGB_IDENTITY_PREDICTION = {"reg:squarederror", "reg:squaredlogerror", "reg:absoluteerror",
+                            "reg:pseudohubererror", "reg:quantileerror", "rank:pairwise", "rank:ndcg", "rank:map"}
 
 
 def _compact_tree(left, right) -> np.ndarray:
@@ -305,14 +354,20 @@ def _import_xgboost(model) -> Forest:
     n_outputs = max(n_class, n_target, 1)
     objective = learner["objective"]["name"]
     base = _parse_floats(params["base_score"])
-    if objective in _LOGIT_OBJECTIVES:
-        base = np.log(base / (1.0 - base))
-    elif objective in _LOG_OBJECTIVES:
+    link = _XGB_INTERCEPT.get(objective)
+    if link is None:
+        raise UnsupportedModelError(f"XGBoost objective '{objective}' is not supported: the map from its "
+                                    f"base_score to the margin is unknown; supported: {sorted(_XGB_INTERCEPT)}")
+    if link == "logit":
+        base = np.log(base) - np.log1p(-base)
+    elif link == "log":
         base = np.log(base)
     base = np.broadcast_to(base, (n_outputs,)).copy()
     trees = []
     tree_info = gb["model"]["tree_info"]
-    for t, tree in enumerate(gb["model"]["trees"]):
+    rounds = _xgboost_rounds(model)
+    n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
+    for t, tree in enumerate(gb["model"]["trees"][:n_used]):
         if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
             raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
                                         "are not supported")
@@ -334,25 +389,44 @@ def _import_xgboost(model) -> Forest:
     if not trees:
         raise UnsupportedModelError("the XGBoost model has no trees")
     n_features = int(params.get("num_feature", "0")) or booster.num_features()
-    names = booster.feature_names
     task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
     if task == "classification":
         outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
     else:
         outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
 
-    def margin(X):
-        out = booster.inplace_predict(np.asarray(X, dtype=np.float32), predict_type="margin")
-        return np.asarray(out, dtype=np.float64).reshape(len(X), -1)
-
     return _concat(trees, base_score=base, n_features=n_features, split_rule="lt", input_float32=True,
-                   aggregate="sum", task=task, output_space="raw" if task == "regression" and objective
-                   not in _LOG_OBJECTIVES else "margin", model_type=f"xgboost.{type(model).__name__}",
-                   feature_names=list(names) if names else None, output_names=outputs, predict_fn=margin,
-                   model=model)
+                   aggregate="sum", task=task,
+                   output_space="raw" if objective in _XGB_IDENTITY_PREDICTION else "margin",
+                   model_type=f"xgboost.{type(model).__name__}",
+                   feature_names=model_feature_names(model), output_names=outputs,
+                   predict_fn=ModelPredictor(model, _xgboost_margin), objective=objective)
+
+
+def _xgboost_rounds(model) -> int | None:
+    """Boosting rounds the model predicts with: ``best_iteration + 1`` for a scikit-learn wrapper
+    fitted with early stopping (its ``predict`` stops there), else None (all rounds)."""
+    if not hasattr(model, "get_booster"):
+        return None
+    try:
+        return int(model.best_iteration) + 1
+    except AttributeError:
+        return None
+
+
+def _xgboost_margin(model, X):
+    booster = model.get_booster() if hasattr(model, "get_booster") else model
+    rounds = _xgboost_rounds(model)
+    return booster.inplace_predict(np.asarray(X, dtype=np.float32), predict_type="margin",
+                                   iteration_range=(0, rounds or 0))
 
 
 # ----------------------------------------------------------------------------- LightGBM
+
+# objectives whose prediction is the raw score (ConvertOutput identity; not with reg_sqrt, "... sqrt")
+_LGB_IDENTITY_PREDICTION = {"regression", "regression_l1", "huber", "fair", "quantile", "mape", "lambdarank",
+                            "rank_xendcg", "custom"}
+
 
 def _import_lightgbm(model) -> Forest:
     import lightgbm
@@ -395,7 +469,8 @@ def _import_lightgbm(model) -> Forest:
                           value=value, target=t % per_iteration))
     if not trees:
         raise UnsupportedModelError("the LightGBM model has no trees")
-    objective = str(dump.get("objective", "regression")).split()[0]
+    objective_words = str(dump.get("objective", "custom")).split()  # no key: a custom objective
+    objective = objective_words[0]
     task = "classification" if objective in ("binary", "multiclass", "multiclassova", "cross_entropy") \
         else "regression"
     n_outputs = per_iteration
@@ -403,37 +478,111 @@ def _import_lightgbm(model) -> Forest:
         outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
     else:
         outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
+    # boosting="rf": the margin is (sum over an output's trees) / n_iter, but predict(raw_score=True)
+    # returns the plain sum (LightGBM divides only before applying its link)
     mean = bool(dump.get("average_output", False))
-
-    def raw(X):
-        return np.asarray(booster.predict(np.asarray(X, dtype=np.float64), raw_score=True),
-                          dtype=np.float64).reshape(len(X), -1)
-
+    n_iter = len(trees) // per_iteration
+    if mean and per_iteration > 1:  # the C core's "mean" divides by all n_trees = n_iter * per_iteration
+        for tree in trees:
+            tree["value"] = np.asarray(tree["value"], dtype=np.float64) * per_iteration
     return _concat(trees, base_score=np.zeros(n_outputs), n_features=int(dump["max_feature_idx"]) + 1,
                    split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
-                   output_space="raw" if task == "regression" and objective in ("regression", "regression_l1",
-                                                                                 "huber", "fair", "quantile")
-                   else "margin",
-                   model_type=f"lightgbm.{type(model).__name__}", feature_names=list(dump.get("feature_names", []))
-                   or None, output_names=outputs, predict_fn=raw, model=model)
+                   output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
+                   else "margin", model_type=f"lightgbm.{type(model).__name__}",
+                   feature_names=model_feature_names(model), output_names=outputs,
+                   predict_fn=ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean=mean)),
+                   zero_threshold=LIGHTGBM_ZERO_THRESHOLD,
+                   objective=objective)
+
+
+def _lightgbm_raw(model, X, n_iter, mean):
+    booster = model.booster_ if hasattr(model, "booster_") else model
+    raw = booster.predict(np.asarray(X, dtype=np.float64), raw_score=True, num_iteration=n_iter)
+    return raw / n_iter if mean else raw
 
 
 def import_model(model) -> Forest:
-    """Import a fitted tree ensemble into a :class:`Forest` (a Forest is returned as is).
+    """The :class:`Forest` of a fitted tree ensemble (a Forest is returned as is).
 
-    Raises :class:`UnsupportedModelError` for other model types, categorical splits, linear
-    trees or vector leaves, and sklearn's ``NotFittedError`` for an unfitted estimator.
+    A model is imported once: the Forest is cached, keyed on the model object (held weakly) and
+    on a cheap fingerprint of its fitted state (the tree containers a refit replaces, the number of
+    trees, rounds and features), so repeated calls on the same model cost microseconds and a
+    refitted or reloaded model is imported again. (An XGBoost ``Booster.load_model`` into the same
+    object of a model with the same number of rounds, features and names is not detected: call
+    :func:`clear_model_cache` after it.)
+
+    Raises :class:`~xai_plugins.errors.UnsupportedModelError` for other model types, objectives,
+    categorical splits, linear trees or vector leaves, and sklearn's ``NotFittedError`` for an
+    unfitted estimator.
     """
     if isinstance(model, Forest):
         return model
-    module = type(model).__module__.split(".")[0]
-    if module == "sklearn":
-        return _import_sklearn(model)
-    if module == "xgboost":
-        check_is_fitted(model)
-        return _import_xgboost(model)
-    if module == "lightgbm":
-        check_is_fitted(model)
-        return _import_lightgbm(model)
-    raise UnsupportedModelError(f"unsupported model type {type(model).__module__}.{type(model).__name__}; "
-                                f"supported: {SUPPORTED_MODELS}")
+    library = type(model).__module__.split(".")[0]
+    importer = _IMPORTERS.get(library)
+    if importer is None:
+        raise UnsupportedModelError(f"unsupported model type {type(model).__module__}.{type(model).__name__}; "
+                                    f"supported: {SUPPORTED_MODELS}")
+    check_is_fitted(model)
+    key = id(model)
+    token = _fingerprint(model)
+    entry = _CACHE.get(key)
+    if entry is not None and entry[0]() is model and _same_fingerprint(entry[1], token):
+        return entry[2]
+    forest = importer(model)
+    try:
+        ref = weakref.ref(model, lambda r, key=key, cache=_CACHE: _forget(cache, key, r))
+    except TypeError:            # not weak-referenceable: not cached
+        return forest
+    _CACHE[key] = (ref, token, forest)
+    return forest
+
+
+#: id(model) -> (weak reference to the model, fingerprint, Forest)
+_CACHE: dict = {}
+_IMPORTERS = {"sklearn": _import_sklearn, "xgboost": _import_xgboost, "lightgbm": _import_lightgbm}
+
+
+def clear_model_cache() -> None:
+    """Forget every imported model (the next call on a model imports it again)."""
+    _CACHE.clear()
+
+
+def _forget(cache: dict, key, ref) -> None:
+    """Drop the entry of a garbage-collected model (unless the id was already reused)."""
+    entry = cache.get(key)
+    if entry is not None and entry[0] is ref:
+        del cache[key]
+
+
+def _fingerprint(model) -> tuple:
+    """(objects a refit replaces, compared by identity; scalars, compared by value)."""
+    objects, values = [], [type(model), getattr(model, "n_features_in_", None)]
+    library = type(model).__module__.split(".")[0]
+    if library == "sklearn":
+        for name in ("tree_", "estimators_", "_predictors"):
+            held = getattr(model, name, None)
+            if held is not None:
+                objects.append(held)
+                values.append(len(held) if hasattr(held, "__len__") else 0)
+        values += [getattr(model, "learning_rate", None), getattr(model, "n_estimators", None)]
+    elif library == "xgboost":
+        booster = model.get_booster() if hasattr(model, "get_booster") else model
+        objects.append(booster)
+        values += [booster.num_boosted_rounds(), booster.num_features(), tuple(booster.feature_names or ())]
+    elif library == "lightgbm":
+        booster = getattr(model, "booster_", model)
+        objects.append(booster)
+        values += [booster.current_iteration(), booster.num_trees(), booster.num_feature()]
+    return tuple(objects), tuple(values)
+
+
+def _same_fingerprint(a, b) -> bool:
+    return (len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0]))
+            and len(a[1]) == len(b[1]) and all(_equal(x, y) for x, y in zip(a[1], b[1])))
+
+
+def _equal(x, y) -> bool:
+    try:
+        return bool(x == y)
+    except (TypeError, ValueError):
+        return x is y

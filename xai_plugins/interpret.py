@@ -22,11 +22,12 @@ import pandas as pd
 from interpret.api.base import ExplainerMixin
 from interpret.api.templates import FeatureValueExplanation
 
-from ._validation import check_random_state
+from ._validation import check_random_state, resolve_output
 from .attributions import (Attribution, acme_attribution, background_data, local_mdi_attribution,
                            pg2_attribution)
+from .errors import InputError
 from .forest import import_model
-from .mdi import impurity_forest
+from .mdi import require_impurities
 
 
 class AttributionExplanation(FeatureValueExplanation):
@@ -35,23 +36,11 @@ class AttributionExplanation(FeatureValueExplanation):
 
 
 def _pick_output(values: np.ndarray, output_names, output) -> np.ndarray:
-    """(n, d) slice of (n, d) or (n, d, k) values for the chosen output."""
-    if output_names is None:
-        if output is not None:
-            raise ValueError("the model has a single output; leave output=None")
-        return values
-    k = len(output_names)
-    if output is None:
-        if k != 2:
-            raise ValueError(f"the model has {k} outputs {output_names}; choose one with output=")
-        output = 1
-    if isinstance(output, str):
-        if output not in output_names:
-            raise ValueError(f"unknown output {output!r}; outputs are {output_names}")
-        output = output_names.index(output)
-    if not 0 <= int(output) < k:
-        raise IndexError(f"output {output} out of range for {k} outputs")
-    return values[..., int(output)]
+    """(n, d) slice of (n, d) or (n, d, k) values for the chosen output (name or index; two-class
+    models default to the second, the positive class)."""
+    c = resolve_output(output_names, output, default=1 if output_names is not None and len(output_names) == 2
+                       else None)
+    return values if c is None else values[..., c]
 
 
 def _local_explanation(result: Attribution, values: np.ndarray, y, name: str) -> AttributionExplanation:
@@ -134,12 +123,12 @@ class PG2Explainer(_AttributionExplainer):
 
     def __init__(self, model, data=None, sigma=0.3, *, perturbation=None, sigma_units="std", output=None,
                  max_global_rows=200, random_state=0, n_jobs=None):
-        import_model(model)
+        self.forest = import_model(model)
         if sigma_units not in ("std", "raw"):
-            raise ValueError(f"sigma_units must be 'std' or 'raw'; got {sigma_units!r}")
+            raise InputError(f"sigma_units must be 'std' or 'raw'; got {sigma_units!r}")
         data = background_data(data)
         background = data if sigma_units == "std" else None
-        attribute = partial(pg2_attribution, model, sigma=sigma, perturbation=perturbation,
+        attribute = partial(pg2_attribution, self.forest, sigma=sigma, perturbation=perturbation,
                             background=background, n_jobs=n_jobs)
         super().__init__(model, data, attribute, output=output, max_global_rows=max_global_rows,
                          random_state=random_state)
@@ -152,19 +141,21 @@ class LocalMDIExplainer(_AttributionExplainer):
     explainer_type = "specific"
 
     def __init__(self, model, data=None, *, max_global_rows=200, random_state=0, n_jobs=None):
-        impurity_forest(model)
-        super().__init__(model, background_data(data), partial(local_mdi_attribution, model, n_jobs=n_jobs),
+        self.forest = require_impurities(model)
+        super().__init__(model, background_data(data), partial(local_mdi_attribution, self.forest, n_jobs=n_jobs),
                          max_global_rows=max_global_rows, random_state=random_state)
 
 
 class AcMEExplainer(_AttributionExplainer):
     """Blackbox: AcME (see :class:`xai_plugins.acme.AcME`). The global explanation is AcME's own
     (quantile grid around the mean/mode baseline; the curves are the standardized effects per
-    grid value); local ones are AcME local importances."""
+    grid value); local ones are AcME local importances. ``task=None`` infers it from the model
+    (a classifier is explained per class probability); ``output`` (index or class label) picks
+    the class shown, two-class models default to the positive one."""
 
     explainer_type = "blackbox"
 
-    def __init__(self, model, data, n_quantiles: int = 50, task: str = "regression", *, output=None,
+    def __init__(self, model, data, n_quantiles: int = 50, task: str | None = None, *, output=None,
                  **acme_options):
         from .acme import AcME
 

@@ -55,7 +55,9 @@ from typing import Callable
 import numpy as np
 
 from . import _native
-from ._validation import check_is_fitted, check_matrix, check_random_state, feature_names_of
+from ._validation import (check_is_fitted, check_matrix, check_n_jobs, check_random_state, feature_index,
+                          model_feature_names, model_rows)
+from .errors import UnsupportedModelError
 from .forest import import_model
 
 __all__ = ["fit_rashomon_forest", "model_class_reliance", "MCRResult"]
@@ -168,13 +170,13 @@ def _check_model(model):
     name = type(model).__name__
     boosting = ("GradientBoosting", "HistGradientBoosting", "XGB", "LGBM", "Booster", "AdaBoost", "CatBoost")
     if any(b in name for b in boosting):
-        raise TypeError(f"{name} is a boosting model, which RF-MCR does not support: the method swaps "
+        raise UnsupportedModelError(f"{name} is a boosting model, which RF-MCR does not support: the method swaps "
                         "predictively equivalent trees of an averaging forest. Use "
                         "fit_rashomon_forest() or a RandomForest*/ExtraTrees* model with bootstrap=False")
     forests = (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
                ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor)
     if not isinstance(model, forests):
-        raise TypeError(f"unsupported model {name}; RF-MCR needs a fitted RandomForestClassifier/Regressor "
+        raise UnsupportedModelError(f"unsupported model {name}; RF-MCR needs a fitted RandomForestClassifier/Regressor "
                         "or ExtraTreesClassifier/Regressor grown with bootstrap=False (see fit_rashomon_forest)")
     check_is_fitted(model)
     if model.bootstrap:
@@ -192,17 +194,7 @@ def _units(features, groups, names):
     d = len(names)
 
     def col(c):
-        if isinstance(c, (bool, np.bool_)):
-            raise TypeError(f"feature {c!r} must be a column index or name, not a bool")
-        if isinstance(c, (int, np.integer)):
-            if not 0 <= c < d:
-                raise ValueError(f"feature index {c} is out of range for {d} features")
-            return int(c)
-        if isinstance(c, str):
-            if c not in names:
-                raise ValueError(f"unknown feature {c!r}; known: {names}")
-            return names.index(c)
-        raise TypeError(f"feature {c!r} must be a column index or name")
+        return feature_index(c, names, d)
 
     units = []
     if groups is not None:
@@ -309,8 +301,7 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
     loss = _LOSSES[task][0] if loss is None else loss
     if not callable(loss) and loss not in _LOSSES[task]:
         raise ValueError(f"loss {loss!r} is not available for {task}; use one of {_LOSSES[task]} or a callable")
-    names = feature_names_of(X, d, model)
-    Xc = check_matrix(X, n_features=d, allow_nan=False)
+    Xc, names = model_rows(X, model_feature_names(model), d, allow_nan=False)
     n = Xc.shape[0]
     X32 = np.ascontiguousarray(Xc, dtype=np.float32)   # scikit-learn trees compare float32(x) <= t
     units = _units(features, groups, names)
@@ -354,7 +345,7 @@ class _Context:
         self.trees = [est.tree_ for est in estimators]
         n, T = X32.shape[0], len(self.trees)
         self.n, self.T = n, T
-        self.workers = _native.n_threads(n_jobs)
+        self.workers = check_n_jobs(n_jobs)
         self.pool = ThreadPoolExecutor(self.workers) if self.workers > 1 else None
         self.forest = forest  # the same trees in the C core's layout, same node numbering
         self.offsets = forest.tree_offset[:-1]

@@ -7,24 +7,40 @@ Local MDI of feature j at a sample x (Definition 1, averaged over the T trees):
 with the raw node impurities the trees were grown with (scikit-learn ``tree_.impurity``: Gini,
 entropy in bits, variance / Friedman MSE). Its mean over the training set is the forest's
 global MDI before normalisation (eq. 8-9): the mean over trees of
-``tree_.compute_feature_importances(normalize=False)``.
+``tree_.compute_feature_importances(normalize=False)`` -- when every tree saw every training row
+once. A bootstrap forest grew each tree on its own resample: its MDI is the mean of local MDI
+weighted, per tree, by the in-bag counts (``global_mdi(model, X_train, in_bag=True)``), or,
+without data, :func:`global_mdi` ``(model)``.
 
 Only models that store node impurities are supported: scikit-learn decision trees, random
 forests, extra trees and gradient boosting. XGBoost, LightGBM and HistGradientBoosting store
-no impurity and are refused with :class:`~xai_plugins.forest.UnsupportedModelError` rather than
+no impurity and are refused with :class:`~xai_plugins.errors.UnsupportedModelError` rather than
 recomputed from data, so that the numbers always describe the trees the model actually grew.
+
+``X`` follows the package's column convention (:mod:`xai_plugins._validation`): a DataFrame is
+aligned to the model's feature names by column name, an array is read positionally.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import _native
-from ._validation import check_matrix
-from .forest import Forest, UnsupportedModelError, import_model
+from ._validation import model_rows
+from .errors import InputError, UnsupportedModelError, XaiWarning
+from .forest import Forest, import_model
+
+#: scikit-learn ensembles whose bootstrap draws :func:`in_bag_counts` can replay
+_IN_BAG_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
+
+_IN_BAG_HOW = ("pass the exact X the forest was fitted on, in the same row order, to a forest fitted "
+               "without sample_weight or class_weight; or use global_mdi(model) (X=None) for the MDI "
+               "from the trees alone")
 
 
-def impurity_forest(model) -> Forest:
+def require_impurities(model) -> Forest:
     """The imported model, or UnsupportedModelError when it stores no node impurities."""
     forest = import_model(model)
     if forest.impurity is None:
@@ -35,63 +51,162 @@ def impurity_forest(model) -> Forest:
 
 
 def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
-    """(n, d) local MDI of every row of ``X`` (NaN follows each node's missing-value direction)."""
-    forest = impurity_forest(model)
-    X = check_matrix(X, n_features=forest.n_features, allow_nan=True)
+    """(n, d) local MDI of every row of ``X`` (NaN follows each node's missing-value direction),
+    columns in the model's feature order."""
+    forest = require_impurities(model)
+    X, _ = model_rows(X, forest.feature_names, forest.n_features, allow_nan=True)
     return _native.local_mdi(forest, X, n_jobs=n_jobs)
+
+
+def _is_in_bag_model(model) -> bool:
+    return type(model).__module__.startswith("sklearn.") and type(model).__name__ in _IN_BAG_MODELS
+
+
+def _require_in_bag_model(model) -> None:
+    if not _is_in_bag_model(model):
+        raise UnsupportedModelError(
+            f"in_bag=True replays the bootstrap draws of a fitted scikit-learn {', '.join(_IN_BAG_MODELS)}; "
+            f"{type(model).__name__} has none to replay (pass the scikit-learn model itself, not an imported "
+            "Forest). Use global_mdi(model) for the MDI from the trees alone, or in_bag=False for the mean "
+            "of local MDI over X")
 
 
 def in_bag_counts(model, n_samples: int) -> np.ndarray:
     """(n_samples, n_trees) how often each training row was drawn into each tree's bootstrap
-    sample (all ones for forests grown without bootstrap).
+    sample (all ones for a forest grown without bootstrap).
 
-    Replays scikit-learn's draw for an unweighted fit: ``n_boot`` indices from
-    ``RandomState(tree.random_state).randint(0, n_samples, n_boot)``.
+    Only for scikit-learn RandomForest* / ExtraTrees*; uses the model's ``estimators_samples_``
+    (its own replay of the draws) where scikit-learn has it. ``n_samples`` must be the number of
+    training rows (:class:`~xai_plugins.errors.InputError` when the model knows it and it differs).
     """
+    _require_in_bag_model(model)
+    n_samples = int(n_samples)
+    n_train = getattr(model, "_n_samples", None)     # set by fit, used by estimators_samples_
+    if isinstance(n_train, (int, np.integer)) and n_samples != n_train:
+        raise InputError(f"X has {n_samples} rows but the forest was fitted on {n_train}; " + _IN_BAG_HOW)
+    counts = np.empty((n_samples, len(model.estimators_)))
+    if hasattr(type(model), "estimators_samples_"):
+        for t, drawn in enumerate(model.estimators_samples_):
+            if len(drawn) and drawn.max() >= n_samples:
+                raise InputError(f"X has {n_samples} rows but the forest drew row {int(drawn.max())}; "
+                                 + _IN_BAG_HOW)
+            counts[:, t] = np.bincount(drawn, minlength=n_samples)
+        return counts
+    if not getattr(model, "bootstrap", False):       # scikit-learn without estimators_samples_
+        counts[:] = 1.0
+        return counts
     from sklearn.utils import check_random_state
 
-    if not getattr(model, "bootstrap", False):
-        return np.ones((n_samples, len(model.estimators_)))
     m = model.max_samples
     n_boot = n_samples if m is None else m if isinstance(m, (int, np.integer)) else max(round(n_samples * m), 1)
-    counts = np.empty((n_samples, len(model.estimators_)))
     for t, est in enumerate(model.estimators_):
         drawn = check_random_state(est.random_state).randint(0, n_samples, n_boot)
         counts[:, t] = np.bincount(drawn, minlength=n_samples)
     return counts
 
 
+def _check_in_bag_fit(model, X: np.ndarray, counts: np.ndarray) -> None:
+    """Refuse ``X`` unless, in every tree, the in-bag counts of the rows reaching each leaf add
+    up to the leaf's weighted sample count -- which holds for the training data in its original
+    row order and fails almost surely for a subset, permuted rows or a weighted fit."""
+    X32 = X.astype(np.float32)
+    for t, est in enumerate(model.estimators_):
+        tree = est.tree_
+        try:
+            leaves = est.apply(X32)
+        except ValueError as exc:   # e.g. NaN for trees grown without missing values
+            raise InputError(f"X does not fit the trees grown with in_bag ({exc}); " + _IN_BAG_HOW) from exc
+        got = np.bincount(leaves, weights=counts[:, t], minlength=tree.node_count)
+        want = tree.weighted_n_node_samples
+        is_leaf = tree.children_left < 0
+        bad = np.flatnonzero(is_leaf & ~np.isclose(got, want, rtol=1e-9, atol=1e-9))
+        if bad.size:
+            total = counts[:, t].sum()
+            if not np.isclose(total, want[0], rtol=1e-9, atol=1e-9):
+                why = (f"tree {t} was grown on {want[0]:g} weighted samples but the replayed draw of "
+                       f"{len(X)} rows holds {total:g}")
+            else:
+                why = (f"in tree {t}, {bad.size} leaves receive different in-bag counts from X than the "
+                       f"tree was grown with (leaf {bad[0]}: {got[bad[0]]:g} vs {want[bad[0]]:g})")
+            raise InputError(f"X is not the training data of this forest with in_bag=True: {why}; " + _IN_BAG_HOW)
+
+
+def _subsampled(model) -> str | None:
+    """Why the mean of local MDI over data is not this model's MDI (each tree saw a resample), or None."""
+    if _is_in_bag_model(model) and getattr(model, "bootstrap", False):
+        return "bootstrap"
+    name = type(model).__name__
+    if type(model).__module__.startswith("sklearn.") and name.startswith("GradientBoosting") \
+            and getattr(model, "subsample", 1.0) < 1.0:
+        return "subsample"
+    return None
+
+
 def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) -> np.ndarray:
-    """(d,) global MDI, unnormalised.
+    """(d,) global MDI, unnormalised, in the model's feature order.
 
     - ``X`` None: from the trees alone, the mean over trees of
       Σ_n w(n)/w(root) (i(n) - w(left)/w(n) i(left) - w(right)/w(n) i(right)) per split feature
-      (what ``compute_feature_importances(normalize=False)`` gives);
+      (what ``compute_feature_importances(normalize=False)`` gives): the forest's MDI;
     - ``X`` given: the (``sample_weight``-weighted) mean of :func:`local_mdi` over its rows; with
-      the training data of a forest grown without bootstrap this equals the above;
-    - ``in_bag=True`` (``X`` must be the training data of a bootstrap forest): each tree averages
-      only over its own bootstrap sample, weighted by in-bag counts, which restores the identity.
+      the training data of a forest grown without bootstrap this equals the above. For a
+      bootstrap forest (or gradient boosting with ``subsample < 1``) it is not the forest's MDI and
+      an :class:`~xai_plugins.errors.XaiWarning` says so (``local_mdi(model, X).mean(axis=0)``
+      gives the same mean without the warning);
+    - ``in_bag=True`` (scikit-learn RandomForest* / ExtraTrees* only, ``X`` the exact training
+      data in its original row order, fit without ``sample_weight`` / ``class_weight``): each tree
+      averages only over its own bootstrap sample, weighted by in-bag counts, which restores the
+      identity with the trees-only MDI. ``X`` is checked against the trees (every leaf must receive
+      the in-bag weight it was grown with) and refused with
+      :class:`~xai_plugins.errors.InputError` otherwise. For a forest grown without bootstrap
+      every count is one: ``in_bag=True`` gives the plain mean, after the same check (which then
+      accepts the training rows in any order). Other models are refused with
+      :class:`~xai_plugins.errors.UnsupportedModelError`.
     """
-    forest = impurity_forest(model)
+    forest = require_impurities(model)
     if X is None:
         if sample_weight is not None or in_bag:
-            raise ValueError("sample_weight and in_bag need the data X")
+            raise InputError("sample_weight and in_bag need the data X; global_mdi(model) without them "
+                             "gives the MDI from the trees alone")
         return _tree_mdi(forest)
-    X = check_matrix(X, n_features=forest.n_features, allow_nan=True)
+    X, _ = model_rows(X, forest.feature_names, forest.n_features, allow_nan=True)
     n = len(X)
     if in_bag:
+        if sample_weight is not None:
+            raise InputError("sample_weight cannot be combined with in_bag=True: the in-bag counts are the weights")
+        _require_in_bag_model(model)
         counts = in_bag_counts(model, n)
+        _check_in_bag_fit(model, X, counts)
         weight = counts / counts.sum(axis=0, keepdims=True) / forest.n_trees  # per tree: mean over its sample
         return _native.local_mdi(forest, X, tree_weight=np.ascontiguousarray(weight), n_jobs=n_jobs).sum(axis=0)
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if sample_weight is None:
+        w = np.ones(n)
+    else:
+        try:
+            w = np.asarray(sample_weight, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"sample_weight must be numeric ({exc})") from exc
     if w.shape != (n,) or np.any(w < 0) or not np.all(np.isfinite(w)) or w.sum() <= 0:
-        raise ValueError("sample_weight must be (n_rows,), finite, non-negative, and not all zero")
+        raise InputError(f"sample_weight must be ({n},) (one per row of X), finite, non-negative, and not all "
+                         f"zero; got shape {w.shape}")
+    why = _subsampled(model)
+    if why == "bootstrap":
+        warnings.warn("the mean of local MDI over X is not the forest's MDI for a bootstrap forest (each tree "
+                      "was grown on its own bootstrap sample): pass in_bag=True with the exact training data, "
+                      "or X=None for the MDI from the trees alone (local_mdi(model, X).mean(axis=0) averages "
+                      "over X without this warning)", XaiWarning, stacklevel=2)
+    elif why == "subsample":
+        warnings.warn("the mean of local MDI over X is not the model's MDI for gradient boosting with "
+                      "subsample < 1 (each tree was grown on its own subsample): pass X=None for the MDI from "
+                      "the trees alone (local_mdi(model, X).mean(axis=0) averages over X without this "
+                      "warning)", XaiWarning, stacklevel=2)
     return (w[:, None] * _native.local_mdi(forest, X, n_jobs=n_jobs)).sum(axis=0) / w.sum()
 
 
 def _tree_mdi(forest: Forest) -> np.ndarray:
     if forest.weight is None:
-        raise UnsupportedModelError("global MDI without data needs per-node sample weights")
+        raise UnsupportedModelError("global MDI without data needs per-node sample weights, which "
+                                    f"{forest.model_type} does not store")
     out = np.zeros(forest.n_features)
     for t in range(forest.n_trees):
         a, b = forest.tree_offset[t], forest.tree_offset[t + 1]

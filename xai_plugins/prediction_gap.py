@@ -16,14 +16,17 @@ predictor for probabilities.
 
 from __future__ import annotations
 
+import numbers
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import qmc
 
 from . import _native
-from ._validation import check_matrix, check_random_state
+from ._validation import check_random_state, feature_index, resolve_output
+from .errors import InputError, InputTypeError
 from .forest import Forest, import_model
 from .perturbation import cdf_table, make_perturbation
 
@@ -54,50 +57,147 @@ class PG2Estimate:
                 f"mean={np.mean(self.value):.6g}, seconds={self.seconds:.3g})")
 
 
+@dataclass
+class GreedyRanking:
+    """Greedy PG² ranking of ``n`` rows: ``ranking`` (n, d) feature indices in the model's feature
+    order, most important first, and ``pg2_path`` (n, d) with ``pg2_path[i, k] =
+    PG²(x_i, ranking[i, :k+1])`` (PG² is not monotone in S, so the path need not rise).
+    ``np.asarray(result)`` is ``ranking``."""
+
+    ranking: np.ndarray
+    pg2_path: np.ndarray
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.ranking, dtype=dtype)
+
+    def __len__(self):
+        return len(self.ranking)
+
+
+@dataclass(frozen=True, eq=False)
+class SplitBoundaries:
+    """PG²'s view of a Forest's splits (DESIGN: CDF tables at the split boundaries).
+
+    Per feature j, ``boundaries[j]`` are the sorted distinct real numbers b such that the model
+    sends a real x left iff x < b (up to a null set); ``threshold_rank`` (n_nodes,) is each node's
+    1-based rank among its feature's boundaries; ``cdf_offset`` (d + 1,) the layout of the per-row
+    CDF tables (feature j owns ``cdf_offset[j] .. cdf_offset[j+1]``: 0, one entry per boundary, 1);
+    ``c_forest`` the C struct carrying the ranks.
+    """
+
+    boundaries: list
+    threshold_rank: np.ndarray
+    cdf_offset: np.ndarray
+    c_forest: _native.CForest
+
+
+_BOUNDARIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def split_boundaries(forest: Forest) -> SplitBoundaries:
+    """The :class:`SplitBoundaries` of a Forest, computed once and cached with it."""
+    cached = _BOUNDARIES.get(forest)
+    if cached is not None:
+        return cached
+    internal = forest.left_child >= 0
+    t = forest.threshold[internal]
+    if forest.input_float32:
+        # the model compares float32(x): left iff float32(x) <= a, where a is the largest
+        # float32 obeying the rule against t; float32(x) <= a iff x < midpoint(a, next float32)
+        a = t.astype(np.float32)
+        obeys = (lambda v: v < t) if forest.split_rule == "lt" else (lambda v: v <= t)
+        a = np.where(obeys(a.astype(np.float64)), a, np.nextafter(a, np.float32(-np.inf)))
+        up = np.nextafter(a, np.float32(np.inf))
+        a = np.where(obeys(up.astype(np.float64)), up, a)
+        b = (a.astype(np.float64) + np.nextafter(a, np.float32(np.inf)).astype(np.float64)) / 2.0
+    else:
+        b = t.copy()
+    boundary = np.zeros(forest.n_nodes)
+    boundary[internal] = b
+    rank = np.zeros(forest.n_nodes, dtype=np.int32)
+    boundaries, offsets = [], [0]
+    feat = forest.feature[internal]
+    idx = np.flatnonzero(internal)
+    for j in range(forest.n_features):
+        values = np.unique(b[feat == j])
+        boundaries.append(values)
+        offsets.append(offsets[-1] + len(values) + 2)
+        sel = idx[feat == j]
+        rank[sel] = np.searchsorted(values, boundary[sel]) + 1
+    rank.flags.writeable = False
+    cached = SplitBoundaries(boundaries, rank, np.asarray(offsets, dtype=np.int64),
+                             _native.CForest(forest, threshold_rank=rank))
+    _BOUNDARIES[forest] = cached
+    return cached
+
+
 def _squeeze(forest: Forest, values: np.ndarray) -> np.ndarray:
     return values[..., 0] if forest.n_outputs == 1 else values
 
 
 def _prepare(model, X, allow_nan=True):
+    """The imported model and ``X`` as rows in its feature order (DataFrames aligned by name)."""
     forest = import_model(model)
-    X = check_matrix(X, n_features=forest.n_features, allow_nan=allow_nan)
-    return forest, X
+    X, names = forest.rows(X, allow_nan=allow_nan)
+    return forest, X, names
 
 
-def _set_masks(S, n_rows: int, n_features: int) -> np.ndarray:
-    """(n_rows, n_features) uint8 masks from a feature list, a boolean mask, or per-row masks."""
-    arr = np.asarray(S)
+def _set_masks(S, n_rows: int, n_features: int, names=None) -> np.ndarray:
+    """(n_rows, n_features) uint8 masks of the perturbed sets.
+
+    ``S`` is one set for every row — feature indices (model order) and/or feature names, or a
+    boolean mask (d,) — or one set per row: a boolean (n, d) mask, an (n, k) integer array, or a
+    list of n index/name lists.
+    """
+    if isinstance(S, (str, numbers.Integral)) and not isinstance(S, (bool, np.bool_)):
+        S = [S]
+    arr = np.asarray(S, dtype=object) if _is_ragged(S) else np.asarray(S)
     if arr.dtype == bool:
         if arr.shape == (n_features,):
             arr = np.broadcast_to(arr, (n_rows, n_features))
         if arr.shape != (n_rows, n_features):
-            raise ValueError(f"a boolean S must have shape ({n_features},) or ({n_rows}, {n_features}); "
+            raise InputError(f"a boolean S must have shape ({n_features},) or ({n_rows}, {n_features}); "
                              f"got {arr.shape}")
         return np.ascontiguousarray(arr, dtype=np.uint8)
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(f"S must hold integer feature indices or be a boolean mask; got dtype {arr.dtype}")
-    idx = arr.astype(np.int64).ravel()
-    if np.any((idx < 0) | (idx >= n_features)):
-        raise IndexError(f"S holds feature indices out of range [0, {n_features}): {idx[(idx < 0) | (idx >= n_features)]}")
-    if len(np.unique(idx)) != len(idx):
-        raise ValueError(f"S holds duplicated features: {idx.tolist()}")
+    if arr.ndim == 2 or (arr.dtype == object and arr.ndim == 1 and len(arr) and
+                         all(isinstance(s, (list, tuple, np.ndarray)) for s in arr)):
+        if len(arr) != n_rows:
+            raise InputError(f"per-row S must list one feature set per row: {n_rows} rows, got {len(arr)} sets")
+        return np.concatenate([_set_masks(list(row), 1, n_features, names) for row in arr], axis=0)
+    if arr.ndim > 2:
+        raise InputError("S must be a feature list, a boolean mask (d,) or (n, d), an (n, k) index array "
+                         f"or one list per row; got shape {arr.shape}")
+    if arr.size and arr.dtype.kind == "f":
+        raise InputTypeError(f"S must hold integer feature indices, feature names or be a boolean mask; "
+                             f"got dtype {arr.dtype}")
+    idx = [feature_index(f.item() if hasattr(f, "item") else f, names, n_features) for f in arr.ravel()]
+    if len(set(idx)) != len(idx):
+        raise InputError(f"S holds duplicated features: {[f for f in arr.ravel()]}")
     mask = np.zeros((n_rows, n_features), dtype=np.uint8)
     mask[:, idx] = 1
     return mask
+
+
+def _is_ragged(S) -> bool:
+    return isinstance(S, (list, tuple)) and any(isinstance(s, (list, tuple, np.ndarray)) for s in S) and \
+        len({len(s) if isinstance(s, (list, tuple, np.ndarray)) else -1 for s in S}) > 1
 
 
 def _check_perturbed_finite(X, mask):
     bad = np.isnan(X) & (mask != 0)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise ValueError(f"X has NaN in perturbed feature {c} (row {r}); perturbing a missing value is undefined")
+        raise InputError(f"X has NaN in perturbed feature {c} (row {r}); perturbing a missing value is undefined")
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
         random_state=None, n_jobs=None) -> PG2Estimate:
     """PG²(x, S) = E[(f(x') - f(x))²] for every row x of ``X``.
 
-    ``S``: feature indices (shared by all rows), a boolean mask (d,) or per-row masks (n, d).
+    ``X``: an array, or a DataFrame whose columns are aligned by name to the model's features.
+    ``S``: the perturbed features, in the model's feature order — indices and/or feature names
+    shared by all rows, a boolean mask (d,), or one set per row: a boolean (n, d) mask, an (n, k)
+    index array, or a list of n index/name lists.
     ``sigma`` / ``perturbation`` / ``background``: the noise, see :func:`make_perturbation`.
     ``method``: "exact" (closed form in C), "monte_carlo" (``n_samples`` perturbed copies per row
     through the model's own predictor), "qmc" (scrambled Halton points mapped through the inverse
@@ -105,21 +205,22 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     exceeds :data:`AUTO_PAIR_BUDGET`; the estimate's ``method`` says which ran).
     """
     if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
-    forest, X = _prepare(model, X)
-    masks = _set_masks(S, len(X), forest.n_features)
+        raise InputError(f"method must be one of {METHODS}; got {method!r}")
+    forest, X, names = _prepare(model, X)
+    masks = _set_masks(S, len(X), forest.n_features, names)
     _check_perturbed_finite(X, masks)
-    noise = make_perturbation(forest.n_features, sigma, perturbation, background)
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
     if method == "auto":
         method = "exact" if float(forest.n_leaves) ** 2 <= AUTO_PAIR_BUDGET else "monte_carlo"
     start = time.perf_counter()
     if method == "exact":
-        table = cdf_table(forest, X, noise, np.flatnonzero(masks.any(axis=0)))
-        values, terms = _native.pg2(forest, X, masks[:, None, :], table, n_jobs=n_jobs)
+        splits = split_boundaries(forest)
+        table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
+        values, terms = _native.pg2(splits.c_forest, splits.cdf_offset, X, masks[:, None, :], table, n_jobs=n_jobs)
         values = _squeeze(forest, values[:, 0, :])
         return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms)
-    if n_samples < 2 or int(n_samples) != n_samples:
-        raise ValueError(f"n_samples must be an integer >= 2; got {n_samples}")
+    if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
+        raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
     mean, stderr = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, check_random_state(random_state))
     return PG2Estimate(_squeeze(forest, mean), _squeeze(forest, stderr), method, int(n_samples),
                        time.perf_counter() - start)
@@ -128,7 +229,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
 def _sampled_pg2(forest, X, masks, noise, n_samples, method, rng, batch_rows=200_000):
     """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor."""
     if forest.predict_fn is None:
-        raise NotImplementedError("this Forest carries no model predictor; sampling needs the model")
+        raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
     n, d = X.shape
     k = forest.n_outputs
     mean = np.zeros((n, k))
@@ -164,35 +265,40 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, rng, batch_rows=200
     return mean, stderr
 
 
-def _check_ranking(ranking, n_rows: int, n_features: int) -> np.ndarray:
-    """(m, n, d) int64 rankings from a (d,), (n, d) or (m, n, d) array of feature orders."""
-    r = np.asarray(ranking)
+def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndarray:
+    """(m, n, d) int64 rankings from a (d,), (n, d) or (m, n, d) array of feature orders (indices
+    in the model's feature order, or feature names)."""
+    r = np.asarray(getattr(ranking, "ranking", ranking))
+    if r.dtype.kind in "OUS":
+        lookup = np.vectorize(lambda f: feature_index(f, names, n_features), otypes=[np.int64])
+        r = lookup(r) if r.size else r.astype(np.int64)
     if r.ndim == 1:
         r = np.broadcast_to(r, (n_rows, len(r)))
     if r.ndim == 2:
         r = r[None]
     if r.ndim != 3 or r.shape[1:] != (n_rows, n_features) or r.shape[0] < 1:
-        raise ValueError(f"ranking must have shape ({n_features},), ({n_rows}, {n_features}) or "
-                         f"(m, {n_rows}, {n_features}); got {np.shape(ranking)}")
+        raise InputError(f"ranking must have shape ({n_features},), ({n_rows}, {n_features}) or "
+                         f"(m, {n_rows}, {n_features}); got {np.shape(r)}")
     if not np.issubdtype(r.dtype, np.integer):
-        raise TypeError(f"ranking must hold integer feature indices; got dtype {r.dtype}")
+        raise InputTypeError(f"ranking must hold integer feature indices or feature names; got dtype {r.dtype}")
     if not np.all(np.sort(r, axis=2) == np.arange(n_features)):
-        raise ValueError("every ranking row must be a permutation of 0..d-1")
+        raise InputError("every ranking row must be a permutation of 0..d-1")
     return r.astype(np.int64)
 
 
 def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> np.ndarray:
-    """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d).
+    """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
+    feature indices in the model's feature order (or feature names).
 
     Returns (n,) for single-output models, (n, k) otherwise. ``ranking`` may also stack m
     rankings of the same rows, (m, n, d), to score several explanations at once: the result
     gains a leading axis of length m, and a prefix set that several rankings of a row share (the
     full set always, often the first few) is computed once.
     """
-    forest, X = _prepare(model, X, allow_nan=False)
+    forest, X, names = _prepare(model, X, allow_nan=False)
     d = forest.n_features
-    given = np.asarray(ranking)
-    r = _check_ranking(ranking, len(X), d)
+    r = _check_ranking(ranking, len(X), d, names)
+    stacked = np.ndim(getattr(ranking, "ranking", ranking)) == 3
     m, n = r.shape[:2]
     position = np.empty_like(r)
     np.put_along_axis(position, r, np.broadcast_to(np.arange(d), r.shape), axis=2)
@@ -207,41 +313,34 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_
     mask = np.zeros((n, max(len(u) for u in unique), d), dtype=np.uint8)  # padding: empty sets, PG² = 0
     for i, u in enumerate(unique):
         mask[i, :len(u)] = u
-    noise = make_perturbation(d, sigma, perturbation, background)
-    table = cdf_table(forest, X, noise, range(d))
-    values, _ = _native.pg2(forest, X, mask, table, n_jobs=n_jobs)
+    noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
+    splits = split_boundaries(forest)
+    table = cdf_table(splits, X, noise, range(d))
+    values, _ = _native.pg2(splits.c_forest, splits.cdf_offset, X, mask, table, n_jobs=n_jobs)
     per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
     scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
     out = _squeeze(forest, scores)
-    return out if given.ndim == 3 else out[0]
-
-
-def _output_weight(forest: Forest, output) -> np.ndarray:
-    if output is None:
-        return np.ones(forest.n_outputs)
-    if isinstance(output, str):
-        if output not in forest.output_names:
-            raise ValueError(f"unknown output {output!r}; outputs are {forest.output_names}")
-        output = forest.output_names.index(output)
-    if not 0 <= int(output) < forest.n_outputs:
-        raise IndexError(f"output {output} out of range for {forest.n_outputs} outputs")
-    w = np.zeros(forest.n_outputs)
-    w[int(output)] = 1.0
-    return w
+    return out if stacked else out[0]
 
 
 def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None,
-                       return_pg2=False, n_jobs=None):
+                       n_jobs=None) -> GreedyRanking:
     """Greedy PG² ranking per row, most important first: step k adds the feature j maximising
-    PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` only); ties go to the
-    lowest feature index (features the model never reaches tie at the end in index order).
+    PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` — an index or name — only);
+    ties go to the lowest feature index (features the model never reaches tie at the end in
+    index order).
 
-    Returns the (n, d) int ranking, and with ``return_pg2=True`` also the (n, d) path
-    ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. PG² is not monotone in S, so the path need not rise.
+    Returns a :class:`GreedyRanking`: ``.ranking`` (n, d) feature indices in the model's feature
+    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``.
     """
-    forest, X = _prepare(model, X, allow_nan=False)
-    noise = make_perturbation(forest.n_features, sigma, perturbation, background)
-    table = cdf_table(forest, X, noise, range(forest.n_features))
-    ranking, path = _native.greedy_pg2(forest, X, table, _output_weight(forest, output), n_jobs=n_jobs)
-    ranking = ranking.astype(np.int64)
-    return (ranking, path) if return_pg2 else ranking
+    forest, X, _ = _prepare(model, X, allow_nan=False)
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
+    splits = split_boundaries(forest)
+    table = cdf_table(splits, X, noise, range(forest.n_features))
+    c = None if output is None else resolve_output(forest.output_names, output)
+    weight = np.ones(forest.n_outputs)
+    if c is not None:
+        weight = np.zeros(forest.n_outputs)
+        weight[c] = 1.0
+    ranking, path = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, X, table, weight, n_jobs=n_jobs)
+    return GreedyRanking(ranking.astype(np.int64), path)

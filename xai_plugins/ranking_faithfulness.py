@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import feature_order
+from .errors import InputError
 from .forest import import_model
 from .prediction_gap import pgi2
 
@@ -23,7 +25,7 @@ def rank_by_magnitude(values) -> np.ndarray:
     along axis 1 of an (n, d) or (n, d, k) array."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim not in (2, 3):
-        raise ValueError(f"attribution values must be (n, d) or (n, d, k); got shape {values.shape}")
+        raise InputError(f"attribution values must be (n, d) or (n, d, k); got shape {values.shape}")
     return np.argsort(-np.abs(values), axis=1, kind="stable")
 
 
@@ -35,26 +37,46 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, ba
     an :class:`~xai_plugins.attributions.Attribution`, or an (n, d[, k]) array with ``X``.
     ``sigma``/``perturbation``/``background`` define the noise as in :func:`xai_plugins.pg2`.
 
+    Feature columns are matched to the model's features by name (the explanation's
+    ``feature_names``, else a DataFrame ``X``'s columns) and positionally otherwise.
+
     Returns (n,) for a single-output model; (n, k) for k outputs — column c scores the
     explanation of output c when the explanation has k outputs, else the one ranking on output c.
     For boosted classifiers the model output is the margin, which is also what shap's
     ``TreeExplainer`` explains by default.
     """
+    forest = import_model(model)
     values = np.asarray(getattr(explanation, "values", explanation), dtype=np.float64)
     if X is None:
         X = getattr(explanation, "data", None)
         if X is None:
-            raise ValueError("the explanation carries no data; pass the explained rows as X=")
+            raise InputError("the explanation carries no data; pass the explained rows as X=")
     if np.ndim(X) != 2 or len(X) != len(values):
-        raise ValueError(f"X has shape {np.shape(X)} but the explanation has {len(values)} rows")
+        raise InputError(f"X has shape {np.shape(X)} but the explanation has {len(values)} rows")
+    values, X = _model_order(forest, values, X, getattr(explanation, "feature_names", None))
     ranking = rank_by_magnitude(values)
     noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
     if ranking.ndim == 2:
-        return pgi2(model, X, ranking, **noise)
-    k = import_model(model).n_outputs
+        return pgi2(forest, X, ranking, **noise)
+    k = forest.n_outputs
     if ranking.shape[2] != k:
-        raise ValueError(f"the explanation has {ranking.shape[2]} outputs but the model has {k}")
-    return own_output_pgi2(model, X, ranking, **noise)
+        raise InputError(f"the explanation has {ranking.shape[2]} outputs but the model has {k}")
+    return own_output_pgi2(forest, X, ranking, **noise)
+
+
+def _model_order(forest, values, X, explained_names):
+    """``values`` (and array ``X``) with their feature columns in the model's order, matched by the
+    explanation's feature names (else a DataFrame X's columns); positional when either side has none."""
+    names = explained_names if explained_names is not None else getattr(X, "columns", None)
+    if names is None or forest.feature_names is None:
+        return values, X
+    order = feature_order([str(c) for c in names], forest.feature_names, "the explanation")
+    if order is None:
+        return values, X
+    values = values[:, order]
+    if not hasattr(X, "columns"):       # a DataFrame is aligned by pgi2 itself
+        X = np.asarray(X)[:, order]
+    return values, X
 
 
 def own_output_pgi2(model, X, ranking, **noise) -> np.ndarray:

@@ -10,8 +10,12 @@ explanations. None of these scores adds up to the model output, so ``base_values
     shap.plots.beeswarm(explanation)          # greedy PG² gains
     explanation.ranking, explanation.pgi2     # per-row greedy order and its exact PGI²
 
-Classifiers with k outputs give values of shape (n, d, k); slice one class for plots
-(``explanation[..., 1]``). Attributes set on an Explanation (``ranking``, ``pgi2``) are not
+Values have shape (n, d, k) whenever the explained model output has k > 1 columns — class
+probabilities of forests (binary included), per-class margins of boosted multi-class models,
+``predict_proba`` of any classifier for AcME — and (n, d) for a single output (regression, the one
+margin of a boosted binary classifier) and for local MDI, which has no per-class value. Slice one
+class for plots (``explanation[..., 1]``). Feature columns are always in the model's feature
+order; a DataFrame in another column order is aligned by name. Attributes set on an Explanation (``ranking``, ``pgi2``) are not
 carried through shap's slicing: read them on the object the explainer returned.
 """
 
@@ -25,7 +29,7 @@ import shap as _shap
 from .attributions import (acme_attribution, background_data, local_mdi_attribution,
                            pg2_attribution)
 from .forest import import_model
-from .mdi import impurity_forest
+from .mdi import require_impurities
 
 
 class _AttributionExplainer(_shap.Explainer):
@@ -61,10 +65,10 @@ class PG2Explainer(_AttributionExplainer):
     """
 
     def __init__(self, model, sigma=0.3, *, background=None, perturbation=None, n_jobs=None):
-        import_model(model)  # unsupported or unfitted models fail here, not at the first call
+        self.forest = import_model(model)  # once per explainer; unsupported or unfitted models fail here
         self.sigma, self.perturbation, self.n_jobs = sigma, perturbation, n_jobs
         self.background = background_data(background)
-        super().__init__(model, partial(pg2_attribution, model, sigma=sigma, perturbation=perturbation,
+        super().__init__(model, partial(pg2_attribution, self.forest, sigma=sigma, perturbation=perturbation,
                                         background=self.background, n_jobs=n_jobs))
 
 
@@ -75,20 +79,23 @@ class LocalMDIExplainer(_AttributionExplainer):
     """
 
     def __init__(self, model, *, n_jobs=None):
-        impurity_forest(model)  # models without stored impurities fail here
+        self.forest = require_impurities(model)  # models without stored impurities fail here
         self.n_jobs = n_jobs
-        super().__init__(model, partial(local_mdi_attribution, model, n_jobs=n_jobs))
+        super().__init__(model, partial(local_mdi_attribution, self.forest, n_jobs=n_jobs))
 
 
 class AcMEExplainer(_AttributionExplainer):
     """AcME local importances of any model (n, d), or (n, d, k) per class for classification.
 
+    ``task=None`` infers it from the model: a classifier (or a model with ``predict_proba``) is
+    explained per class probability, output names = its ``classes_`` (so ``explanation[..., 1]``
+    is class 1, binary models included); anything else through ``predict``.
     ``X_background`` (data, or a shap masker holding data) defines the quantile grid; the other
     keyword arguments go to :class:`~xai_plugins.acme.AcME`. The fitted AcME object is ``.acme``
     (its ``explain_global()`` and what-if plots stay available).
     """
 
-    def __init__(self, model, X_background, n_quantiles: int = 50, task: str = "regression", **acme_options):
+    def __init__(self, model, X_background, n_quantiles: int = 50, task: str | None = None, **acme_options):
         from .acme import AcME
 
         self.acme = AcME(model, background_data(X_background), n_quantiles=n_quantiles, task=task, **acme_options)

@@ -12,7 +12,7 @@ import pandas as pd
 from scipy import stats
 from sklearn.base import BaseEstimator, clone
 
-from .._validation import check_is_fitted, check_matrix, check_random_state, feature_names_of
+from .._validation import check_is_fitted, check_random_state, model_rows
 from .binarize import DEFAULT_QUANTILES, apply_tests, fit_tests
 from .encoding import CARDINALITY_ENCODINGS, encode_trees
 from .samplers import UnsatisfiableError, enumerate_projected, is_satisfiable, unigen_samples
@@ -119,8 +119,8 @@ class DTSampler(BaseEstimator):
         """
         self._check_params()
         start = time.perf_counter()
-        Xa = check_matrix(X)
-        names = feature_names_of(X, Xa.shape[1])
+        Xa, names = model_rows(X, None, None)
+        self._named_columns = hasattr(X, "columns")     # predict aligns DataFrames by name only then
         y_index = self._encode_target(y, len(Xa))
         self.feature_names_in_ = np.array(names, dtype=object)
         self.n_features_in_ = Xa.shape[1]
@@ -199,7 +199,8 @@ class DTSampler(BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Majority vote of the sampled trees (ties go to ``classes_[1]``)."""
         check_is_fitted(self)
-        Xa = check_matrix(X, n_features=self.n_features_in_)
+        names = list(self.feature_names_in_) if self._named_columns else None
+        Xa, _ = model_rows(X, names, self.n_features_in_)
         votes = np.mean([t.predict(Xa) == self.classes_[1] for t in self.trees_], axis=0)
         return np.where(votes >= 0.5, self.classes_[1], self.classes_[0])
 

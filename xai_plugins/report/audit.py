@@ -338,7 +338,7 @@ def _choose_rows(ctx, wanted, requested, sigmas, sigma_ref, max_rows, time_budge
     try:
         if "pg2" in wanted:
             t = time.perf_counter()
-            ranking = greedy_pg2_ranking(ctx.forest, probe, sigma=sigma_ref, background=ctx.background)
+            ranking = greedy_pg2_ranking(ctx.forest, probe, sigma=sigma_ref, background=ctx.background).ranking
             per_row += (time.perf_counter() - t) / len(probe)
         else:
             ranking = np.tile(np.arange(ctx.n_features), (len(probe), 1))

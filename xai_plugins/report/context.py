@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_matrix, feature_names_of
+from ..errors import FeatureMismatchError, InputError
 from ..forest import Forest, import_model
 
 
@@ -80,12 +80,9 @@ class AuditContext:
         return np.sort(complete[order[:n]])
 
 
-def _frame(X, names, label: str) -> pd.DataFrame:
-    arr = check_matrix(X, n_features=len(names), allow_nan=True, name=label)
-    if hasattr(X, "columns"):
-        given = [str(c) for c in X.columns]
-        if given != names:
-            raise ValueError(f"{label} columns {given} do not match the model's features {names}")
+def _frame(forest, X, label: str) -> pd.DataFrame:
+    """``X`` as a DataFrame in the model's feature order (aligned by column name), index kept."""
+    arr, names = forest.rows(X, what=label, allow_nan=True)
     return pd.DataFrame(arr, columns=names, index=getattr(X, "index", None))
 
 
@@ -100,7 +97,7 @@ def _target(y, n_rows: int, label: str) -> np.ndarray | None:
 
 def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, positive_class=None,
                  random_state=None) -> AuditContext:
-    """Import the model and check the data against it (same features, same order, numeric).
+    """Import the model and check the data against it (numeric; DataFrame columns aligned by name).
 
     Raises :class:`~xai_plugins.UnsupportedModelError` for a model the importers refuse and
     ``ValueError`` for data that does not fit the model.
@@ -108,13 +105,11 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     forest = import_model(model)
     if forest.predict_fn is None:
         raise ValueError("the imported model carries no predictor; pass the fitted model itself")
-    names = feature_names_of(X_test, forest.n_features, model=model)
-    if forest.feature_names and not hasattr(X_test, "columns"):
-        names = [str(n) for n in forest.feature_names]
-    if forest.feature_names and [str(c) for c in forest.feature_names] != names:
-        raise ValueError(f"the data's columns {names} do not match the model's features {forest.feature_names}")
-    X_test_f = _frame(X_test, names, "X_test")
-    X_train_f = None if X_train is None else _frame(X_train, names, "X_train")
+    X_test_f = _frame(forest, X_test, "X_test")
+    names = list(X_test_f.columns)
+    X_train_f = None if X_train is None else _frame(forest, X_train, "X_train")
+    if X_train_f is not None and list(X_train_f.columns) != names:
+        raise FeatureMismatchError(f"X_train columns {list(X_train_f.columns)} differ from X_test's {names}")
     y_test = _target(y_test, len(X_test_f), "y_test")
     y_train = _target(y_train, 0 if X_train_f is None else len(X_train_f), "y_train")
     if forest.task == "classification":

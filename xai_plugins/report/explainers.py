@@ -113,9 +113,9 @@ def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma: float) -> MethodResult:
     feature joins the perturbed set) and the greedy order itself as the ranking."""
     X = ctx.X_test.to_numpy()[rows]
     output = ctx.output if ctx.forest.n_outputs > 1 else None
-    ranking, path = greedy_pg2_ranking(ctx.forest, X, sigma=sigma, background=ctx.background, output=output,
-                                       return_pg2=True)
-    gains = greedy_gains(ranking, path)
+    greedy = greedy_pg2_ranking(ctx.forest, X, sigma=sigma, background=ctx.background, output=output)
+    ranking = greedy.ranking
+    gains = greedy_gains(ranking, greedy.pg2_path)
     position = np.empty_like(ranking)
     np.put_along_axis(position, ranking, np.arange(ctx.n_features)[None, :], axis=1)
     return MethodResult("pg2", importance=pd.Series(gains.mean(axis=0), index=ctx.feature_names),
