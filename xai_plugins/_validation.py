@@ -69,6 +69,9 @@ def feature_order(given: list[str], names: list[str], what: str = "X") -> np.nda
         raise FeatureMismatchError(f"{what} has duplicated column names {sorted(set(dup))}")
     if given == names:
         return None
+    if set(given) != set(names) and len(given) == len(names) and \
+            {g.replace(" ", "_") for g in given} == set(names):
+        given = [g.replace(" ", "_") for g in given]   # LightGBM stores "a b" as "a_b"
     missing = [n for n in names if n not in given]
     unexpected = [g for g in given if g not in names]
     if missing or unexpected:

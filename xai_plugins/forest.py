@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ._validation import check_is_fitted, model_feature_names, model_rows
-from .errors import ModelGoneError, UnsupportedModelError
+from .errors import InputError, ModelGoneError, UnsupportedModelError
 
 SUPPORTED_MODELS = (
     "xgboost Booster/XGBRegressor/XGBClassifier (gbtree), scikit-learn DecisionTree*, RandomForest*, "
@@ -105,9 +105,9 @@ class Forest:
         put("value", _read_only(np.asarray(self.value, dtype=np.float64).reshape(n, -1), np.float64))
         for name in ("right_child", "feature", "threshold", "missing_left"):
             if len(getattr(self, name)) != n:
-                raise ValueError(f"Forest.{name} has {len(getattr(self, name))} entries, expected {n}")
+                raise InputError(f"Forest.{name} has {len(getattr(self, name))} entries, expected {n}")
         if self.tree_offset[-1] != n or len(self.tree_target) != len(self.tree_offset) - 1:
-            raise ValueError("Forest.tree_offset / tree_target do not match the node arrays")
+            raise InputError("Forest.tree_offset / tree_target do not match the node arrays")
         if self.feature_names is not None:
             put("feature_names", [str(c) for c in self.feature_names])
         put("output_names", [str(c) for c in self.output_names])
@@ -522,12 +522,14 @@ def import_model(model) -> Forest:
     if importer is None:
         raise UnsupportedModelError(f"unsupported model type {type(model).__module__}.{type(model).__name__}; "
                                     f"supported: {SUPPORTED_MODELS}")
-    check_is_fitted(model)
     key = id(model)
-    token = _fingerprint(model)
     entry = _CACHE.get(key)
-    if entry is not None and entry[0]() is model and _same_fingerprint(entry[1], token):
-        return entry[2]
+    if entry is not None and entry[0]() is model:
+        token = _fingerprint(model)
+        if _same_fingerprint(entry[1], token):
+            return entry[2]
+    check_is_fitted(model)
+    token = _fingerprint(model)
     forest = importer(model)
     try:
         ref = weakref.ref(model, lambda r, key=key, cache=_CACHE: _forget(cache, key, r))

@@ -46,7 +46,7 @@ def _pick_output(values: np.ndarray, output_names, output) -> np.ndarray:
 def _local_explanation(result: Attribution, values: np.ndarray, y, name: str) -> AttributionExplanation:
     y = None if y is None else np.asarray(y)
     if y is not None and len(y) != len(values):
-        raise ValueError(f"y has {len(y)} entries for {len(values)} rows")
+        raise InputError(f"y has {len(y)} entries for {len(values)} rows")
     rows = [{
         "type": "univariate", "names": result.feature_names, "scores": values[i], "values": result.data[i],
         "perf": None, "extra": {"names": [], "scores": [], "values": []},
@@ -95,7 +95,7 @@ class _AttributionExplainer(ExplainerMixin):
     def explain_global(self, name=None) -> AttributionExplanation:
         """Mean score per feature over the background data passed at construction."""
         if self.data is None:
-            raise ValueError(f"{type(self).__name__} needs background data (data=...) for a global explanation")
+            raise InputError(f"{type(self).__name__} needs background data (data=...) for a global explanation")
         rows = self.data
         n = len(rows)
         if n > self.max_global_rows:

@@ -57,7 +57,7 @@ import numpy as np
 from . import _native
 from ._validation import (check_is_fitted, check_matrix, check_n_jobs, check_random_state, feature_index,
                           model_feature_names, model_rows)
-from .errors import UnsupportedModelError
+from .errors import InputError, InputTypeError, UnsupportedModelError
 from .forest import import_model
 
 __all__ = ["fit_rashomon_forest", "model_class_reliance", "MCRResult"]
@@ -84,9 +84,9 @@ def fit_rashomon_forest(X, y, task: str = "classification", n_estimators: int = 
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     if task not in ("classification", "regression"):
-        raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
+        raise InputError(f"task must be 'classification' or 'regression', got {task!r}")
     if params.pop("bootstrap", False):
-        raise ValueError("RF-MCR needs bootstrap=False: every tree must see all training rows")
+        raise InputError("RF-MCR needs bootstrap=False: every tree must see all training rows")
     cls = RandomForestClassifier if task == "classification" else RandomForestRegressor
     params.setdefault("max_features", "sqrt" if task == "classification" else 1.0 / 3.0)
     model = cls(n_estimators=n_estimators, bootstrap=False, random_state=random_state, n_jobs=n_jobs,
@@ -180,12 +180,12 @@ def _check_model(model):
                         "or ExtraTreesClassifier/Regressor grown with bootstrap=False (see fit_rashomon_forest)")
     check_is_fitted(model)
     if model.bootstrap:
-        raise ValueError(f"{name} was grown with bootstrap=True: each tree saw a different resample, so its "
+        raise InputError(f"{name} was grown with bootstrap=True: each tree saw a different resample, so its "
                          "surrogate splits and training predictions cannot be recomputed and predictively "
                          "equivalent trees cannot be matched. Refit with bootstrap=False (randomness from "
                          "max_features), e.g. with xai_plugins.mcr.fit_rashomon_forest")
     if model.n_outputs_ != 1:
-        raise ValueError(f"{name} with {model.n_outputs_} outputs is not supported; fit one output")
+        raise InputError(f"{name} with {model.n_outputs_} outputs is not supported; fit one output")
     return model.estimators_, hasattr(model, "classes_")
 
 
@@ -199,18 +199,18 @@ def _units(features, groups, names):
     units = []
     if groups is not None:
         if not isinstance(groups, dict):
-            raise TypeError("groups must be a dict {name: [columns...]}")
+            raise InputTypeError("groups must be a dict {name: [columns...]}")
         for gname, cols in groups.items():
             cols = [cols] if isinstance(cols, (str, int, np.integer)) else list(cols)
             if not cols:
-                raise ValueError(f"group {gname!r} is empty")
+                raise InputError(f"group {gname!r} is empty")
             units.append((str(gname), sorted({col(c) for c in cols})))
     if features is not None or groups is None:
         feats = range(d) if features is None else ([features] if isinstance(features, (str, int, np.integer))
                                                    else list(features))
         units.extend((names[j], [j]) for j in (col(c) for c in feats))
     if not units:
-        raise ValueError("no features or groups to evaluate")
+        raise InputError("no features or groups to evaluate")
     return units
 
 
@@ -291,32 +291,32 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
     task = "classification" if is_clf else "regression"
     d = int(model.n_features_in_)
     if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, (int, np.integer)):
-        raise TypeError(f"n_permutations must be an int, got {type(n_permutations).__name__}")
+        raise InputTypeError(f"n_permutations must be an int, got {type(n_permutations).__name__}")
     if n_permutations < 1:
-        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+        raise InputError(f"n_permutations must be >= 1, got {n_permutations}")
     if not np.isfinite(epsilon) or epsilon < 0:
-        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon}")
+        raise InputError(f"epsilon must be a finite number >= 0, got {epsilon}")
     if reliance not in ("difference", "ratio"):
-        raise ValueError(f"reliance must be 'difference' or 'ratio', got {reliance!r}")
+        raise InputError(f"reliance must be 'difference' or 'ratio', got {reliance!r}")
     loss = _LOSSES[task][0] if loss is None else loss
     if not callable(loss) and loss not in _LOSSES[task]:
-        raise ValueError(f"loss {loss!r} is not available for {task}; use one of {_LOSSES[task]} or a callable")
+        raise InputError(f"loss {loss!r} is not available for {task}; use one of {_LOSSES[task]} or a callable")
     Xc, names = model_rows(X, model_feature_names(model), d, allow_nan=False)
     n = Xc.shape[0]
     X32 = np.ascontiguousarray(Xc, dtype=np.float32)   # scikit-learn trees compare float32(x) <= t
     units = _units(features, groups, names)
     y = np.asarray(y).ravel()
     if y.shape[0] != n:
-        raise ValueError(f"y has {y.shape[0]} entries but X has {n} rows")
+        raise InputError(f"y has {y.shape[0]} entries but X has {n} rows")
     if is_clf:
         classes = model.classes_
         yidx = np.searchsorted(classes, y).clip(0, len(classes) - 1)
         if not np.array_equal(classes[yidx], y):
-            raise ValueError("y contains labels the forest was not fitted on; pass its training targets")
+            raise InputError("y contains labels the forest was not fitted on; pass its training targets")
     else:
         y = y.astype(np.float64)
         if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinite values")
+            raise InputError("y contains NaN or infinite values")
 
     ctx = _Context(import_model(model), estimators, X32, y, yidx if is_clf else None, model.classes_ if is_clf else None,
                    loss, n_jobs)
@@ -377,7 +377,7 @@ class _Context:
             counts = np.bincount(leaf, minlength=tree.node_count)
             leaves = tree.children_left < 0
             if tree.n_node_samples[0] != n or not np.array_equal(counts[leaves], tree.n_node_samples[leaves]):
-                raise ValueError(f"the forest was not fitted on this X: tree {t} was grown on "
+                raise InputError(f"the forest was not fitted on this X: tree {t} was grown on "
                                  f"{tree.n_node_samples[0]} rows and its leaves' row counts disagree with the "
                                  f"{n} rows given (MCR needs the exact training data of a bootstrap=False forest)")
             g = leaf + self.offsets[t]

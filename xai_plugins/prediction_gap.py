@@ -151,7 +151,14 @@ def _set_masks(S, n_rows: int, n_features: int, names=None) -> np.ndarray:
     """
     if isinstance(S, (str, numbers.Integral)) and not isinstance(S, (bool, np.bool_)):
         S = [S]
-    arr = np.asarray(S, dtype=object) if _is_ragged(S) else np.asarray(S)
+    if isinstance(S, (list, tuple)) and all(isinstance(f, (str, numbers.Integral)) for f in S):
+        return _mask_of(S, n_rows, n_features, names)   # one set, indices and names mixed freely
+    if isinstance(S, (list, tuple)) and S and all(isinstance(row, (list, tuple, np.ndarray)) for row in S) \
+            and not all(np.asarray(row).dtype == bool for row in S):
+        if len(S) != n_rows:
+            raise InputError(f"per-row S must list one feature set per row: {n_rows} rows, got {len(S)} sets")
+        return np.concatenate([_mask_of(list(row), 1, n_features, names) for row in S], axis=0)
+    arr = np.asarray(S)
     if arr.dtype == bool:
         if arr.shape == (n_features,):
             arr = np.broadcast_to(arr, (n_rows, n_features))
@@ -159,28 +166,27 @@ def _set_masks(S, n_rows: int, n_features: int, names=None) -> np.ndarray:
             raise InputError(f"a boolean S must have shape ({n_features},) or ({n_rows}, {n_features}); "
                              f"got {arr.shape}")
         return np.ascontiguousarray(arr, dtype=np.uint8)
-    if arr.ndim == 2 or (arr.dtype == object and arr.ndim == 1 and len(arr) and
-                         all(isinstance(s, (list, tuple, np.ndarray)) for s in arr)):
+    if arr.ndim == 2:
         if len(arr) != n_rows:
             raise InputError(f"per-row S must list one feature set per row: {n_rows} rows, got {len(arr)} sets")
-        return np.concatenate([_set_masks(list(row), 1, n_features, names) for row in arr], axis=0)
+        return np.concatenate([_mask_of(list(row), 1, n_features, names) for row in arr], axis=0)
     if arr.ndim > 2:
         raise InputError("S must be a feature list, a boolean mask (d,) or (n, d), an (n, k) index array "
                          f"or one list per row; got shape {arr.shape}")
     if arr.size and arr.dtype.kind == "f":
         raise InputTypeError(f"S must hold integer feature indices, feature names or be a boolean mask; "
                              f"got dtype {arr.dtype}")
-    idx = [feature_index(f.item() if hasattr(f, "item") else f, names, n_features) for f in arr.ravel()]
+    return _mask_of([f.item() if hasattr(f, "item") else f for f in arr.ravel()], n_rows, n_features, names)
+
+
+def _mask_of(features, n_rows: int, n_features: int, names) -> np.ndarray:
+    """(n_rows, n_features) uint8 mask of one set of features (indices or names)."""
+    idx = [feature_index(f, names, n_features) for f in features]
     if len(set(idx)) != len(idx):
-        raise InputError(f"S holds duplicated features: {[f for f in arr.ravel()]}")
+        raise InputError(f"S holds duplicated features: {list(features)}")
     mask = np.zeros((n_rows, n_features), dtype=np.uint8)
     mask[:, idx] = 1
     return mask
-
-
-def _is_ragged(S) -> bool:
-    return isinstance(S, (list, tuple)) and any(isinstance(s, (list, tuple, np.ndarray)) for s in S) and \
-        len({len(s) if isinstance(s, (list, tuple, np.ndarray)) else -1 for s in S}) > 1
 
 
 def _check_perturbed_finite(X, mask):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from ..errors import InputError
 
 #: Default cut points: the quartiles of each non-binary column.
 DEFAULT_QUANTILES = (0.25, 0.5, 0.75)
@@ -61,14 +62,14 @@ def fit_tests(X: np.ndarray, feature_names: list[str], quantiles=DEFAULT_QUANTIL
     thresholds = {} if thresholds is None else dict(thresholds)
     unknown = set(thresholds) - set(feature_names)
     if unknown:
-        raise ValueError(f"thresholds given for unknown features {sorted(unknown)}; "
+        raise InputError(f"thresholds given for unknown features {sorted(unknown)}; "
                          f"known features: {feature_names}")
     q = np.asarray(quantiles, dtype=float).ravel()
     if q.size == 0 or np.any((q <= 0) | (q >= 1)):
-        raise ValueError(f"quantiles must be a non-empty list of numbers strictly between 0 and 1; got {quantiles!r}")
+        raise InputError(f"quantiles must be a non-empty list of numbers strictly between 0 and 1; got {quantiles!r}")
     constant = [name for j, name in enumerate(feature_names) if np.ptp(X[:, j]) == 0]
     if constant:
-        raise ValueError(f"constant features {constant} cannot be split by any test; drop them before fitting")
+        raise InputError(f"constant features {constant} cannot be split by any test; drop them before fitting")
     tests = []
     for j, name in enumerate(feature_names):
         column = X[:, j]
@@ -79,7 +80,7 @@ def fit_tests(X: np.ndarray, feature_names: list[str], quantiles=DEFAULT_QUANTIL
             cuts = np.asarray(thresholds[name], dtype=float).ravel()
             bad = [t for t in cuts if not (column.min() <= t < column.max())]
             if bad:
-                raise ValueError(f"thresholds {bad} for feature {name!r} do not split the training rows "
+                raise InputError(f"thresholds {bad} for feature {name!r} do not split the training rows "
                                  f"(values lie in [{column.min():.4g}, {column.max():.4g}])")
         else:
             cuts = np.quantile(column, q)

@@ -42,6 +42,7 @@ from itertools import combinations
 import numpy as np
 from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
+from ..errors import InputError
 
 #: Cardinality encodings of :mod:`pysat.card` accepted for the accuracy constraint (6).  The
 #: default, ``mtotalizer``, sampled fastest on the costlier benchmark case (breast cancer, N = 5:
@@ -109,7 +110,7 @@ class TreeEncoding:
                     next_id += 1
         tests = np.isin(self.code_vars, true) @ (1 << np.arange(self.code_vars.shape[1]))
         if next_id != self.n_nodes or np.any(tests >= self.n_tests):
-            raise ValueError("the model does not describe a tree with one test per branch node")
+            raise InputError("the model does not describe a tree with one test per branch node")
         leaf_class = np.full((self.n_nodes, 2), -1)
         if self.leaf_labels:
             leaf_class = np.where(children < 0, np.isin(self.label_vars, true).astype(int), -1)
@@ -128,7 +129,7 @@ def encode_trees(Xb: np.ndarray, y: np.ndarray, n_nodes: int, min_correct: int, 
     y = np.asarray(y, dtype=np.uint8)
     n_rows, n_tests = Xb.shape
     if cardinality not in CARDINALITY_ENCODINGS:
-        raise ValueError(f"cardinality must be one of {sorted(CARDINALITY_ENCODINGS)}; got {cardinality!r}")
+        raise InputError(f"cardinality must be one of {sorted(CARDINALITY_ENCODINGS)}; got {cardinality!r}")
     N, K = n_nodes, n_tests
     pool = IDPool()
     branch = np.array([[pool.id(("V", i, s)) for s in (LEFT, RIGHT)] for i in range(N)])

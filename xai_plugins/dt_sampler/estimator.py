@@ -17,6 +17,7 @@ from .binarize import DEFAULT_QUANTILES, apply_tests, fit_tests
 from .encoding import CARDINALITY_ENCODINGS, encode_trees
 from .samplers import UnsatisfiableError, enumerate_projected, is_satisfiable, unigen_samples
 from .tree import SampledTree
+from ..errors import InputError, InputTypeError
 
 SAMPLERS = ("unigen", "exact")
 LEAF_LABELS = ("majority", "sampled")
@@ -95,21 +96,21 @@ class DTSampler(BaseEstimator):
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
         if not is_int(self.n_branch_nodes) or self.n_branch_nodes < 1:
-            raise ValueError(f"n_branch_nodes must be an integer >= 1; got {self.n_branch_nodes!r}")
+            raise InputError(f"n_branch_nodes must be an integer >= 1; got {self.n_branch_nodes!r}")
         if not is_int(self.n_samples) or self.n_samples < 1:
-            raise ValueError(f"n_samples must be an integer >= 1; got {self.n_samples!r}")
+            raise InputError(f"n_samples must be an integer >= 1; got {self.n_samples!r}")
         if not (isinstance(self.min_accuracy, numbers.Real) and 0 <= self.min_accuracy <= 1):
-            raise ValueError(f"min_accuracy must be a number in [0, 1]; got {self.min_accuracy!r}")
+            raise InputError(f"min_accuracy must be a number in [0, 1]; got {self.min_accuracy!r}")
         if self.sampler not in SAMPLERS:
-            raise ValueError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
+            raise InputError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
         if self.leaf_labels not in LEAF_LABELS:
-            raise ValueError(f"leaf_labels must be one of {LEAF_LABELS}; got {self.leaf_labels!r}")
+            raise InputError(f"leaf_labels must be one of {LEAF_LABELS}; got {self.leaf_labels!r}")
         if self.cardinality not in CARDINALITY_ENCODINGS:
-            raise ValueError(f"cardinality must be one of {sorted(CARDINALITY_ENCODINGS)}; got {self.cardinality!r}")
+            raise InputError(f"cardinality must be one of {sorted(CARDINALITY_ENCODINGS)}; got {self.cardinality!r}")
         if not 0 < self.confidence < 1:
-            raise ValueError(f"confidence must lie strictly between 0 and 1; got {self.confidence!r}")
+            raise InputError(f"confidence must lie strictly between 0 and 1; got {self.confidence!r}")
         if self.time_budget is not None and not self.time_budget > 0:
-            raise ValueError(f"time_budget must be a positive number of seconds or None; got {self.time_budget!r}")
+            raise InputError(f"time_budget must be a positive number of seconds or None; got {self.time_budget!r}")
 
     def fit(self, X, y) -> "DTSampler":
         """Binarise ``X``, encode the accurate trees, draw them and compute emergence probabilities.
@@ -155,15 +156,15 @@ class DTSampler(BaseEstimator):
 
     def _encode_target(self, y, n_rows: int) -> np.ndarray:
         if y is None:
-            raise TypeError("y is None; DTSampler needs the binary class of each training row")
+            raise InputTypeError("y is None; DTSampler needs the binary class of each training row")
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != n_rows:
-            raise ValueError(f"y must be 1-D with one label per row of X ({n_rows}); got shape {y.shape}")
+            raise InputError(f"y must be 1-D with one label per row of X ({n_rows}); got shape {y.shape}")
         if pd.isna(y).any():
-            raise ValueError("y contains missing values (NaN/None); every training row needs a class")
+            raise InputError("y contains missing values (NaN/None); every training row needs a class")
         self.classes_, y_index = np.unique(y, return_inverse=True)
         if len(self.classes_) != 2:
-            raise ValueError(
+            raise InputError(
                 f"DTSampler supports binary classification only (the DT-Sampler paper's setting); y has "
                 f"{len(self.classes_)} class(es) {self.classes_.tolist()[:10]}. For more classes fit one "
                 "sampler per class on a one-vs-rest target (y == c)")

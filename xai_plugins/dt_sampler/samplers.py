@@ -9,17 +9,19 @@ import numpy as np
 from pysat.solvers import Solver
 from tqdm.auto import tqdm
 
+from ..errors import InputError, XaiWarning
+
 #: Seconds before a progress bar appears (quick runs stay silent).
 PROGRESS_DELAY = 2.0
 #: The UniGen run is split into at most this many calls (one progress step each).
 N_CHUNKS = 20
 
 
-class UnsatisfiableError(ValueError):
+class UnsatisfiableError(InputError):
     """No tree of the requested size reaches the accuracy threshold on the training data."""
 
 
-class TimeBudgetWarning(UserWarning):
+class TimeBudgetWarning(XaiWarning):
     """The run is expected to take longer than the ``time_budget`` the user allowed."""
 
 

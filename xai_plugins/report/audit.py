@@ -24,6 +24,7 @@ from . import agreement as agree
 from . import describe, faithfulness, figures
 from . import explainers as runners
 from .context import make_context
+from ..errors import InputError
 
 SECTION_TITLES = {
     "summary": "Summary of key findings",
@@ -158,7 +159,7 @@ def _check_choice(values, allowed, name) -> list:
     values = list(allowed if values is None else ([values] if isinstance(values, str) else values))
     unknown = [v for v in values if v not in allowed]
     if unknown:
-        raise ValueError(f"unknown {name} {unknown}; choose from {list(allowed)}")
+        raise InputError(f"unknown {name} {unknown}; choose from {list(allowed)}")
     return values
 
 
@@ -201,7 +202,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
     requested = _check_choice(sections, OPTIONAL_SECTIONS, "sections")
     sigmas = [float(s) for s in np.atleast_1d(sigma)]
     if not sigmas or min(sigmas) <= 0:
-        raise ValueError(f"sigma must hold positive noise levels; got {sigma!r}")
+        raise InputError(f"sigma must hold positive noise levels; got {sigma!r}")
     sigma_ref = sorted(sigmas)[len(sigmas) // 2]
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=positive_class,
                        random_state=random_state)

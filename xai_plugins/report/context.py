@@ -91,7 +91,7 @@ def _target(y, n_rows: int, label: str) -> np.ndarray | None:
         return None
     y = np.asarray(y).ravel()
     if len(y) != n_rows:
-        raise ValueError(f"{label} has {len(y)} values but the data has {n_rows} rows")
+        raise InputError(f"{label} has {len(y)} values but the data has {n_rows} rows")
     return y
 
 
@@ -104,7 +104,7 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     """
     forest = import_model(model)
     if forest.predict_fn is None:
-        raise ValueError("the imported model carries no predictor; pass the fitted model itself")
+        raise InputError("the imported model carries no predictor; pass the fitted model itself")
     X_test_f = _frame(forest, X_test, "X_test")
     names = list(X_test_f.columns)
     X_train_f = None if X_train is None else _frame(forest, X_train, "X_train")
@@ -117,10 +117,10 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
         if positive_class is None:
             positive_class = classes[-1]
         if forest.n_outputs == 1 and positive_class != classes[-1]:
-            raise ValueError(f"the single margin of a binary boosted model is the log-odds of class {classes[-1]!r}; "
+            raise InputError(f"the single margin of a binary boosted model is the log-odds of class {classes[-1]!r}; "
                              f"positive_class must be {classes[-1]!r}")
         if positive_class not in classes:
-            raise ValueError(f"positive_class {positive_class!r} is not one of the model's classes {classes}")
+            raise InputError(f"positive_class {positive_class!r} is not one of the model's classes {classes}")
         position = classes.index(positive_class)
         output = 0 if forest.n_outputs == 1 else position
         if forest.output_space == "probability":
