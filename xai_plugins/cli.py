@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "random forest on --train and report its MCR ranges")
     parser.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--n-jobs", type=int, default=-1, help="threads (default -1: every core)")
     return parser
 
 
@@ -187,7 +188,8 @@ def _audit_options(args) -> dict:
     return {"sigma": args.sigma, "explainers": args.explainers or None, "sections": args.sections,
             "random_state": args.random_state, "max_rows": args.max_rows,
             "time_budget": args.time_budget if args.time_budget > 0 else None,
-            "mcr_epsilon": args.mcr_epsilon, "mcr_fit_forest": args.mcr_fit_forest, "progress": not args.quiet}
+            "mcr_epsilon": args.mcr_epsilon, "mcr_fit_forest": args.mcr_fit_forest, "progress": not args.quiet,
+            "n_jobs": args.n_jobs}
 
 
 def _positive_class(model, value):

@@ -558,9 +558,10 @@ def _forget(cache: dict, key, ref) -> None:
 
 def _fingerprint(model) -> tuple:
     """(objects a refit replaces, compared by identity; scalars, compared by value)."""
-    objects, values = [], [type(model), getattr(model, "n_features_in_", None)]
+    objects, values = [], [type(model)]
     library = type(model).__module__.split(".")[0]
     if library == "sklearn":
+        values.append(getattr(model, "n_features_in_", None))
         for name in ("tree_", "estimators_", "_predictors"):
             held = getattr(model, name, None)
             if held is not None:

@@ -8,6 +8,7 @@ Nothing here recomputes an explanation: it calls the package's explainers and me
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import math
 import time
@@ -24,6 +25,7 @@ from . import agreement as agree
 from . import describe, faithfulness, figures
 from . import explainers as runners
 from .context import make_context
+from .._validation import check_n_jobs
 from ..errors import InputError
 
 SECTION_TITLES = {
@@ -163,6 +165,24 @@ def _check_choice(values, allowed, name) -> list:
     return values
 
 
+def _parallel(fn):
+    """Give ``fn`` an ``n_jobs`` keyword applied to every computation inside it (through
+    ``joblib.parallel_config``, which ``n_jobs=None`` defers to everywhere in the package)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, n_jobs=None, **kwargs):
+        from joblib import parallel_config
+
+        check_n_jobs(n_jobs)
+        if n_jobs is None:
+            return fn(*args, **kwargs)
+        with parallel_config(n_jobs=n_jobs):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_parallel
 def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1, 0.3, 1.0),
           explainers=runners.EXPLAINERS, sections=None, title="Model audit", random_state=0,
           positive_class=None, max_rows=50, max_shap_rows=200, time_budget=20.0, n_local=2, top_k=5,
@@ -196,6 +216,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
         not support (boosting, bootstrap forests), fit a 100-tree ``bootstrap=False`` random forest on
         the training data and report its MCR ranges instead of "not applicable". ``provenance``:
         extra facts for the appendix (e.g. file names and hashes). ``progress``: a tqdm bar per section.
+    n_jobs : threads of the C core and RF-MCR (scikit-learn convention: None = 1, -1 = every core).
     """
     start_all = time.perf_counter()
     wanted = _check_choice(explainers, runners.EXPLAINERS, "explainers")
