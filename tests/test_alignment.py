@@ -445,3 +445,14 @@ def test_boosting_model_without_impurities_is_refused_by_local_mdi(models, data)
         assert isinstance(exc, TypeError)
     gb = GradientBoostingRegressor(n_estimators=3, max_depth=2, random_state=0).fit(data[0], data[1])
     np.testing.assert_array_equal(xp.local_mdi(gb, X[REVERSED]), xp.local_mdi(gb, X))
+
+
+def test_lightgbm_names_with_spaces_in_data_and_sets():
+    """LightGBM stores the column "b mi" as "b_mi": the data and S may use either spelling."""
+    import lightgbm as lgb
+
+    X = pd.DataFrame({"age": np.arange(40.0) % 7, "b mi": np.arange(40.0) % 5})
+    model = lgb.LGBMRegressor(n_estimators=3, min_child_samples=2, verbose=-1, n_jobs=1).fit(X, np.arange(40.0))
+    want = xp.pg2(model, X.to_numpy()[:3], [1]).value
+    np.testing.assert_array_equal(xp.pg2(model, X[["b mi", "age"]][:3], ["b mi"]).value, want)
+    np.testing.assert_array_equal(xp.pg2(model, X[:3], ["b_mi"]).value, want)

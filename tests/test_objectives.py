@@ -304,3 +304,14 @@ def test_early_stopped_models_import_the_trees_their_predict_uses():
         assert forest.n_trees == rounds < 200
         np.testing.assert_allclose(forest.predict(X)[:, 0], model.predict(X), rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(forest.predict_fn(X)[:, 0], model.predict(X), rtol=1e-5, atol=1e-5)
+
+
+def test_non_finite_base_margin_is_refused_by_name():
+    import xgboost as xgb
+
+    from xai_plugins.errors import UnsupportedModelError
+
+    booster = xgb.train({"objective": "reg:tweedie", "nthread": 1},
+                        xgb.DMatrix(np.array([[0.0], [1.0]] * 6), label=np.zeros(12)), 1)
+    with pytest.raises(UnsupportedModelError, match="reg:tweedie.*base_score"):
+        import_model(booster)

@@ -163,6 +163,8 @@ def feature_index(feature, names: list[str] | None, n_features: int) -> int:
             raise InputIndexError(f"feature index {feature} out of range for {n_features} features")
         return int(feature)
     if isinstance(feature, str):
+        if names is not None and feature not in names and feature.replace(" ", "_") in names:
+            feature = feature.replace(" ", "_")          # LightGBM stores "a b" as "a_b"
         if names is None or feature not in names:
             known = names if names is not None else "none: the model and data carry no feature names"
             raise InputError(f"unknown feature {feature!r}; feature names are {known}")

@@ -358,10 +358,16 @@ def _import_xgboost(model) -> Forest:
     if link is None:
         raise UnsupportedModelError(f"XGBoost objective '{objective}' is not supported: the map from its "
                                     f"base_score to the margin is unknown; supported: {sorted(_XGB_INTERCEPT)}")
-    if link == "logit":
-        base = np.log(base) - np.log1p(-base)
-    elif link == "log":
-        base = np.log(base)
+    stored = base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if link == "logit":
+            base = np.log(base) - np.log1p(-base)
+        elif link == "log":
+            base = np.log(base)
+    if not np.all(np.isfinite(base)):
+        raise UnsupportedModelError(f"XGBoost objective '{objective}' stores base_score {stored.tolist()}, whose "
+                                    f"margin ({link} link) is not finite (e.g. every training label 0 under a log "
+                                    "link): the model's own margin output is undefined")
     base = np.broadcast_to(base, (n_outputs,)).copy()
     trees = []
     tree_info = gb["model"]["tree_info"]

@@ -1,0 +1,335 @@
+"""Property tests (hypothesis): small random models fitted on hypothesis-drawn data against the
+libraries' own predictions and the independent oracles of tests/oracle.py.
+
+Data cells are drawn from a small set of integers and halves, so that many inputs sit exactly on
+split thresholds, with a few cells replaced by NaN (for models that accept it) or by extreme
+magnitudes (±1e30, ±1e-36: float32 range, LightGBM's zero threshold 1e-35). Evaluation rows
+additionally get cells set exactly on (or one float64 / float32 step beside) a threshold of the
+imported model. Every test is derandomized, so a CI run always checks the same examples.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
+                              GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+import xai_plugins as xp
+from xai_plugins.forest import import_model
+
+from oracle import gaussian, grid_pg2, leaf_pair_pg2
+
+xgb = pytest.importorskip("xgboost")
+lgb = pytest.importorskip("lightgbm")
+pd = pytest.importorskip("pandas")
+
+_BASE = settings(deadline=None, derandomize=True, database=None, print_blob=True,
+                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                        HealthCheck.filter_too_much])
+
+
+def examples(n):
+    """The shared settings with ``n`` examples."""
+    return settings(_BASE, max_examples=n)
+
+
+GRID = (-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
+EXTREMES = (1e30, -1e30, 1e-36, -1e-36)
+Y_VALUES = (-3.0, -1.0, 0.0, 0.5, 1.0, 2.0, 5.0)
+
+SKLEARN_KINDS = ("dt_reg", "dt_clf", "rf_reg", "rf_clf", "gb_reg", "gb_clf")
+LIB_KINDS = ("xgb_reg", "xgb_clf", "lgbm_reg", "lgbm_clf")
+KINDS = SKLEARN_KINDS + LIB_KINDS
+NO_NAN = {"gb_reg", "gb_clf"}  # sklearn's GradientBoosting* refuse NaN
+
+
+# ----------------------------------------------------------------------------- strategies
+
+def draw_X(data, *, nan: bool, extremes: bool = True, d=None, min_rows=12, max_rows=40) -> np.ndarray:
+    n = data.draw(st.integers(min_rows, max_rows), label="n_rows")
+    d = d if d is not None else data.draw(st.integers(2, 4), label="n_features")
+    X = data.draw(hnp.arrays(np.float64, (n, d), elements=st.sampled_from(GRID), fill=st.nothing()), label="X")
+    specials = (list(EXTREMES) if extremes else []) + ([np.nan] if nan else [])
+    if specials:
+        cells = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, d - 1), st.sampled_from(specials)),
+                                   max_size=6), label="special cells")
+        for i, j, v in cells:
+            X[i, j] = v
+    return X
+
+
+def draw_targets(data, n):
+    y = data.draw(hnp.arrays(np.float64, n, elements=st.sampled_from(Y_VALUES), fill=st.nothing()), label="y")
+    k = data.draw(st.integers(2, 3), label="n_classes")
+    yc = data.draw(hnp.arrays(np.int64, n, elements=st.integers(0, k - 1), fill=st.nothing()), label="y_class")
+    yc[:k] = np.arange(k)  # every class present (XGBoost needs labels 0..k-1)
+    return y, yc
+
+
+def fit_model(data, kind, X):
+    """A small model of ``kind`` fitted on X and a drawn target."""
+    y, yc = draw_targets(data, len(X))
+    seed = data.draw(st.integers(0, 3), label="seed")
+    depth = data.draw(st.integers(1, 3), label="depth")
+    n_est = data.draw(st.integers(1, 4), label="n_estimators")
+    if kind == "dt_reg":
+        return DecisionTreeRegressor(max_depth=depth + 1, random_state=seed).fit(X, y)
+    if kind == "dt_clf":
+        return DecisionTreeClassifier(max_depth=depth + 1, random_state=seed).fit(X, yc)
+    if kind == "rf_reg":
+        return RandomForestRegressor(n_estimators=n_est, max_depth=depth, random_state=seed).fit(X, y)
+    if kind == "rf_clf":
+        return RandomForestClassifier(n_estimators=n_est, max_depth=depth, random_state=seed).fit(X, yc)
+    if kind == "gb_reg":
+        return GradientBoostingRegressor(n_estimators=n_est, max_depth=depth, random_state=seed).fit(X, y)
+    if kind == "gb_clf":
+        return GradientBoostingClassifier(n_estimators=n_est, max_depth=min(depth, 2), random_state=seed).fit(X, yc)
+    if kind == "xgb_reg":
+        return xgb.XGBRegressor(n_estimators=n_est, max_depth=depth, tree_method="hist", learning_rate=0.5,
+                                random_state=seed, n_jobs=1).fit(X, y)
+    if kind == "xgb_clf":
+        return xgb.XGBClassifier(n_estimators=n_est, max_depth=depth, tree_method="hist", learning_rate=0.5,
+                                 random_state=seed, n_jobs=1).fit(X, yc)
+    leaves = data.draw(st.integers(2, 6), label="num_leaves")
+    common = dict(n_estimators=n_est, num_leaves=leaves, min_child_samples=2, min_data_in_bin=1, learning_rate=0.5,
+                  random_state=seed, n_jobs=1, verbose=-1)
+    if kind == "lgbm_reg":
+        return lgb.LGBMRegressor(**common).fit(X, y)
+    assert kind == "lgbm_clf"
+    return lgb.LGBMClassifier(**common).fit(X, yc)
+
+
+def describe(kind, forest, X):
+    """Hypothesis events (see --hypothesis-show-statistics): how much each example exercises."""
+    n = forest.n_leaves
+    event("no split" if n == forest.n_trees else "leaves <= 4" if n <= 4 else "leaves 5-8" if n <= 8 else "leaves > 8")
+    event(f"NaN in data={bool(np.isnan(X).any())}")
+    event(f"extreme cells={bool(np.isin(X, EXTREMES).any())}")
+
+
+def library_output(model, kind, Z) -> np.ndarray:
+    """The library's own output in the Forest's space, (n, k) float64."""
+    if kind in ("dt_clf", "rf_clf"):
+        out = model.predict_proba(Z)
+    elif kind == "gb_clf":
+        out = model.decision_function(Z)
+    elif kind in SKLEARN_KINDS:
+        out = model.predict(Z)
+    elif kind.startswith("xgb"):
+        out = model.get_booster().inplace_predict(Z, predict_type="margin")
+    else:
+        out = model.booster_.predict(Z, raw_score=True)
+    return np.asarray(out, dtype=np.float64).reshape(len(Z), -1)
+
+
+def threshold_rows(data, forest, X, max_rows=4) -> np.ndarray:
+    """Rows of X with up to 3 cells moved exactly onto a threshold of the forest, or one float64 /
+    float32 step beside it."""
+    idx = data.draw(st.lists(st.integers(0, len(X) - 1), min_size=1, max_size=max_rows), label="row ids")
+    rows = X[idx].copy()
+    # (sklearn splits missing from present values at threshold +inf: no finite row sits on it)
+    nodes = np.flatnonzero((forest.left_child >= 0) & np.isfinite(forest.threshold)).tolist()
+    if not nodes:
+        return rows
+    for r in range(len(rows)):
+        for g, nudge in data.draw(st.lists(st.tuples(st.sampled_from(nodes),
+                                                     st.sampled_from(("on", "on", "up64", "down64", "up32", "down32"))),
+                                           max_size=3), label="threshold cells"):
+            t = forest.threshold[g]
+            if nudge == "up64":
+                t = np.nextafter(t, np.inf)
+            elif nudge == "down64":
+                t = np.nextafter(t, -np.inf)
+            elif nudge in ("up32", "down32"):
+                t32 = np.float32(t)
+                t = float(np.nextafter(t32, np.float32(np.inf if nudge == "up32" else -np.inf)))
+            if np.isfinite(t):
+                rows[r, forest.feature[g]] = t
+    return rows
+
+
+# ----------------------------------------------------------------------------- 1. predict parity
+
+@pytest.mark.parametrize("kind", KINDS)
+@examples(8)
+@given(data=st.data())
+def test_imported_forest_predicts_the_library_output(kind, data):
+    X = draw_X(data, nan=kind not in NO_NAN)
+    model = fit_model(data, kind, X)
+    forest = import_model(model)
+    describe(kind, forest, X)
+    Z = np.vstack([X, threshold_rows(data, forest, X, max_rows=8)])
+    ref = library_output(model, kind, Z)
+    got = forest.predict(Z)
+    assert got.shape == ref.shape
+    # sklearn and LightGBM predict in float64 from the same leaf values; XGBoost sums float32
+    tol = 2e-6 if kind.startswith("xgb") else 1e-12
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * max(1.0, np.abs(ref).max()), err_msg=kind)
+
+
+# ----------------------------------------------------------------------------- 2. exact PG² vs oracles
+
+def grid_predictor(model, kind):
+    """The grid oracle's f: the library's own float64 predictor (sklearn, LightGBM raw score); for
+    XGBoost (float32 sums) the C predict, whose parity is the test above."""
+    if kind.startswith("xgb"):
+        return import_model(model).predict
+    return lambda Z: library_output(model, kind, Z)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@examples(5)
+@given(data=st.data())
+def test_exact_pg2_matches_the_oracles(kind, data):
+    X = draw_X(data, nan=kind not in NO_NAN)
+    d = X.shape[1]
+    model = fit_model(data, kind, X)
+    forest = import_model(model)
+    describe(kind, forest, X)
+    S = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=min(3, d), unique=True), label="S")
+    sigma = np.array(data.draw(st.lists(st.floats(0.05, 2.0), min_size=d, max_size=d), label="sigma"))
+    rows = threshold_rows(data, forest, X, max_rows=3)
+    nan_cells = np.isnan(rows[:, S])
+    rows[:, S] = np.where(nan_cells, 0.5, rows[:, S])  # NaN only in unperturbed features
+    exact = np.asarray(xp.pg2(model, rows, S, sigma=sigma).value, dtype=np.float64).reshape(len(rows), -1)
+    cdfs = [gaussian(s) for s in sigma]
+    f = grid_predictor(model, kind)
+    # sklearn splits missing from present values at threshold +inf, which the grid oracle's
+    # bisection for the real boundary cannot take: the leaf-pair oracle covers those models
+    perturbed_inf = any(not np.isfinite(forest.threshold[(forest.left_child >= 0) & (forest.feature == j)]).all()
+                        for j in S)
+    event(f"grid oracle={not perturbed_inf}")
+    for i, x in enumerate(rows):
+        msg = f"{kind}, S={S}, sigma={sigma.tolist()}, x={x.tolist()}"
+        if not perturbed_inf:
+            np.testing.assert_allclose(exact[i], grid_pg2(model, f, x, S, cdfs), rtol=1e-10, atol=1e-12,
+                                       err_msg="grid: " + msg)
+        np.testing.assert_allclose(exact[i], leaf_pair_pg2(forest, x, S, cdfs), rtol=1e-10, atol=1e-12,
+                                   err_msg="leaf pairs: " + msg)
+
+
+# ----------------------------------------------------------------------------- 3. reordered DataFrames
+
+NAMES = ("age", "b mi", "x2", "zeta")
+
+
+@pytest.mark.parametrize("kind", ("dt_clf", "rf_reg", "gb_clf", "xgb_reg", "xgb_clf", "lgbm_reg"))
+@examples(5)
+@given(data=st.data())
+def test_reordered_dataframe_columns_give_bitwise_identical_results(kind, data):
+    X = draw_X(data, nan=False, d=data.draw(st.integers(2, 4), label="n_features"))
+    d = X.shape[1]
+    names = list(NAMES[:d])
+    model = fit_model(data, kind, pd.DataFrame(X, columns=names))
+    forest = import_model(model)
+    model_names = forest.feature_names  # LightGBM stores "b mi" as "b_mi"
+    rows = threshold_rows(data, forest, X, max_rows=4)
+    frame = pd.DataFrame(rows, columns=names)
+    perm = data.draw(st.permutations(range(d)), label="column order")
+    shuffled = frame[[names[j] for j in perm]]
+    S = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=d, unique=True), label="S")
+    ranking = np.array([data.draw(st.permutations(range(d)), label="ranking") for _ in range(len(rows))])
+    sigma = data.draw(st.floats(0.05, 2.0), label="sigma")
+
+    def results(Z):
+        out = {"pg2": xp.pg2(model, Z, S, sigma=sigma).value,
+               "pg2_names": xp.pg2(model, Z, [model_names[j] for j in S], sigma=sigma).value,
+               "pgi2": xp.pgi2(model, Z, ranking, sigma=sigma)}
+        greedy = xp.greedy_pg2_ranking(model, Z, sigma=sigma)
+        out.update(greedy_ranking=greedy.ranking, greedy_path=greedy.pg2_path)
+        if kind in SKLEARN_KINDS:
+            out["local_mdi"] = xp.local_mdi(model, Z)
+        return out
+
+    base = results(frame)
+    for other in (results(shuffled), results(rows)):  # a plain array is read in the model's order
+        for key, value in base.items():
+            np.testing.assert_array_equal(other[key], value, err_msg=f"{kind} {key}, order {perm}")
+
+
+# ----------------------------------------------------------------------------- 4. XGBoost objectives
+
+# objective -> (label kind, range of an explicit base_score)
+XGB_OBJECTIVES = {
+    "reg:squarederror": ("reg", (-3.0, 3.0)),
+    "reg:absoluteerror": ("reg", (-3.0, 3.0)),
+    "reg:pseudohubererror": ("reg", (-3.0, 3.0)),
+    "binary:logistic": ("bin", (0.05, 0.95)),
+    "binary:logitraw": ("bin", (0.05, 0.95)),
+    "binary:hinge": ("bin", (0.05, 0.95)),
+    "count:poisson": ("count", (0.2, 5.0)),
+    "reg:gamma": ("pos", (0.2, 5.0)),
+    "reg:tweedie": ("nonneg", (0.2, 5.0)),
+    "multi:softprob": ("multi", (0.1, 0.9)),
+}
+LABELS = {"reg": Y_VALUES, "bin": (0.0, 1.0), "count": (0.0, 1.0, 2.0, 3.0, 7.0), "pos": (0.25, 0.5, 1.0, 2.0, 6.0),
+          "nonneg": (0.0, 0.5, 1.0, 3.0), "multi": (0.0, 1.0, 2.0)}
+
+
+@pytest.mark.parametrize("objective", list(XGB_OBJECTIVES))
+@examples(4)
+@given(data=st.data())
+def test_xgboost_objectives_import_to_the_margin(objective, data):
+    label_kind, (lo, hi) = XGB_OBJECTIVES[objective]
+    X = draw_X(data, nan=True)
+    n = len(X)
+    y = data.draw(hnp.arrays(np.float64, n, elements=st.sampled_from(LABELS[label_kind]), fill=st.nothing()), label="label")
+    if label_kind in ("bin", "multi"):
+        k = 3 if label_kind == "multi" else 2
+        y[:k] = np.arange(k)
+    elif label_kind in ("count", "nonneg"):
+        y[0] = 1.0  # all-zero labels give XGBoost's own margin log(0) = -inf (poisson) or NaN (tweedie)
+    params = dict(objective=objective, tree_method="hist", max_depth=data.draw(st.integers(1, 3), label="depth"),
+                  learning_rate=0.5, seed=0, nthread=1)
+    if objective.startswith("multi:"):
+        params["num_class"] = 3
+    base = data.draw(st.none() | st.floats(lo, hi), label="base_score")
+    if base is not None:
+        params["base_score"] = base
+    rounds = data.draw(st.integers(1, 5), label="rounds")
+    booster = xgb.train(params, xgb.DMatrix(X, label=y), num_boost_round=rounds)
+    forest = import_model(booster)
+    Z = np.vstack([X, threshold_rows(data, forest, X, max_rows=8)])
+    margin = np.asarray(booster.inplace_predict(Z, predict_type="margin"), dtype=np.float64).reshape(len(Z), -1)
+    got = forest.predict(Z)
+    assert got.shape == margin.shape
+    np.testing.assert_allclose(got, margin, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(margin).max()),
+                               err_msg=f"{objective}, base_score={base}")
+
+
+# ----------------------------------------------------------------------------- 5. local MDI identity
+
+@pytest.mark.parametrize("kind", ("dt_reg", "dt_clf", "rf_reg", "rf_clf", "et_reg", "et_clf"))
+@examples(6)
+@given(data=st.data())
+def test_mean_local_mdi_is_the_trees_unnormalised_mdi_without_bootstrap(kind, data):
+    X = draw_X(data, nan=True, max_rows=60)
+    y, yc = draw_targets(data, len(X))
+    seed = data.draw(st.integers(0, 3), label="seed")
+    depth = data.draw(st.none() | st.integers(1, 5), label="max_depth")
+    max_features = data.draw(st.sampled_from((None, 0.5, 1)), label="max_features")
+    clf = kind.endswith("clf")
+    criterion = data.draw(st.sampled_from(("gini", "entropy", "log_loss") if clf else
+                                          ("squared_error", "absolute_error", "poisson")),
+                          label="criterion")
+    if criterion == "poisson":
+        y = np.abs(y)
+        y[0] = 1.0
+    common = dict(max_depth=depth, max_features=max_features, criterion=criterion, random_state=seed)
+    n_est = data.draw(st.integers(1, 4), label="n_estimators")
+    model = {"dt_reg": lambda: DecisionTreeRegressor(**common),
+             "dt_clf": lambda: DecisionTreeClassifier(**common),
+             "rf_reg": lambda: RandomForestRegressor(n_estimators=n_est, bootstrap=False, **common),
+             "rf_clf": lambda: RandomForestClassifier(n_estimators=n_est, bootstrap=False, **common),
+             "et_reg": lambda: ExtraTreesRegressor(n_estimators=n_est, **common),
+             "et_clf": lambda: ExtraTreesClassifier(n_estimators=n_est, **common)}[kind]()
+    model.fit(X, yc if clf else y)
+    describe(kind, import_model(model), X)
+    trees = np.ravel(getattr(model, "estimators_", [model]))
+    expected = np.mean([t.tree_.compute_feature_importances(normalize=False) for t in trees], axis=0)
+    got = xp.local_mdi(model, X).mean(axis=0)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(expected).max()),
+                               err_msg=f"{kind}, criterion={criterion}")
