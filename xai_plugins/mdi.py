@@ -29,7 +29,9 @@ import numpy as np
 
 from . import _native
 from ._validation import model_rows
+from .distributed import is_dask
 from .errors import InputError, UnsupportedModelError, XaiWarning
+from .exact_sum import exact_column_sums, exact_mean
 from .forest import Forest, import_model
 
 #: scikit-learn ensembles whose bootstrap draws :func:`in_bag_counts` can replay
@@ -53,6 +55,9 @@ def require_impurities(model) -> Forest:
 def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
     """(n, d) local MDI of every row of ``X`` (NaN follows each node's missing-value direction),
     columns in the model's feature order."""
+    if is_dask(X):                      # lazy dask result, see xai_plugins.distributed
+        from . import distributed
+        return distributed.local_mdi(model, X, n_jobs=n_jobs)
     forest = require_impurities(model)
     X, _ = model_rows(X, forest.feature_names, forest.n_features, allow_nan=True)
     return _native.local_mdi(forest, X, n_jobs=n_jobs)
@@ -162,7 +167,14 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
       every count is one: ``in_bag=True`` gives the plain mean, after the same check (which then
       accepts the training rows in any order). Other models are refused with
       :class:`~xai_plugins.errors.UnsupportedModelError`.
+
+    The mean over ``X`` is correctly rounded (exact sums, one rounding: :func:`exact_column_sums`),
+    so it does not depend on the row order or, for a dask ``X`` (a lazy reduction, see
+    :mod:`xai_plugins.distributed`; ``in_bag`` is not supported there), on the chunking.
     """
+    if is_dask(X, sample_weight):
+        from . import distributed
+        return distributed.global_mdi(model, X, sample_weight, in_bag=in_bag, n_jobs=n_jobs)
     forest = require_impurities(model)
     if X is None:
         if sample_weight is not None or in_bag:
@@ -200,7 +212,8 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
                       "subsample < 1 (each tree was grown on its own subsample): pass X=None for the MDI from "
                       "the trees alone (local_mdi(model, X).mean(axis=0) averages over X without this "
                       "warning)", XaiWarning, stacklevel=2)
-    return (w[:, None] * _native.local_mdi(forest, X, n_jobs=n_jobs)).sum(axis=0) / w.sum()
+    weighted = w[:, None] * _native.local_mdi(forest, X, n_jobs=n_jobs)
+    return exact_mean(exact_column_sums(weighted), exact_column_sums(w[:, None])[0])
 
 
 def _tree_mdi(forest: Forest) -> np.ndarray:

@@ -26,6 +26,7 @@ from scipy.stats import qmc
 
 from . import _native
 from ._validation import check_random_state, feature_index, resolve_output
+from .distributed import is_dask
 from .errors import InputError, InputTypeError
 from .forest import Forest, import_model
 from .perturbation import cdf_table, make_perturbation
@@ -209,7 +210,16 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     through the model's own predictor), "qmc" (scrambled Halton points mapped through the inverse
     CDF, 8 independent scramblings for the standard error), or "auto" (exact unless the model
     exceeds :data:`AUTO_PAIR_BUDGET`; the estimate's ``method`` says which ran).
+    ``random_state``: row i draws its noise from its own generator (:func:`row_seed`), so a seeded
+    estimate of a row does not depend on the other rows or on how a dask ``X`` is chunked.
+
+    A dask array / DataFrame ``X`` gives a lazy estimate whose ``compute()`` equals this result
+    bitwise (see :mod:`xai_plugins.distributed`).
     """
+    if is_dask(X, S):
+        from . import distributed
+        return distributed.pg2(model, X, S, sigma, perturbation=perturbation, background=background, method=method,
+                               n_samples=n_samples, random_state=random_state, n_jobs=n_jobs)
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest, X, names = _prepare(model, X)
@@ -227,13 +237,36 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms)
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
         raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
-    mean, stderr = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, check_random_state(random_state))
+    mean, stderr = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
     return PG2Estimate(_squeeze(forest, mean), _squeeze(forest, stderr), method, int(n_samples),
                        time.perf_counter() - start)
 
 
-def _sampled_pg2(forest, X, masks, noise, n_samples, method, rng, batch_rows=200_000):
-    """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor."""
+def row_seed(random_state) -> np.random.SeedSequence:
+    """The root SeedSequence of a Monte Carlo run: from an int seed or a SeedSequence directly,
+    from fresh entropy for None, and from 128 bits drawn from a Generator / RandomState.
+
+    Row i (its index in ``X``) draws from ``default_rng(SeedSequence(root.entropy,
+    spawn_key=root.spawn_key + (i,)))`` -- the i-th child of ``root.spawn`` -- so each row's
+    stream is independent of the other rows and of how the rows are split into blocks.
+    """
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if random_state is None or (isinstance(random_state, numbers.Integral)
+                                and not isinstance(random_state, (bool, np.bool_))):
+        return np.random.SeedSequence(random_state)
+    rng = check_random_state(random_state)
+    return np.random.SeedSequence([int(v) for v in rng.integers(0, 2**32, size=4, dtype=np.uint64)])
+
+
+def _row_rng(root: np.random.SeedSequence, i: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (i,),
+                                                        pool_size=root.pool_size))
+
+
+def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=200_000, row_offset=0):
+    """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor; row i
+    draws from its own generator (:func:`row_seed`), row index ``row_offset + i``."""
     if forest.predict_fn is None:
         raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
     n, d = X.shape
@@ -247,6 +280,7 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, rng, batch_rows=200
         feats = np.flatnonzero(masks[i])
         if len(feats) == 0:
             continue
+        rng = _row_rng(root, row_offset + i)
         if method == "monte_carlo":
             eps = np.column_stack([noise.sample(j, n_samples, rng) for j in feats])
         else:
@@ -300,7 +334,13 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_
     rankings of the same rows, (m, n, d), to score several explanations at once: the result
     gains a leading axis of length m, and a prefix set that several rankings of a row share (the
     full set always, often the first few) is computed once.
+
+    A dask ``X`` and/or ``ranking`` gives a lazy dask array (see :mod:`xai_plugins.distributed`).
     """
+    if is_dask(X, getattr(ranking, "ranking", ranking)):
+        from . import distributed
+        return distributed.pgi2(model, X, ranking, sigma, perturbation=perturbation, background=background,
+                                n_jobs=n_jobs)
     forest, X, names = _prepare(model, X, allow_nan=False)
     d = forest.n_features
     r = _check_ranking(ranking, len(X), d, names)
@@ -337,8 +377,13 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     index order).
 
     Returns a :class:`GreedyRanking`: ``.ranking`` (n, d) feature indices in the model's feature
-    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``.
+    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. A dask ``X``
+    gives a lazy GreedyRanking of dask arrays (see :mod:`xai_plugins.distributed`).
     """
+    if is_dask(X):
+        from . import distributed
+        return distributed.greedy_pg2_ranking(model, X, sigma, perturbation=perturbation, background=background,
+                                              output=output, n_jobs=n_jobs)
     forest, X, _ = _prepare(model, X, allow_nan=False)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
     splits = split_boundaries(forest)

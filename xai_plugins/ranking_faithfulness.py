@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validation import feature_order
+from .distributed import is_dask
 from .errors import InputError
 from .forest import import_model
 from .prediction_gap import pgi2
@@ -44,7 +45,14 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, ba
     explanation of output c when the explanation has k outputs, else the one ranking on output c.
     For boosted classifiers the model output is the margin, which is also what shap's
     ``TreeExplainer`` explains by default.
+
+    Dask attribution values and/or a dask ``X`` give a lazy dask array (see
+    :mod:`xai_plugins.distributed`).
     """
+    if is_dask(X, getattr(explanation, "values", explanation)):
+        from . import distributed
+        return distributed.faithfulness(model, explanation, sigma, X=X, perturbation=perturbation,
+                                        background=background, n_jobs=n_jobs)
     forest = import_model(model)
     values = np.asarray(getattr(explanation, "values", explanation), dtype=np.float64)
     if X is None:

@@ -1,0 +1,196 @@
+"""Dask scale-out (xai_plugins.distributed) on a real LocalCluster: lazy results whose compute()
+is bitwise identical to the in-memory result on the same rows, for any chunking."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+xgb = pytest.importorskip("xgboost")
+
+from sklearn.ensemble import RandomForestRegressor  # noqa: E402
+
+import xai_plugins as xp  # noqa: E402
+from xai_plugins import distributed as xd  # noqa: E402
+from xai_plugins.errors import InputError  # noqa: E402
+
+N, D = 37, 5
+
+
+@pytest.fixture(scope="module")
+def client():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, silence_logs=40)
+        c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D))
+    y = X[:, 0] + X[:, 1] * X[:, 2] - X[:, 3] ** 2
+    names = list("abcde")
+    model = xgb.XGBRegressor(n_estimators=12, max_depth=3, random_state=0).fit(pd.DataFrame(X, columns=names), y)
+    rf = RandomForestRegressor(n_estimators=6, max_depth=4, bootstrap=False, random_state=0).fit(X, y)
+    return X, y, names, model, rf
+
+
+def same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
+    assert np.array_equal(a, b, equal_nan=True) and a.tobytes() == b.tobytes()
+
+
+CHUNKS = [10, 1, N]     # 37 rows: blocks of 10 (not dividing), single rows, one block
+
+
+@pytest.mark.parametrize("rows", CHUNKS)
+def test_pg2_exact_and_greedy_bitwise(client, data, rows):
+    X, _, _, model, _ = data
+    Xd = da.from_array(X, chunks=(rows, D))
+    lazy = xp.pg2(model, Xd, [0, "c", 4])
+    assert isinstance(lazy.value, da.Array) and isinstance(lazy, xp.PG2Estimate)
+    got, ref = lazy.compute(), xp.pg2(model, X, [0, 2, 4])
+    same(got.value, ref.value)
+    same(got.stderr, ref.stderr)
+    assert got.pair_terms == ref.pair_terms and got.method == "exact"
+    S = np.random.default_rng(1).random((N, D)) < 0.5          # one set per row
+    same(xp.pg2(model, Xd, S).value.compute(), xp.pg2(model, X, S).value)
+    g, gref = xp.greedy_pg2_ranking(model, Xd).compute(), xp.greedy_pg2_ranking(model, X)
+    same(g.ranking, gref.ranking)
+    same(g.pg2_path, gref.pg2_path)
+
+
+@pytest.mark.parametrize("method", ["monte_carlo", "qmc"])
+def test_pg2_seeded_sampling_bitwise(client, data, method):
+    X, _, _, model, _ = data
+    ref = xp.pg2(model, X, [1, 3], method=method, n_samples=64, random_state=7)
+    for rows in (10, 4):
+        got = xp.pg2(model, da.from_array(X, chunks=(rows, D)), [1, 3], method=method, n_samples=64,
+                     random_state=7).compute()
+        same(got.value, ref.value)
+        same(got.stderr, ref.stderr)
+    # row i's draws do not depend on the other rows: a slice keeps its rows' estimates
+    sub = xp.pg2(model, X[:5], [1, 3], method=method, n_samples=64, random_state=7)
+    same(sub.value, ref.value[:5])
+
+
+def test_pgi2_and_faithfulness_bitwise(client, data):
+    X, _, _, model, _ = data
+    rng = np.random.default_rng(2)
+    Xd = da.from_array(X, chunks=(10, D))
+    greedy = xp.greedy_pg2_ranking(model, X).ranking
+    same(xp.pgi2(model, Xd, greedy).compute(), xp.pgi2(model, X, greedy))
+    same(xp.pgi2(model, Xd, ["e", "d", "c", "b", "a"]).compute(), xp.pgi2(model, X, [4, 3, 2, 1, 0]))
+    stack = np.stack([greedy, greedy[:, ::-1], np.argsort(rng.random((N, D)), axis=1)])
+    ref = xp.pgi2(model, X, stack)
+    same(xp.pgi2(model, Xd, da.from_array(stack, chunks=(2, 7, D))).compute(), ref)     # stacked dask ranking
+    same(xp.pgi2(model, X, da.from_array(stack, chunks=(3, 9, D))).compute(), ref)      # dask ranking only
+    values = rng.standard_normal((N, D))
+    same(xp.faithfulness(model, da.from_array(values, chunks=(9, D)), X=Xd).compute(),
+         xp.faithfulness(model, values, X=X))
+    same(xd.mean_pgi2(model, Xd, greedy).compute(), xd.mean_pgi2(model, X, greedy))
+    assert abs(xd.mean_pgi2(model, X, greedy) - xp.pgi2(model, X, greedy).mean()) < 1e-12
+
+
+def test_dataframe_columns_aligned_by_name(client, data):
+    X, _, names, model, _ = data
+    df = pd.DataFrame(X, columns=names)
+    shuffled = dd.from_pandas(df[["e", "c", "a", "d", "b"]], npartitions=4)
+    same(xp.pg2(model, shuffled, ["a", "d"]).value.compute(), xp.pg2(model, df, ["a", "d"]).value)
+    same(xp.greedy_pg2_ranking(model, shuffled).ranking.compute(), xp.greedy_pg2_ranking(model, df).ranking)
+    with pytest.raises(xp.errors.FeatureMismatchError if hasattr(xp, "errors") else InputError):
+        xp.pg2(model, dd.from_pandas(df.rename(columns={"a": "zz"}), npartitions=2), [1])
+
+
+def test_local_and_global_mdi_bitwise(client, data):
+    X, _, _, _, rf = data
+    for rows in (10, 1):
+        Xd = da.from_array(X, chunks=(rows, D))
+        same(xp.local_mdi(rf, Xd).compute(), xp.local_mdi(rf, X))
+        same(xp.global_mdi(rf, Xd).compute(), xp.global_mdi(rf, X))
+    w = np.random.default_rng(3).random(N)
+    same(xp.global_mdi(rf, da.from_array(X, chunks=(8, D)), da.from_array(w, chunks=5)).compute(),
+         xp.global_mdi(rf, X, w))
+    np.testing.assert_allclose(xp.global_mdi(rf, X), xp.global_mdi(rf), rtol=1e-12, atol=1e-16)
+    with pytest.raises(InputError, match="in_bag"):
+        xp.global_mdi(rf, da.from_array(X, chunks=10), in_bag=True)
+
+
+def test_model_is_one_graph_key(data):
+    X, _, _, model, _ = data
+    Xd = da.from_array(X, chunks=(5, D))
+    graph = dict(xp.pg2(model, Xd, [0]).value.__dask_graph__())
+    forest_keys = [k for k in graph if isinstance(k, str) and k.startswith("xai-forest-")]
+    assert len(forest_keys) == 1
+    again = dict(xp.greedy_pg2_ranking(model, Xd).ranking.__dask_graph__())
+    assert forest_keys[0] in again          # the same key for every call on this model
+
+
+def test_in_memory_does_not_import_dask():
+    code = ("import sys, numpy as np; import xai_plugins as xp; "
+            "from sklearn.ensemble import RandomForestRegressor as R; X = np.random.rand(30, 3); "
+            "m = R(n_estimators=3, max_depth=3).fit(X, X[:, 0]); xp.pg2(m, X, [0]); xp.local_mdi(m, X); "
+            "xp.global_mdi(m, X); xp.pgi2(m, X, [0, 1, 2]); "
+            "xp.pg2(m, X, [0], method='monte_carlo', n_samples=10, random_state=0); "
+            "assert not [k for k in sys.modules if k == 'dask' or k.startswith('dask.')], 'dask imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_worker_killed_mid_computation(client, data):
+    """One worker process dies while blocks are running: the nanny restarts it, the scheduler
+    re-runs the lost blocks, and the result still equals the in-memory one."""
+    X, _, _, model, _ = data
+    big = np.tile(X, (4, 1))
+    kw = dict(method="monte_carlo", n_samples=100_000, random_state=5)
+    ref = xp.pg2(model, big, [0, 1, 2], **kw)
+    lazy = xp.pg2(model, da.from_array(big, chunks=(4, D)), [0, 1, 2], **kw)
+    futures = client.compute([lazy.value, lazy.stderr])
+    deadline = time.time() + 20
+    busy = []
+    while not busy and time.time() < deadline:
+        busy = [w for w, tasks in client.processing().items() if tasks]
+        time.sleep(0.02)
+    assert busy, "no block started"
+    assert not all(f.done() for f in futures)
+    killer = threading.Thread(target=_kill, args=(client, busy[0]), daemon=True)
+    killer.start()
+    killer.join(30)
+    assert not all(f.done() for f in futures), "the computation ended before the worker died"
+    value, stderr = client.gather(futures)
+    assert busy[0] not in client.scheduler_info()["workers"]      # that worker process is gone
+    same(value, ref.value)
+    same(stderr, ref.stderr)
+
+
+def _kill(client, address):
+    try:
+        client.run(os._exit, 1, workers=[address])
+    except Exception:  # noqa: BLE001 - the worker dies before answering
+        pass
+
+
+def test_bad_dask_input(client, data):
+    X, _, _, model, _ = data
+    with pytest.raises(InputError, match="columns"):
+        xp.pg2(model, da.from_array(X[:, :3], chunks=10), [0])
+    with pytest.raises(InputError, match="method"):
+        xp.pg2(model, da.from_array(X, chunks=10), [0], method="nope")
+    with pytest.raises(InputError, match="n_samples"):
+        xp.pg2(model, da.from_array(X, chunks=10), [0], method="monte_carlo", n_samples=1)
+    with pytest.raises(InputError, match="rows"):
+        xp.pgi2(model, da.from_array(X, chunks=10), np.tile(np.arange(D), (N - 1, 1)))

@@ -1,0 +1,596 @@
+"""Dask scale-out of the row-wise primitives: PG², PGI², the greedy PG² ranking, local MDI,
+faithfulness, and the global summaries (global MDI, mean PGI²) as reductions.
+
+The public functions (``xp.pg2``, ``xp.pgi2``, ``xp.greedy_pg2_ranking``, ``xp.local_mdi``,
+``xp.global_mdi``, ``xp.faithfulness``) hand a ``dask.array.Array`` or ``dask.dataframe.DataFrame``
+``X`` (or a dask ranking / explanation) to this module and get a *lazy* result back:
+
+- every block of rows is computed by the in-memory function itself on the block's rows, so a
+  result's ``.compute()`` is bitwise identical to the in-memory result on the same rows, whatever
+  the chunking (every primitive is row-wise: no row's value depends on another row);
+- the model is imported once on the client and enters the graph as ONE key (a frozen
+  :class:`~xai_plugins.forest.Forest` without its predictor), shared by all blocks: each worker
+  receives it once, and its split tables are built once per worker process and cached with it;
+- a dask DataFrame's columns are aligned to the model's features by name (the same
+  :func:`~xai_plugins._validation.feature_order` as in memory), then read with
+  ``to_dask_array(lengths=True)``;
+- seeded Monte Carlo / QMC (``pg2(method="monte_carlo"|"qmc")``) draws row i's noise from its own
+  generator, ``SeedSequence(seed).spawn``'s i-th child (see
+  :func:`xai_plugins.prediction_gap.row_seed`), in memory and on dask alike, so the estimate of a
+  row does not depend on the blocking. Monte Carlo calls the model's own predictor, so the fitted
+  model itself is shipped (once, as one graph key) with the Forest;
+- global summaries are reduced without collecting rows: each block returns the *exact* sum of its
+  values (an integer multiple of 2^-1127), the partial sums are added exactly and rounded once,
+  so the mean is correctly rounded and identical to the in-memory one for any chunking.
+
+Nothing here imports dask until a dask collection arrives: :func:`is_dask` only looks at
+``sys.modules``. Dask itself is an optional dependency: ``pip install "xai_plugins[dask]"``.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+import uuid
+import weakref
+
+import numpy as np
+
+from .errors import InputError, ModelGoneError
+
+_INSTALL = 'dask input needs dask: pip install "xai_plugins[dask]"'
+
+
+def is_dask(*objs) -> bool:
+    """True when any of ``objs`` is a dask collection (array, DataFrame, delayed). Never imports
+    dask: without dask loaded no object can be one."""
+    if sys.modules.get("dask") is None:
+        return False
+    is_collection = getattr(sys.modules["dask"], "is_dask_collection", None)
+    if is_collection is None:
+        return False
+    return any(is_collection(o) for o in objs)
+
+
+def _require_dask():
+    try:
+        import dask  # noqa: F401
+        import dask.array as da
+    except ImportError as exc:          # pragma: no cover - a dask input implies dask is installed
+        raise ImportError(_INSTALL) from exc
+    return da
+
+
+# --------------------------------------------------------------------------------------------
+# shipping the model
+# --------------------------------------------------------------------------------------------
+
+#: Forest -> Delayed of its predictor-free copy (one graph key per imported model)
+_SHIPPED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _ship(forest):
+    """The Forest as one graph key (a copy without its weakly held predictor, which cannot be
+    pickled), cached per Forest so that repeated calls reuse the key."""
+    import dask
+
+    shipped = _SHIPPED.get(forest)
+    if shipped is None:
+        plain = copy.copy(forest)
+        object.__setattr__(plain, "predict_fn", None)
+        shipped = dask.delayed(plain, name=f"xai-forest-{uuid.uuid4().hex}", pure=True, traverse=False)
+        _SHIPPED[forest] = shipped
+    return shipped
+
+
+class _Held:
+    """A strong stand-in for the weak reference of a ModelPredictor (picklable)."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __call__(self):
+        return self.obj
+
+
+def _ship_with_model(forest):
+    """The Forest with a predictor that holds the fitted model strongly, as one graph key (for
+    Monte Carlo on workers). Not cached: the key keeps the model alive only while the graph does."""
+    import dask
+
+    predictor = forest.predict_fn
+    if predictor is None:
+        raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
+    model = predictor._model() if hasattr(predictor, "_model") else None
+    if model is None:
+        raise ModelGoneError("the model this Forest was imported from no longer exists; Monte Carlo on "
+                             "dask ships the fitted model to the workers, keep a reference to it")
+    held = copy.copy(predictor)
+    held._model = _Held(model)
+    shipped = copy.copy(forest)
+    object.__setattr__(shipped, "predict_fn", held)
+    return dask.delayed(shipped, name=f"xai-forest-model-{uuid.uuid4().hex}", pure=True, traverse=False)
+
+
+def _noise(forest, sigma, perturbation, background):
+    """Validate the noise on the client; return it as (sigma, perturbation) arguments that give
+    the same Perturbation without the background data (sigma already in absolute units)."""
+    from .perturbation import make_perturbation
+
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
+    if noise.dists is not None:
+        return dict(sigma=0.3, perturbation=noise.dists)
+    return dict(sigma=noise.sigma, perturbation=None)
+
+
+# --------------------------------------------------------------------------------------------
+# rows and blocks
+# --------------------------------------------------------------------------------------------
+
+def _rows(forest, X):
+    """``X`` as an (n, d) dask array in the model's feature order (known row chunks, one column
+    chunk) and the feature names, aligning a dask DataFrame by column name."""
+    da = _require_dask()
+    from ._validation import default_feature_names, feature_order
+
+    names = forest.feature_names
+    if hasattr(X, "columns") and hasattr(X, "to_dask_array"):
+        given = [str(c) for c in X.columns]
+        if names is not None:
+            order = feature_order(given, list(names), "X")
+            if order is not None:
+                X = X[[X.columns[i] for i in order]]
+        else:
+            feature_order(given, given, "X")        # refuses duplicated names
+            names = given
+        X = X.to_dask_array(lengths=True)
+    elif not isinstance(X, da.Array):           # in-memory X with a dask S / ranking / weights
+        rows, names = forest.rows(X)
+        X = da.from_array(rows, chunks=-1)
+    if X.ndim != 2:
+        raise InputError(f"a dask X must be 2-D (n_rows, n_features); got {X.ndim} dimensions")
+    if X.shape[1] != forest.n_features:
+        raise InputError(f"X has {X.shape[1]} columns but the model expects {forest.n_features} features")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    if X.shape[0] < 1:
+        raise InputError("X is empty: it has 0 rows, at least 1 needed")
+    X = X.rechunk({1: -1})
+    return X, (list(names) if names is not None else default_feature_names(forest.n_features))
+
+
+def _by_rows(a, X, what):
+    """A per-row argument (numpy or dask, rows on axis 0) chunked like ``X``'s rows."""
+    da = _require_dask()
+    if not isinstance(a, da.Array):
+        a = np.asarray(a)
+        if a.shape[:1] != (X.shape[0],):
+            raise InputError(f"{what} has {a.shape[0] if a.ndim else 0} rows but X has {X.shape[0]}")
+        return da.from_array(a, chunks=(X.chunks[0],) + a.shape[1:])
+    if any(np.isnan(c) for c in a.chunks[0]):
+        a = a.compute_chunk_sizes()
+    if a.shape[0] != X.shape[0]:
+        raise InputError(f"{what} has {a.shape[0]} rows but X has {X.shape[0]}")
+    return a.rechunk((X.chunks[0],) + tuple(-1 for _ in range(a.ndim - 1)))
+
+
+def _call(fn, forest, shared, offset, X, *per_row):
+    return np.ascontiguousarray(fn(forest, int(offset[0]), X, *per_row, **shared), dtype=np.float64)
+
+
+def _map_rows(fn, X, forest, per_row, width, **shared):
+    """(n, width) float64 dask array whose block b is ``fn(forest, first_row, X_b, *per_row_b,
+    **shared)``; ``forest`` (a Delayed) is one key shared by every block."""
+    da = _require_dask()
+    rows = da.arange(X.shape[0], chunks=(X.chunks[0],), dtype=np.int64)   # block b gets its row indices
+    args = [rows, "i", X, "iz"]
+    letters = iter("abcdefghjklmnopqrstuvwxy")
+    for a in per_row:
+        args += [a, "i" + "".join(next(letters) for _ in range(a.ndim - 1))]
+    return da.blockwise(_call, "ic", fn, None, forest, None, shared, None, *args, new_axes={"c": width},
+                        concatenate=True, dtype=np.float64, meta=np.empty((0, 0)))
+
+
+# --------------------------------------------------------------------------------------------
+# lazy result types
+# --------------------------------------------------------------------------------------------
+
+def _make_lazy_types():
+    from .prediction_gap import GreedyRanking, PG2Estimate
+
+    class DaskPG2Estimate(PG2Estimate):
+        """A :class:`PG2Estimate` whose ``value`` / ``stderr`` are dask arrays and ``pair_terms`` a
+        dask scalar (``seconds`` is NaN until computed). ``.compute()`` computes them in one pass
+        and returns an in-memory :class:`PG2Estimate` (``seconds``: the wall time of the compute)."""
+
+        def compute(self, **kwargs) -> PG2Estimate:
+            import dask
+
+            start = time.perf_counter()
+            value, stderr, terms = dask.compute(self.value, self.stderr, self.pair_terms, **kwargs)
+            return PG2Estimate(value, stderr, self.method, self.n_samples, time.perf_counter() - start,
+                               int(terms))
+
+        def __repr__(self):
+            return (f"DaskPG2Estimate(method={self.method!r}, n_rows={self.value.shape[0]}, lazy, "
+                    f"chunks={self.value.chunks[0][:5]}{'...' if len(self.value.chunks[0]) > 5 else ''})")
+
+    class DaskGreedyRanking(GreedyRanking):
+        """A :class:`GreedyRanking` of dask arrays; ``.compute()`` computes both in one pass."""
+
+        def compute(self, **kwargs) -> GreedyRanking:
+            import dask
+
+            return GreedyRanking(*dask.compute(self.ranking, self.pg2_path, **kwargs))
+
+        def __len__(self):
+            return int(self.ranking.shape[0])
+
+        def __repr__(self):
+            return f"DaskGreedyRanking(n_rows={self.ranking.shape[0]}, lazy)"
+
+    return DaskPG2Estimate, DaskGreedyRanking
+
+
+_TYPES: list = []
+
+
+def _lazy_types():
+    if not _TYPES:
+        _TYPES.extend(_make_lazy_types())
+    return _TYPES
+
+
+# --------------------------------------------------------------------------------------------
+# PG², PGI², greedy ranking
+# --------------------------------------------------------------------------------------------
+
+def _per_row_sets(S) -> bool:
+    if is_dask(S):
+        return True
+    if isinstance(S, (list, tuple)) and S and all(isinstance(r, (list, tuple, np.ndarray)) for r in S):
+        return True
+    return np.ndim(S) == 2 if not isinstance(S, (list, tuple)) or S else False
+
+
+def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, sigma, perturbation):
+    from .forest import import_model
+    from .prediction_gap import _check_perturbed_finite, _sampled_pg2, pg2
+    from .perturbation import make_perturbation
+
+    S = masks[0].astype(bool) if masks else S
+    k = forest.n_outputs
+    if method == "exact":
+        est = pg2(forest, X, S, sigma, perturbation=perturbation, method="exact", n_jobs=n_jobs)
+        value, stderr = est.value.reshape(len(X), k), est.stderr.reshape(len(X), k)
+        terms = est.pair_terms
+    else:
+        forest = import_model(forest)
+        X, names = forest.rows(X)
+        from .prediction_gap import _set_masks
+
+        m = _set_masks(S, len(X), forest.n_features, names)
+        _check_perturbed_finite(X, m)
+        noise = make_perturbation(forest.n_features, sigma, perturbation, None, names=forest.feature_names)
+        value, stderr = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
+        terms = 0
+    col = np.zeros((len(X), 1))
+    col[0, 0] = terms
+    return np.concatenate([value, stderr, col], axis=1)
+
+
+def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
+        random_state=None, n_jobs=None):
+    """:func:`xai_plugins.pg2` on a dask ``X``: a lazy :class:`PG2Estimate` (see the module doc)."""
+    import numbers
+
+    from .forest import import_model
+    from .prediction_gap import AUTO_PAIR_BUDGET, METHODS, _set_masks, row_seed
+
+    if method not in METHODS:
+        raise InputError(f"method must be one of {METHODS}; got {method!r}")
+    forest = import_model(model)
+    Xd, names = _rows(forest, X)
+    d, k = forest.n_features, forest.n_outputs
+    noise = _noise(forest, sigma, perturbation, background)
+    if method == "auto":
+        method = "exact" if float(forest.n_leaves) ** 2 <= AUTO_PAIR_BUDGET else "monte_carlo"
+    per_row, shared_S = [], None
+    if _per_row_sets(S):
+        if is_dask(S):
+            mask = S.map_blocks(lambda s: _set_masks(s, len(s), d, names).astype(bool),
+                                dtype=bool, chunks=(S.chunks[0], (d,)))
+            mask = _by_rows(mask, Xd, "S")
+        else:
+            mask = _by_rows(_set_masks(S, Xd.shape[0], d, names).astype(bool), Xd, "S")
+        per_row = [mask]
+    else:
+        shared_S = _set_masks(S, 1, d, names)[0].astype(bool)
+    root, shipped = None, None
+    if method == "exact":
+        shipped = _ship(forest)
+    else:
+        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
+            raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+        root = row_seed(random_state)
+        shipped = _ship_with_model(forest)
+    out = _map_rows(_pg2_block, Xd, shipped, per_row, 2 * k + 1, S=shared_S, method=method,
+                    n_samples=int(n_samples), root=root, n_jobs=n_jobs, **noise)
+    value, stderr = out[:, :k], out[:, k:2 * k]
+    if k == 1:
+        value, stderr = value[:, 0], stderr[:, 0]
+    terms = out[:, 2 * k].sum().astype(np.int64)
+    DaskPG2Estimate, _ = _lazy_types()
+    return DaskPG2Estimate(value, stderr, method, 0 if method == "exact" else int(n_samples), float("nan"), terms)
+
+
+def _pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigma, perturbation):
+    from .prediction_gap import pgi2
+
+    r = rankings[0] if rankings else ranking
+    if stacked:
+        r = np.moveaxis(r, 1, 0)                     # (b, m, d) -> (m, b, d)
+    out = np.asarray(pgi2(forest, X, r, sigma, perturbation=perturbation, n_jobs=n_jobs))
+    if stacked:
+        out = np.moveaxis(out, 0, 1)                 # (m, b[, k]) -> (b, m[, k])
+    return out.reshape(len(X), -1)
+
+
+def _ranking_arg(ranking, Xd, d, names):
+    """(per-row dask arrays, shared ranking, stacked m or 0) of a ranking argument."""
+    from .prediction_gap import _check_ranking
+
+    ranking = getattr(ranking, "ranking", ranking)
+    ndim = ranking.ndim if is_dask(ranking) else np.ndim(ranking)
+    if ndim == 1 and not is_dask(ranking):
+        return [], _check_ranking(ranking, 1, d, names)[0, 0], 0
+    if ndim == 2:
+        return [_by_rows(ranking, Xd, "ranking")], None, 0
+    if ndim == 3:
+        m = ranking.shape[0]
+        if is_dask(ranking):
+            moved = ranking.transpose(1, 0, 2)
+        else:
+            moved = np.moveaxis(np.asarray(ranking), 1, 0)
+        return [_by_rows(moved, Xd, "ranking (axis 1)")], None, m
+    raise InputError(f"ranking must have shape ({d},), (n, {d}) or (m, n, {d}); got {ndim} dimensions")
+
+
+def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None):
+    """:func:`xai_plugins.pgi2` on a dask ``X`` and/or dask ``ranking``: a lazy dask array."""
+    da = _require_dask()
+    from .forest import import_model
+
+    forest = import_model(model)
+    if not is_dask(X):
+        X = da.from_array(np.asarray(forest.rows(X, allow_nan=False)[0]),
+                          chunks=(_row_chunks(ranking),) + (forest.n_features,))
+    Xd, names = _rows(forest, X)
+    d, k = forest.n_features, forest.n_outputs
+    noise = _noise(forest, sigma, perturbation, background)
+    per_row, shared, m = _ranking_arg(ranking, Xd, d, names)
+    width = max(m, 1) * k
+    out = _map_rows(_pgi2_block, Xd, _ship(forest), per_row, width, ranking=shared, stacked=bool(m),
+                    n_jobs=n_jobs, **noise)
+    if m:
+        out = out.reshape(Xd.shape[0], m, k).transpose(1, 0, 2)
+        return out[:, :, 0] if k == 1 else out
+    return out[:, 0] if k == 1 else out
+
+
+def _row_chunks(ranking):
+    """Row chunks of a dask ranking (axis 1 when stacked)."""
+    r = getattr(ranking, "ranking", ranking)
+    chunks = r.chunks[1] if r.ndim == 3 else r.chunks[0]
+    if any(np.isnan(c) for c in chunks):
+        raise InputError("the dask ranking has unknown chunk sizes; call compute_chunk_sizes() first")
+    return chunks
+
+
+def _greedy_block(forest, start, X, *, output, n_jobs, sigma, perturbation):
+    from .prediction_gap import greedy_pg2_ranking
+
+    res = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, n_jobs=n_jobs)
+    return np.concatenate([res.ranking.astype(np.float64), res.pg2_path.reshape(len(X), -1)], axis=1)
+
+
+def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, n_jobs=None):
+    """:func:`xai_plugins.greedy_pg2_ranking` on a dask ``X``: a lazy :class:`GreedyRanking`."""
+    from ._validation import resolve_output
+    from .forest import import_model
+
+    forest = import_model(model)
+    Xd, _ = _rows(forest, X)
+    d = forest.n_features
+    resolve_output(forest.output_names, output)      # validate on the client
+    noise = _noise(forest, sigma, perturbation, background)
+    out = _map_rows(_greedy_block, Xd, _ship(forest), [], 2 * d, output=output, n_jobs=n_jobs, **noise)
+    _, DaskGreedyRanking = _lazy_types()
+    return DaskGreedyRanking(out[:, :d].astype(np.int64), out[:, d:])
+
+
+# --------------------------------------------------------------------------------------------
+# local MDI, faithfulness
+# --------------------------------------------------------------------------------------------
+
+def _mdi_block(forest, start, X, *, n_jobs):
+    from .mdi import local_mdi
+
+    return local_mdi(forest, X, n_jobs=n_jobs)
+
+
+def local_mdi(model, X, *, n_jobs=None):
+    """:func:`xai_plugins.local_mdi` on a dask ``X``: a lazy (n, d) dask array."""
+    from .mdi import require_impurities
+
+    forest = require_impurities(model)
+    Xd, _ = _rows(forest, X)
+    return _map_rows(_mdi_block, Xd, _ship(forest), [], forest.n_features, n_jobs=n_jobs)
+
+
+def _faith_block(forest, start, X, values, *, n_jobs, sigma, perturbation):
+    from .ranking_faithfulness import faithfulness
+
+    return np.asarray(faithfulness(forest, values, sigma, X=X, perturbation=perturbation,
+                                   n_jobs=n_jobs)).reshape(len(X), -1)
+
+
+def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, background=None, n_jobs=None):
+    """:func:`xai_plugins.faithfulness` with a dask ``X`` and/or dask attribution values: a lazy
+    dask array. Feature columns are matched by name as in memory."""
+    da = _require_dask()
+    from ._validation import feature_order
+    from .forest import import_model
+
+    forest = import_model(model)
+    values = getattr(explanation, "values", explanation)
+    if X is None:
+        X = getattr(explanation, "data", None)
+        if X is None:
+            raise InputError("the explanation carries no data; pass the explained rows as X=")
+    if not is_dask(values):
+        values = np.asarray(values, dtype=np.float64)
+    if values.ndim not in (2, 3):
+        raise InputError(f"attribution values must be (n, d) or (n, d, k); got {values.ndim} dimensions")
+    names = getattr(explanation, "feature_names", None)
+    if names is None:
+        names = getattr(X, "columns", None)
+    if names is not None and forest.feature_names is not None:
+        order = feature_order([str(c) for c in names], forest.feature_names, "the explanation")
+        if order is not None:
+            values = values[:, order]
+            if not hasattr(X, "columns"):
+                X = X[:, order] if is_dask(X) else np.asarray(X)[:, order]
+    if not is_dask(X):
+        rows = np.asarray(forest.rows(X, allow_nan=False)[0])
+        chunks = values.chunks[0] if is_dask(values) else (len(rows),)
+        X = da.from_array(rows, chunks=(chunks, forest.n_features))
+    Xd, _ = _rows(forest, X)
+    values = _by_rows(values, Xd, "the explanation")
+    if values.shape[1] != forest.n_features:
+        raise InputError(f"the explanation has {values.shape[1]} features but the model has {forest.n_features}")
+    k = forest.n_outputs
+    if values.ndim == 3 and values.shape[2] != k:
+        raise InputError(f"the explanation has {values.shape[2]} outputs but the model has {k}")
+    out = _map_rows(_faith_block, Xd, _ship(forest), [values], k, n_jobs=n_jobs,
+                    **_noise(forest, sigma, perturbation, background))
+    return out[:, 0] if values.ndim == 2 and k == 1 else out
+
+
+# --------------------------------------------------------------------------------------------
+# global summaries: exact reductions
+# --------------------------------------------------------------------------------------------
+
+def _exact_reduce(block_sums, finish, shape, da):
+    """A dask array of ``shape`` from per-block exact sums (Delayed lists of ints) combined once."""
+    import dask
+
+    total = dask.delayed(_add_all, pure=True)(block_sums)
+    return da.from_delayed(dask.delayed(finish, pure=True)(total), shape=shape, dtype=np.float64)
+
+
+def _add_all(parts):
+    out = list(parts[0])
+    for p in parts[1:]:
+        out = [a + b for a, b in zip(out, p)]
+    return out
+
+
+def _gmdi_block(forest, X, w):
+    from .exact_sum import exact_column_sums
+    from .mdi import local_mdi
+
+    lm = local_mdi(forest, X)
+    if w is None:
+        w = np.ones(len(X))
+    w = np.asarray(w, dtype=np.float64)
+    if np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise InputError("sample_weight must be finite and non-negative")
+    return exact_column_sums(w[:, None] * lm) + exact_column_sums(w[:, None])
+
+
+def _gmdi_finish(total):
+    from .exact_sum import exact_mean
+
+    return exact_mean(total[:-1], total[-1])
+
+
+def global_mdi(model, X, sample_weight=None, *, in_bag=False, n_jobs=None):
+    """:func:`xai_plugins.global_mdi` on a dask ``X`` (with an optional numpy or dask
+    ``sample_weight``): the weighted mean of local MDI as a lazy (d,) dask array, reduced exactly
+    per block (no rows collected) and rounded once, so identical to the in-memory result."""
+    da = _require_dask()
+    import dask
+
+    from .mdi import _subsampled, require_impurities
+
+    if in_bag:
+        raise InputError("in_bag=True is not supported on dask input: it replays the bootstrap draws over the "
+                         "exact training rows in order; compute it in memory, or use global_mdi(model) for the "
+                         "MDI from the trees alone")
+    forest = require_impurities(model)
+    Xd, _ = _rows(forest, X)
+    w = None if sample_weight is None else _by_rows(
+        sample_weight if is_dask(sample_weight) else np.asarray(sample_weight, dtype=np.float64), Xd,
+        "sample_weight")
+    if w is not None and w.ndim != 1:
+        raise InputError(f"sample_weight must be (n,) (one per row of X); got {w.ndim} dimensions")
+    _warn_subsampled(_subsampled(model))
+    shipped = _ship(forest)
+    xs = Xd.to_delayed().ravel()
+    ws = [None] * len(xs) if w is None else list(w.to_delayed().ravel())
+    parts = [dask.delayed(_gmdi_block, pure=True)(shipped, x, wb) for x, wb in zip(xs, ws)]
+    return _exact_reduce(parts, _gmdi_finish, (forest.n_features,), da)
+
+
+def _warn_subsampled(why):
+    import warnings
+
+    from .errors import XaiWarning
+
+    if why:
+        warnings.warn(f"the mean of local MDI over X is not the model's MDI ({why}: each tree was grown on its "
+                      "own resample); see xai_plugins.global_mdi", XaiWarning, stacklevel=3)
+
+
+def _mean_finish(total, k):
+    from .exact_sum import SUM_SCALE_BITS, exact_mean
+
+    values = exact_mean(total[:-1], total[-1] << SUM_SCALE_BITS)
+    return values[0] if k == 1 else values
+
+
+def _sum_block(values):
+    from .exact_sum import exact_column_sums
+
+    v = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
+    return exact_column_sums(v) + [len(v)]
+
+
+def mean_pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None):
+    """Mean PGI² over the rows of ``X``: correctly rounded (exact sum, one rounding), so the same
+    float for in-memory and dask input and for any chunking. In memory: a float (or (k,) array);
+    on dask: a lazy dask scalar (or (k,) array) reduced per block without collecting rows.
+    ``ranking`` as in :func:`xai_plugins.pgi2`, not stacked."""
+    from .forest import import_model
+    from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
+    from .prediction_gap import pgi2 as pgi2_mem
+
+    forest = import_model(model)
+    k = forest.n_outputs
+    if np.ndim(getattr(ranking, "ranking", ranking)) == 3:
+        raise InputError("mean_pgi2 takes one ranking per row, not a stack")
+    if not is_dask(X, getattr(ranking, "ranking", ranking)):
+        v = np.asarray(pgi2_mem(forest, X, ranking, sigma, perturbation=perturbation, background=background,
+                                n_jobs=n_jobs)).reshape(-1, k)
+        values = exact_mean(exact_column_sums(v), len(v) << SUM_SCALE_BITS)
+        return values[0] if k == 1 else values
+    da = _require_dask()
+    import dask
+
+    scores = pgi2(model, X, ranking, sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
+    parts = [dask.delayed(_sum_block, pure=True)(b) for b in scores.to_delayed().ravel()]
+    import functools
+
+    return _exact_reduce(parts, functools.partial(_mean_finish, k=k), () if k == 1 else (k,), da)
