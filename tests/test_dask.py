@@ -194,3 +194,124 @@ def test_bad_dask_input(client, data):
         xp.pg2(model, da.from_array(X, chunks=10), [0], method="monte_carlo", n_samples=1)
     with pytest.raises(InputError, match="rows"):
         xp.pgi2(model, da.from_array(X, chunks=10), np.tile(np.arange(D), (N - 1, 1)))
+
+
+# --------------------------------------------------------------------------------------------
+# shap explainers, AcME local, the audit and xai-audit --scheduler on the cluster (issue 13)
+# --------------------------------------------------------------------------------------------
+
+def test_acme_local_is_lazy_and_bitwise(client, data):
+    from sklearn.ensemble import RandomForestClassifier
+
+    from xai_plugins.acme import AcME, AcMELocal
+
+    X, y, names, model, _ = data
+    clf = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y > 0)     # k = 2 outputs
+    shuffled = dd.from_pandas(pd.DataFrame(X, columns=names)[["d", "a", "e", "b", "c"]], npartitions=3)
+    for m, rows, variant in ((model, shuffled, "paper"), (clf, da.from_array(X, chunks=(8, D)), "reference")):
+        acme = AcME(m, pd.DataFrame(X, columns=names) if m is model else X, n_quantiles=7, variant=variant)
+        lazy = acme.explain_local(rows)
+        assert isinstance(lazy, AcMELocal) and isinstance(lazy.values, da.Array)
+        got, ref = lazy.compute(), acme.explain_local(pd.DataFrame(X, columns=names) if m is model else X)
+        assert type(got) is AcMELocal and got.output_names == ref.output_names
+        for field in ("X", "row_levels", "row_predictions", "predictions", "effects", "values"):
+            same(getattr(got, field), getattr(ref, field))
+
+
+def test_shap_explainers_on_dask_bitwise(client, data):
+    from xai_plugins.shap import AcMEExplainer, LocalMDIExplainer, PG2Explainer
+
+    X, _, names, model, rf = data
+    df = pd.DataFrame(X, columns=names)
+    shuffled = dd.from_pandas(df[["e", "c", "a", "d", "b"]], npartitions=4)
+    explainer = PG2Explainer(model, sigma=0.5, background=df)
+    got, ref = explainer(shuffled), explainer(df)
+    assert isinstance(got.values, np.ndarray)          # computed on the cluster, returned in memory
+    for a, b in ((got.values, ref.values), (got.data, ref.data), (got.ranking, ref.ranking), (got.pgi2, ref.pgi2)):
+        same(a, b)
+    assert got.feature_names == ref.feature_names
+    mdi = LocalMDIExplainer(rf)
+    same(mdi(da.from_array(X, chunks=(6, D))).values, mdi(X).values)
+    acme = AcMEExplainer(rf, X, n_quantiles=9)
+    got, ref = acme(da.from_array(X, chunks=(10, D))), acme(X)
+    same(got.values, ref.values)
+    same(got.data, ref.data)
+
+
+def test_random_rankings_and_order_statistics(client):
+    rng = np.random.default_rng(4)
+    X = da.from_array(rng.random((53, 7)), chunks=(11, 7))
+    same(xd.random_rankings(X, 9).compute(), np.argsort(np.random.default_rng(9).random((53, 7)), axis=1))
+    v = rng.standard_normal((301, 2))
+    v[:40, 1] = 0.25                                            # ties
+    v[7, 0] = -1e300
+    picked = xd.order_statistics(da.from_array(v, chunks=(37, 2)), [0, 0, 1, 1, 1], [0, 150, 0, 39, 300])
+    same(picked, np.array([np.sort(v[:, 0])[0], np.sort(v[:, 0])[150], np.sort(v[:, 1])[0],
+                           np.sort(v[:, 1])[39], np.sort(v[:, 1])[300]]))
+
+
+@pytest.fixture(scope="module")
+def audit_data():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :6]
+    X_train, y_train, X_test, y_test = X.iloc[:300], y.iloc[:300], X.iloc[300:420], y.iloc[300:420]
+    model = RandomForestClassifier(n_estimators=10, max_depth=3, bootstrap=False, random_state=0).fit(X_train, y_train)
+    return model, X_train, y_train, X_test, y_test
+
+
+def test_audit_with_client_explains_every_row(client, audit_data):
+    from xai_plugins.report import audit
+
+    model, X_train, y_train, X_test, y_test = audit_data
+    kw = dict(X_train=X_train, y_train=y_train, explainers=["shap", "pg2", "local_mdi", "acme"],
+              sections=["explanations", "faithfulness", "agreement"], mc_pairs=1, max_shap_rows=40, progress=False)
+    frame = dd.from_pandas(X_test[X_test.columns[::-1]].assign(target=y_test.to_numpy()), npartitions=3)
+    on_cluster = audit(model, frame.drop(columns=["target"]), frame["target"], client=client, **kw)
+    in_memory = audit(model, X_test, y_test, max_rows=120, time_budget=None, **kw)
+    assert on_cluster.rows_explained == 120 and in_memory.rows_explained == 120
+    for s in ("explanations", "faithfulness", "agreement"):
+        assert on_cluster.sections[s].status == "ok", (s, on_cluster.sections[s].reason)
+    assert all(on_cluster.methods[k].status == "ok" for k in ("shap", "pg2", "local_mdi", "acme"))
+    a, b = on_cluster.sections["faithfulness"].data, in_memory.sections["faithfulness"].data
+    # bitwise: every block is scored by the in-memory pgi2, and both audits reduce with exact sums
+    # (correctly rounded means, sd from them, win rates) and exact order statistics (medians)
+    pd.testing.assert_frame_equal(a["pgi2"], b["pgi2"], check_exact=True)
+    assert a["win rate"] == b["win rate"] and a["winners"] == b["winners"] and a["rows"] == 120
+    assert "ignored" in str(on_cluster.parameters["max_rows"])
+    html = on_cluster.to_html()
+    assert "explain 120 test rows: every complete test row" in html and "max_rows and time_budget" in html
+    assert on_cluster.to_dict()["rows explained"] == 120
+    assert on_cluster.sections["model"].data["card"]["test rows"] == 120
+
+
+def test_cli_scheduler_reads_a_csv_glob(client, tmp_path):
+    import json
+
+    from sklearn.datasets import load_diabetes
+
+    from xai_plugins.cli import main
+
+    X, y = load_diabetes(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :5]
+    model = xgb.XGBRegressor(n_estimators=8, max_depth=3).fit(X.iloc[:250], y.iloc[:250])
+    model.save_model(tmp_path / "model.json")
+    test = X.iloc[250:340].assign(y=y.iloc[250:340].to_numpy())
+    test.iloc[5, 1] = np.nan                                   # not explained (PG² cannot perturb it)
+    for i, start in enumerate((0, 30, 60)):
+        test.iloc[start:start + 30].to_csv(tmp_path / f"part-{i}.csv", index=False)
+    X.iloc[:250].assign(y=y.iloc[:250]).to_csv(tmp_path / "train.csv", index=False)
+    code = main(["--model", str(tmp_path / "model.json"), "--data", str(tmp_path / "part-*.csv"), "--target", "y",
+                 "--train", str(tmp_path / "train.csv"), "--scheduler", client.scheduler.address, "--out",
+                 str(tmp_path / "out"), "--explainers", "pg2", "--sections", "explanations", "faithfulness",
+                 "--no-pdf", "--quiet", "--max-rows", "20"])
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "model.json").read_text())
+    assert report["rows explained"] == 89                       # every complete row, not --max-rows
+    assert report["sections"]["faithfulness"]["data"]["rows"] == 89
+    assert report["sections"]["data"]["data"]["missing values"] == 1
+    assert "3 file(s)" in report["sections"]["reproducibility"]["data"]["hashes"]["test files"]
+    assert main(["--model", str(tmp_path / "model.json"), "--data", str(tmp_path / "none-*.csv"), "--target", "y",
+                 "--scheduler", client.scheduler.address, "--quiet"]) == 2

@@ -250,3 +250,14 @@ def test_bad_inputs(xor):
         fit_rashomon_forest(Xa, y, bootstrap=True)
     with pytest.raises(ValueError, match="task"):
         fit_rashomon_forest(Xa, y, task="ranking")
+
+
+def test_a_feature_no_tree_uses_has_zero_reliance():
+    """A constant column is never split on: its reliance range is [0, 0] (this used to crash)."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=200), np.ones(200), rng.normal(size=200)])
+    y = 2 * X[:, 0] + 0.1 * rng.normal(size=200)
+    model = RandomForestRegressor(n_estimators=10, bootstrap=False, max_depth=4, random_state=0).fit(X, y)
+    table = mcr(model, X, y, n_permutations=2, progress=False).table
+    assert (table.loc["x1", ["mcr_minus", "model_reliance", "mcr_plus"]] == 0.0).all()
+    assert table.loc["x0", "mcr_plus"] > 0.0

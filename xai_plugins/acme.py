@@ -69,6 +69,7 @@ from scipy import stats
 from ._validation import (check_is_fitted, feature_index, model_feature_names, model_rows,
                           resolve_output)
 from .errors import InputError, InputIndexError, InputTypeError, UnsupportedModelError, XaiWarning
+from .distributed import is_dask
 
 __all__ = ["AcME", "AcMEGlobal", "AcMELocal", "Grid"]
 
@@ -369,7 +370,15 @@ class AcME:
                           values=squeeze(importances[0]))
 
     def explain_local(self, X_rows) -> "AcMELocal":
-        """What-if predictions and local importances of each row, one model call per batch of rows."""
+        """What-if predictions and local importances of each row, one model call per batch of rows.
+
+        A dask array / DataFrame ``X_rows`` gives a lazy ``DaskAcMELocal`` whose ``.compute()`` is
+        bitwise this explanation of the same rows, each block explained on a worker (see
+        :func:`xai_plugins.distributed.acme_local`)."""
+        if is_dask(X_rows):
+            from . import distributed
+
+            return distributed.acme_local(self, X_rows)
         rows = self._check_rows(X_rows)
         g = self.grid_
         R, n = g.values.size, rows.shape[0]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .distributed import is_dask
 from .forest import import_model
 from .mdi import local_mdi
 from .prediction_gap import greedy_pg2_ranking
@@ -70,7 +71,14 @@ def greedy_gains(ranking: np.ndarray, path: np.ndarray) -> np.ndarray:
 
 def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> Attribution:
     """Greedy PG² gains, ranking (n, d[, k]) and exact PGI² of that ranking (n[, k]).
-    ``model`` is imported once (a Forest is used as is); ``X`` is aligned to its features by name."""
+    ``model`` is imported once (a Forest is used as is); ``X`` is aligned to its features by name.
+    A dask ``X`` is computed block by block on the active dask scheduler and returned in memory
+    (see :mod:`xai_plugins.distributed`): bitwise this result on the same rows."""
+    if is_dask(X):
+        from . import distributed
+
+        return distributed.pg2_attribution(model, X, sigma, perturbation=perturbation, background=background,
+                                           n_jobs=n_jobs)
     forest = import_model(model)
     rows, names = forest.rows(X, allow_nan=False)
     noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
@@ -88,6 +96,10 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
 
 def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
     """Local MDI (n, d) of each row: one impurity per node, so no per-class value for classifiers."""
+    if is_dask(X):
+        from . import distributed
+
+        return distributed.local_mdi_attribution(model, X, n_jobs=n_jobs)
     forest = import_model(model)
     rows, names = forest.rows(X, allow_nan=True)
     return Attribution(local_mdi(forest, rows, n_jobs=n_jobs), rows, names, None, "local_mdi")
@@ -95,6 +107,10 @@ def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
 
 def acme_attribution(acme, X) -> Attribution:
     """AcME local importances (n, d[, k]) of the rows ``X`` (see :class:`~xai_plugins.acme.AcMELocal`)."""
+    if is_dask(X):
+        from . import distributed
+
+        return distributed.acme_attribution(acme, X)
     local = acme.explain_local(X)
     return Attribution(local.values, local.X, list(local.feature_names), local.output_names, "acme",
                        {"row_predictions": local.row_predictions})

@@ -2,6 +2,12 @@
 
     xai-audit --model model.json --data test.csv --target y --out reports/ [--train train.csv]
               [--sections explanations faithfulness ...] [--sigma 0.1 0.3 1.0] [--trust-pickle]
+    xai-audit --model model.json --data "test/*.parquet" --target y --scheduler tcp://host:8786
+
+With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
+``client``): ``--data`` may be a glob of parquet or CSV files, read with ``dask.dataframe`` on the
+workers, and every complete test row gets the per-row methods and the PGI² scores (``--max-rows``
+and ``--time-budget`` are ignored for the row count).
 
 The model is an XGBoost JSON/UBJSON file, or — only with ``--trust-pickle``, because unpickling
 runs arbitrary code — a pickled / joblib scikit-learn, XGBoost or LightGBM model. With no
@@ -38,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="xai-audit", description="Audit the explanations of a tree-ensemble model (HTML + PDF report). "
         "Without arguments: a demo audit of two models on scikit-learn's diabetes and breast-cancer data.")
     parser.add_argument("--model", help="XGBoost .json/.ubj model, or .pkl/.joblib with --trust-pickle")
-    parser.add_argument("--data", help="CSV of the test data (features + target column)")
+    parser.add_argument("--data", help="CSV of the test data (features + target column); with --scheduler, a "
+                        "glob of parquet (.parquet/.pq or a folder) or CSV files read by dask.dataframe")
     parser.add_argument("--target", help="name of the target column in --data (and --train)")
     parser.add_argument("--train", help="CSV of the training data (same columns): noise scale, AcME, MCR")
     parser.add_argument("--out", default="reports", help="output folder (default: reports/)")
@@ -67,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument("--n-jobs", type=int, default=-1, help="threads (default -1: every core)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="address of a Dask scheduler (e.g. tcp://host:8786): run the per-row methods and the "
+                             "faithfulness section on every test row on that cluster (needs xai_plugins[dask])")
     return parser
 
 
@@ -126,6 +136,46 @@ def read_table(path, target: str, label: str) -> tuple[pd.DataFrame, pd.Series]:
     return frame.drop(columns=[target]), frame[target]
 
 
+def connect(address: str):
+    """A ``distributed.Client`` of the scheduler at ``address``; :class:`CLIError` when unreachable."""
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise CLIError('--scheduler needs dask and distributed: pip install "xai_plugins[dask]"') from exc
+    try:
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise CLIError(f"cannot connect to the Dask scheduler at {address!r}: {exc}") from exc
+
+
+def read_dask_table(pattern: str, target: str):
+    """Features and target of a glob of parquet or CSV files as a lazy dask DataFrame / Series, and
+    a description of the files for the appendix; :class:`CLIError` when nothing matches or the
+    target column is missing. Parquet: a .parquet/.pq pattern or a folder; CSV otherwise."""
+    import glob
+    import os
+
+    import dask.dataframe as dd
+
+    remote = "://" in pattern
+    files = [] if remote else sorted(glob.glob(pattern)) if not os.path.isdir(pattern) else [pattern]
+    if not remote and not files:
+        raise CLIError(f"--data {pattern!r} matches no file")
+    parquet = pattern.rstrip("/*").lower().endswith((".parquet", ".pq")) or (not remote and os.path.isdir(pattern))
+    try:
+        frame = dd.read_parquet(pattern) if parquet else dd.read_csv(pattern)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"cannot read --data {pattern!r}: {exc}") from exc
+    if target not in frame.columns:
+        shown = ", ".join(map(str, frame.columns[:20])) + (" ..." if len(frame.columns) > 20 else "")
+        raise CLIError(f"target column {target!r} is not in --data {pattern} (columns: {shown})")
+    size = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
+    described = (f"{pattern} ({'parquet' if parquet else 'CSV'}, {len(files)} file(s), {size:,} bytes: "
+                 f"{', '.join(Path(f).name for f in files[:10])}{' ...' if len(files) > 10 else ''})"
+                 if files else f"{pattern} ({'parquet' if parquet else 'CSV'})")
+    return frame.drop(columns=[target]), frame[target], described
+
+
 def align_features(forest, X: pd.DataFrame, label: str) -> pd.DataFrame:
     """``X`` with the model's columns in the model's order (aligned by name where the model knows
     its feature names, by position otherwise); :class:`CLIError` on any mismatch."""
@@ -162,22 +212,31 @@ def run_files(args) -> list:
         forest = import_model(model)
     except (XaiError, ValueError) as exc:
         raise CLIError(f"cannot audit {Path(args.model).name}: {exc}") from exc
-    X, y = read_table(args.data, args.target, "--data")
-    X = align_features(forest, X, "--data")
+    provenance = {"model file": f"{Path(args.model).name} (sha256 {sha256_file(args.model)})"}
+    client = None
+    if args.scheduler:
+        X, y, provenance["test files"] = read_dask_table(args.data, args.target)
+    else:
+        X, y = read_table(args.data, args.target, "--data")
+        X = align_features(forest, X, "--data")
+        provenance["test file"] = f"{Path(args.data).name} (sha256 {sha256_file(args.data)})"
     X_train = y_train = None
-    provenance = {"model file": f"{Path(args.model).name} (sha256 {sha256_file(args.model)})",
-                  "test file": f"{Path(args.data).name} (sha256 {sha256_file(args.data)})"}
     if args.train:
         X_train, y_train = read_table(args.train, args.target, "--train")
         X_train = align_features(forest, X_train, "--train")
         provenance["training file"] = f"{Path(args.train).name} (sha256 {sha256_file(args.train)})"
     positive = _positive_class(model, args.positive_class)
     title = args.title or f"Explanation audit of {Path(args.model).name}"
+    if args.scheduler:
+        client = connect(args.scheduler)
     try:
         result = audit(model, X, y, X_train=X_train, y_train=y_train, title=title, positive_class=positive,
-                       provenance=provenance, **_audit_options(args))
+                       provenance=provenance, client=client, **_audit_options(args))
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
+    finally:
+        if client is not None:
+            client.close()
     return write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf)
 
 
@@ -230,10 +289,15 @@ def run_demo(args) -> list:
     from .report import audit
 
     paths = []
-    for name, title, model, X_test, y_test, X_train, y_train in demo_models(args.random_state):
-        result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, title=title,
-                       **_audit_options(args))
-        paths += write_audit(result, Path(args.out), name, pdf=not args.no_pdf)
+    client = connect(args.scheduler) if args.scheduler else None
+    try:
+        for name, title, model, X_test, y_test, X_train, y_train in demo_models(args.random_state):
+            result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, title=title, client=client,
+                           **_audit_options(args))
+            paths += write_audit(result, Path(args.out), name, pdf=not args.no_pdf)
+    finally:
+        if client is not None:
+            client.close()
     return paths
 
 

@@ -23,6 +23,12 @@ The public functions (``xp.pg2``, ``xp.pgi2``, ``xp.greedy_pg2_ranking``, ``xp.l
   values (an integer multiple of 2^-1127), the partial sums are added exactly and rounded once,
   so the mean is correctly rounded and identical to the in-memory one for any chunking.
 
+Also dispatched here: ``AcME.explain_local`` (a lazy ``DaskAcMELocal``; the AcME object is one graph
+key), the attributions behind the shap / interpret explainers (computed through dask, returned in
+memory: ``shap.Explanation`` needs numpy), and the block reductions the audit uses on a cluster
+(:func:`block_reduce`, :func:`random_rankings`, :func:`order_statistics`; see
+:mod:`xai_plugins.report.cluster`).
+
 Nothing here imports dask until a dask collection arrives: :func:`is_dask` only looks at
 ``sys.modules``. Dask itself is an optional dependency: ``pip install "xai_plugins[dask]"``.
 """
@@ -94,11 +100,9 @@ class _Held:
         return self.obj
 
 
-def _ship_with_model(forest):
-    """The Forest with a predictor that holds the fitted model strongly, as one graph key (for
-    Monte Carlo on workers). Not cached: the key keeps the model alive only while the graph does."""
-    import dask
-
+def held_predictor(forest):
+    """A copy of the Forest's model predictor that holds the fitted model strongly, so that it can
+    be pickled and sent to workers (the Forest's own predictor holds the model weakly)."""
     predictor = forest.predict_fn
     if predictor is None:
         raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
@@ -108,9 +112,45 @@ def _ship_with_model(forest):
                              "dask ships the fitted model to the workers, keep a reference to it")
     held = copy.copy(predictor)
     held._model = _Held(model)
+    return held
+
+
+def _ship_with_model(forest):
+    """The Forest with a predictor that holds the fitted model strongly, as one graph key (for
+    Monte Carlo on workers). Not cached: the key keeps the model alive only while the graph does."""
+    import dask
+
     shipped = copy.copy(forest)
-    object.__setattr__(shipped, "predict_fn", held)
+    object.__setattr__(shipped, "predict_fn", held_predictor(forest))
     return dask.delayed(shipped, name=f"xai-forest-model-{uuid.uuid4().hex}", pure=True, traverse=False)
+
+
+#: id(object) -> (weak reference, graph key name): one key per AcME object while it lives (the name
+#: only: a Delayed value would hold the object and keep it alive)
+_SHIPPED_NAMES: dict = {}
+
+
+def ship(obj, prefix="xai-object", *, cache=True):
+    """``obj`` as one graph key shared by every block (each worker receives it once). With
+    ``cache`` the key name is reused per object while it lives (only for objects that do not
+    change: a cluster keeps a key's first value); objects that cannot be weakly referenced get a
+    fresh key."""
+    import dask
+
+    name = None
+    if cache:
+        entry = _SHIPPED_NAMES.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            name = entry[1]
+        else:
+            try:
+                ref = weakref.ref(obj, lambda _, key=id(obj), names=_SHIPPED_NAMES: names.pop(key, None))
+            except TypeError:
+                ref = None
+            if ref is not None:
+                name = f"{prefix}-{uuid.uuid4().hex}"
+                _SHIPPED_NAMES[id(obj)] = (ref, name)
+    return dask.delayed(obj, name=name or f"{prefix}-{uuid.uuid4().hex}", pure=True, traverse=False)
 
 
 def _noise(forest, sigma, perturbation, background):
@@ -131,33 +171,39 @@ def _noise(forest, sigma, perturbation, background):
 def _rows(forest, X):
     """``X`` as an (n, d) dask array in the model's feature order (known row chunks, one column
     chunk) and the feature names, aligning a dask DataFrame by column name."""
+    return _aligned(X, forest.feature_names, forest.n_features, forest.rows)
+
+
+def _aligned(X, names, d, in_memory, what="X"):
+    """A dask ``X`` as an (n, d) dask array whose columns follow ``names`` (a dask DataFrame is
+    aligned by column name; without ``names`` its columns name the features), with known row
+    chunks and one column chunk; an in-memory ``X`` goes through ``in_memory(X) -> (rows, names)``."""
     da = _require_dask()
     from ._validation import default_feature_names, feature_order
 
-    names = forest.feature_names
     if hasattr(X, "columns") and hasattr(X, "to_dask_array"):
         given = [str(c) for c in X.columns]
         if names is not None:
-            order = feature_order(given, list(names), "X")
+            order = feature_order(given, list(names), what)
             if order is not None:
                 X = X[[X.columns[i] for i in order]]
         else:
-            feature_order(given, given, "X")        # refuses duplicated names
+            feature_order(given, given, what)       # refuses duplicated names
             names = given
         X = X.to_dask_array(lengths=True)
     elif not isinstance(X, da.Array):           # in-memory X with a dask S / ranking / weights
-        rows, names = forest.rows(X)
+        rows, names = in_memory(X)
         X = da.from_array(rows, chunks=-1)
     if X.ndim != 2:
-        raise InputError(f"a dask X must be 2-D (n_rows, n_features); got {X.ndim} dimensions")
-    if X.shape[1] != forest.n_features:
-        raise InputError(f"X has {X.shape[1]} columns but the model expects {forest.n_features} features")
+        raise InputError(f"a dask {what} must be 2-D (n_rows, n_features); got {X.ndim} dimensions")
+    if X.shape[1] != d:
+        raise InputError(f"{what} has {X.shape[1]} columns but the model expects {d} features")
     if any(np.isnan(c) for c in X.chunks[0]):
         X = X.compute_chunk_sizes()
     if X.shape[0] < 1:
-        raise InputError("X is empty: it has 0 rows, at least 1 needed")
+        raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
     X = X.rechunk({1: -1})
-    return X, (list(names) if names is not None else default_feature_names(forest.n_features))
+    return X, (list(names) if names is not None else default_feature_names(d))
 
 
 def _by_rows(a, X, what):
@@ -594,3 +640,216 @@ def mean_pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=Non
     import functools
 
     return _exact_reduce(parts, functools.partial(_mean_finish, k=k), () if k == 1 else (k,), da)
+
+
+# --------------------------------------------------------------------------------------------
+# AcME local explanations
+# --------------------------------------------------------------------------------------------
+
+def _pack(*arrays) -> np.ndarray:
+    """Per-row arrays (rows on axis 0) flattened side by side into one (n, width) float64 block."""
+    n = len(arrays[0])
+    return np.concatenate([np.reshape(np.asarray(a, dtype=np.float64), (n, -1)) for a in arrays], axis=1)
+
+
+def _acme_block(acme, start, X):
+    local = acme.explain_local(X)
+    return _pack(local.X, local.row_levels, local.row_predictions, local.predictions, local.effects, local.values)
+
+
+_ACME_TYPE: list = []
+
+
+def _acme_type():
+    if not _ACME_TYPE:
+        from .acme import AcMELocal
+
+        class DaskAcMELocal(AcMELocal):
+            """An :class:`~xai_plugins.acme.AcMELocal` whose per-row arrays (``X``, ``row_levels``,
+            ``row_predictions``, ``predictions``, ``effects``, ``values``) are dask arrays; ``grid``,
+            ``output_names`` and ``variant`` are known. ``.compute()`` computes them in one pass and
+            returns the in-memory :class:`AcMELocal` (plots and ``what_if`` need that one)."""
+
+            def compute(self, **kwargs) -> AcMELocal:
+                import dask
+
+                arrays = dask.compute(self.X, self.row_levels, self.row_predictions, self.predictions,
+                                      self.effects, self.values, **kwargs)
+                return AcMELocal(self.grid, self.output_names, self.variant, *arrays)
+
+            def __repr__(self):
+                return f"DaskAcMELocal(n_rows={self.X.shape[0]}, variant={self.variant!r}, lazy)"
+
+        _ACME_TYPE.append(DaskAcMELocal)
+    return _ACME_TYPE[0]
+
+
+def acme_local(acme, X):
+    """:meth:`AcME.explain_local <xai_plugins.acme.AcME.explain_local>` of a dask ``X``: a lazy
+    ``DaskAcMELocal``. Each block of rows is explained by ``explain_local`` itself on a worker (the
+    AcME object, with its model or score function, is one graph key), so ``.compute()`` is bitwise
+    the in-memory explanation of the same rows. The number of model outputs is read from one model
+    call on the client (the global baseline row); rows are checked (NaN, unseen categorical levels)
+    when the blocks run."""
+    d = len(acme.feature_names_)
+    Xd, _ = _aligned(X, acme._align_names, d, lambda rows: (acme._check_rows(rows), list(acme.feature_names_)),
+                     "X_rows")
+    R = acme.grid_.values.size
+    k = acme._predict(acme.baseline_[None, :]).shape[1]
+    out = _map_rows(_acme_block, Xd, ship(acme, "xai-acme"), [], 2 * d + k * (1 + 2 * R + d))
+    n = Xd.shape[0]
+    edges = np.cumsum([0, d, d, k, R * k, R * k, d * k])
+    parts = [out[:, edges[i]:edges[i + 1]] for i in range(6)]
+
+    def shaped(a, width):
+        return a.reshape(n, width) if k == 1 else a.reshape(n, width, k)
+
+    return _acme_type()(grid=acme.grid_, output_names=acme._output_names(k), variant=acme.variant, X=parts[0],
+                        row_levels=parts[1], row_predictions=parts[2][:, 0] if k == 1 else parts[2],
+                        predictions=shaped(parts[3], R), effects=shaped(parts[4], R), values=shaped(parts[5], d))
+
+
+# --------------------------------------------------------------------------------------------
+# attributions (the shap / interpret adapters): computed through dask, returned in memory
+# --------------------------------------------------------------------------------------------
+
+def _split(out, widths) -> list:
+    edges = np.cumsum([0] + list(widths))
+    return [np.ascontiguousarray(out[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _pg2_attr_block(forest, start, X, *, n_jobs, sigma, perturbation):
+    from .attributions import pg2_attribution
+
+    a = pg2_attribution(forest, X, sigma, perturbation=perturbation, n_jobs=n_jobs)
+    return _pack(a.data, a.values, a.extras["ranking"], a.extras["pgi2"])
+
+
+def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, n_jobs=None):
+    """:func:`xai_plugins.attributions.pg2_attribution` of a dask ``X``, computed block by block on
+    the active scheduler and returned in memory (an Attribution holds numpy arrays): bitwise the
+    in-memory attribution of the same rows."""
+    from .attributions import Attribution, _output_names
+    from .forest import import_model
+
+    forest = import_model(model)
+    Xd, names = _rows(forest, X)
+    d, k = forest.n_features, forest.n_outputs
+    out = _map_rows(_pg2_attr_block, Xd, _ship(forest), [], d + 2 * d * k + k, n_jobs=n_jobs,
+                    **_noise(forest, sigma, perturbation, background)).compute()
+    rows, values, ranking, quality = _split(out, [d, d * k, d * k, k])
+    shape = (len(rows), d) if k == 1 else (len(rows), d, k)
+    return Attribution(values.reshape(shape), rows, names, _output_names(forest), "pg2",
+                       {"ranking": ranking.reshape(shape).astype(np.int64),
+                        "pgi2": np.ascontiguousarray(quality[:, 0]) if k == 1 else quality})
+
+
+def _mdi_attr_block(forest, start, X, *, n_jobs):
+    from .attributions import local_mdi_attribution
+
+    a = local_mdi_attribution(forest, X, n_jobs=n_jobs)
+    return _pack(a.data, a.values)
+
+
+def local_mdi_attribution(model, X, *, n_jobs=None):
+    """:func:`xai_plugins.attributions.local_mdi_attribution` of a dask ``X`` (see
+    :func:`pg2_attribution`)."""
+    from .attributions import Attribution
+    from .mdi import require_impurities
+
+    forest = require_impurities(model)
+    Xd, names = _rows(forest, X)
+    d = forest.n_features
+    rows, values = _split(_map_rows(_mdi_attr_block, Xd, _ship(forest), [], 2 * d, n_jobs=n_jobs).compute(),
+                          [d, d])
+    return Attribution(values, rows, names, None, "local_mdi")
+
+
+def acme_attribution(acme, X):
+    """:func:`xai_plugins.attributions.acme_attribution` of a dask ``X``: :func:`acme_local`
+    computed in one pass, returned in memory."""
+    import dask
+
+    from .attributions import Attribution
+
+    local = acme_local(acme, X)
+    rows, values, row_predictions = dask.compute(local.X, local.values, local.row_predictions)
+    return Attribution(values, rows, list(local.feature_names), local.output_names, "acme",
+                       {"row_predictions": row_predictions})
+
+
+# --------------------------------------------------------------------------------------------
+# block reductions used by the audit on a cluster
+# --------------------------------------------------------------------------------------------
+
+def block_reduce(a, fn, *args):
+    """A Delayed: ``fn(block, *args)`` on each block of rows of the dask array ``a`` (one column
+    chunk), each returning a list of exact Python ints / integer arrays, added elementwise (exact
+    in any order, so the total does not depend on the chunking)."""
+    import dask
+
+    parts = [dask.delayed(fn, pure=True)(b, *args) for b in a.to_delayed(optimize_graph=False).ravel()]
+    return dask.delayed(_add_all, pure=True)(parts)
+
+
+def _random_block(seed, start, X, *, d):
+    bits = np.random.PCG64(seed)
+    bits.advance(int(start) * d)          # one 64-bit draw per double: skip the rows before this block
+    return np.argsort(np.random.Generator(bits).random((len(X), d)), axis=1).astype(np.float64)
+
+
+def random_rankings(X, random_state=None):
+    """One uniformly random feature order per row of the dask array ``X``, lazily: row i gets
+    ``argsort`` of the i-th row of ``np.random.default_rng(random_state).random((n, d))`` (the
+    generator is advanced to each block's first row), so any chunking gives the in-memory draw
+    bitwise. ``random_state``: an int, a SeedSequence or None (fresh entropy)."""
+    seed = random_state
+    if not (seed is None or isinstance(seed, (int, np.integer, np.random.SeedSequence))):
+        seed = int(np.random.default_rng(seed).integers(2 ** 63))
+    if seed is None:
+        seed = np.random.SeedSequence()
+    d = X.shape[1]
+    return _map_rows(_random_block, X, seed, [], d, d=d).astype(np.int64)
+
+
+def _order_keys(values) -> np.ndarray:
+    """uint64 keys ordered like the float64 values (sign flipped for positives, all bits for negatives)."""
+    u = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    return np.where(u >> np.uint64(63), ~u, u | np.uint64(1 << 63))
+
+
+def _from_keys(keys) -> np.ndarray:
+    keys = np.asarray(keys, dtype=np.uint64)
+    u = np.where(keys >> np.uint64(63), keys & np.uint64((1 << 63) - 1), ~keys)
+    return u.view(np.float64)
+
+
+def _digit_counts(block, columns, prefixes, shift):
+    out = np.zeros((len(columns), 256), dtype=np.int64)
+    for t, (c, p) in enumerate(zip(columns, prefixes)):
+        keys = _order_keys(block[:, c])
+        if shift < 56:
+            keys = keys[(keys >> np.uint64(shift + 8)) == np.uint64(p)]
+        out[t] = np.bincount(((keys >> np.uint64(shift)) & np.uint64(255)).astype(np.intp), minlength=256)
+    return [out]
+
+
+def order_statistics(a, columns, ranks, compute=None) -> np.ndarray:
+    """The exact ``ranks[t]``-th smallest value (0-based) of column ``columns[t]`` of the dask array
+    ``a`` (rows on axis 0; best persisted), by radix selection on the float64 bit patterns: 8
+    passes of per-block 256-bin digit counts, nothing but counts leaves the workers.
+    ``compute``: how to compute a Delayed (default ``dask.compute``)."""
+    import dask
+
+    compute = compute or (lambda x: dask.compute(x)[0])
+    columns = [int(c) for c in columns]
+    remaining = np.asarray(ranks, dtype=np.int64).copy()
+    prefixes = np.zeros(len(columns), dtype=np.uint64)
+    for shift in range(56, -1, -8):
+        counts = compute(block_reduce(a, _digit_counts, columns, [int(p) for p in prefixes], shift))[0]
+        cumulative = np.cumsum(counts, axis=1)
+        digit = np.argmax(cumulative > remaining[:, None], axis=1)
+        below = np.where(digit > 0, cumulative[np.arange(len(columns)), np.maximum(digit - 1, 0)], 0)
+        remaining -= below
+        prefixes = (prefixes << np.uint64(8)) | digit.astype(np.uint64)
+    return _from_keys(prefixes)

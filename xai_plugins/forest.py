@@ -538,7 +538,7 @@ def import_model(model) -> Forest:
     token = _fingerprint(model)
     forest = importer(model)
     try:
-        ref = weakref.ref(model, lambda r, key=key, cache=_CACHE: _forget(cache, key, r))
+        ref = weakref.ref(model, functools.partial(_forget, _CACHE, key))   # no globals needed at exit
     except TypeError:            # not weak-referenceable: not cached
         return forest
     _CACHE[key] = (ref, token, forest)

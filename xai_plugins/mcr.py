@@ -554,7 +554,7 @@ class _Context:
         ref_acc = [self.ref_sum.copy() for _ in range(K)]   # T · reference forest on permuted data
         d_plus = [np.zeros_like(self.ref_sum) for _ in range(K)]
         d_minus = [np.zeros_like(self.ref_sum) for _ in range(K)]
-        block = len(run) if self.leaf_cache is not None else max(TREE_BLOCK, 2**22 // n // TREE_BLOCK * TREE_BLOCK)
+        block = max(1, len(run)) if self.leaf_cache is not None else max(TREE_BLOCK, 2**22 // n // TREE_BLOCK * TREE_BLOCK)
         for a in range(0, len(run), block):
             part = run[a:a + block]
             train = None if self.leaf_cache is not None else dict(

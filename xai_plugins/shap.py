@@ -17,6 +17,13 @@ margin of a boosted binary classifier) and for local MDI, which has no per-class
 class for plots (``explanation[..., 1]``). Feature columns are always in the model's feature
 order; a DataFrame in another column order is aligned by name. Attributes set on an Explanation (``ranking``, ``pgi2``) are not
 carried through shap's slicing: read them on the object the explainer returned.
+
+A dask array / DataFrame ``X`` is explained block by block on the active dask scheduler (a
+``distributed.Client``, threads, ...; see :mod:`xai_plugins.distributed`) and the Explanation is
+returned **computed**, with numpy ``values``/``data`` (bitwise the in-memory explanation of the
+same rows): ``shap.Explanation`` and its plots need in-memory arrays, so a lazy one would be
+computed by the first plot anyway. For results that stay lazy, call ``xp.greedy_pg2_ranking``,
+``xp.local_mdi`` or ``AcME.explain_local`` on the dask data directly.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ class _AttributionExplainer(_shap.Explainer):
         self._attribute = attribute
 
     def __call__(self, X) -> _shap.Explanation:
-        """Explain the rows of ``X`` (array or DataFrame)."""
+        """Explain the rows of ``X`` (array or DataFrame; a dask one is computed on the active dask
+        scheduler, see the module docstring)."""
         start = time.perf_counter()
         result = self._attribute(X)
         explanation = _shap.Explanation(

@@ -26,6 +26,7 @@ from . import describe, faithfulness, figures
 from . import explainers as runners
 from .context import make_context
 from .._validation import check_n_jobs
+from ..distributed import is_dask
 from ..errors import InputError
 
 SECTION_TITLES = {
@@ -95,10 +96,13 @@ class Audit:
     methods: dict
     parameters: dict
     created: str
+    #: test rows given the per-row methods and the faithfulness scores (0 when none was computed)
+    rows_explained: int = 0
 
     def to_dict(self) -> dict:
         """The whole audit as JSON-ready dicts and lists (figures reduced to their captions)."""
-        return {"title": self.title, "created": self.created, "parameters": _plain(self.parameters),
+        return {"title": self.title, "created": self.created, "rows explained": self.rows_explained,
+                "parameters": _plain(self.parameters),
                 "sections": {k: s.to_dict() for k, s in self.sections.items()},
                 "methods": {k: m.to_dict() for k, m in self.methods.items()}}
 
@@ -188,8 +192,16 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
           positive_class=None, max_rows=50, max_shap_rows=200, time_budget=20.0, n_local=2, top_k=5,
           acme_quantiles=30, mc_pairs=4, mcr_permutations=5, mcr_epsilon=0.0, mcr_fit_forest=False,
           dt_sampler_rows=60, dt_sampler_features=8, dt_sampler_samples=20, provenance=None,
-          progress=True) -> Audit:
+          progress=True, client=None) -> Audit:
     """Audit the explanations of a fitted tree ensemble and return an inspectable :class:`Audit`.
+
+    With ``client`` (a ``distributed.Client``), or a dask DataFrame / array ``X_test``, the audit runs
+    on the Dask cluster (see :mod:`.cluster`): greedy PG², local MDI, TreeSHAP, AcME local and the
+    faithfulness section (PGI² of every ranking, random baseline) cover EVERY complete test row —
+    ``max_rows`` and ``time_budget`` are ignored, the report says so — with the same numbers as an
+    in-memory audit of the same rows; the data summary, performance metrics, local figures, per-row
+    agreement and the Monte Carlo comparison use a random in-memory sample of ``max_shap_rows`` test
+    rows. ``X_train`` is brought into memory (noise scale, AcME background, DT-Sampler, MCR).
 
     Parameters
     ----------
@@ -215,8 +227,13 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
         of rows for classifiers, an MSE for regressors). ``mcr_fit_forest``: for a model RF-MCR does
         not support (boosting, bootstrap forests), fit a 100-tree ``bootstrap=False`` random forest on
         the training data and report its MCR ranges instead of "not applicable". ``provenance``:
-        extra facts for the appendix (e.g. file names and hashes). ``progress``: a tqdm bar per section.
+        extra facts for the appendix (e.g. file names and hashes). ``progress``: a tqdm bar per section
+        (and, on a cluster, ``distributed.progress`` / dask's ``ProgressBar`` for each pass over the rows).
     n_jobs : threads of the C core and RF-MCR (scikit-learn convention: None = 1, -1 = every core).
+    client : a ``distributed.Client`` to run the per-row sections on (see above); None: in memory,
+        unless ``X_test`` is a dask collection (then dask's current scheduler).
+
+    ``Audit.rows_explained`` is the number of test rows the per-row methods explained.
     """
     start_all = time.perf_counter()
     wanted = _check_choice(explainers, runners.EXPLAINERS, "explainers")
@@ -225,6 +242,16 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
     if not sigmas or min(sigmas) <= 0:
         raise InputError(f"sigma must hold positive noise levels; got {sigma!r}")
     sigma_ref = sorted(sigmas)[len(sigmas) // 2]
+    cl = None
+    if client is not None or is_dask(X_test, y_test):
+        from ..forest import import_model
+        from . import cluster
+
+        cl_runner = cluster.Runner(client, progress)
+        if is_dask(X_train, y_train):
+            X_train, y_train = (None if v is None else (v.compute() if is_dask(v) else v) for v in (X_train, y_train))
+        cl, X_test, y_test = cluster.prepare(import_model(model), X_test, y_test, runner=cl_runner,
+                                             sample_size=max_shap_rows, random_state=random_state)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=positive_class,
                        random_state=random_state)
     parameters = {"sigma": sigmas, "greedy PG² σ": sigma_ref, "explainers": wanted, "sections": requested,
@@ -233,6 +260,10 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
                   "acme_quantiles": acme_quantiles, "mc_pairs": mc_pairs, "mcr_permutations": mcr_permutations,
                   "mcr_epsilon": mcr_epsilon, "mcr_fit_forest": mcr_fit_forest, "dt_sampler_rows": dt_sampler_rows,
                   "dt_sampler_features": dt_sampler_features, "dt_sampler_samples": dt_sampler_samples}
+    if cl is not None:
+        ignored = "{} (ignored for the row count: Dask cluster, every complete test row)"
+        parameters.update({"max_rows": ignored.format(max_rows), "time_budget (s)": ignored.format(time_budget),
+                           "in-memory sample (rows)": cl.sample_size, "scheduler": cl.runner.describe()})
     out = {key: Section(key) for key in SECTIONS}
     bar = tqdm(total=len(SECTIONS), desc="audit", disable=not progress, leave=False)
 
@@ -253,23 +284,49 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
         except Exception as exc:  # noqa: BLE001 - e.g. the model's own predict refusing missing values
             out["model"].data["performance note"] = f"not computed ({type(exc).__name__}: {exc})"
         else:
-            out["model"].tables.append(Table(f"Predictive performance (classification metrics for class "
-                                             f"{ctx.positive_class})." if ctx.task == "classification"
-                                             else "Predictive performance.", performance))
+            on_sample = "" if cl is None else f" On a random sample of {len(ctx.X_test)} of the {cl.n_rows} test rows."
+            out["model"].tables.append(Table((f"Predictive performance (classification metrics for class "
+                                              f"{ctx.positive_class})." if ctx.task == "classification"
+                                              else "Predictive performance.") + on_sample, performance))
+    if cl is not None:
+        out["model"].data["card"]["test rows"] = cl.n_rows
     done("model", t0)
 
     t0 = stage("data")
     summary = describe.data_summary(ctx)
     out["data"].data = {"missing values": int(summary["missing"].sum()), "rows": len(ctx.X_test),
                         "features": ctx.n_features}
-    out["data"].tables.append(Table("Per-feature distribution of the test data (missing: count of missing values).",
-                                    summary))
+    caption = "Per-feature distribution of the test data (missing: count of missing values)."
+    if cl is not None:
+        summary["missing"] = cl.missing
+        out["data"].data.update({"missing values": int(cl.missing.sum()), "rows": cl.n_rows})
+        caption = (f"Per-feature distribution of a random sample of {len(ctx.X_test)} of the {cl.n_rows} test rows "
+                   f"(missing: count of missing values over all {cl.n_rows} rows, computed on the Dask cluster).")
+    out["data"].tables.append(Table(caption, summary))
     done("data", t0)
 
     needs_methods = bool({"explanations", "faithfulness", "agreement", "mcr"} & set(requested))
     t0 = stage("explanations")
-    methods, rows, local_rows = {}, np.arange(0), []
-    if needs_methods:
+    methods, rows, local_rows, local_labels, agreement_rows = {}, np.arange(0), [], [], 0
+    rows_explained = 0
+    if needs_methods and cl is not None:
+        rows = ctx.sample_rows(len(ctx.X_test))          # the sample's complete rows: Monte Carlo comparison
+        rows_explained = cl.n_complete
+        parameters["explained rows"] = rows_explained
+        parameters["complete test rows (sampled from)"] = rows_explained
+        parameters["row-count calibration"] = {"rows": rows_explained, "time budget": "none: every complete test "
+                                               "row, on the Dask cluster (max_rows and time_budget ignored)"}
+        in_memory = {
+            "dt_sampler": lambda: runners.run_dt_sampler(
+                ctx, n_rows=dt_sampler_rows, n_features=dt_sampler_features, n_branch_nodes=3,
+                n_samples=dt_sampler_samples, time_budget=time_budget),
+            "mcr": lambda: runners.run_mcr(ctx, n_permutations=mcr_permutations, epsilon=mcr_epsilon,
+                                           fit_forest=mcr_fit_forest),
+        }
+        methods, local_labels, agreement_rows = cluster.run_methods(
+            ctx, cl, wanted, sigma_ref=sigma_ref, acme_quantiles=acme_quantiles, n_local=n_local,
+            in_memory_calls=in_memory)
+    elif needs_methods:
         rows, calibration = _choose_rows(ctx, wanted, requested, sigmas, sigma_ref, max_rows, time_budget)
         parameters["explained rows"] = len(rows)
         parameters["complete test rows (sampled from)"] = len(ctx.complete_rows)
@@ -292,19 +349,25 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
                 methods[key] = runners.run(key, calls[key])
             else:
                 methods[key] = runners.MethodResult(key, status="skipped", reason=SKIPPED)
-    _guarded(out["explanations"], _explanations_section, ctx, methods, rows, local_rows, "explanations" in requested)
+        rows_explained, local_labels, agreement_rows = len(rows), [ctx.row_label(r) for r in local_rows], len(rows)
+    scope = "sampled test rows" if cl is None else (
+        f"test rows: every complete test row ({cl.n_rows - cl.n_complete} of the {cl.n_rows} have a missing "
+        f"value), computed on the Dask cluster (max_rows and time_budget do not apply); the per-row agreement "
+        f"uses a random sample of {agreement_rows} of them")
+    _guarded(out["explanations"], _explanations_section, ctx, methods, rows_explained, local_labels,
+             "explanations" in requested, scope)
     done("explanations", t0)
 
     t0 = stage("faithfulness")
     if "faithfulness" in requested:
-        _guarded(out["faithfulness"], _faithfulness_section, ctx, methods, rows, sigmas, sigma_ref, mc_pairs)
+        _guarded(out["faithfulness"], _faithfulness_section, ctx, methods, rows, sigmas, sigma_ref, mc_pairs, cl)
     else:
         out["faithfulness"].status, out["faithfulness"].reason = "skipped", SKIPPED
     done("faithfulness", t0)
 
     t0 = stage("agreement")
     if "agreement" in requested:
-        _guarded(out["agreement"], _agreement_section, methods, min(top_k, ctx.n_features), len(rows))
+        _guarded(out["agreement"], _agreement_section, methods, min(top_k, ctx.n_features), agreement_rows)
     else:
         out["agreement"].status, out["agreement"].reason = "skipped", SKIPPED
     done("agreement", t0)
@@ -325,7 +388,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
     repro = out["reproducibility"]
     repro.data = {"versions": describe.versions(), "seed": random_state,
                   "hashes": {"model (sha256 of the tree arrays)": describe.sha256_of_model(ctx.forest),
-                             "test data (sha256)": describe.sha256_of_data(ctx.X_test, ctx.y_test),
+                             ("test data (sha256)" if cl is None else f"test data: the in-memory sample of "
+                              f"{len(ctx.X_test)} rows (sha256)"): describe.sha256_of_data(ctx.X_test, ctx.y_test),
                              "training data (sha256)": describe.sha256_of_data(ctx.X_train, ctx.y_train),
                              **(provenance or {})}}
     done("reproducibility", t0)
@@ -336,7 +400,11 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, sigma=(0.1,
     repro.data["parameters"] = parameters
     repro.data["total seconds (before rendering)"] = round(time.perf_counter() - start_all, 2)
     created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return Audit(str(title), out, methods, parameters, created)
+    if cl is not None:          # per-row rankings persisted on the cluster: release them
+        for m in methods.values():
+            if is_dask(m.ranking):
+                m.ranking = None
+    return Audit(str(title), out, methods, parameters, created, rows_explained)
 
 
 def _guarded(section, build, *args) -> None:
@@ -394,13 +462,13 @@ def _local_rows(ctx, rows, n_local) -> list:
     return picks
 
 
-def _explanations_section(section, ctx, methods, rows, local_rows, requested) -> None:
+def _explanations_section(section, ctx, methods, n_rows, local_labels, requested, scope="sampled test rows") -> None:
     if not requested:
         section.status, section.reason = "skipped", SKIPPED
         return
     ok = {m.label: m.importance for m in methods.values() if m.status == "ok" and m.importance is not None
           and m.key != "mcr"}
-    section.data = {"explained rows": len(rows), "local rows": [ctx.row_label(r) for r in local_rows],
+    section.data = {"explained rows": n_rows, "rows scope": scope, "local rows": list(local_labels),
                     "methods": {m.label: {"status": m.status, "reason": m.reason, "params": m.params}
                                 for m in methods.values()}}
     if ok:
@@ -420,27 +488,37 @@ def _explanations_section(section, ctx, methods, rows, local_rows, requested) ->
         section.figures.extend(methods[key].figures if key in methods else [])
 
 
-def _faithfulness_section(section, ctx, methods, rows, sigmas, sigma_ref, mc_pairs) -> None:
+def _faithfulness_section(section, ctx, methods, rows, sigmas, sigma_ref, mc_pairs, cl=None) -> None:
+    n_rows = len(rows) if cl is None else cl.n_complete
     rankings = {m.label: m.ranking for m in methods.values() if m.status == "ok" and m.ranking is not None}
     for m in methods.values():
         if m.status == "ok" and m.ranking is None and m.importance is not None:
             order = np.argsort(-m.importance.to_numpy(dtype=float), kind="stable")
-            rankings[f"{m.label} (global)"] = np.tile(order, (len(rows), 1))
-    if len(rows) == 0:
+            rankings[f"{m.label} (global)"] = np.tile(order, (n_rows, 1)) if cl is None else cl.tile(order)
+    if n_rows == 0:
         section.status, section.reason = "not applicable", "no explained rows"
         return
-    rankings["random"] = faithfulness.random_rankings(ctx, len(rows))
-    table, per_row = faithfulness.pgi2_scores(ctx, rows, rankings, sigmas)
+    if cl is None:
+        rankings["random"] = faithfulness.random_rankings(ctx, n_rows)
+        table, per_row = faithfulness.pgi2_scores(ctx, rows, rankings, sigmas)
+        win_rate = faithfulness.win_rates(per_row, sigma_ref)
+    else:
+        from . import cluster
+        from ..distributed import random_rankings
+
+        rankings["random"] = random_rankings(cl.X, ctx.random_state)
+        table, win_rate = cluster.pgi2_scores(ctx, cl, rankings, sigmas, sigma_ref)
     winners = faithfulness.winners(table)
-    section.data = {"rows": len(rows), "sigmas": sigmas, "pgi2": table, "winners": winners,
-                    "win rate": faithfulness.win_rates(per_row, sigma_ref).to_dict(), "sigma_ref": sigma_ref}
+    section.data = {"rows": n_rows, "sigmas": sigmas, "pgi2": table, "winners": winners,
+                    "win rate": win_rate.to_dict(), "sigma_ref": sigma_ref}
     wide = table.pivot(index="method", columns="sigma", values="mean").loc[list(rankings)]
     sd = table.pivot(index="method", columns="sigma", values="sd").loc[list(rankings)]
     shown = pd.DataFrame({f"σ = {s:g}": [f"{_g(a)} ± {_g(b)}" for a, b in zip(wide[s], sd[s])] for s in sigmas},
                          index=wide.index)
     shown["win rate at σ = %g" % sigma_ref] = [section.data["win rate"].get(m, np.nan) for m in shown.index]
+    where = "" if cl is None else " (every complete test row, computed on the Dask cluster)"
     section.tables.append(Table(f"Exact PGI² of each method's per-row ranking: mean ± standard deviation over "
-                                f"{len(rows)} test rows, per noise level σ (in training standard deviations); "
+                                f"{n_rows} test rows{where}, per noise level σ (in training standard deviations); "
                                 f"win rate: share of rows where the method's ranking scores highest.", shown))
     section.figures.append(figures.pgi2_by_sigma(
         "Exact PGI² per method and σ: mean over the explained rows ± one standard error (log scale); dashed: "
@@ -450,8 +528,9 @@ def _faithfulness_section(section, ctx, methods, rows, sigmas, sigma_ref, mc_pai
         warnings.simplefilter("ignore", UserWarning)  # the model's predictor called on arrays by Monte Carlo
         conv, equal = faithfulness.monte_carlo_convergence(ctx, rows, sigma_ref, mc_pairs)
     section.data.update({"monte carlo": conv, "equal time": equal})
+    drawn_from = "" if cl is None else f" (rows drawn from the in-memory sample of {len(ctx.X_test)} test rows)"
     section.figures.append(figures.convergence(
-        f"Monte Carlo estimates of PG² against the exact value for {mc_pairs} random (row, S) pairs at "
+        f"Monte Carlo estimates of PG² against the exact value for {mc_pairs} random (row, S) pairs{drawn_from} at "
         f"σ = {sigma_ref:g}: relative error against the number of samples.", conv, equal.dropna()))
     equal_shown = equal[["row", "|S|", "exact", "exact_seconds", "n_samples", "mc", "relative_error"]].rename(
         columns={"exact_seconds": "exact time (s)", "n_samples": "MC samples in that time",
@@ -582,9 +661,17 @@ def _limitations(ctx, methods, parameters) -> list:
                  "using the node impurities stored at training time (Gini, entropy or variance); it describes how "
                  "the model was fitted, not how the prediction responds to the feature, and is available for "
                  "scikit-learn trees only.")
-    items.append(f"Per-row sections use {parameters.get('explained rows', 0)} test rows drawn at random among "
-                 f"those without missing values (TreeSHAP's global importance up to {parameters['max_shap_rows']} "
-                 "rows); numbers from samples carry sampling error.")
+    if "in-memory sample (rows)" in parameters:
+        items.append(f"Computed on a Dask cluster: the per-row methods (greedy PG², local MDI, TreeSHAP, AcME) and "
+                     f"the PGI² scores cover every complete test row ({parameters.get('explained rows', 0)} rows; "
+                     "max_rows and time_budget were ignored). The data summary's distribution, the performance "
+                     "metrics, the per-row agreement, DT-Sampler without training data and the Monte Carlo comparison "
+                     f"use a random sample of {parameters['in-memory sample (rows)']} test rows and carry sampling "
+                     "error.")
+    else:
+        items.append(f"Per-row sections use {parameters.get('explained rows', 0)} test rows drawn at random among "
+                     f"those without missing values (TreeSHAP's global importance up to {parameters['max_shap_rows']} "
+                     "rows); numbers from samples carry sampling error.")
     dts = methods.get("dt_sampler")
     if dts is not None and dts.status == "ok":
         items.append(f"DT-Sampler explains the model's predicted classes on {dts.params['rows']} rows, restricted "

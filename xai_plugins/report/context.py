@@ -52,16 +52,17 @@ class AuditContext:
 
     def model_input(self, X) -> object:
         """``X`` in the form the model was fitted on (a DataFrame when it knows feature names)."""
-        if getattr(self.model, "feature_names_in_", None) is not None:
-            return pd.DataFrame(np.asarray(X, dtype=float), columns=self.X_test.columns)
-        return np.asarray(X, dtype=float)
+        return self.scorer().model_input(X)
+
+    def scorer(self, predictor=None) -> "Scorer":
+        """:meth:`score` as a standalone callable; ``predictor`` replaces the Forest's (e.g. one
+        holding the model strongly, which can be sent to dask workers)."""
+        columns = self.X_test.columns if getattr(self.model, "feature_names_in_", None) is not None else None
+        return Scorer(self.forest.predict_fn if predictor is None else predictor, self.output, columns)
 
     def score(self, X) -> np.ndarray:
         """The explained output (see class docstring) of the rows ``X``, shape (n,)."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            out = self.forest.predict_fn(self.model_input(X))
-        return np.asarray(out, dtype=float).reshape(len(X), -1)[:, self.output]
+        return self.scorer()(X)
 
     def row_label(self, i: int) -> str:
         """How the report names test row ``i`` (by position): its index label in ``X_test``."""
@@ -78,6 +79,26 @@ class AuditContext:
         complete = self.complete_rows
         order = np.random.default_rng(self.random_state).permutation(len(complete))
         return np.sort(complete[order[:n]])
+
+
+class Scorer:
+    """The explained output of rows: ``predictor(model_input(X))[:, output]`` as float, shape (n,).
+    ``columns``: the column names the model was fitted with (None: it takes arrays)."""
+
+    def __init__(self, predictor, output: int, columns=None):
+        self.predictor, self.output, self.columns = predictor, output, columns
+
+    def model_input(self, X) -> object:
+        """``X`` in the form the model was fitted on (a DataFrame when it knows feature names)."""
+        if self.columns is not None:
+            return pd.DataFrame(np.asarray(X, dtype=float), columns=self.columns)
+        return np.asarray(X, dtype=float)
+
+    def __call__(self, X) -> np.ndarray:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            out = self.predictor(self.model_input(X))
+        return np.asarray(out, dtype=float).reshape(len(X), -1)[:, self.output]
 
 
 def _frame(forest, X, label: str) -> pd.DataFrame:

@@ -91,12 +91,26 @@ def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_r
     result = MethodResult("shap", importance=importance, local_scores=scores, ranking=ranking,
                           params={"rows": len(shap_rows), "algorithm": "TreeExplainer (path-dependent)"})
     for row in local_rows:
-        i = int(np.searchsorted(shap_rows, row))
-        result.figures.append(figures.drawn(
-            f"SHAP waterfall of test row {ctx.row_label(row)}: contributions to {ctx.output_label}, from the mean "
-            f"over the training data to this row's value.",
-            lambda ax, i=i: _waterfall(explanation[i], ax), scale=0.7))
+        result.figures.append(shap_figure(ctx, ctx.row_label(row), explanation[int(np.searchsorted(shap_rows, row))]))
     return result
+
+
+def shap_figure(ctx: AuditContext, label: str, row_explanation):
+    """The SHAP waterfall figure of one test row (``row_explanation``: its shap.Explanation)."""
+    return figures.drawn(
+        f"SHAP waterfall of test row {label}: contributions to {ctx.output_label}, from the mean "
+        f"over the training data to this row's value.",
+        lambda ax: _waterfall(row_explanation, ax), scale=0.7)
+
+
+def acme_figure(ctx: AuditContext, label: str, local, i: int):
+    """The AcME what-if figure of row ``i`` of the in-memory AcMELocal ``local`` (test row ``label``)."""
+    return figures.drawn(
+        f"AcME what-if of test row {label}: {ctx.output_label} when one feature at a time is set "
+        f"to each quantile of its background distribution (large marker: the row's own value; dashed: its "
+        f"prediction).",
+        lambda ax: local.plot(row=i, ax=ax).set_title(f"AcME what-if, test row {label}"),
+        width=6.0, height=0.16 * min(ctx.n_features, 30) + 1.4)
 
 
 def _waterfall(explanation, ax) -> None:
@@ -146,13 +160,7 @@ def run_acme(ctx: AuditContext, rows: np.ndarray, local_rows: list, n_quantiles:
                           local_scores=scores, ranking=ranking,
                           params={"n_quantiles": n_quantiles, "rows": len(rows), "background rows": len(background)})
     for row in local_rows:
-        i = int(np.searchsorted(rows, row))
-        result.figures.append(figures.drawn(
-            f"AcME what-if of test row {ctx.row_label(row)}: {ctx.output_label} when one feature at a time is set "
-            f"to each quantile of its background distribution (large marker: the row's own value; dashed: its "
-            f"prediction).",
-            lambda ax, i=i, row=row: local.plot(row=i, ax=ax).set_title(f"AcME what-if, test row {ctx.row_label(row)}"),
-            width=6.0, height=0.16 * min(ctx.n_features, 30) + 1.4))
+        result.figures.append(acme_figure(ctx, ctx.row_label(row), local, int(np.searchsorted(rows, row))))
     return result
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from ..prediction_gap import pg2, pgi2
 
 MC_SAMPLES = (100, 1_000, 10_000)
@@ -29,8 +30,8 @@ def random_rankings(ctx, n_rows: int) -> np.ndarray:
 def pgi2_scores(ctx, rows: np.ndarray, rankings: dict, sigmas) -> tuple[pd.DataFrame, dict]:
     """Exact PGI² of each ranking (``{method: (n_rows, d) int}``) at each σ.
 
-    Returns a long table (method, sigma, mean, sd, median, rows) and the per-row values
-    ``{(method, sigma): (n_rows,)}``.
+    Returns a long table (method, sigma, mean, sd, median, rows; see :func:`score_table`) and the
+    per-row values ``{(method, sigma): (n_rows,)}``.
     """
     X = ctx.X_test.to_numpy()[rows]
     methods = list(rankings)
@@ -40,10 +41,60 @@ def pgi2_scores(ctx, rows: np.ndarray, rankings: dict, sigmas) -> tuple[pd.DataF
         scores = pgi2(ctx.forest, X, stacked, sigma=sigma, background=ctx.background)
         for method, values in zip(methods, scores):
             per_row[(method, sigma)] = _column(ctx, values)
-    records = [{"method": method, "sigma": sigma, "mean": v.mean(), "sd": v.std(ddof=1) if len(v) > 1 else 0.0,
-                "median": float(np.median(v)), "rows": len(v)}
-               for method in methods for sigma in sigmas for v in [per_row[(method, sigma)]]]
-    return pd.DataFrame.from_records(records), per_row
+    keys = list(per_row)
+    values = np.column_stack([per_row[key] for key in keys])
+    means = column_means(column_sums(values))
+    sds = column_sds(squared_deviation_sums(values, means), len(values))
+    medians = [float(np.median(values[:, j])) for j in range(len(keys))]
+    return score_table(keys, means, sds, medians, len(values), methods, sigmas), per_row
+
+
+def score_table(keys, means, sds, medians, n_rows, methods, sigmas) -> pd.DataFrame:
+    """The long table (method, sigma, mean, sd, median, rows) of the per-row PGI² columns ``keys``
+    ((method, sigma) pairs): exact statistics, the same floats in memory and on a cluster — the
+    mean is the correctly rounded mean (exact sum, one rounding), sd (ddof=1) the square root of the
+    correctly rounded mean of the squared deviations from it, the median exact."""
+    where = {key: j for j, key in enumerate(keys)}
+    records = [{"method": method, "sigma": sigma, "mean": float(means[where[(method, sigma)]]),
+                "sd": float(sds[where[(method, sigma)]]), "median": float(medians[where[(method, sigma)]]),
+                "rows": int(n_rows)}
+               for method in methods for sigma in sigmas]
+    return pd.DataFrame.from_records(records)
+
+
+def column_sums(values) -> list:
+    """Exact sums of the columns of ``values`` (rows, columns) and the row count (a block's share
+    of :func:`column_means`; blocks add up exactly)."""
+    values = np.asarray(values, dtype=np.float64)
+    return exact_column_sums(values) + [len(values)]
+
+
+def column_means(total) -> np.ndarray:
+    """Correctly rounded column means from :func:`column_sums` (of one block or of all blocks added)."""
+    if len(total) == 1:
+        return np.zeros(0)
+    return np.asarray(exact_mean(total[:-1], total[-1] << SUM_SCALE_BITS), dtype=np.float64)
+
+
+def squared_deviation_sums(values, means) -> list:
+    """Exact column sums of (value − mean)², each square rounded as numpy rounds it."""
+    dev = np.asarray(values, dtype=np.float64) - np.asarray(means, dtype=np.float64)
+    return exact_column_sums(dev * dev)
+
+
+def column_sds(squares, n_rows: int) -> np.ndarray:
+    """Standard deviations (ddof=1) from :func:`squared_deviation_sums`; 0 for one row."""
+    if n_rows < 2:
+        return np.zeros(len(squares))
+    return np.sqrt(np.asarray(exact_mean(squares, (n_rows - 1) << SUM_SCALE_BITS), dtype=np.float64))
+
+
+def share_sums(values, columns) -> list:
+    """Per row, a share of 1 split among the ``columns`` holding the row's highest value (ties
+    within 1e-12 relative shared); their exact column sums and the row count."""
+    w = np.asarray(values, dtype=np.float64)[:, list(columns)]
+    best = np.isclose(w, w.max(axis=1, keepdims=True), rtol=1e-12, atol=0)
+    return column_sums(best / best.sum(axis=1, keepdims=True))
 
 
 def winners(table: pd.DataFrame) -> dict:
@@ -53,11 +104,11 @@ def winners(table: pd.DataFrame) -> dict:
 
 
 def win_rates(per_row: dict, sigma) -> pd.Series:
-    """Share of rows on which each method has the highest PGI² at ``sigma`` (random excluded; ties shared)."""
+    """Share of rows on which each method has the highest PGI² at ``sigma`` (random excluded; ties
+    shared), the correctly rounded mean over rows."""
     methods = [m for (m, s) in per_row if s == sigma and m != "random"]
     values = np.column_stack([per_row[(m, sigma)] for m in methods])
-    best = np.isclose(values, values.max(axis=1, keepdims=True), rtol=1e-12, atol=0)
-    return pd.Series((best / best.sum(axis=1, keepdims=True)).mean(axis=0), index=methods)
+    return pd.Series(column_means(share_sums(values, range(len(methods)))), index=methods)
 
 
 def monte_carlo_convergence(ctx, rows: np.ndarray, sigma: float, n_pairs: int) -> tuple[pd.DataFrame, pd.DataFrame]:

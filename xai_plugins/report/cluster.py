@@ -1,0 +1,466 @@
+"""The audit on a Dask cluster: the per-row methods and the faithfulness scores of EVERY complete
+test row, computed block by block with the primitives of :mod:`xai_plugins.distributed`.
+
+:func:`prepare` reads the test data once for its facts (row count, missing values, complete rows
+per block) and fetches a random in-memory sample of ``sample_size`` rows, which becomes the
+audit context's ``X_test`` for what needs rows in memory (data summary, performance metrics,
+SHAP / AcME figures, per-row agreement, the Monte Carlo comparison). :func:`run_methods` runs
+greedy PG², local MDI, TreeSHAP and AcME local on every complete row (each block on a worker,
+with the in-memory function, so each row's result is bitwise the in-memory one); the rankings
+stay on the cluster (persisted) for :func:`pgi2_scores`, which computes the exact PGI² of every
+ranking at every σ and reduces it to the faithfulness table without collecting rows: exact sums
+(means, standard deviations, win rates) and radix selection (medians), the same floats as the
+in-memory audit of the same rows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import distributed as xd
+from ..errors import InputError
+from ..ranking_faithfulness import rank_by_magnitude
+from . import faithfulness as faith
+from .context import Scorer
+from .explainers import MethodResult, NotApplicable, acme_figure, shap_figure
+
+#: rows of an in-memory X_test per block when it is sent to a cluster
+IN_MEMORY_BLOCK_ROWS = 10_000
+
+
+class Runner:
+    """Computes on ``client`` (a ``distributed.Client``; without one, the current distributed client
+    if any, else dask's default scheduler), with a progress bar on the client side when
+    ``progress``: ``distributed.progress``, or ``dask.diagnostics.ProgressBar`` locally."""
+
+    def __init__(self, client=None, progress: bool = False):
+        if client is None:
+            try:
+                from distributed import default_client
+
+                client = default_client()
+            except (ImportError, ValueError):
+                client = None
+        self.client, self.progress = client, progress
+
+    def persist(self, *collections) -> list:
+        """The collections computed and kept in (cluster) memory, in one pass."""
+        import dask
+
+        if self.client is not None:
+            out = self.client.persist(list(collections), optimize_graph=False)
+            if self.progress:
+                from distributed import progress
+
+                progress(*out, notebook=False, multi=False)
+            else:
+                from distributed import wait
+
+                wait(out)
+            return out
+        if self.progress:
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar():
+                return list(dask.persist(*collections, optimize_graph=False))
+        return list(dask.persist(*collections, optimize_graph=False))
+
+    def compute(self, *collections) -> list:
+        """The collections' values on the client, in one pass."""
+        import dask
+
+        if self.client is not None:
+            return list(self.client.compute(list(collections), sync=True, optimize_graph=False))
+        return list(dask.compute(*collections, optimize_graph=False))
+
+    def describe(self) -> str:
+        """Where the computations run, in words."""
+        if self.client is not None:
+            return f"distributed scheduler at {self.client.scheduler.address}"
+        import dask
+
+        return f"dask's {dask.config.get('scheduler', None) or 'default'} scheduler"
+
+    def one(self, collection):
+        """One collection's value (for :func:`xai_plugins.distributed.order_statistics`)."""
+        return self.compute(collection)[0]
+
+
+@dataclass
+class ClusterRows:
+    """The test data on the cluster. ``X``: the complete rows (no missing value), float64 in the
+    model's feature order, a dask array with known chunks; ``position``: their positions among all
+    ``n_rows`` test rows (dask, int64); ``missing``: missing values per feature over all rows;
+    ``sample_size``: rows of the in-memory sample."""
+
+    runner: Runner
+    X: object
+    position: object
+    n_rows: int
+    missing: np.ndarray
+    sample_size: int
+
+    @property
+    def n_complete(self) -> int:
+        """Complete test rows: the rows every per-row method explains."""
+        return int(self.X.shape[0])
+
+    def tile(self, order):
+        """One ranking for every complete row, lazily (chunked like ``X``)."""
+        import dask.array as da
+
+        order = np.asarray(order, dtype=np.int64)
+        return da.broadcast_to(order, (self.n_complete, order.size), chunks=(self.X.chunks[0], (order.size,)))
+
+
+# --------------------------------------------------------------------------------------------
+# reading the test data
+# --------------------------------------------------------------------------------------------
+
+def _blocks(forest, X) -> tuple[list, list]:
+    """Delayed blocks of ``X`` with the model's columns in its order, and the feature names."""
+    import dask.array as da
+
+    from .._validation import default_feature_names, feature_order
+
+    names = forest.feature_names
+    if hasattr(X, "columns") and hasattr(X, "to_delayed"):          # dask DataFrame
+        given = [str(c) for c in X.columns]
+        order = feature_order(given, list(names) if names is not None else given, "X_test")
+        if order is not None:
+            X = X[[X.columns[i] for i in order]]
+        return list(X.to_delayed()), list(names) if names is not None else given
+    if xd.is_dask(X):
+        if X.ndim != 2 or X.shape[1] != forest.n_features:
+            raise InputError(f"X_test must be (n, {forest.n_features}); got shape {X.shape}")
+        return list(X.rechunk({1: -1}).to_delayed().ravel()), list(names or default_feature_names(X.shape[1]))
+    rows, names = forest.rows(X, what="X_test", allow_nan=True)
+    step = max(1, min(IN_MEMORY_BLOCK_ROWS, -(-len(rows) // 8)))
+    return list(da.from_array(rows, chunks=(step, rows.shape[1])).to_delayed().ravel()), names
+
+
+def _y_blocks(y):
+    if y is None or not xd.is_dask(y):
+        return None
+    return list(y.to_delayed()) if hasattr(y, "to_delayed") and not hasattr(y, "chunks") else \
+        list(y.to_delayed().ravel())
+
+
+def _as_float(block) -> np.ndarray:
+    return np.asarray(block.to_numpy(dtype=np.float64) if hasattr(block, "to_numpy") else block, dtype=np.float64)
+
+
+def _facts(block, y_block=None) -> tuple:
+    a = _as_float(block)
+    if a.ndim != 2:
+        raise InputError(f"X_test blocks must be 2-D; got shape {a.shape}")
+    missing = np.isnan(a)
+    return len(a), int((~missing.any(axis=1)).sum()), missing.sum(axis=0), None if y_block is None else len(y_block)
+
+
+def _complete_rows(block, start: int) -> np.ndarray:
+    a = _as_float(block)
+    keep = np.flatnonzero(~np.isnan(a).any(axis=1))
+    return np.concatenate([a[keep], (start + keep).astype(np.float64)[:, None]], axis=1)
+
+
+def _take(block, where) -> np.ndarray:
+    return _as_float(block)[where]
+
+
+def _take_y(block, where) -> np.ndarray:
+    return np.asarray(block)[where]
+
+
+def prepare(forest, X_test, y_test, *, runner: Runner, sample_size: int, random_state):
+    """Read the test data's facts on the cluster and fetch a random in-memory sample.
+
+    Returns the :class:`ClusterRows` and the sample's rows (a DataFrame indexed by position among
+    all test rows) and targets, which the audit context holds as its ``X_test`` / ``y_test``."""
+    import dask
+    import dask.array as da
+
+    blocks, names = _blocks(forest, X_test)
+    y_blocks = _y_blocks(y_test)
+    if y_blocks is not None and len(y_blocks) != len(blocks):
+        raise InputError(f"y_test has {len(y_blocks)} partitions but X_test has {len(blocks)}: take both from "
+                         "one dask DataFrame (ddf[target] and ddf.drop(columns=[target]))")
+    facts = runner.compute(*[dask.delayed(_facts, pure=True)(b, None if y_blocks is None else y_blocks[i])
+                             for i, b in enumerate(blocks)])
+    lengths = [f[0] for f in facts]
+    if y_blocks is not None and any(f[3] != f[0] for f in facts):
+        raise InputError("y_test's partitions have other lengths than X_test's: take both from one dask DataFrame")
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n_rows = int(starts[-1])
+    if n_rows < 1:
+        raise InputError("X_test is empty: it has 0 rows, at least 1 needed")
+    if y_test is not None and y_blocks is None and len(np.asarray(y_test).ravel()) != n_rows:
+        raise InputError(f"y_test has {len(np.asarray(y_test).ravel())} values but X_test has {n_rows} rows")
+    d = forest.n_features
+    parts = [da.from_delayed(dask.delayed(_complete_rows, pure=True)(b, int(starts[i])), shape=(f[1], d + 1),
+                             dtype=np.float64)
+             for i, (b, f) in enumerate(zip(blocks, facts)) if f[1] > 0]
+    if not parts:
+        raise InputError("every test row has a missing value: the per-row methods need complete rows")
+    Z = da.concatenate(parts, axis=0)
+    cl = ClusterRows(runner, Z[:, :d], Z[:, d].astype(np.int64), n_rows,
+                     np.sum([f[2] for f in facts], axis=0).astype(np.int64), min(int(sample_size), n_rows))
+
+    rng = np.random.default_rng(random_state)
+    picked = np.sort(rng.permutation(n_rows)[:cl.sample_size])
+    owner = np.searchsorted(starts, picked, side="right") - 1
+    fetch, fetch_y = [], []
+    for b in np.unique(owner):
+        where = picked[owner == b] - starts[b]
+        fetch.append(dask.delayed(_take, pure=True)(blocks[b], where))
+        if y_blocks is not None:
+            fetch_y.append(dask.delayed(_take_y, pure=True)(y_blocks[b], where))
+    got = runner.compute(*fetch, *fetch_y)
+    sample = pd.DataFrame(np.concatenate(got[:len(fetch)]), columns=names, index=pd.Index(picked, name="row"))
+    if y_test is None:
+        y_sample = None
+    elif y_blocks is not None:
+        y_sample = np.concatenate(got[len(fetch):])
+    else:
+        y_sample = np.asarray(y_test).ravel()[picked]
+    return cl, sample, y_sample
+
+
+# --------------------------------------------------------------------------------------------
+# per-row methods on every complete row
+# --------------------------------------------------------------------------------------------
+
+#: the last (model, TreeExplainer) of this worker process: one explainer per audit, not per block
+_TREE_EXPLAINER: list = []
+
+
+def _tree_explainer(model):
+    import shap
+
+    if not _TREE_EXPLAINER or _TREE_EXPLAINER[0] is not model:
+        _TREE_EXPLAINER[:] = [model, shap.TreeExplainer(model)]
+    return _TREE_EXPLAINER[1]
+
+
+def _shap_block(model, start, X, *, scorer):
+    values = _tree_explainer(model)(scorer.model_input(X)).values
+    if values.ndim == 3:
+        values = values[..., scorer.output]
+    values = np.asarray(values, dtype=float)
+    return xd._pack(np.abs(values), rank_by_magnitude(values))
+
+
+def _pg2_block(forest, start, X, *, output, sigma, perturbation):
+    from ..attributions import greedy_gains
+    from ..prediction_gap import greedy_pg2_ranking
+
+    greedy = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output)
+    ranking = greedy.ranking
+    position = np.empty_like(ranking)
+    np.put_along_axis(position, ranking, np.arange(ranking.shape[1])[None, :], axis=1)
+    return xd._pack(greedy_gains(ranking, greedy.pg2_path), -position.astype(float), ranking)
+
+
+def _mdi_block(forest, start, X):
+    from ..mdi import local_mdi
+
+    values = local_mdi(forest, X)
+    return xd._pack(values, rank_by_magnitude(values))
+
+
+def _acme_block(acme, start, X):
+    values = acme.explain_local(X).values
+    return xd._pack(np.abs(values), rank_by_magnitude(values))
+
+
+def _score_block(scorer, start, X):
+    return np.column_stack([scorer(X), start + np.arange(len(X), dtype=np.float64)])
+
+
+def _extremes(block, m: int) -> np.ndarray:
+    """The ``m`` lowest and ``m`` highest (score, index) pairs of a block, ordered by score then index."""
+    order = np.lexsort((block[:, 1], block[:, 0]))
+    keep = order if len(order) <= 2 * m else np.concatenate([order[:m], order[-m:]])
+    return block[keep]
+
+
+def _local_rows(candidates, n_local: int) -> list:
+    """Complete-row indices of the highest and lowest explained output, alternating (as in memory:
+    a stable sort of the scores, ties by position)."""
+    both = np.concatenate(candidates)
+    order = both[np.lexsort((both[:, 1], both[:, 0])), 1].astype(np.int64)
+    picks = []
+    for i in range(len(order)):
+        candidate = int(order[-1 - i // 2] if i % 2 == 0 else order[i // 2])
+        if candidate not in picks:
+            picks.append(candidate)
+        if len(picks) == min(n_local, len(order)):
+            break
+    return picks
+
+
+def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_local, in_memory_calls) -> tuple:
+    """Every per-row method of ``wanted`` on every complete row, in one pass over the data.
+
+    Returns ``(methods, local_labels, agreement_rows)``: the MethodResults (per-row ``ranking``: a
+    persisted dask array; ``local_scores``: those of ``agreement_rows`` random complete rows, for
+    the per-row agreement), the labels of the rows shown with local explanations, and the number of
+    rows of the agreement sample. ``in_memory_calls``: key -> callable for the other methods."""
+    import dask
+
+    from ..mdi import require_impurities
+    from ..forest import UnsupportedModelError
+    from . import explainers as runners
+
+    X, n = cl.X, cl.n_complete
+    d = ctx.n_features
+    scorer = ctx.scorer(xd.held_predictor(ctx.forest))
+    lazy, extra = {}, {}
+    results = {}
+    for key in runners.EXPLAINERS:
+        if key not in wanted:
+            results[key] = MethodResult(key, status="skipped", reason="skipped by user")
+            continue
+        try:
+            if key == "shap":
+                lazy[key] = xd._map_rows(_shap_block, X, xd.ship(ctx.model, "xai-model", cache=False), [], 2 * d,
+                                         scorer=Scorer(None, ctx.output, scorer.columns))
+            elif key == "pg2":
+                output = ctx.output if ctx.forest.n_outputs > 1 else None
+                noise = xd._noise(ctx.forest, sigma_ref, None, ctx.background)
+                lazy[key] = xd._map_rows(_pg2_block, X, xd._ship(ctx.forest), [], 3 * d, output=output, **noise)
+                extra[key] = {"sigma": sigma_ref, "sigma units": "training-data standard deviations"}
+            elif key == "local_mdi":
+                try:
+                    forest = require_impurities(ctx.model)
+                except UnsupportedModelError as exc:
+                    raise NotApplicable(str(exc)) from exc
+                lazy[key] = xd._map_rows(_mdi_block, X, xd._ship(forest), [], 2 * d)
+            elif key == "acme":
+                from ..acme import AcME
+
+                background = ctx.X_train if ctx.X_train is not None else ctx.X_test
+                acme = AcME(None, background, n_quantiles=acme_quantiles, score_function=scorer)
+                lazy[key] = xd._map_rows(_acme_block, X, xd.ship(acme, "xai-acme", cache=False), [], 2 * d)
+                extra[key] = {"acme": acme, "params": {"n_quantiles": acme_quantiles,
+                                                       "background rows": len(background)}}
+            else:
+                results[key] = runners.run(key, in_memory_calls[key])
+        except NotApplicable as exc:
+            results[key] = MethodResult(key, status="not applicable", reason=str(exc))
+        except Exception as exc:  # noqa: BLE001 - reported, as in memory
+            results[key] = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
+
+    rng = np.random.default_rng(ctx.random_state)
+    agreement_rows = np.sort(rng.permutation(n)[:min(n, cl.sample_size)])
+    scores_and_index = xd._map_rows(_score_block, X, xd.ship(scorer, "xai-scorer", cache=False), [], 2)
+    candidates = [dask.delayed(_extremes, pure=True)(b, max(n_local, 1))
+                  for b in scores_and_index.to_delayed(optimize_graph=False).ravel()]
+    keys = list(lazy)
+    rankings = [lazy[k][:, -d:].astype(np.int64) for k in keys]
+    sums = [xd.block_reduce(lazy[k][:, :d], faith.column_sums) for k in keys]
+    sampled = [lazy[k][:, d:2 * d][agreement_rows] if k == "pg2" else lazy[k][:, :d][agreement_rows] for k in keys]
+    start = time.perf_counter()
+    try:
+        persisted = cl.runner.persist(*rankings, *sums, *sampled, *candidates)
+        failure = None
+    except Exception as exc:  # noqa: BLE001 - every cluster method fails together; say why
+        persisted, failure = None, f"{type(exc).__name__}: {exc}"
+    seconds = (time.perf_counter() - start) / max(len(keys), 1)
+    local_idx, local_labels, local_X = [], [], None
+    if persisted is not None:
+        m = len(keys)
+        small = cl.runner.compute(*persisted[m:])
+        totals, local_scores, cands = small[:m], small[m:2 * m], small[2 * m:]
+        local_idx = _local_rows(cands, n_local) if n_local > 0 else []
+        if local_idx:
+            local_X, labels = cl.runner.compute(X[np.sort(local_idx)], cl.position[np.sort(local_idx)])
+            order = np.searchsorted(np.sort(local_idx), local_idx)      # back to the alternating order
+            local_X, local_labels = local_X[order], [str(int(v)) for v in labels[order]]
+    for j, key in enumerate(keys):
+        if persisted is None:
+            results[key] = MethodResult(key, status="failed", reason=failure)
+            continue
+        means = faith.column_means(totals[j])
+        result = MethodResult(key, importance=pd.Series(means, index=ctx.feature_names),
+                              local_scores=np.abs(np.asarray(local_scores[j], dtype=float)) if key == "local_mdi"
+                              else np.asarray(local_scores[j], dtype=float), ranking=persisted[j],
+                              params={"rows": n, "computed": "on the Dask cluster, every complete test row"},
+                              seconds=seconds)
+        try:
+            _finish(key, result, ctx, extra.get(key, {}), local_X, local_labels)
+        except Exception as exc:  # noqa: BLE001
+            result = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
+        results[key] = result
+    return results, local_labels, len(agreement_rows)
+
+
+def _finish(key, result, ctx, extra, local_X, local_labels) -> None:
+    """Method-specific parameters, global importances and the local figures (computed in memory on
+    the few rows shown)."""
+    if key == "pg2":
+        result.params.update(extra)
+    elif key == "shap":
+        result.params["algorithm"] = "TreeExplainer (path-dependent)"
+        if local_X is not None:
+            import shap
+
+            explanation = shap.TreeExplainer(ctx.model)(ctx.model_input(local_X))
+            if explanation.values.ndim == 3:
+                explanation = explanation[..., ctx.output]
+            result.figures = [shap_figure(ctx, label, explanation[i]) for i, label in enumerate(local_labels)]
+    elif key == "acme":
+        acme = extra["acme"]
+        result.importance = pd.Series(acme.explain_global().values, index=ctx.feature_names)
+        result.params.update(extra["params"])
+        if local_X is not None:
+            local = acme.explain_local(pd.DataFrame(local_X, columns=ctx.feature_names))
+            result.figures = [acme_figure(ctx, label, local, i) for i, label in enumerate(local_labels)]
+
+
+# --------------------------------------------------------------------------------------------
+# faithfulness on every complete row
+# --------------------------------------------------------------------------------------------
+
+def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref) -> tuple[pd.DataFrame, pd.Series]:
+    """The faithfulness table (as :func:`.faithfulness.pgi2_scores`, the same floats) and the win
+    rates at ``sigma_ref``, from the exact PGI² of every ranking on every complete row: the scores
+    are persisted on the cluster, reduced there, and released."""
+    import dask.array as da
+
+    from ..prediction_gap import pgi2
+
+    methods = list(rankings)
+    stacked = da.stack([rankings[m] for m in methods])
+    columns, keys = [], []
+    for sigma in sigmas:
+        scores = pgi2(ctx.forest, cl.X, stacked, sigma=sigma, background=ctx.background)
+        if scores.ndim == 3:
+            scores = scores[..., ctx.output]
+        columns.append(scores.T)
+        keys += [(m, sigma) for m in methods]
+    (values,) = cl.runner.persist(da.concatenate(columns, axis=1).rechunk({1: -1}))
+    try:
+        n = cl.n_complete
+        means = faith.column_means(cl.runner.one(xd.block_reduce(values, faith.column_sums)))
+        wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m != "random"]
+        squares, shares = cl.runner.compute(xd.block_reduce(values, faith.squared_deviation_sums, means),
+                                            xd.block_reduce(values, faith.share_sums, wins))
+        sds = faith.column_sds(squares, n)
+        medians = _medians(values, len(keys), n, cl.runner)
+    finally:
+        del values
+    table = faith.score_table(keys, means, sds, medians, n, methods, sigmas)
+    return table, pd.Series(faith.column_means(shares), index=[keys[j][0] for j in wins])
+
+
+def _medians(values, n_columns: int, n: int, runner: Runner) -> list:
+    """Exact medians of the columns (as ``np.median``: the middle value, or the mean of the two)."""
+    middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
+    columns = [c for c in range(n_columns) for _ in middle]
+    picked = xd.order_statistics(values, columns, middle * n_columns, compute=runner.one)
+    return [float(np.mean(picked[c * len(middle):(c + 1) * len(middle)])) for c in range(n_columns)]
