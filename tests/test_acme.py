@@ -430,14 +430,18 @@ def test_task_inference_for_other_models():
     assert scored.values.shape == (2, 4, 3) and scored.output_names == ["0", "1", "2"]
 
 
-def small_classifier(kind, X, y):
+def small_model(kind, X, y, classifier=True):
+    """A small fitted model of each library: a random forest, XGBoost or LightGBM."""
     if kind == "rf":
-        return RandomForestClassifier(n_estimators=15, random_state=0).fit(X, y)
+        forest = RandomForestClassifier if classifier else RandomForestRegressor
+        return forest(n_estimators=15 if classifier else 10, random_state=0).fit(X, y)
     if kind == "xgboost":
         xgb = pytest.importorskip("xgboost")
-        return xgb.XGBClassifier(n_estimators=8, max_depth=3, n_jobs=1).fit(X, y)
+        booster = xgb.XGBClassifier if classifier else xgb.XGBRegressor
+        return booster(n_estimators=8 if classifier else 10, max_depth=3, n_jobs=1).fit(X, y)
     lgb = pytest.importorskip("lightgbm")
-    return lgb.LGBMClassifier(n_estimators=8, num_leaves=7, min_child_samples=5, verbose=-1).fit(X, y)
+    booster = lgb.LGBMClassifier if classifier else lgb.LGBMRegressor
+    return booster(n_estimators=8 if classifier else 10, num_leaves=7, min_child_samples=5, verbose=-1).fit(X, y)
 
 
 @pytest.mark.parametrize("kind", ["rf", "xgboost", "lightgbm"])
@@ -446,7 +450,7 @@ def test_shap_explainer_classifier_slices_classes(kind):
     from xai_plugins.shap import AcMEExplainer
 
     X, y = labelled_classes()
-    model = small_classifier(kind, X, y)
+    model = small_model(kind, X, y)
     e = AcMEExplainer(model, X)(X[:5])
     assert e.values.shape == (5, 4, 3) and list(e.output_names) == ["0", "1", "2"]
     np.testing.assert_allclose(e[..., 1].values, class_column_oracle(model, X, 1, X[:5]), rtol=1e-12)
@@ -459,7 +463,7 @@ def test_interpret_explainer_classifier_output_by_index_or_label(kind):
     from xai_plugins.interpret import AcMEExplainer
 
     X, y = labelled_classes()
-    model = small_classifier(kind, X, y)
+    model = small_model(kind, X, y)
     expected = class_column_oracle(model, X, 1, X[:5], n_quantiles=10)
     for output in (1, "1"):
         local = AcMEExplainer(model, X, n_quantiles=10, output=output).explain_local(X[:5])
@@ -474,21 +478,11 @@ def test_interpret_explainer_classifier_output_by_index_or_label(kind):
 
 
 # ----------------------------------------------------------------------------- column alignment
-def frame_regressor(kind, frame, y):
-    if kind == "rf":
-        return RandomForestRegressor(n_estimators=10, random_state=0).fit(frame, y)
-    if kind == "xgboost":
-        xgb = pytest.importorskip("xgboost")
-        return xgb.XGBRegressor(n_estimators=10, max_depth=3, n_jobs=1).fit(frame, y)
-    lgb = pytest.importorskip("lightgbm")
-    return lgb.LGBMRegressor(n_estimators=10, num_leaves=7, min_child_samples=5, verbose=-1).fit(frame, y)
-
-
 @pytest.mark.parametrize("kind", ["rf", "xgboost", "lightgbm"])
 def test_dataframe_columns_aligned_by_name_to_the_model(kind):
     X = data(n=80)
     frame = pd.DataFrame(X, columns=list("abcd"))
-    model = frame_regressor(kind, frame, nonlinear(X))
+    model = small_model(kind, frame, nonlinear(X), classifier=False)
     reverse = frame[list("dcba")]
     with warnings.catch_warnings():
         warnings.simplefilter("error")            # no missing-feature-name warnings from the model

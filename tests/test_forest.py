@@ -12,7 +12,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import xai_plugins as xp
-from xai_plugins.forest import Forest, import_model
+from xai_plugins.forest import import_model
 
 xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
@@ -120,27 +120,18 @@ def test_categorical_splits_are_refused():
         import_model(HistGradientBoostingRegressor(max_iter=3, categorical_features=[0]).fit(Xc, y))
 
 
-def _stump_forest(**overrides):
-    arrays = dict(left_child=[1, -1, -1], right_child=[2, -1, -1], feature=[0, 0, 0], threshold=[0.5, 0, 0],
-                  missing_left=[1, 0, 0], value=[0.0, 1.0, 2.0], tree_offset=[0, 3], tree_target=[0],
-                  base_score=[0.0], n_features=1, split_rule="le", input_float32=False, aggregate="sum",
-                  task="regression", output_space="raw", model_type="manual")
-    arrays.update(overrides)
-    return Forest(**arrays)
-
-
-def test_forest_structure_is_validated_in_c():
-    assert _stump_forest().predict(np.array([[0.0], [1.0], [np.nan]]))[:, 0].tolist() == [1.0, 2.0, 1.0]
+def test_forest_structure_is_validated_in_c(stump_forest):
+    assert stump_forest().predict(np.array([[0.0], [1.0], [np.nan]]))[:, 0].tolist() == [1.0, 2.0, 1.0]
     with pytest.raises(IndexError):
-        _stump_forest(left_child=[5, -1, -1])           # child outside its tree
+        stump_forest(left_child=[5, -1, -1])           # child outside its tree
     with pytest.raises(ValueError):
-        _stump_forest(left_child=[1, -1, -1], right_child=[1, -1, -1])  # node 1 has two parents
+        stump_forest(left_child=[1, -1, -1], right_child=[1, -1, -1])  # node 1 has two parents
     with pytest.raises(ValueError):
-        _stump_forest(threshold=[np.nan, 0, 0])
+        stump_forest(threshold=[np.nan, 0, 0])
     with pytest.raises(ValueError):
-        _stump_forest(value=[0.0, np.inf, 2.0])
+        stump_forest(value=[0.0, np.inf, 2.0])
     with pytest.raises(IndexError):
-        _stump_forest(feature=[3, 0, 0])
+        stump_forest(feature=[3, 0, 0])
 
 
 def _walk(forest, t, row):

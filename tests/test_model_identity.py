@@ -17,7 +17,7 @@ import xai_plugins as xp
 import xai_plugins.forest as forest_module
 from xai_plugins import errors
 from xai_plugins._validation import check_random_state, resolve_output
-from xai_plugins.forest import Forest, clear_model_cache, import_model
+from xai_plugins.forest import clear_model_cache, import_model
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -176,29 +176,20 @@ def test_explainer_on_a_three_output_model_imports_it_once(data, monkeypatch):
 
 # ------------------------------------------------------------------ exception types
 
-def _stump_forest(**overrides):
-    arrays = dict(left_child=[1, -1, -1], right_child=[2, -1, -1], feature=[0, 0, 0], threshold=[0.5, 0, 0],
-                  missing_left=[1, 0, 0], value=[0.0, 1.0, 2.0], tree_offset=[0, 3], tree_target=[0],
-                  base_score=[0.0], n_features=1, split_rule="le", input_float32=False, aggregate="sum",
-                  task="regression", output_space="raw", model_type="manual")
-    arrays.update(overrides)
-    return Forest(**arrays)
-
-
-def test_c_errors_carry_the_package_exception_types():
-    good = _stump_forest()
+def test_c_errors_carry_the_package_exception_types(stump_forest):
+    good = stump_forest()
     np.testing.assert_array_equal(good.predict(np.array([[0.0], [1.0], [np.nan]]))[:, 0], [1.0, 2.0, 1.0])
     with pytest.raises(errors.InputIndexError) as info:
-        _stump_forest(left_child=[5, -1, -1])                          # child outside its tree
+        stump_forest(left_child=[5, -1, -1])                          # child outside its tree
     assert isinstance(info.value, IndexError) and isinstance(info.value, errors.XaiError)
     with pytest.raises(errors.InputIndexError):
-        _stump_forest(feature=[3, 0, 0])                               # feature outside n_features
+        stump_forest(feature=[3, 0, 0])                               # feature outside n_features
     with pytest.raises(errors.ModelStructureError) as info:
-        _stump_forest(right_child=[1, -1, -1])                         # node 1 has two parents
+        stump_forest(right_child=[1, -1, -1])                         # node 1 has two parents
     assert isinstance(info.value, errors.InputError) and isinstance(info.value, ValueError)
     assert isinstance(info.value, errors.XaiError)
     with pytest.raises(errors.InputError) as info:
-        _stump_forest(threshold=[np.nan, 0, 0])
+        stump_forest(threshold=[np.nan, 0, 0])
     assert isinstance(info.value, errors.XaiError)
     assert issubclass(errors.ModelStructureError, errors.InputError)
     assert issubclass(errors.FeatureMismatchError, errors.InputError)

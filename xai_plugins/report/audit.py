@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .._validation import check_n_jobs
 from ..prediction_gap import greedy_pg2_ranking, pgi2
 from . import agreement as agree
 from . import describe, faithfulness, figures
 from . import explainers as runners
 from .context import make_context
-from .._validation import check_n_jobs
 from ..distributed import is_dask
 from ..errors import InputError
 
@@ -451,15 +451,7 @@ def _local_rows(ctx, rows, n_local) -> list:
     """Explained rows with the highest and lowest output, alternating, ``n_local`` in all."""
     if n_local <= 0 or len(rows) == 0:
         return []
-    order = rows[np.argsort(ctx.score(ctx.X_test.to_numpy()[rows]), kind="stable")]
-    picks = []
-    for i in range(len(order)):
-        candidate = int(order[-1 - i // 2] if i % 2 == 0 else order[i // 2])
-        if candidate not in picks:
-            picks.append(candidate)
-        if len(picks) == min(n_local, len(rows)):
-            break
-    return picks
+    return runners.extremes_first(rows[np.argsort(ctx.score(ctx.X_test.to_numpy()[rows]), kind="stable")], n_local)
 
 
 def _explanations_section(section, ctx, methods, n_rows, local_labels, requested, scope="sampled test rows") -> None:

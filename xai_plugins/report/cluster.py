@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..ranking_faithfulness import rank_by_magnitude
 from . import faithfulness as faith
 from .context import Scorer
-from .explainers import MethodResult, NotApplicable, acme_figure, shap_figure
+from .explainers import MethodResult, NotApplicable, acme_figure, extremes_first, shap_figure
 
 #: rows of an in-memory X_test per block when it is sent to a cluster
 IN_MEMORY_BLOCK_ROWS = 10_000
@@ -292,15 +292,7 @@ def _local_rows(candidates, n_local: int) -> list:
     """Complete-row indices of the highest and lowest explained output, alternating (as in memory:
     a stable sort of the scores, ties by position)."""
     both = np.concatenate(candidates)
-    order = both[np.lexsort((both[:, 1], both[:, 0])), 1].astype(np.int64)
-    picks = []
-    for i in range(len(order)):
-        candidate = int(order[-1 - i // 2] if i % 2 == 0 else order[i // 2])
-        if candidate not in picks:
-            picks.append(candidate)
-        if len(picks) == min(n_local, len(order)):
-            break
-    return picks
+    return extremes_first(both[np.lexsort((both[:, 1], both[:, 0])), 1].astype(np.int64), n_local)
 
 
 def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_local, in_memory_calls) -> tuple:

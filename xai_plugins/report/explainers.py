@@ -122,6 +122,19 @@ def _waterfall(explanation, ax) -> None:
     shap.plots.waterfall(explanation, max_display=10, show=False)
 
 
+def extremes_first(order, n_local: int) -> list:
+    """``n_local`` distinct items of ``order`` (sorted by the explained output, ascending), taken
+    from the top and the bottom alternately: the highest, the lowest, the second highest, ..."""
+    picks = []
+    for i in range(len(order)):
+        candidate = int(order[-1 - i // 2] if i % 2 == 0 else order[i // 2])
+        if candidate not in picks:
+            picks.append(candidate)
+        if len(picks) == min(n_local, len(order)):
+            break
+    return picks
+
+
 def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma: float) -> MethodResult:
     """Greedy PG² ranking at ``sigma`` on ``rows``: per-row gains (the increase of PG² when the
     feature joins the perturbed set) and the greedy order itself as the ranking."""
