@@ -6,8 +6,50 @@
 
 int xai_abi_version(void) { return XAI_ABI_VERSION; }
 
-/* Depth-first walk of tree t from its root; fails on cycles, shared children or depth overflow. */
-static int check_tree(const xai_forest *f, int32_t t, uint8_t *seen, int32_t *stack_node, int32_t *stack_depth)
+/* The calling thread's record of its last API call (see xai_last_error). */
+typedef struct {
+    int status;
+    int64_t tree, node, row;
+} error_record;
+
+static _Thread_local error_record last_error = {XAI_OK, -1, -1, -1};
+
+void xai_error_clear(void)
+{
+    last_error.status = XAI_OK;
+    last_error.tree = last_error.node = last_error.row = -1;
+}
+
+void xai_error_at(int64_t tree, int64_t node, int64_t row)
+{
+    last_error.tree = tree;
+    last_error.node = node;
+    last_error.row = row;
+}
+
+int xai_error_return(int status)
+{
+    last_error.status = status;
+    if (status == XAI_OK)
+        last_error.tree = last_error.node = last_error.row = -1;
+    return status;
+}
+
+int xai_last_error(int64_t *tree, int64_t *node, int64_t *row)
+{
+    if (tree != NULL)
+        *tree = last_error.tree;
+    if (node != NULL)
+        *node = last_error.node;
+    if (row != NULL)
+        *row = last_error.row;
+    return last_error.status;
+}
+
+/* Depth-first walk of tree t from its root; fails on cycles, shared children or depth overflow.
+ * *bad receives the local node where the walk failed (-1 when no single node is to blame). */
+static int check_tree_at(const xai_forest *f, int32_t t, uint8_t *seen, int32_t *stack_node, int32_t *stack_depth,
+                         int64_t *bad)
 {
     const int64_t base = f->tree_offset[t];
     const int64_t size = f->tree_offset[t + 1] - base;
@@ -18,6 +60,7 @@ static int check_tree(const xai_forest *f, int32_t t, uint8_t *seen, int32_t *st
         const int32_t k = stack_node[--top];
         const int32_t depth = stack_depth[top];
         const int64_t g = base + k;
+        *bad = k;
         if (seen[k])
             return XAI_E_STRUCTURE; /* in-degree > 1 */
         seen[k] = 1;
@@ -50,10 +93,28 @@ static int check_tree(const xai_forest *f, int32_t t, uint8_t *seen, int32_t *st
         stack_node[top] = r;
         stack_depth[top++] = depth + 1;
     }
-    return visited == size ? XAI_OK : XAI_E_STRUCTURE; /* unreachable nodes */
+    if (visited == size) {
+        *bad = -1;
+        return XAI_OK;
+    }
+    for (int64_t k = 0; k < size; k++) /* the first unreachable node */
+        if (!seen[k]) {
+            *bad = k;
+            break;
+        }
+    return XAI_E_STRUCTURE;
 }
 
-int xai_validate(const xai_forest *f)
+static int check_tree(const xai_forest *f, int32_t t, uint8_t *seen, int32_t *stack_node, int32_t *stack_depth)
+{
+    int64_t bad = -1;
+    const int status = check_tree_at(f, t, seen, stack_node, stack_depth, &bad);
+    if (status != XAI_OK)
+        xai_error_at(t, bad, -1);
+    return status;
+}
+
+static int validate(const xai_forest *f)
 {
     if (f == NULL || f->n_trees < 1 || f->n_nodes < 1 || f->n_features < 1 || f->n_outputs < 1 ||
         f->max_depth < 0 || f->tree_offset == NULL || f->left_child == NULL || f->right_child == NULL ||
@@ -68,19 +129,25 @@ int xai_validate(const xai_forest *f)
         return XAI_E_UNSUPPORTED;
     if (f->tree_offset[0] != 0 || f->tree_offset[f->n_trees] != f->n_nodes)
         return XAI_E_SIZE;
+    if (!(f->zero_threshold >= 0.0) || isinf(f->zero_threshold))
+        return XAI_E_VALUE;
     for (int32_t o = 0; o < f->n_outputs; o++)
         if (!isfinite(f->base_score[o]))
             return XAI_E_VALUE;
     int64_t largest = 0;
     for (int32_t t = 0; t < f->n_trees; t++) {
         const int64_t size = f->tree_offset[t + 1] - f->tree_offset[t];
-        if (size < 1)
+        if (size < 1 || size > INT32_MAX) {
+            xai_error_at(t, -1, -1);
             return XAI_E_SIZE;
+        }
         if (size > largest)
             largest = size;
         const int32_t target = f->tree_target[t];
-        if (target < 0 || target + f->leaf_width > f->n_outputs)
+        if (target < 0 || target + f->leaf_width > f->n_outputs) {
+            xai_error_at(t, -1, -1);
             return XAI_E_INDEX;
+        }
     }
     uint8_t *seen = malloc((size_t)largest);
     int32_t *stack_node = malloc(sizeof(int32_t) * (size_t)(largest + 2));
@@ -96,10 +163,17 @@ int xai_validate(const xai_forest *f)
     return status;
 }
 
+int xai_validate(const xai_forest *f)
+{
+    xai_error_clear();
+    return xai_error_return(validate(f));
+}
+
 int xai_predict(const xai_forest *f, const double *X, int64_t n_rows, double *out)
 {
+    xai_error_clear();
     if (f == NULL || X == NULL || out == NULL || n_rows < 0)
-        return XAI_E_SIZE;
+        return xai_error_return(XAI_E_SIZE);
     const double scale = f->aggregate == XAI_AGGREGATE_MEAN ? 1.0 / f->n_trees : 1.0;
     for (int64_t i = 0; i < n_rows; i++) {
         const double *x = X + i * f->n_features;
@@ -114,5 +188,5 @@ int xai_predict(const xai_forest *f, const double *X, int64_t n_rows, double *ou
         for (int32_t o = 0; o < f->n_outputs; o++)
             y[o] = f->base_score[o] + scale * y[o];
     }
-    return XAI_OK;
+    return xai_error_return(XAI_OK);
 }

@@ -10,8 +10,8 @@
 
 enum { BLOCK_ROWS = 64 };
 
-int xai_local_mdi(const xai_forest *f, const double *X, int64_t n_rows,
-                  const double *tree_weight, double *out)
+static int local_mdi(const xai_forest *f, const double *X, int64_t n_rows,
+                     const double *tree_weight, double *out)
 {
     if (f == NULL || X == NULL || out == NULL || n_rows < 0)
         return XAI_E_SIZE;
@@ -49,4 +49,11 @@ int xai_local_mdi(const xai_forest *f, const double *X, int64_t n_rows,
     }
     free(block);
     return XAI_OK;
+}
+
+int xai_local_mdi(const xai_forest *f, const double *X, int64_t n_rows,
+                  const double *tree_weight, double *out)
+{
+    xai_error_clear();
+    return xai_error_return(local_mdi(f, X, n_rows, tree_weight, out));
 }

@@ -38,10 +38,10 @@ static void changed_boxes(const xai_forest *f, int32_t t, const int32_t *slot, i
     }
 }
 
-int xai_reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_rows,
-                const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
-                int32_t *leaf, int64_t *moved, int64_t *n_moved,
-                const double *node_value, int32_t width, double *acc)
+static int reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_rows,
+                   const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
+                   int32_t *leaf, int64_t *moved, int64_t *n_moved,
+                   const double *node_value, int32_t width, double *acc)
 {
     if (f == NULL || X == NULL || changed == NULL || start_leaf == NULL || leaf == NULL || moved == NULL ||
         n_moved == NULL || n_rows < 0 || n_changed < 1 || n_changed > f->n_features ||
@@ -52,8 +52,10 @@ int xai_reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_ro
     const int64_t base = f->tree_offset[tree];
     const int64_t m = f->tree_offset[tree + 1] - base;
     for (int64_t i = 0; i < n_rows; i++)
-        if (start_leaf[i] < base || start_leaf[i] >= base + m || f->left_child[start_leaf[i]] >= 0)
+        if (start_leaf[i] < base || start_leaf[i] >= base + m || f->left_child[start_leaf[i]] >= 0) {
+            xai_error_at(tree, -1, i);
             return XAI_E_INDEX;
+        }
     int32_t *slot = malloc(sizeof(int32_t) * (size_t)f->n_features);
     int32_t *stack = malloc(sizeof(int32_t) * (size_t)(m + 1));
     double *lo = malloc(sizeof(double) * (size_t)(m * n_changed));
@@ -98,4 +100,14 @@ int xai_reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_ro
     free(lo);
     free(hi);
     return status;
+}
+
+int xai_reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_rows,
+                const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
+                int32_t *leaf, int64_t *moved, int64_t *n_moved,
+                const double *node_value, int32_t width, double *acc)
+{
+    xai_error_clear();
+    return xai_error_return(reroute(f, tree, X, n_rows, changed, n_changed, start_leaf, leaf, moved, n_moved,
+                                    node_value, width, acc));
 }

@@ -7,7 +7,8 @@
  *
  * Every function returns an xai_status, writes only into caller-allocated buffers whose
  * sizes are stated below, never aborts and never touches Python objects (cffi releases
- * the GIL around each call). The block between the cffi markers is fed verbatim to
+ * the GIL around each call). Each also records its status, and where a failure was found,
+ * for xai_last_error in the calling thread. The block between the cffi markers is fed verbatim to
  * cffi's cdef, so it holds plain declarations only.
  */
 #ifndef XAI_H
@@ -15,7 +16,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 1
+#define XAI_ABI_VERSION 2
 
 /* cffi-cdef-begin */
 enum {
@@ -48,6 +49,9 @@ typedef struct {
     int32_t split_rule;     /* XAI_LEFT_IF_LE or XAI_LEFT_IF_LT */
     int32_t input_float32;  /* 1: the model compares (float)x, as scikit-learn and XGBoost do */
     int32_t aggregate;      /* XAI_AGGREGATE_SUM or XAI_AGGREGATE_MEAN */
+    double zero_threshold;  /* inputs with |x| <= zero_threshold are read as 0.0 before comparing
+                               (LightGBM: kZeroThreshold = (double)1e-35f); 0 for libraries without
+                               that rule. Finite and >= 0. NaN inputs are never changed. */
     const double *base_score;      /* [n_outputs], margin space */
     const int64_t *tree_offset;    /* [n_trees + 1], tree_offset[0] = 0, tree_offset[n_trees] = n_nodes */
     const int32_t *tree_target;    /* [n_trees], first output a tree adds to */
@@ -64,6 +68,12 @@ typedef struct {
 
 int xai_abi_version(void);
 
+/* The status of the last call of this API made by the calling thread (XAI_OK after a success),
+ * and where that call found the problem: the tree, the node (local id within that tree) and the
+ * row (index into that call's X) it concerns, each -1 when unknown or irrelevant. Any pointer may
+ * be NULL. Thread-local: call it from the thread that made the failing call, before any other. */
+int xai_last_error(int64_t *tree, int64_t *node, int64_t *row);
+
 /* Checks the structure once per model: sizes, index ranges, in-degree 1, every node reachable
  * from its tree's root, depth <= max_depth, finite thresholds and leaf values. */
 int xai_validate(const xai_forest *forest);
@@ -74,10 +84,17 @@ int xai_predict(const xai_forest *forest, const double *X, int64_t n_rows, doubl
 
 /* Exact PG2(x, S) = E[(f(x') - f(x))^2] with x'_j = x_j + noise_j for j in S.
  * mask[(i * n_sets + s) * n_features + j] != 0 when feature j is in set s of row i.
- * cdf[i * cdf_len + cdf_offset[j] + r] holds, for row i and feature j, the probability that
- * x'_j falls below boundary r (r = 1 .. m_j in rank order), with entry 0 equal to 0 and entry
- * m_j + 1 equal to 1; cdf_offset has n_features + 1 entries and cdf_offset[n_features] <= cdf_len.
- * Only the features of a set are read. out[(i * n_sets + s) * n_outputs + o].
+ * Row i's table is cdf[i * cdf_len ...], in two halves of H = cdf_offset[n_features] entries
+ * (cdf_offset has n_features + 1 non-decreasing entries, 2 * H <= cdf_len): for feature j and
+ * its boundaries r = 1 .. m_j in rank order (m_j + 2 = cdf_offset[j + 1] - cdf_offset[j]),
+ *   cdf[i * cdf_len + cdf_offset[j] + r]     = P(x'_j < boundary r), entry 0 = 0, entry m_j + 1 = 1;
+ *   cdf[i * cdf_len + H + cdf_offset[j] + r] = P(x'_j > boundary r), computed directly (not as
+ *                                              1 - CDF), entry 0 = 1, entry m_j + 1 = 0.
+ * Each interval's probability is taken on the side of the median where it lies (CDF differences
+ * below, survival differences above), so tail probabilities keep full relative precision; a leaf
+ * whose probability is below DBL_MIN is treated as unreachable. Only the features of a set are
+ * read; their halves must be non-decreasing / non-increasing and add up to 1 within 1e-6, and
+ * their x finite, else XAI_E_VALUE with the row in xai_last_error. out[(i * n_sets + s) * n_outputs + o].
  * pair_terms (may be NULL) receives the number of leaf-pair terms evaluated. */
 int xai_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
             const uint8_t *mask, int64_t n_sets,
@@ -113,11 +130,22 @@ int xai_reroute(const xai_forest *forest, int32_t tree, const double *X, int64_t
 /* Shared by the .c files, not part of the Python-facing API. */
 #include <math.h>
 
-/* x as the model compares it: rounded to float32 when the model casts its input (NaN kept). */
+/* x as the model compares it: 0.0 when |x| <= zero_threshold, then rounded to float32 when the
+ * model casts its input; NaN kept. */
 static inline double xai_input_value(const xai_forest *f, double x)
 {
-    return f->input_float32 && !isnan(x) ? (double)(float)x : x;
+    if (isnan(x))
+        return x;
+    if (fabs(x) <= f->zero_threshold)
+        x = 0.0;
+    return f->input_float32 ? (double)(float)x : x;
 }
+
+/* Error record of the calling thread (forest.c): clear it on entry to an API function, note
+ * where a failure was found, and pass every return status through xai_error_return. */
+void xai_error_clear(void);
+void xai_error_at(int64_t tree, int64_t node, int64_t row);
+int xai_error_return(int status);
 
 /* 1 when v, already passed through xai_input_value, goes to the left child of global node g. */
 static inline int xai_goes_left_value(const xai_forest *f, int64_t g, double v)

@@ -62,11 +62,37 @@ def model_thresholds(model) -> tuple[dict, str, bool]:
     return thr, "le", True
 
 
+def noise_mass(noise, lo: float, hi: float) -> float:
+    """P(lo < e <= hi) for the noise e: a frozen scipy distribution (anything with cdf and sf) or
+    a bare CDF callable. Tail intervals are taken from the tail they lie in, cdf(hi) - cdf(lo) in
+    the lower tail and sf(lo) - sf(hi) in the upper one, so tiny masses keep their digits."""
+    if hi <= lo:
+        return 0.0
+    if not hasattr(noise, "sf"):
+        cdf = noise.cdf if hasattr(noise, "cdf") else noise
+        return float(cdf(hi) - cdf(lo)) if np.isfinite(lo) else float(cdf(hi))
+    below_hi = float(noise.cdf(hi))      # P(e <= hi)
+    if below_hi <= 0.5:
+        return below_hi - float(noise.cdf(lo))
+    above_lo = float(noise.sf(lo))       # P(e > lo)
+    if above_lo <= 0.5:
+        return above_lo - float(noise.sf(hi))
+    return (1.0 - float(noise.cdf(lo))) - float(noise.sf(hi))  # around the median: no cancellation
+
+
+def cell_points(b: np.ndarray) -> np.ndarray:
+    """One point strictly inside each cell (-inf, b_0], (b_0, b_1], ..., (b_m, inf) of the sorted
+    boundaries b: the neighbouring float outside the end boundaries (b ± 1 rounds back onto b once
+    |b| > 2**53), the midpoint inside."""
+    return np.concatenate([[np.nextafter(b[0], -np.inf)], b[:-1] / 2 + b[1:] / 2, [np.nextafter(b[-1], np.inf)]])
+
+
 def grid_pg2(model, predict, x, S, cdfs) -> np.ndarray:
     """Σ over grid cells of the perturbed features of P(cell) (f(cell) - f(x))², with cells cut at
     the real boundaries of every threshold and f evaluated at one point per cell.
 
-    predict: (n, d) -> (n, k) model output; cdfs[j]: callable CDF of the noise on feature j."""
+    predict: (n, d) -> (n, k) model output; cdfs[j]: the noise on feature j, a frozen scipy
+    distribution (its sf serves the upper tail) or a bare CDF callable (see noise_mass)."""
     thr, rule, f32 = model_thresholds(model)
     axes, probs = [], []
     for j in S:
@@ -74,10 +100,9 @@ def grid_pg2(model, predict, x, S, cdfs) -> np.ndarray:
         if len(b) == 0:
             reps, p = np.array([x[j]]), np.array([1.0])
         else:
-            reps = np.concatenate([[b[0] - 1.0], (b[:-1] + b[1:]) / 2, [b[-1] + 1.0]])
+            reps = cell_points(b)
             edges = np.concatenate([[-np.inf], b, [np.inf]])
-            cdf = np.array([cdfs[j](e - x[j]) if np.isfinite(e) else float(e > 0) for e in edges])
-            p = np.diff(cdf)
+            p = np.array([noise_mass(cdfs[j], lo - x[j], hi - x[j]) for lo, hi in zip(edges[:-1], edges[1:])])
         axes.append(reps)
         probs.append(p)
     cells = np.array(list(itertools.product(*axes)))
@@ -90,20 +115,30 @@ def grid_pg2(model, predict, x, S, cdfs) -> np.ndarray:
 
 
 def gaussian(sigma):
-    return lambda z: stats.norm.cdf(z, scale=sigma)
+    """Gaussian noise of standard deviation sigma, with cdf and sf."""
+    return stats.norm(scale=sigma)
 
 
 def leaf_pair_pg2(forest, x, S, cdfs) -> np.ndarray:
     """The paper's O(n²) sum over all leaf pairs of all tree pairs, in numpy, from the Forest
     arrays: PG² = scale² Σ_t Σ_u Σ_l Σ_m c_l c_m P(box_l ∩ box_m), boxes over the real boundaries."""
     S = set(S)
+    from xai_plugins.prediction_gap import split_boundaries
+
+    splits = split_boundaries(forest)
+    zero = float(getattr(forest, "zero_threshold", 0.0))
+
+    def read(v):  # the value the model compares (LightGBM reads |v| <= its zero threshold as 0)
+        v = 0.0 if abs(v) <= zero else v
+        return np.float32(v) if forest.input_float32 else v
+
     leaves = []  # per tree: list of (centred value vector, {j: (lo, hi)}, target)
     for t in range(forest.n_trees):
         base = forest.tree_offset[t]
         x_leaf = base
         while forest.left_child[x_leaf] >= 0:
             j = forest.feature[x_leaf]
-            v = np.float32(x[j]) if forest.input_float32 else x[j]
+            v = read(x[j])
             go = v < forest.threshold[x_leaf] if forest.split_rule == "lt" else v <= forest.threshold[x_leaf]
             x_leaf = base + (forest.left_child[x_leaf] if go else forest.right_child[x_leaf])
         out = []
@@ -116,11 +151,11 @@ def leaf_pair_pg2(forest, x, S, cdfs) -> np.ndarray:
                 continue
             j = forest.feature[g]
             if j not in S:
-                v = np.float32(x[j]) if forest.input_float32 else x[j]
+                v = read(x[j])
                 go = v < forest.threshold[g] if forest.split_rule == "lt" else v <= forest.threshold[g]
                 stack.append((forest.left_child[g] if go else forest.right_child[g], box))
                 continue
-            b = forest.boundaries[j][forest.threshold_rank[g] - 1]
+            b = splits.boundaries[j][splits.threshold_rank[g] - 1]
             lo, hi = box.get(j, (-np.inf, np.inf))
             stack.append((forest.left_child[g], {**box, j: (lo, min(hi, b))}))
             stack.append((forest.right_child[g], {**box, j: (max(lo, b), hi)}))
@@ -129,9 +164,7 @@ def leaf_pair_pg2(forest, x, S, cdfs) -> np.ndarray:
     def prob(box):
         p = 1.0
         for j, (lo, hi) in box.items():
-            if hi <= lo:
-                return 0.0
-            p *= cdfs[j](hi - x[j]) - cdfs[j](lo - x[j])
+            p *= noise_mass(cdfs[j], lo - x[j], hi - x[j])
         return p
 
     total = np.zeros(forest.n_outputs)

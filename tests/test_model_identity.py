@@ -279,3 +279,13 @@ def test_random_state_convention(data):
         assert isinstance(info.value, TypeError)
     with pytest.raises(errors.InputTypeError):
         check_random_state([1, 2])
+
+
+def test_malformed_trees_fail_with_their_location(stump_forest):
+    """A cycle is refused (not walked forever) and the C validator says which tree and node."""
+    cycle = dict(left_child=[1, 2, 1, -1, -1], right_child=[4, 3, 3, -1, -1], feature=[0] * 5,
+                 threshold=[0.5] * 5, missing_left=[0] * 5, value=[0.0] * 5, tree_offset=[0, 5])
+    with pytest.raises(errors.XaiError, match="at tree 0, node"):      # 1 -> 2 -> 1
+        stump_forest(**cycle)
+    with pytest.raises(errors.InputError, match=r"at tree 0, node 0"):
+        stump_forest(threshold=[np.nan, 0, 0])

@@ -69,7 +69,7 @@ def test_bad_sets_and_rankings(fitted):
         xp.pgi2(model, X, [0] * 10)
     with pytest.raises(ValueError, match="shape"):
         xp.pgi2(model, X, np.arange(5))
-    with pytest.raises(ValueError, match="unknown output"):
+    with pytest.raises(ValueError, match="single output"):
         xp.greedy_pg2_ranking(model, X, output="class_9")
 
 
@@ -78,7 +78,10 @@ def test_invalid_cdf_table_is_caught_in_c(fitted):
     from xai_plugins.forest import import_model
 
     model, X = fitted
-    forest = import_model(model)
-    table = np.zeros((len(X), forest.cdf_offset[-1]))  # last entries must be 1
+    from xai_plugins.prediction_gap import split_boundaries
+
+    splits = split_boundaries(import_model(model))
+    table = np.zeros((len(X), 2 * splits.cdf_offset[-1]))  # CDF and survival halves; last CDF entries must be 1
     with pytest.raises(ValueError, match="CDF"):
-        _native.pg2(forest, X, np.ones((len(X), 1, 10), dtype=np.uint8), table)
+        _native.pg2(splits.c_forest, splits.cdf_offset, np.ascontiguousarray(X, dtype=float),
+                    np.ones((len(X), 1, 10), dtype=np.uint8), table)

@@ -41,22 +41,23 @@ _ERRORS = {
 }
 
 
-def _check(status: int, what: str) -> None:
-    """Raise the package exception matching a C status, with where the C core found the problem."""
+def _check(status: int, what: str, first_row: int = 0) -> None:
+    """Raise the package exception matching a C status, saying where the C core found the problem
+    (``first_row``: the index in the caller's X of the chunk's first row)."""
     if status == lib.XAI_OK:
         return
     kind, message = _ERRORS.get(status, (XaiError, f"unknown status {status}"))
-    where = _error_location()
-    raise kind(f"{what}: {message}{where}")
+    raise kind(f"{what}: {message}{_error_location(first_row)}")
 
 
-def _error_location() -> str:
-    """", at tree t, node k" (as recorded by the C core in this thread), or ""."""
-    if not hasattr(lib, "xai_last_error"):
-        return ""
+def _error_location(first_row: int) -> str:
+    """" (at tree t, node k, row i)" as recorded by the C core in this thread (node local to its
+    tree), or ""."""
     tree, node, row = ffi.new("int64_t *"), ffi.new("int64_t *"), ffi.new("int64_t *")
     lib.xai_last_error(tree, node, row)
-    parts = [f"{name} {v[0]}" for name, v in (("tree", tree), ("node", node), ("row", row)) if v[0] >= 0]
+    parts = [f"tree {tree[0]}"] if tree[0] >= 0 else []
+    parts += [f"node {node[0]}"] if node[0] >= 0 else []
+    parts += [f"row {first_row + row[0]}"] if row[0] >= 0 else []
     return f" (at {', '.join(parts)})" if parts else ""
 
 
@@ -82,8 +83,7 @@ class CForest:
         s.split_rule = lib.XAI_LEFT_IF_LT if forest.split_rule == "lt" else lib.XAI_LEFT_IF_LE
         s.input_float32 = int(forest.input_float32)
         s.aggregate = lib.XAI_AGGREGATE_MEAN if forest.aggregate == "mean" else lib.XAI_AGGREGATE_SUM
-        if hasattr(s, "zero_threshold"):
-            s.zero_threshold = float(forest.zero_threshold)
+        s.zero_threshold = float(forest.zero_threshold)
         s.base_score = _ptr("double *", forest.base_score)
         s.tree_offset = _ptr("int64_t *", forest.tree_offset)
         s.tree_target = _ptr("int32_t *", forest.tree_target)
@@ -134,7 +134,7 @@ def predict(forest, X: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
     out = np.empty((len(X), forest.n_outputs))
 
     def work(a, b):
-        _check(lib.xai_predict(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", out[a:b])), "predict")
+        _check(lib.xai_predict(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", out[a:b])), "predict", a)
 
     _run_chunks(len(X), n_jobs, work)
     return out
@@ -152,7 +152,7 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None) -> tuple[np.nda
         count = ffi.new("int64_t *")
         _check(lib.xai_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("uint8_t *", mask[a:b]), n_sets,
                            _ptr("double *", cdf[a:b]), _ptr("int64_t *", cdf_offset), cdf.shape[1],
-                           _ptr("double *", out[a:b]), count), "PG²")
+                           _ptr("double *", out[a:b]), count), "PG²", a)
         terms.append(count[0])
 
     _run_chunks(n, n_jobs, work)
@@ -170,7 +170,7 @@ def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None)
     def work(a, b):
         _check(lib.xai_greedy_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", cdf[a:b]),
                                   _ptr("int64_t *", cdf_offset), cdf.shape[1], _ptr("double *", weight),
-                                  _ptr("int32_t *", ranking[a:b]), _ptr("double *", path[a:b])), "greedy PG²")
+                                  _ptr("int32_t *", ranking[a:b]), _ptr("double *", path[a:b])), "greedy PG²", a)
 
     _run_chunks(n, n_jobs, work)
     return ranking, path
@@ -184,7 +184,7 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
     def work(a, b):
         w = None if tree_weight is None else tree_weight[a:b]
         _check(lib.xai_local_mdi(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", w),
-                                 _ptr("double *", out[a:b])), "local MDI")
+                                 _ptr("double *", out[a:b])), "local MDI", a)
 
     _run_chunks(len(X), n_jobs, work)
     return out

@@ -172,7 +172,10 @@ class ModelPredictor:
 
 
 def _max_depth(left, right, offsets) -> int:
+    """Deepest root-to-leaf edge count. Malformed trees (a node reached twice: a cycle or a shared
+    child; an index out of range) are walked no further here: the C validator reports them."""
     depth = np.zeros(len(left), dtype=np.int64)
+    seen = np.zeros(len(left), dtype=bool)
     best = 0
     for t in range(len(offsets) - 1):
         base = offsets[t]
@@ -182,7 +185,8 @@ def _max_depth(left, right, offsets) -> int:
             g = base + k
             if left[g] >= 0:
                 for child in (left[g], right[g]):
-                    if 0 < child < offsets[t + 1] - base:
+                    if 0 < child < offsets[t + 1] - base and not seen[base + child]:
+                        seen[base + child] = True
                         depth[base + child] = depth[g] + 1
                         stack.append(child)
             else:
