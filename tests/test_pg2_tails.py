@@ -69,24 +69,18 @@ def _check(model, kind, x, S, noise, sigma=None, perturbation=None, tail=None):
 
 @pytest.mark.parametrize("name", ["sklearn_rf", "xgb"])
 @pytest.mark.parametrize("side", ["lower", "upper"])
-@pytest.mark.parametrize("k", GAUSS_K)
-def test_gaussian_tails(models, name, side, k):
+@pytest.mark.parametrize("family,k", [("gaussian", k) for k in GAUSS_K] + [("logistic", k) for k in LOGISTIC_K])
+def test_one_feature_tails(models, name, side, family, k):
+    """Gaussian (sigma 0.05) and logistic (scale 0.02) noise, k scales away from the boundaries."""
     X, fitted = models
     model, kind = fitted[name]
-    sigma = 0.05
-    x = _tail_row(model, X, side, k, sigma, [0])
-    _check(model, kind, x, [0], gaussian(sigma), sigma=sigma, tail=special.ndtr(-k))
-
-
-@pytest.mark.parametrize("name", ["sklearn_rf", "xgb"])
-@pytest.mark.parametrize("side", ["lower", "upper"])
-@pytest.mark.parametrize("k", LOGISTIC_K)
-def test_logistic_tails(models, name, side, k):
-    X, fitted = models
-    model, kind = fitted[name]
-    noise = stats.logistic(scale=0.02)
-    x = _tail_row(model, X, side, k, 0.02, [0])
-    _check(model, kind, x, [0], noise, perturbation=noise, tail=np.exp(-k))
+    scale = 0.05 if family == "gaussian" else 0.02
+    x = _tail_row(model, X, side, k, scale, [0])
+    if family == "gaussian":
+        _check(model, kind, x, [0], gaussian(scale), sigma=scale, tail=special.ndtr(-k))
+    else:
+        noise = stats.logistic(scale=scale)
+        _check(model, kind, x, [0], noise, perturbation=noise, tail=np.exp(-k))
 
 
 @pytest.mark.parametrize("k", [5.6, 7.3])
