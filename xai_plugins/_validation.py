@@ -206,6 +206,8 @@ def check_n_jobs(n_jobs) -> int:
         raise InputTypeError(f"n_jobs must be an integer or None; got {n_jobs!r}")
     if n_jobs == 0:
         raise InputError("n_jobs == 0 has no meaning; use None, a positive count, or -1 for all cores")
+    if n_jobs is not None and n_jobs > 0:
+        return int(n_jobs)
     from joblib import effective_n_jobs
 
     return max(1, int(effective_n_jobs(None if n_jobs is None else int(n_jobs))))

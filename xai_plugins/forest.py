@@ -581,7 +581,7 @@ def _fingerprint(model) -> tuple:
     elif library == "xgboost":
         booster = model.get_booster() if hasattr(model, "get_booster") else model
         objects.append(booster)
-        values += [booster.num_boosted_rounds(), booster.num_features(), tuple(booster.feature_names or ())]
+        values += [booster.num_boosted_rounds(), booster.num_features()]
     elif library == "lightgbm":
         booster = getattr(model, "booster_", model)
         objects.append(booster)

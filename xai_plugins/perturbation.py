@@ -10,6 +10,7 @@ probabilities (1e-15 and below) keep full relative precision.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +64,9 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
       feature, replacing the Gaussian (``sigma`` is then ignored);
     - ``names``: the model's feature names, to align a ``background`` DataFrame by column name.
     """
+    if perturbation is None and background is None and isinstance(sigma, (int, float, np.floating)) \
+            and not isinstance(sigma, bool) and np.isfinite(sigma) and sigma > 0:
+        return _isotropic(int(n_features), float(sigma))
     if perturbation is not None:
         dists = list(perturbation) if isinstance(perturbation, (list, tuple)) else [perturbation] * n_features
         if len(dists) != n_features:
@@ -94,6 +98,14 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
             raise InputError(f"background features {bad.tolist()} are constant: sigma in standard-deviation "
                              "units is undefined for them")
         s = s * std
+    return Perturbation(sigma=s, dists=None)
+
+
+@functools.lru_cache(maxsize=64)
+def _isotropic(n_features: int, sigma: float) -> Perturbation:
+    """The same Gaussian noise on every feature (cached: a loop of one-row calls builds it once)."""
+    s = np.full(n_features, sigma)
+    s.flags.writeable = False
     return Perturbation(sigma=s, dists=None)
 
 
