@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.datasets import load_diabetes, make_classification
+from sklearn.datasets import load_diabetes
 from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingRegressor,
                               RandomForestClassifier, RandomForestRegressor)
 from sklearn.tree import DecisionTreeRegressor

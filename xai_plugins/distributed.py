@@ -61,7 +61,6 @@ def is_dask(*objs) -> bool:
 
 def _require_dask():
     try:
-        import dask  # noqa: F401
         import dask.array as da
     except ImportError as exc:          # pragma: no cover - a dask input implies dask is installed
         raise ImportError(_INSTALL) from exc
