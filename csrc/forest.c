@@ -114,6 +114,27 @@ static int check_tree(const xai_forest *f, int32_t t, uint8_t *seen, int32_t *st
     return status;
 }
 
+/* PG2's ranks (when present): every internal node's rank lies in 1 .. rank_count[its feature].
+ * Runs after the trees are checked, so every internal node's feature is in range. */
+static int check_ranks(const xai_forest *f)
+{
+    if (f->threshold_rank == NULL)
+        return XAI_OK;
+    if (f->rank_count == NULL)
+        return XAI_E_SIZE;
+    for (int32_t j = 0; j < f->n_features; j++)
+        if (f->rank_count[j] < 0)
+            return XAI_E_SIZE;
+    for (int32_t t = 0; t < f->n_trees; t++)
+        for (int64_t g = f->tree_offset[t]; g < f->tree_offset[t + 1]; g++)
+            if (f->left_child[g] >= 0 &&
+                (f->threshold_rank[g] < 1 || f->threshold_rank[g] > f->rank_count[f->feature[g]])) {
+                xai_error_at(t, g - f->tree_offset[t], -1);
+                return XAI_E_INDEX;
+            }
+    return XAI_OK;
+}
+
 static int validate(const xai_forest *f)
 {
     if (f == NULL || f->n_trees < 1 || f->n_nodes < 1 || f->n_features < 1 || f->n_outputs < 1 ||
@@ -160,7 +181,7 @@ static int validate(const xai_forest *f)
     free(seen);
     free(stack_node);
     free(stack_depth);
-    return status;
+    return status == XAI_OK ? check_ranks(f) : status;
 }
 
 int xai_validate(const xai_forest *f)

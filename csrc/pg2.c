@@ -703,7 +703,7 @@ static int check_call(const xai_forest *f, const double *X, int64_t n_rows, cons
 {
     if (f == NULL || X == NULL || cdf == NULL || cdf_offset == NULL || n_rows < 0 || cdf_len < 0)
         return XAI_E_SIZE;
-    if (f->threshold_rank == NULL)
+    if (f->threshold_rank == NULL || f->rank_count == NULL)
         return XAI_E_UNSUPPORTED;
     /* two halves (CDF, then survival) of cdf_offset[n_features] entries each */
     if (cdf_offset[0] < 0 || cdf_offset[f->n_features] > cdf_len / 2)
@@ -711,18 +711,11 @@ static int check_call(const xai_forest *f, const double *X, int64_t n_rows, cons
     for (int32_t j = 0; j < f->n_features; j++)
         if (cdf_offset[j + 1] - cdf_offset[j] < 2)
             return XAI_E_SIZE;
-    /* every node's rank must index inside its feature's table (excluding the two end entries) */
-    for (int32_t t = 0; t < f->n_trees; t++)
-        for (int64_t g = f->tree_offset[t]; g < f->tree_offset[t + 1]; g++) {
-            if (f->left_child[g] < 0)
-                continue;
-            const int32_t j = f->feature[g];
-            if (j < 0 || j >= f->n_features || f->threshold_rank[g] < 1 ||
-                f->threshold_rank[g] > cdf_offset[j + 1] - cdf_offset[j] - 2) {
-                xai_error_at(t, g - f->tree_offset[t], -1);
-                return XAI_E_INDEX;
-            }
-        }
+    /* every rank of feature j is in 1 .. rank_count[j] (xai_validate checked that once): it indexes
+     * inside the feature's table, excluding the two end entries, when rank_count[j] fits the table */
+    for (int32_t j = 0; j < f->n_features; j++)
+        if (f->rank_count[j] > cdf_offset[j + 1] - cdf_offset[j] - 2)
+            return XAI_E_INDEX;
     return XAI_OK;
 }
 

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 2
+#define XAI_ABI_VERSION 3
 
 /* cffi-cdef-begin */
 enum {
@@ -64,6 +64,10 @@ typedef struct {
     const double *impurity;        /* [n_nodes] node impurity, or NULL (local MDI needs it) */
     const int32_t *threshold_rank; /* [n_nodes] for PG2: 1-based rank of the node's split boundary among
                                       the sorted distinct boundaries of its feature; ignored at leaves */
+    const int32_t *rank_count;     /* [n_features] for PG2 (with threshold_rank): the number of distinct
+                                      boundaries of each feature. xai_validate checks every rank against
+                                      it once; each PG2 call then only checks rank_count against the
+                                      table layout (O(features), not O(nodes)). */
 } xai_forest;
 
 int xai_abi_version(void);

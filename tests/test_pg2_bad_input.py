@@ -85,3 +85,27 @@ def test_invalid_cdf_table_is_caught_in_c(fitted):
     with pytest.raises(ValueError, match="CDF"):
         _native.pg2(splits.c_forest, splits.cdf_offset, np.ascontiguousarray(X, dtype=float),
                     np.ones((len(X), 1, 10), dtype=np.uint8), table)
+
+
+def test_split_ranks_are_checked_once_and_against_each_table(fitted):
+    """Ranks out of their feature's range are refused when the PG² struct is built (with the node);
+    a table layout too small for the ranks is refused by every PG² call."""
+    from xai_plugins import _native
+    from xai_plugins.errors import InputIndexError
+    from xai_plugins.forest import import_model
+    from xai_plugins.prediction_gap import split_boundaries
+
+    model, X = fitted
+    forest = import_model(model)
+    splits = split_boundaries(forest)
+    bad = splits.threshold_rank.copy()
+    node = int(np.flatnonzero(forest.left_child >= 0)[0])
+    bad[node] = splits.threshold_rank.max() + 1000
+    with pytest.raises(InputIndexError, match=f"node {node}"):
+        _native.CForest(forest, threshold_rank=bad, rank_count=[len(b) for b in splits.boundaries])
+    small = splits.cdf_offset.copy()
+    small[1:] -= 1                                  # feature 0's table one entry short
+    rows = np.ascontiguousarray(X[:2], dtype=float)
+    table = np.zeros((2, 2 * small[-1]))
+    with pytest.raises(InputIndexError):
+        _native.pg2(splits.c_forest, small, rows, np.ones((2, 1, X.shape[1]), dtype=np.uint8), table)

@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 2
+ABI_VERSION = 3
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -67,16 +67,19 @@ def _ptr(ctype: str, array):
 
 class CForest:
     """The ``xai_forest`` struct of ``csrc/xai.h`` for a Forest, owning a reference to every array
-    it points at (so none can be freed while C may read it). ``threshold_rank`` (PG² only) is the
-    per-node rank table of :func:`xai_plugins.prediction_gap.split_boundaries`."""
+    it points at (so none can be freed while C may read it). ``threshold_rank`` and ``rank_count``
+    (PG² only) are the per-node ranks and per-feature boundary counts of
+    :func:`xai_plugins.prediction_gap.split_boundaries`, validated in C once, here."""
 
-    def __init__(self, forest, threshold_rank: np.ndarray | None = None):
+    def __init__(self, forest, threshold_rank: np.ndarray | None = None, rank_count: np.ndarray | None = None):
         if threshold_rank is not None:
             threshold_rank = np.ascontiguousarray(threshold_rank, dtype=np.int32)
-            if threshold_rank.shape != (forest.n_nodes,):
-                raise InputError(f"threshold_rank must have one entry per node ({forest.n_nodes})")
+            rank_count = np.ascontiguousarray(rank_count, dtype=np.int32)
+            if threshold_rank.shape != (forest.n_nodes,) or rank_count.shape != (forest.n_features,):
+                raise InputError(f"threshold_rank must have one entry per node ({forest.n_nodes}) and "
+                                 f"rank_count one per feature ({forest.n_features})")
         self.forest = forest
-        self.threshold_rank = threshold_rank
+        self.threshold_rank, self.rank_count = threshold_rank, rank_count
         s = ffi.new("xai_forest *")
         s.n_trees, s.n_nodes, s.n_features = forest.n_trees, forest.n_nodes, forest.n_features
         s.n_outputs, s.leaf_width, s.max_depth = forest.n_outputs, forest.leaf_width, forest.max_depth
@@ -95,7 +98,10 @@ class CForest:
         s.value = _ptr("double *", forest.value)
         s.impurity = _ptr("double *", forest.impurity)
         s.threshold_rank = _ptr("int32_t *", threshold_rank)
+        s.rank_count = _ptr("int32_t *", rank_count)
         self.ptr = s
+        if threshold_rank is not None:      # ranks checked once here, so PG² calls need not walk nodes
+            _check(lib.xai_validate(s), "invalid PG² split ranks")
 
 
 #: Forest -> its CForest without PG² ranks (dropped with the Forest)

@@ -126,8 +126,9 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
         sel = idx[feat == j]
         rank[sel] = np.searchsorted(values, boundary[sel]) + 1
     rank.flags.writeable = False
+    counts = np.array([len(v) for v in boundaries], dtype=np.int32)
     cached = SplitBoundaries(boundaries, rank, np.asarray(offsets, dtype=np.int64),
-                             _native.CForest(forest, threshold_rank=rank))
+                             _native.CForest(forest, threshold_rank=rank, rank_count=counts))
     _BOUNDARIES[forest] = cached
     return cached
 
