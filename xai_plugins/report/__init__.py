@@ -1,4 +1,4 @@
-"""Audit report of a tree model's explanations (issue 7): HTML and PDF.
+"""Audit report of a tree model's explanations: HTML and PDF.
 
 >>> from xai_plugins.report import audit
 >>> a = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, sigma=[0.1, 0.3, 1.0])
