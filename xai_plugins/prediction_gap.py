@@ -352,14 +352,10 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_
     # sets[i, a * d + k, j] = 1 iff feature j is among the first k+1 of ranking a of row i
     sets = (position[:, :, None, :] <= np.arange(d)[None, None, :, None]).astype(np.uint8)
     sets = sets.transpose(1, 0, 2, 3).reshape(n, m * d, d)
-    unique, where = [], np.empty((n, m * d), dtype=np.int64)
-    for i in range(n):
-        u, inverse = np.unique(sets[i], axis=0, return_inverse=True)
-        where[i] = inverse.reshape(-1)
-        unique.append(u)
-    mask = np.zeros((n, max(len(u) for u in unique), d), dtype=np.uint8)  # padding: empty sets, PG² = 0
-    for i, u in enumerate(unique):
-        mask[i, :len(u)] = u
+    if m == 1:      # one ranking: its d prefix sets are distinct, nothing to share
+        mask, where = np.ascontiguousarray(sets), np.broadcast_to(np.arange(d), (n, d))
+    else:
+        mask, where = _shared_sets(sets)
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
@@ -368,6 +364,21 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_
     scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
     out = _squeeze(forest, scores)
     return out if stacked else out[0]
+
+
+def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the distinct sets among ``sets`` (n, s, d) padded with empty sets (PG² = 0), and
+    where each of the s sets is among them: ``(mask (n, u, d), where (n, s))``."""
+    n, s, d = sets.shape
+    unique, where = [], np.empty((n, s), dtype=np.int64)
+    for i in range(n):
+        u, inverse = np.unique(sets[i], axis=0, return_inverse=True)
+        where[i] = inverse.reshape(-1)
+        unique.append(u)
+    mask = np.zeros((n, max(len(u) for u in unique), d), dtype=np.uint8)
+    for i, u in enumerate(unique):
+        mask[i, :len(u)] = u
+    return mask, where
 
 
 def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None,
