@@ -17,6 +17,7 @@ Conventions (the same for every function of the package):
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
 
@@ -111,6 +112,17 @@ def model_rows(X, names: list[str] | None, n_features: int | None, *, what: str 
 
 def _is_series(X) -> bool:
     return type(X).__name__ == "Series" and hasattr(X, "to_frame")
+
+
+def is_dask(*objs) -> bool:
+    """True when any of ``objs`` is a dask collection (array, DataFrame, delayed). Never imports
+    dask: without dask loaded no object can be one."""
+    if sys.modules.get("dask") is None:
+        return False
+    is_collection = getattr(sys.modules["dask"], "is_dask_collection", None)
+    if is_collection is None:
+        return False
+    return any(is_collection(o) for o in objs)
 
 
 def check_matrix(X, *, n_features: int | None = None, allow_nan: bool = False,
@@ -240,6 +252,6 @@ def check_is_fitted(model) -> None:
         pass  # not a scikit-learn estimator: the importer decides
 
 
-__all__ = ["model_rows", "model_feature_names", "feature_order", "feature_index", "resolve_output",
+__all__ = ["is_dask", "model_rows", "model_feature_names", "feature_order", "feature_index", "resolve_output",
            "check_matrix", "check_n_jobs", "check_random_state", "check_is_fitted",
            "default_feature_names"]

@@ -66,10 +66,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._validation import (check_is_fitted, feature_index, model_feature_names, model_rows,
+from ._validation import (check_is_fitted, feature_index, is_dask, model_feature_names, model_rows,
                           resolve_output)
 from .errors import InputError, InputIndexError, InputTypeError, UnsupportedModelError, XaiWarning
-from .distributed import is_dask
 
 __all__ = ["AcME", "AcMEGlobal", "AcMELocal", "Grid"]
 

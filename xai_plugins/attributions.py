@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .distributed import is_dask
+from ._validation import is_dask
 from .forest import import_model
 from .mdi import local_mdi
 from .prediction_gap import greedy_pg2_ranking

@@ -36,27 +36,27 @@ Nothing here imports dask until a dask collection arrives: :func:`is_dask` only 
 from __future__ import annotations
 
 import copy
-import sys
 import time
 import uuid
 import weakref
 
 import numpy as np
 
-from .errors import InputError, ModelGoneError
+from . import attributions, mdi, prediction_gap, ranking_faithfulness
+from ._validation import default_feature_names, feature_order, is_dask, resolve_output
+from .acme import AcMELocal
+from .attributions import Attribution, _output_names
+from .errors import InputError, ModelGoneError, XaiWarning
+from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
+from .forest import import_model
+from .mdi import _subsampled, require_impurities
+from .perturbation import make_perturbation
+from .prediction_gap import (AUTO_PAIR_BUDGET, METHODS, GreedyRanking, PG2Estimate, _check_perturbed_finite,
+                             _check_ranking, _sampled_pg2, _set_masks, row_seed)
 
 _INSTALL = 'dask input needs dask: pip install "xai_plugins[dask]"'
 
 
-def is_dask(*objs) -> bool:
-    """True when any of ``objs`` is a dask collection (array, DataFrame, delayed). Never imports
-    dask: without dask loaded no object can be one."""
-    if sys.modules.get("dask") is None:
-        return False
-    is_collection = getattr(sys.modules["dask"], "is_dask_collection", None)
-    if is_collection is None:
-        return False
-    return any(is_collection(o) for o in objs)
 
 
 def _require_dask():
@@ -155,7 +155,6 @@ def ship(obj, prefix="xai-object", *, cache=True):
 def _noise(forest, sigma, perturbation, background):
     """Validate the noise on the client; return it as (sigma, perturbation) arguments that give
     the same Perturbation without the background data (sigma already in absolute units)."""
-    from .perturbation import make_perturbation
 
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
     if noise.dists is not None:
@@ -178,7 +177,6 @@ def _aligned(X, names, d, in_memory, what="X"):
     aligned by column name; without ``names`` its columns name the features), with known row
     chunks and one column chunk; an in-memory ``X`` goes through ``in_memory(X) -> (rows, names)``."""
     da = _require_dask()
-    from ._validation import default_feature_names, feature_order
 
     if hasattr(X, "columns") and hasattr(X, "to_dask_array"):
         given = [str(c) for c in X.columns]
@@ -241,50 +239,36 @@ def _map_rows(fn, X, forest, per_row, width, **shared):
 # lazy result types
 # --------------------------------------------------------------------------------------------
 
-def _make_lazy_types():
-    from .prediction_gap import GreedyRanking, PG2Estimate
+class DaskPG2Estimate(PG2Estimate):
+    """A :class:`PG2Estimate` whose ``value`` / ``stderr`` are dask arrays and ``pair_terms`` a
+    dask scalar (``seconds`` is NaN until computed). ``.compute()`` computes them in one pass
+    and returns an in-memory :class:`PG2Estimate` (``seconds``: the wall time of the compute)."""
 
-    class DaskPG2Estimate(PG2Estimate):
-        """A :class:`PG2Estimate` whose ``value`` / ``stderr`` are dask arrays and ``pair_terms`` a
-        dask scalar (``seconds`` is NaN until computed). ``.compute()`` computes them in one pass
-        and returns an in-memory :class:`PG2Estimate` (``seconds``: the wall time of the compute)."""
+    def compute(self, **kwargs) -> PG2Estimate:
+        import dask
 
-        def compute(self, **kwargs) -> PG2Estimate:
-            import dask
+        start = time.perf_counter()
+        value, stderr, terms = dask.compute(self.value, self.stderr, self.pair_terms, **kwargs)
+        return PG2Estimate(value, stderr, self.method, self.n_samples, time.perf_counter() - start,
+                           int(terms))
 
-            start = time.perf_counter()
-            value, stderr, terms = dask.compute(self.value, self.stderr, self.pair_terms, **kwargs)
-            return PG2Estimate(value, stderr, self.method, self.n_samples, time.perf_counter() - start,
-                               int(terms))
+    def __repr__(self):
+        return (f"DaskPG2Estimate(method={self.method!r}, n_rows={self.value.shape[0]}, lazy, "
+                f"chunks={self.value.chunks[0][:5]}{'...' if len(self.value.chunks[0]) > 5 else ''})")
 
-        def __repr__(self):
-            return (f"DaskPG2Estimate(method={self.method!r}, n_rows={self.value.shape[0]}, lazy, "
-                    f"chunks={self.value.chunks[0][:5]}{'...' if len(self.value.chunks[0]) > 5 else ''})")
+class DaskGreedyRanking(GreedyRanking):
+    """A :class:`GreedyRanking` of dask arrays; ``.compute()`` computes both in one pass."""
 
-    class DaskGreedyRanking(GreedyRanking):
-        """A :class:`GreedyRanking` of dask arrays; ``.compute()`` computes both in one pass."""
+    def compute(self, **kwargs) -> GreedyRanking:
+        import dask
 
-        def compute(self, **kwargs) -> GreedyRanking:
-            import dask
+        return GreedyRanking(*dask.compute(self.ranking, self.pg2_path, **kwargs))
 
-            return GreedyRanking(*dask.compute(self.ranking, self.pg2_path, **kwargs))
+    def __len__(self):
+        return int(self.ranking.shape[0])
 
-        def __len__(self):
-            return int(self.ranking.shape[0])
-
-        def __repr__(self):
-            return f"DaskGreedyRanking(n_rows={self.ranking.shape[0]}, lazy)"
-
-    return DaskPG2Estimate, DaskGreedyRanking
-
-
-_TYPES: list = []
-
-
-def _lazy_types():
-    if not _TYPES:
-        _TYPES.extend(_make_lazy_types())
-    return _TYPES
+    def __repr__(self):
+        return f"DaskGreedyRanking(n_rows={self.ranking.shape[0]}, lazy)"
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,20 +284,16 @@ def _per_row_sets(S) -> bool:
 
 
 def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, sigma, perturbation):
-    from .forest import import_model
-    from .prediction_gap import _check_perturbed_finite, _sampled_pg2, pg2
-    from .perturbation import make_perturbation
 
     S = masks[0].astype(bool) if masks else S
     k = forest.n_outputs
     if method == "exact":
-        est = pg2(forest, X, S, sigma, perturbation=perturbation, method="exact", n_jobs=n_jobs)
+        est = prediction_gap.pg2(forest, X, S, sigma, perturbation=perturbation, method="exact", n_jobs=n_jobs)
         value, stderr = est.value.reshape(len(X), k), est.stderr.reshape(len(X), k)
         terms = est.pair_terms
     else:
         forest = import_model(forest)
         X, names = forest.rows(X)
-        from .prediction_gap import _set_masks
 
         m = _set_masks(S, len(X), forest.n_features, names)
         _check_perturbed_finite(X, m)
@@ -330,8 +310,6 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     """:func:`xai_plugins.pg2` on a dask ``X``: a lazy :class:`PG2Estimate` (see the module doc)."""
     import numbers
 
-    from .forest import import_model
-    from .prediction_gap import AUTO_PAIR_BUDGET, METHODS, _set_masks, row_seed
 
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
@@ -366,17 +344,15 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     if k == 1:
         value, stderr = value[:, 0], stderr[:, 0]
     terms = out[:, 2 * k].sum().astype(np.int64)
-    DaskPG2Estimate, _ = _lazy_types()
     return DaskPG2Estimate(value, stderr, method, 0 if method == "exact" else int(n_samples), float("nan"), terms)
 
 
 def _pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigma, perturbation):
-    from .prediction_gap import pgi2
 
     r = rankings[0] if rankings else ranking
     if stacked:
         r = np.moveaxis(r, 1, 0)                     # (b, m, d) -> (m, b, d)
-    out = np.asarray(pgi2(forest, X, r, sigma, perturbation=perturbation, n_jobs=n_jobs))
+    out = np.asarray(prediction_gap.pgi2(forest, X, r, sigma, perturbation=perturbation, n_jobs=n_jobs))
     if stacked:
         out = np.moveaxis(out, 0, 1)                 # (m, b[, k]) -> (b, m[, k])
     return out.reshape(len(X), -1)
@@ -384,7 +360,6 @@ def _pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigm
 
 def _ranking_arg(ranking, Xd, d, names):
     """(per-row dask arrays, shared ranking, stacked m or 0) of a ranking argument."""
-    from .prediction_gap import _check_ranking
 
     ranking = getattr(ranking, "ranking", ranking)
     ndim = ranking.ndim if is_dask(ranking) else np.ndim(ranking)
@@ -405,7 +380,6 @@ def _ranking_arg(ranking, Xd, d, names):
 def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None):
     """:func:`xai_plugins.pgi2` on a dask ``X`` and/or dask ``ranking``: a lazy dask array."""
     da = _require_dask()
-    from .forest import import_model
 
     forest = import_model(model)
     if not is_dask(X):
@@ -434,16 +408,13 @@ def _row_chunks(ranking):
 
 
 def _greedy_block(forest, start, X, *, output, n_jobs, sigma, perturbation):
-    from .prediction_gap import greedy_pg2_ranking
 
-    res = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, n_jobs=n_jobs)
+    res = prediction_gap.greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, n_jobs=n_jobs)
     return np.concatenate([res.ranking.astype(np.float64), res.pg2_path.reshape(len(X), -1)], axis=1)
 
 
 def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, n_jobs=None):
     """:func:`xai_plugins.greedy_pg2_ranking` on a dask ``X``: a lazy :class:`GreedyRanking`."""
-    from ._validation import resolve_output
-    from .forest import import_model
 
     forest = import_model(model)
     Xd, _ = _rows(forest, X)
@@ -451,7 +422,6 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     resolve_output(forest.output_names, output)      # validate on the client
     noise = _noise(forest, sigma, perturbation, background)
     out = _map_rows(_greedy_block, Xd, _ship(forest), [], 2 * d, output=output, n_jobs=n_jobs, **noise)
-    _, DaskGreedyRanking = _lazy_types()
     return DaskGreedyRanking(out[:, :d].astype(np.int64), out[:, d:])
 
 
@@ -460,14 +430,12 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
 # --------------------------------------------------------------------------------------------
 
 def _mdi_block(forest, start, X, *, n_jobs):
-    from .mdi import local_mdi
 
-    return local_mdi(forest, X, n_jobs=n_jobs)
+    return mdi.local_mdi(forest, X, n_jobs=n_jobs)
 
 
 def local_mdi(model, X, *, n_jobs=None):
     """:func:`xai_plugins.local_mdi` on a dask ``X``: a lazy (n, d) dask array."""
-    from .mdi import require_impurities
 
     forest = require_impurities(model)
     Xd, _ = _rows(forest, X)
@@ -475,9 +443,8 @@ def local_mdi(model, X, *, n_jobs=None):
 
 
 def _faith_block(forest, start, X, values, *, n_jobs, sigma, perturbation):
-    from .ranking_faithfulness import faithfulness
 
-    return np.asarray(faithfulness(forest, values, sigma, X=X, perturbation=perturbation,
+    return np.asarray(ranking_faithfulness.faithfulness(forest, values, sigma, X=X, perturbation=perturbation,
                                    n_jobs=n_jobs)).reshape(len(X), -1)
 
 
@@ -485,8 +452,6 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, ba
     """:func:`xai_plugins.faithfulness` with a dask ``X`` and/or dask attribution values: a lazy
     dask array. Feature columns are matched by name as in memory."""
     da = _require_dask()
-    from ._validation import feature_order
-    from .forest import import_model
 
     forest = import_model(model)
     values = getattr(explanation, "values", explanation)
@@ -543,10 +508,8 @@ def _add_all(parts):
 
 
 def _gmdi_block(forest, X, w):
-    from .exact_sum import exact_column_sums
-    from .mdi import local_mdi
 
-    lm = local_mdi(forest, X)
+    lm = mdi.local_mdi(forest, X)
     if w is None:
         w = np.ones(len(X))
     w = np.asarray(w, dtype=np.float64)
@@ -556,7 +519,6 @@ def _gmdi_block(forest, X, w):
 
 
 def _gmdi_finish(total):
-    from .exact_sum import exact_mean
 
     return exact_mean(total[:-1], total[-1])
 
@@ -568,7 +530,6 @@ def global_mdi(model, X, sample_weight=None, *, in_bag=False, n_jobs=None):
     da = _require_dask()
     import dask
 
-    from .mdi import _subsampled, require_impurities
 
     if in_bag:
         raise InputError("in_bag=True is not supported on dask input: it replays the bootstrap draws over the "
@@ -592,7 +553,6 @@ def global_mdi(model, X, sample_weight=None, *, in_bag=False, n_jobs=None):
 def _warn_subsampled(why):
     import warnings
 
-    from .errors import XaiWarning
 
     if why:
         warnings.warn(f"the mean of local MDI over X is not the model's MDI ({why}: each tree was grown on its "
@@ -600,14 +560,12 @@ def _warn_subsampled(why):
 
 
 def _mean_finish(total, k):
-    from .exact_sum import SUM_SCALE_BITS, exact_mean
 
     values = exact_mean(total[:-1], total[-1] << SUM_SCALE_BITS)
     return values[0] if k == 1 else values
 
 
 def _sum_block(values):
-    from .exact_sum import exact_column_sums
 
     v = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
     return exact_column_sums(v) + [len(v)]
@@ -618,16 +576,13 @@ def mean_pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=Non
     float for in-memory and dask input and for any chunking. In memory: a float (or (k,) array);
     on dask: a lazy dask scalar (or (k,) array) reduced per block without collecting rows.
     ``ranking`` as in :func:`xai_plugins.pgi2`, not stacked."""
-    from .forest import import_model
-    from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
-    from .prediction_gap import pgi2 as pgi2_mem
 
     forest = import_model(model)
     k = forest.n_outputs
     if np.ndim(getattr(ranking, "ranking", ranking)) == 3:
         raise InputError("mean_pgi2 takes one ranking per row, not a stack")
     if not is_dask(X, getattr(ranking, "ranking", ranking)):
-        v = np.asarray(pgi2_mem(forest, X, ranking, sigma, perturbation=perturbation, background=background,
+        v = np.asarray(prediction_gap.pgi2(forest, X, ranking, sigma, perturbation=perturbation, background=background,
                                 n_jobs=n_jobs)).reshape(-1, k)
         values = exact_mean(exact_column_sums(v), len(v) << SUM_SCALE_BITS)
         return values[0] if k == 1 else values
@@ -656,31 +611,21 @@ def _acme_block(acme, start, X):
     return _pack(local.X, local.row_levels, local.row_predictions, local.predictions, local.effects, local.values)
 
 
-_ACME_TYPE: list = []
+class DaskAcMELocal(AcMELocal):
+    """An :class:`~xai_plugins.acme.AcMELocal` whose per-row arrays (``X``, ``row_levels``,
+    ``row_predictions``, ``predictions``, ``effects``, ``values``) are dask arrays; ``grid``,
+    ``output_names`` and ``variant`` are known. ``.compute()`` computes them in one pass and
+    returns the in-memory :class:`AcMELocal` (plots and ``what_if`` need that one)."""
 
+    def compute(self, **kwargs) -> AcMELocal:
+        import dask
 
-def _acme_type():
-    if not _ACME_TYPE:
-        from .acme import AcMELocal
+        arrays = dask.compute(self.X, self.row_levels, self.row_predictions, self.predictions,
+                              self.effects, self.values, **kwargs)
+        return AcMELocal(self.grid, self.output_names, self.variant, *arrays)
 
-        class DaskAcMELocal(AcMELocal):
-            """An :class:`~xai_plugins.acme.AcMELocal` whose per-row arrays (``X``, ``row_levels``,
-            ``row_predictions``, ``predictions``, ``effects``, ``values``) are dask arrays; ``grid``,
-            ``output_names`` and ``variant`` are known. ``.compute()`` computes them in one pass and
-            returns the in-memory :class:`AcMELocal` (plots and ``what_if`` need that one)."""
-
-            def compute(self, **kwargs) -> AcMELocal:
-                import dask
-
-                arrays = dask.compute(self.X, self.row_levels, self.row_predictions, self.predictions,
-                                      self.effects, self.values, **kwargs)
-                return AcMELocal(self.grid, self.output_names, self.variant, *arrays)
-
-            def __repr__(self):
-                return f"DaskAcMELocal(n_rows={self.X.shape[0]}, variant={self.variant!r}, lazy)"
-
-        _ACME_TYPE.append(DaskAcMELocal)
-    return _ACME_TYPE[0]
+    def __repr__(self):
+        return f"DaskAcMELocal(n_rows={self.X.shape[0]}, variant={self.variant!r}, lazy)"
 
 
 def acme_local(acme, X):
@@ -703,7 +648,7 @@ def acme_local(acme, X):
     def shaped(a, width):
         return a.reshape(n, width) if k == 1 else a.reshape(n, width, k)
 
-    return _acme_type()(grid=acme.grid_, output_names=acme._output_names(k), variant=acme.variant, X=parts[0],
+    return DaskAcMELocal(grid=acme.grid_, output_names=acme._output_names(k), variant=acme.variant, X=parts[0],
                         row_levels=parts[1], row_predictions=parts[2][:, 0] if k == 1 else parts[2],
                         predictions=shaped(parts[3], R), effects=shaped(parts[4], R), values=shaped(parts[5], d))
 
@@ -718,9 +663,8 @@ def _split(out, widths) -> list:
 
 
 def _pg2_attr_block(forest, start, X, *, n_jobs, sigma, perturbation):
-    from .attributions import pg2_attribution
 
-    a = pg2_attribution(forest, X, sigma, perturbation=perturbation, n_jobs=n_jobs)
+    a = attributions.pg2_attribution(forest, X, sigma, perturbation=perturbation, n_jobs=n_jobs)
     return _pack(a.data, a.values, a.extras["ranking"], a.extras["pgi2"])
 
 
@@ -728,8 +672,6 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
     """:func:`xai_plugins.attributions.pg2_attribution` of a dask ``X``, computed block by block on
     the active scheduler and returned in memory (an Attribution holds numpy arrays): bitwise the
     in-memory attribution of the same rows."""
-    from .attributions import Attribution, _output_names
-    from .forest import import_model
 
     forest = import_model(model)
     Xd, names = _rows(forest, X)
@@ -744,17 +686,14 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
 
 
 def _mdi_attr_block(forest, start, X, *, n_jobs):
-    from .attributions import local_mdi_attribution
 
-    a = local_mdi_attribution(forest, X, n_jobs=n_jobs)
+    a = attributions.local_mdi_attribution(forest, X, n_jobs=n_jobs)
     return _pack(a.data, a.values)
 
 
 def local_mdi_attribution(model, X, *, n_jobs=None):
     """:func:`xai_plugins.attributions.local_mdi_attribution` of a dask ``X`` (see
     :func:`pg2_attribution`)."""
-    from .attributions import Attribution
-    from .mdi import require_impurities
 
     forest = require_impurities(model)
     Xd, names = _rows(forest, X)
@@ -769,7 +708,6 @@ def acme_attribution(acme, X):
     computed in one pass, returned in memory."""
     import dask
 
-    from .attributions import Attribution
 
     local = acme_local(acme, X)
     rows, values, row_predictions = dask.compute(local.X, local.values, local.row_predictions)

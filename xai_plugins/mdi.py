@@ -28,8 +28,7 @@ import warnings
 import numpy as np
 
 from . import _native
-from ._validation import model_rows
-from .distributed import is_dask
+from ._validation import is_dask, model_rows
 from .errors import InputError, UnsupportedModelError, XaiWarning
 from .exact_sum import exact_column_sums, exact_mean
 from .forest import Forest, import_model

@@ -25,8 +25,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from . import _native
-from ._validation import check_random_state, feature_index, resolve_output
-from .distributed import is_dask
+from ._validation import check_random_state, feature_index, is_dask, resolve_output
 from .errors import InputError, InputTypeError
 from .forest import Forest, import_model
 from .perturbation import cdf_table, make_perturbation

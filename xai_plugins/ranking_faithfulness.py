@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import feature_order
-from .distributed import is_dask
+from ._validation import feature_order, is_dask
 from .errors import InputError
 from .forest import import_model
 from .prediction_gap import pgi2

@@ -20,13 +20,12 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .._validation import check_n_jobs
+from .._validation import check_n_jobs, is_dask
 from ..prediction_gap import greedy_pg2_ranking, pgi2
 from . import agreement as agree
 from . import describe, faithfulness, figures
 from . import explainers as runners
 from .context import make_context
-from ..distributed import is_dask
 from ..errors import InputError
 
 SECTION_TITLES = {
