@@ -156,6 +156,7 @@ static int validate(const xai_forest *f)
         if (!isfinite(f->base_score[o]))
             return XAI_E_VALUE;
     int64_t largest = 0;
+    int64_t first_output_trees = 0;     /* trees adding to output 0 (a mean needs equal counts) */
     for (int32_t t = 0; t < f->n_trees; t++) {
         const int64_t size = f->tree_offset[t + 1] - f->tree_offset[t];
         if (size < 1 || size > INT32_MAX) {
@@ -169,7 +170,10 @@ static int validate(const xai_forest *f)
             xai_error_at(t, -1, -1);
             return XAI_E_INDEX;
         }
+        first_output_trees += target == 0;
     }
+    if (f->aggregate == XAI_AGGREGATE_MEAN && first_output_trees * f->n_outputs != (int64_t)f->n_trees * f->leaf_width)
+        return XAI_E_STRUCTURE;      /* the outputs of a mean do not all get the same number of trees */
     uint8_t *seen = malloc((size_t)largest);
     int32_t *stack_node = malloc(sizeof(int32_t) * (size_t)(largest + 2));
     int32_t *stack_depth = malloc(sizeof(int32_t) * (size_t)(largest + 2));
@@ -195,7 +199,7 @@ int xai_predict(const xai_forest *f, const double *X, int64_t n_rows, double *ou
     xai_error_clear();
     if (f == NULL || X == NULL || out == NULL || n_rows < 0)
         return xai_error_return(XAI_E_SIZE);
-    const double scale = f->aggregate == XAI_AGGREGATE_MEAN ? 1.0 / f->n_trees : 1.0;
+    const double scale = f->aggregate == XAI_AGGREGATE_MEAN ? xai_mean_scale(f) : 1.0;
     for (int64_t i = 0; i < n_rows; i++) {
         const double *x = X + i * f->n_features;
         double *y = out + i * f->n_outputs;

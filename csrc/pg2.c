@@ -690,7 +690,7 @@ static int pg2_one(workspace *w, double *out)
             out[target + o] += 2.0 * pair[o];
     }
     if (f->aggregate == XAI_AGGREGATE_MEAN) {
-        const double scale = 1.0 / ((double)f->n_trees * (double)f->n_trees);
+        const double scale = xai_mean_scale(f) * xai_mean_scale(f);
         for (int32_t o = 0; o < f->n_outputs; o++)
             out[o] *= scale;
     }

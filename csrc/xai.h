@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 3
+#define XAI_ABI_VERSION 4
 
 /* cffi-cdef-begin */
 enum {
@@ -36,7 +36,8 @@ enum {
 
 enum {
     XAI_AGGREGATE_SUM = 0, /* boosting: f(x) = base + sum over trees */
-    XAI_AGGREGATE_MEAN = 1 /* forests:  f(x) = base + mean over trees */
+    XAI_AGGREGATE_MEAN = 1 /* forests:  f(x) = base + mean over the trees adding to each output (every
+                              output must receive the same number of trees) */
 };
 
 typedef struct {
@@ -143,6 +144,13 @@ static inline double xai_input_value(const xai_forest *f, double x)
     if (fabs(x) <= f->zero_threshold)
         x = 0.0;
     return f->input_float32 ? (double)(float)x : x;
+}
+
+/* The factor of a mean over trees: 1 / (trees adding to each output). Every tree adds to
+ * leaf_width of the n_outputs outputs, and xai_validate checks that each output gets as many. */
+static inline double xai_mean_scale(const xai_forest *f)
+{
+    return (double)f->n_outputs / ((double)f->n_trees * (double)f->leaf_width);
 }
 
 /* Error record of the calling thread (forest.c): clear it on entry to an API function, note

@@ -180,5 +180,6 @@ def leaf_pair_pg2(forest, x, S, cdfs) -> np.ndarray:
                 acc += cl * cm * prob(inter)
         k = forest.tree_target[t]
         total[k:k + forest.leaf_width] += acc
-    scale = 1.0 / forest.n_trees if forest.aggregate == "mean" else 1.0
+    # a mean runs over the trees adding to each output (all trees, or n_trees / k for one-output trees)
+    scale = forest.n_outputs / (forest.n_trees * forest.leaf_width) if forest.aggregate == "mean" else 1.0
     return total * scale ** 2

@@ -289,3 +289,14 @@ def test_malformed_trees_fail_with_their_location(stump_forest):
         stump_forest(**cycle)
     with pytest.raises(errors.InputError, match=r"at tree 0, node 0"):
         stump_forest(threshold=[np.nan, 0, 0])
+
+
+def test_a_mean_needs_the_same_number_of_trees_per_output(stump_forest):
+    """A mean over trees is per output; outputs that get different numbers of trees are refused."""
+    two = dict(left_child=[1, -1, -1] * 2, right_child=[2, -1, -1] * 2, feature=[0] * 6, threshold=[0.5, 0, 0] * 2,
+               missing_left=[1, 0, 0] * 2, value=[0.0, 1.0, 2.0, 0.0, 3.0, 5.0], tree_offset=[0, 3, 6],
+               base_score=[0.0, 0.0], aggregate="mean")
+    per_output = stump_forest(tree_target=[0, 1], **two)            # one tree per output: its mean is itself
+    np.testing.assert_array_equal(per_output.predict(np.array([[0.0], [1.0]])), [[1.0, 3.0], [2.0, 5.0]])
+    with pytest.raises(errors.ModelStructureError):
+        stump_forest(tree_target=[0, 0], **two)                     # output 1 gets no tree

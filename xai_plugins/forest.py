@@ -492,9 +492,6 @@ def _import_lightgbm(model) -> Forest:
     # returns the plain sum (LightGBM divides only before applying its link)
     mean = bool(dump.get("average_output", False))
     n_iter = len(trees) // per_iteration
-    if mean and per_iteration > 1:  # the C core's "mean" divides by all n_trees = n_iter * per_iteration
-        for tree in trees:
-            tree["value"] = np.asarray(tree["value"], dtype=np.float64) * per_iteration
     return _concat(trees, base_score=np.zeros(n_outputs), n_features=int(dump["max_feature_idx"]) + 1,
                    split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
                    output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
