@@ -60,6 +60,12 @@ def model_feature_names(model) -> list[str] | None:
     return names
 
 
+def stored_name(column: str) -> str:
+    """A column name as LightGBM stores it (it replaces spaces by underscores); used only when the
+    name as given is not among the model's."""
+    return column.replace(" ", "_")
+
+
 def feature_order(given: list[str], names: list[str], what: str = "X") -> np.ndarray | None:
     """Positions in ``given`` of each of ``names`` (None when already in order); raises
     :class:`FeatureMismatchError` naming the missing and unexpected columns otherwise."""
@@ -71,8 +77,8 @@ def feature_order(given: list[str], names: list[str], what: str = "X") -> np.nda
     if given == names:
         return None
     if set(given) != set(names) and len(given) == len(names) and \
-            {g.replace(" ", "_") for g in given} == set(names):
-        given = [g.replace(" ", "_") for g in given]   # LightGBM stores "a b" as "a_b"
+            {stored_name(g) for g in given} == set(names):
+        given = [stored_name(g) for g in given]
     missing = [n for n in names if n not in given]
     unexpected = [g for g in given if g not in names]
     if missing or unexpected:
@@ -175,8 +181,8 @@ def feature_index(feature, names: list[str] | None, n_features: int) -> int:
             raise InputIndexError(f"feature index {feature} out of range for {n_features} features")
         return int(feature)
     if isinstance(feature, str):
-        if names is not None and feature not in names and feature.replace(" ", "_") in names:
-            feature = feature.replace(" ", "_")          # LightGBM stores "a b" as "a_b"
+        if names is not None and feature not in names and stored_name(feature) in names:
+            feature = stored_name(feature)
         if names is None or feature not in names:
             known = names if names is not None else "none: the model and data carry no feature names"
             raise InputError(f"unknown feature {feature!r}; feature names are {known}")
