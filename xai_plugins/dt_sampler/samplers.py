@@ -6,10 +6,12 @@ import time
 import warnings
 
 import numpy as np
-from pysat.solvers import Solver
 from tqdm.auto import tqdm
 
+from .._extras import require
 from ..errors import InputError, XaiWarning
+
+Solver = require("pysat.solvers", "dt-sampler", "DT-Sampler").Solver
 
 #: Seconds before a progress bar appears (quick runs stay silent).
 PROGRESS_DELAY = 2.0
@@ -32,7 +34,7 @@ def is_satisfiable(clauses) -> bool:
 
 
 def _unigen(clauses, sampling_set, num: int, seed: int, cell_hash_count=None):
-    from pyunigen import Sampler
+    Sampler = require("pyunigen", "dt-sampler", "DT-Sampler's UniGen3 sampler").Sampler
 
     sampler = Sampler(seed=int(seed))
     for clause in clauses:

@@ -13,9 +13,11 @@ import math
 import numbers
 from importlib import resources
 
-import jinja2
-from weasyprint import HTML
-from weasyprint.urls import URLFetcher
+from .._extras import require
+
+jinja2 = require("jinja2", "report", "The audit report")
+HTML = require("weasyprint", "report", "The audit report's PDF").HTML
+URLFetcher = require("weasyprint.urls", "report", "The audit report's PDF").URLFetcher
 
 TEMPLATE_PACKAGE = "xai_plugins.templates"
 
