@@ -5,6 +5,8 @@ so the header stays the single description of the tree layout and the API.
 """
 
 import os
+import sys
+import sysconfig
 from pathlib import Path
 
 from cffi import FFI
@@ -20,12 +22,26 @@ def cdef_block(header: str) -> str:
     return header[start:end]
 
 
-# XAI_SANITIZE=1 builds with AddressSanitizer + UBSan (see .ci/sanitize); never for a release build
-SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
-    if os.environ.get("XAI_SANITIZE") == "1" else []
+def uses_msvc() -> bool:
+    """True where setuptools compiles with MSVC: Windows Pythons, except MinGW builds."""
+    return sys.platform == "win32" and not sysconfig.get_platform().startswith("mingw")
+
+
+def compiler_flags() -> tuple[list[str], list[str]]:
+    """(compile, link) flags: C11 and optimisation in the compiler's own spelling; with
+    XAI_SANITIZE=1 (gcc/clang only, see .ci/sanitize) AddressSanitizer + UBSan, never for a release."""
+    if uses_msvc():
+        return ["/std:c11", "/O2", "/W3"], []
+    sanitize = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
+        if os.environ.get("XAI_SANITIZE") == "1" else []
+    # -Wno-unused-parameter: cffi's generated wrappers have unused parameters
+    return ["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"] + sanitize, sanitize
+
 
 def make_builder(root: Path = Path(".")) -> FFI:
-    """The cffi builder; sources are named relative to ``root`` (setuptools wants relative paths)."""
+    """The cffi builder; sources are named relative to ``root`` (setuptools wants relative paths).
+    libm is linked where it is a separate library (not on Windows, where the C runtime has it)."""
+    compile_args, link_args = compiler_flags()
     builder = FFI()
     builder.cdef(cdef_block((HERE / "xai.h").read_text()))
     builder.set_source(
@@ -33,9 +49,9 @@ def make_builder(root: Path = Path(".")) -> FFI:
         '#include "xai.h"',
         sources=[str(root / "csrc" / name) for name in SOURCES],
         include_dirs=[str(root / "csrc")],
-        extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"] + SANITIZE,
-        extra_link_args=SANITIZE,
-        libraries=["m"],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+        libraries=[] if sys.platform == "win32" else ["m"],
     )
     return builder
 
