@@ -27,21 +27,21 @@ def uses_msvc() -> bool:
     return sys.platform == "win32" and not sysconfig.get_platform().startswith("mingw")
 
 
-def compiler_flags() -> tuple[list[str], list[str]]:
-    """(compile, link) flags: C11 and optimisation in the compiler's own spelling; with
-    XAI_SANITIZE=1 (gcc/clang only, see .ci/sanitize) AddressSanitizer + UBSan, never for a release."""
+def build_options() -> dict:
+    """Compiler and linker options for this platform: C11 and optimisation in the compiler's own
+    spelling; libm only where it is a library of its own (not on Windows, where the C runtime has
+    it); with XAI_SANITIZE=1 (gcc/clang, see .ci/sanitize) AddressSanitizer + UBSan, never for a release."""
     if uses_msvc():
-        return ["/std:c11", "/O2", "/W3"], []
+        return dict(extra_compile_args=["/std:c11", "/O2", "/W3"], extra_link_args=[], libraries=[])
     sanitize = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
         if os.environ.get("XAI_SANITIZE") == "1" else []
     # -Wno-unused-parameter: cffi's generated wrappers have unused parameters
-    return ["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"] + sanitize, sanitize
+    return dict(extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"] + sanitize,
+                extra_link_args=sanitize, libraries=[] if sys.platform == "win32" else ["m"])
 
 
 def make_builder(root: Path = Path(".")) -> FFI:
-    """The cffi builder; sources are named relative to ``root`` (setuptools wants relative paths).
-    libm is linked where it is a separate library (not on Windows, where the C runtime has it)."""
-    compile_args, link_args = compiler_flags()
+    """The cffi builder; sources are named relative to ``root`` (setuptools wants relative paths)."""
     builder = FFI()
     builder.cdef(cdef_block((HERE / "xai.h").read_text()))
     builder.set_source(
@@ -49,9 +49,7 @@ def make_builder(root: Path = Path(".")) -> FFI:
         '#include "xai.h"',
         sources=[str(root / "csrc" / name) for name in SOURCES],
         include_dirs=[str(root / "csrc")],
-        extra_compile_args=compile_args,
-        extra_link_args=link_args,
-        libraries=[] if sys.platform == "win32" else ["m"],
+        **build_options(),
     )
     return builder
 
@@ -59,6 +57,4 @@ def make_builder(root: Path = Path(".")) -> FFI:
 ffibuilder = make_builder()
 
 if __name__ == "__main__":  # python csrc/build_ffi.py OUTDIR: build xai_plugins/_core into OUTDIR
-    import sys
-
     make_builder(HERE.parent).compile(tmpdir=sys.argv[1] if len(sys.argv) > 1 else ".", verbose=False)
