@@ -97,15 +97,15 @@ def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_r
 
 def shap_figure(ctx: AuditContext, label: str, row_explanation):
     """The SHAP waterfall figure of one test row (``row_explanation``: its shap.Explanation)."""
-    return figures.drawn(
+    return figures.pyplot_drawn(
         f"SHAP waterfall of test row {label}: contributions to {ctx.output_label}, from the mean "
         f"over the training data to this row's value.",
-        lambda ax: _waterfall(row_explanation, ax), scale=0.7)
+        lambda ax: _waterfall(row_explanation), scale=0.7)
 
 
 def acme_figure(ctx: AuditContext, label: str, local, i: int):
     """The AcME what-if figure of row ``i`` of the in-memory AcMELocal ``local`` (test row ``label``)."""
-    return figures.drawn(
+    return figures.pyplot_drawn(
         f"AcME what-if of test row {label}: {ctx.output_label} when one feature at a time is set "
         f"to each quantile of its background distribution (large marker: the row's own value; dashed: its "
         f"prediction).",
@@ -113,12 +113,10 @@ def acme_figure(ctx: AuditContext, label: str, local, i: int):
         width=6.0, height=0.16 * min(ctx.n_features, 30) + 1.4)
 
 
-def _waterfall(explanation, ax) -> None:
-    """shap's waterfall plot on ``ax``'s figure (shap sizes the figure itself, with large type)."""
-    import matplotlib.pyplot as plt
+def _waterfall(explanation) -> None:
+    """shap's waterfall plot on pyplot's current figure (shap sizes the figure itself, with large type)."""
     import shap
 
-    plt.sca(ax)
     shap.plots.waterfall(explanation, max_display=10, show=False)
 
 
@@ -135,9 +133,10 @@ def extremes_first(order, n_local: int) -> list:
     return picks
 
 
-def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma: float) -> MethodResult:
-    """Greedy PG² ranking at ``sigma`` on ``rows``: per-row gains (the increase of PG² when the
-    feature joins the perturbed set) and the greedy order itself as the ranking."""
+def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma, sigma_label: float | None = None) -> MethodResult:
+    """Greedy PG² ranking at ``sigma`` (a scalar or one σ per feature) on ``rows``: per-row gains
+    (the increase of PG² when the feature joins the perturbed set; ``extras["per_row"]``) and the
+    greedy order itself as the ranking. ``sigma_label``: the σ named in the parameters."""
     X = ctx.X_test.to_numpy()[rows]
     output = ctx.output if ctx.forest.n_outputs > 1 else None
     greedy = greedy_pg2_ranking(ctx.forest, X, sigma=sigma, background=ctx.background, output=output)
@@ -145,9 +144,12 @@ def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma: float) -> MethodResult:
     gains = greedy_gains(ranking, greedy.pg2_path)
     position = np.empty_like(ranking)
     np.put_along_axis(position, ranking, np.arange(ctx.n_features)[None, :], axis=1)
-    return MethodResult("pg2", importance=pd.Series(gains.mean(axis=0), index=ctx.feature_names),
-                        local_scores=-position.astype(float), ranking=ranking,
-                        params={"rows": len(rows), "sigma": sigma, "sigma units": "training-data standard deviations"})
+    result = MethodResult("pg2", importance=pd.Series(gains.mean(axis=0), index=ctx.feature_names),
+                          local_scores=-position.astype(float), ranking=ranking,
+                          params={"rows": len(rows), "σ (training standard deviations)":
+                                  sigma if sigma_label is None else sigma_label})
+    result.extras["per_row"] = gains
+    return result
 
 
 def run_local_mdi(ctx: AuditContext, rows: np.ndarray) -> MethodResult:
@@ -187,7 +189,7 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     if ctx.task != "classification":
         raise NotApplicable("DT-Sampler samples small classification trees; this is a regression model")
     source = ctx.X_train if ctx.X_train is not None else ctx.X_test
-    rows = np.sort(np.random.default_rng(ctx.random_state).permutation(len(source))[:n_rows])
+    rows = np.sort(ctx.rng("dt_sampler rows").permutation(len(source))[:n_rows])
     X = source.iloc[rows]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -200,7 +202,7 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     last_error = None
     for min_accuracy in (0.9, 0.8, 0.7):
         sampler = DTSampler(n_branch_nodes=n_branch_nodes, min_accuracy=min_accuracy, n_samples=n_samples,
-                            random_state=ctx.random_state, time_budget=time_budget, progress=False)
+                            random_state=ctx.seed_int("dt_sampler"), time_budget=time_budget, progress=False)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -251,7 +253,7 @@ def run_mcr(ctx: AuditContext, *, n_permutations: int, epsilon: float = 0.0,
     elif fit_forest:
         X_train = ctx.X_train
         forest = fit_rashomon_forest(X_train, ctx.y_train, task=ctx.task, n_estimators=100,
-                                     random_state=ctx.random_state)
+                                     random_state=ctx.seed_int("mcr forest"))
         origin = (f"a 100-tree bootstrap=False random forest fitted on the training data for this audit ({reason}; "
                   f"the ranges describe that forest's Rashomon set, not the audited model)")
     else:
@@ -259,7 +261,7 @@ def run_mcr(ctx: AuditContext, *, n_permutations: int, epsilon: float = 0.0,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         res = model_class_reliance(forest, X_train, ctx.y_train, n_permutations=n_permutations, epsilon=epsilon,
-                                   random_state=ctx.random_state, progress=False)
+                                   random_state=ctx.seed_int("mcr"), progress=False)
     table = res.table.loc[ctx.feature_names, ["mcr_minus", "model_reliance", "mcr_plus"]].astype(float)
     params = {"forest": origin, "n_permutations": n_permutations, "rows": len(ctx.X_train), "loss": res.loss,
               "reliance": res.reliance, "epsilon": res.epsilon}

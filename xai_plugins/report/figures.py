@@ -3,6 +3,9 @@
 Every function draws one figure from plain arrays (no explainer objects) or from a callable
 that draws on a given Axes, and returns a :class:`Figure`: caption plus embedded PNG. The HTML
 report is then one file with no external resource, and weasyprint needs no network to render it.
+Figures are drawn on standalone Agg canvases, never through pyplot's global state, so importing
+the report leaves the user's matplotlib backend alone (only shap's waterfall, which draws through
+pyplot, gets a pyplot figure that is closed at once).
 """
 
 from __future__ import annotations
@@ -12,10 +15,9 @@ import io
 from dataclasses import dataclass
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
 
 #: a compact, print-friendly style shared by every audit figure
 STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
@@ -54,24 +56,50 @@ def to_data_uri(fig) -> str:
     drawn as glyph paths, and the report stays readable in print at this resolution."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    if getattr(fig, "number", None) is not None:   # a pyplot figure (shap's waterfall): release it
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1):
+    """A standalone figure (Agg canvas, not registered with pyplot) and its (nrows, ncols) axes;
+    call inside ``matplotlib.rc_context(STYLE)``."""
+    fig = MplFigure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, squeeze=False)
+
+
 def _figure(width: float, height: float, ncols: int = 1):
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
+    fig, axes = new_figure(width, height, 1, ncols)
     return fig, axes[0]
 
 
 def drawn(caption: str, draw, width: float = 6.0, height: float = 3.5, scale: float = 1.0) -> Figure:
     """A figure made by ``draw(ax)`` (e.g. an explainer's own ``plot(ax=...)`` method) on a
     ``width`` × ``height`` inch canvas (which the drawing function may resize), shown at ``scale``."""
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(width, height)
         draw(ax)
         fig.tight_layout()
         return Figure(caption, to_data_uri(fig), scale)
+
+
+def pyplot_drawn(caption: str, draw, width: float = 6.0, height: float = 3.5, scale: float = 1.0) -> Figure:
+    """A figure made by ``draw(ax)`` on pyplot's current figure, for plotting functions that draw
+    through pyplot (shap's waterfall, colour bars); the figure is closed once embedded."""
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context(STYLE):
+        fig = plt.figure(figsize=(width, height))
+        try:
+            draw(fig.add_subplot())
+            fig = plt.gcf()
+            fig.tight_layout()
+            return Figure(caption, to_data_uri(fig), scale)
+        finally:
+            plt.close(fig)
 
 
 def importance_bars(caption: str, importances: dict, top: int = 12) -> Figure:
@@ -81,8 +109,8 @@ def importance_bars(caption: str, importances: dict, top: int = 12) -> Figure:
     ncols = min(3, len(methods))
     nrows = int(np.ceil(len(methods) / ncols))
     n_bars = min(top, max(len(s) for s in importances.values()))
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols, (0.16 * n_bars + 0.7) * nrows), squeeze=False)
+    with matplotlib.rc_context(STYLE):
+        fig, axes = new_figure(2.4 * ncols, (0.16 * n_bars + 0.7) * nrows, nrows, ncols)
         for ax, method in zip(axes.flat, methods):
             series = importances[method].sort_values(ascending=False).head(top)[::-1]
             ax.barh(np.arange(len(series)), series.to_numpy(), color=METHOD_COLOURS.get(method, "#444444"))
@@ -97,7 +125,7 @@ def importance_bars(caption: str, importances: dict, top: int = 12) -> Figure:
 
 def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
     """Mean PGI² per method against σ (log scale), with ± one standard error of the mean over rows."""
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(6.0, 2.8)
         methods = list(dict.fromkeys(table["method"]))
         offsets = np.linspace(-0.12, 0.12, len(methods))
@@ -119,14 +147,14 @@ def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
 def convergence(caption: str, frame, equal_time) -> Figure:
     """Relative Monte Carlo error |MC − exact| / exact against the number of samples, one line per
     (row, S) pair, with the 1/√n rate and the error reached in the exact method's time (stars)."""
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(5.5, 3.0)
         for _, group in frame.groupby("pair"):
             ax.plot(group["n_samples"], group["relative_error"], marker="o", ms=2.5, lw=0.8, alpha=0.8)
         n = np.array(sorted(frame["n_samples"].unique()), dtype=float)
         ref = frame["relative_error"].median() * np.sqrt(np.median(n)) / np.sqrt(n)
         ax.plot(n, ref, "k--", lw=1, label="∝ 1/√n")
-        if len(equal_time):
+        if equal_time is not None and len(equal_time):
             ax.scatter(equal_time["n_samples"], np.maximum(equal_time["relative_error"], 1e-6), marker="*", s=50,
                        color="k", zorder=3, label="MC in the exact method's time")
         ax.set_xscale("log")
@@ -142,7 +170,7 @@ def heatmaps(caption: str, matrices: dict, vmin: float = -1.0) -> Figure:
     """Side-by-side annotated method × method heatmaps (``{title: DataFrame}``)."""
     n = len(matrices)
     size = max(len(m) for m in matrices.values())
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, axes = _figure(min(3.1 * n, 7.0), 0.32 * size + 1.6, ncols=n)
         for ax, (title, matrix) in zip(axes, matrices.items()):
             values = matrix.to_numpy(dtype=float)
@@ -166,7 +194,7 @@ def ranges(caption: str, table) -> Figure:
     reliance marked, widest-importance features on top."""
     table = table.sort_values("model_reliance").tail(15)
     y = np.arange(len(table))
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(5.5, 0.2 * len(table) + 1.0)
         ax.hlines(y, table["mcr_minus"], table["mcr_plus"], color=METHOD_COLOURS["MCR"], lw=4, alpha=0.6,
                   label="[MCR−, MCR+]")
@@ -185,7 +213,7 @@ def emergence(caption: str, table, uniform, title: str) -> Figure:
     y = np.arange(len(table))
     p = table["probability"].to_numpy()
     err = np.clip(np.vstack([p - table["ci_low"].to_numpy(), table["ci_high"].to_numpy() - p]), 0, None)
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(6.0, 0.22 * len(table) + 1.3)
         ax.barh(y, p, xerr=err, color=METHOD_COLOURS["DT-Sampler"], alpha=0.85, capsize=2,
                 label="emergence probability (95% interval)")
