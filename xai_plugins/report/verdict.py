@@ -311,15 +311,15 @@ def predictive_adequacy(test: HoldoutScore, train: float | None) -> Criterion:
     score's interval (the training score held fixed). Without a training score the criterion is not
     assessed, unless the test score is at or below chance, which fails."""
     name, kind, chance = "Predictive adequacy", "predictive adequacy", test.chance
-    test_text = f"test {test.metric} {test.value:.3g} ({test.ci})"
+    measured = f"{test.metric} {test.value:.3g} ({test.ci})"
     if not np.isfinite(test.value):
         return not_assessed(name, kind, f"the test {test.metric} is not finite", ADEQUACY_RULE)
     if test.value <= chance:
         return Criterion(name, FAIL, test.value, test.ci, ADEQUACY_RULE,
-                         f"{test_text} is at or below chance ({chance:.3g}): the model does not predict the test data.",
+                         f"Test {measured} is at or below chance ({chance:.3g}): the model does not predict the test data.",
                          kind)
     if train is None or not np.isfinite(train):
-        return not_assessed(name, kind, f"no training score to compare the {test_text} with", ADEQUACY_RULE)
+        return not_assessed(name, kind, f"no training score to compare the test {measured} with", ADEQUACY_RULE)
     if train <= chance:
         return Criterion(name, FAIL, np.nan, None, ADEQUACY_RULE, f"the training {test.metric} {train:.3g} is at or "
                          f"below chance ({chance:.3g}): the model did not learn its training data.", kind)
@@ -327,7 +327,7 @@ def predictive_adequacy(test: HoldoutScore, train: float | None) -> Criterion:
     ci = ConfidenceInterval((train - test.ci.high) / (train - chance), (train - test.ci.low) / (train - chance),
                             test.ci.level, test.ci.method, test.ci.rows)
     return Criterion(name, grade(loss, ci, ADEQUACY_WARN_LOSS, ADEQUACY_FAIL_LOSS), float(loss), ci, ADEQUACY_RULE,
-                     f"{test_text} against training {test.metric} {train:.3g}: L = {loss:.2f} ({ci}), i.e. "
+                     f"Test {measured} against training {test.metric} {train:.3g}: L = {loss:.2f} ({ci}), i.e. "
                      f"{max(loss, 0):.0%} of the skill above chance ({chance:.3g}) on the training data is lost on "
                      "the test data.", kind)
 
