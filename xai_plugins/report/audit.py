@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from .._validation import check_n_jobs, is_dask
 from . import sections as registry
 from .context import derive_seed, make_context
+from .governance import read_model_card
 from .options import AuditOptions
 from .section import plain
 
@@ -147,6 +148,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     (``Audit.problems``), and the other sections still render.
     """
     options = (options or AuditOptions()).replace(**overrides) if overrides else (options or AuditOptions())
+    if options.model_card is not None:
+        read_model_card(options.model_card)          # a bad model card fails before any work
     start_all = time.perf_counter()
     root = np.random.SeedSequence(options.random_state)
     cl = None
