@@ -443,14 +443,18 @@ def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref, exclude
         n = cl.n_complete
         means = faith.column_means(cl.runner.one(xd.block_reduce(values, faith.column_sums)))
         wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
-        squares, shares = cl.runner.compute(xd.block_reduce(values, faith.squared_deviation_sums, means),
-                                            xd.block_reduce(values, faith.share_sums, wins))
+        reductions = [xd.block_reduce(values, faith.squared_deviation_sums, means)]
+        if wins:
+            reductions.append(xd.block_reduce(values, faith.share_sums, wins))
+        squares, *shares = cl.runner.compute(*reductions)
         sds = faith.column_sds(squares, n)
         medians = _medians(values, len(keys), n, cl.runner)
     finally:
         del values
     table = faith.score_table(keys, means, sds, medians, n, methods, sigmas)
-    return table, pd.Series(faith.column_means(shares), index=[keys[j][0] for j in wins])
+    if not wins:
+        return table, pd.Series(dtype=float)
+    return table, pd.Series(faith.column_means(shares[0]), index=[keys[j][0] for j in wins])
 
 
 def _medians(values, n_columns: int, n: int, runner: Runner) -> list:
