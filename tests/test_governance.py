@@ -159,6 +159,8 @@ def test_skipped_sections_are_not_assessed_and_never_pass(diabetes):
     assert a.verdict.overall in ("warn", "fail")
     assert "not assessed" in a.verdict.headline
     assert "Not assessed: the faithfulness section was not computed" in a.to_html()
+    again = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, sections=("explanations",), **SMALL)
+    assert again.verdict.to_dict() == a.verdict.to_dict()          # every interval from its own seeded stream
 
 
 def test_no_model_card_says_how_to_give_one(diabetes):

@@ -431,19 +431,21 @@ def sigma_stability(pgi2: dict, *, n_boot: int = N_BOOT, level: float = CI_LEVEL
     name, kind = "Stability across σ", "stability"
     usable = {s: v for s, v in pgi2.items() if RANDOM in v and CEILING in v
               and np.mean(v[CEILING]) - np.mean(v[RANDOM]) > 0}
-    methods = sorted(set.intersection(*(set(v) for v in usable.values())) - {RANDOM, CEILING}) if usable else []
-    if len(usable) < 2 or not methods:
+    sigmas = sorted(usable)
+    methods = [m for m in (usable[sigmas[0]] if sigmas else ()) if m not in (RANDOM, CEILING)
+               and all(m in usable[s] for s in sigmas)]
+    if len(sigmas) < 2 or not methods:
         return not_assessed(name, kind, "fewer than two noise levels σ with an explainer, random and greedy PGI² "
                             "(and a ceiling above random)", STABILITY_RULE)
-    sigmas = sorted(usable)
-    arrays = tuple(np.asarray(usable[s][m], dtype=float) for s in sigmas for m in [*methods, RANDOM, CEILING])
-    width = len(methods) + 2
+    columns = [*methods, RANDOM, CEILING]
+    arrays = tuple(np.asarray(usable[s][m], dtype=float) for s in sigmas for m in columns)
 
-    def spread(*columns, axis=-1):
-        scores = np.stack([np.stack([_normalised(columns[i * width + j], columns[i * width + width - 2],
-                                                 columns[i * width + width - 1], axis=axis)
-                                     for j in range(len(methods))]) for i in range(len(sigmas))])
-        return np.max(np.max(scores, axis=0) - np.min(scores, axis=0), axis=0)
+    def spread(*values, axis=-1):
+        """D of the row means: values are the arrays above, σ-major; F per (σ, method), range over σ."""
+        means = np.mean(np.stack(values), axis=axis).reshape(len(sigmas), len(columns), -1)
+        floor, ceiling = means[:, -2], means[:, -1]
+        scores = (means[:, :-2] - floor[:, None]) / (ceiling - floor)[:, None]
+        return np.max(np.max(scores, axis=0) - np.min(scores, axis=0), axis=0).reshape(np.shape(values[0])[:-1])
 
     value = float(spread(*arrays))
     ci = bootstrap_ci(arrays, spread, n_boot=n_boot, level=level, random_state=random_state)
@@ -464,10 +466,11 @@ RASHOMON_RULE = (f"R = widest MCR range / largest model reliance: pass R ≤ {RA
                  f"{RASHOMON_FAIL:g}, fail above")
 
 
-def rashomon_sensitivity(features, reliance, lower, upper) -> Criterion:
+def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "") -> Criterion:
     """Rashomon criterion from each feature's model reliance MR_j(f) and its MCR range [MCR−_j, MCR+_j]:
     R = max_j (MCR+_j − MCR−_j) / max_j MR_j(f), graded by :data:`RASHOMON_WARN` / :data:`RASHOMON_FAIL`.
-    No interval: the MCR bounds are themselves estimates over the Rashomon set, not row means."""
+    No interval: the MCR bounds are themselves estimates over the Rashomon set, not row means. ``unit``
+    says in words what a reliance measures (e.g. "increase in log-loss when the feature is scrambled")."""
     name, kind = "Rashomon sensitivity", "Rashomon sensitivity"
     features = [str(f) for f in features]
     reliance, lower, upper = (np.asarray(a, dtype=float) for a in (reliance, lower, upper))
@@ -479,7 +482,8 @@ def rashomon_sensitivity(features, reliance, lower, upper) -> Criterion:
     widest = int(np.nanargmax(widths))
     value = float(widths[widest] / top)
     status = grade(value, None, RASHOMON_WARN, RASHOMON_FAIL)
-    text = (f"Widest range: {features[widest]}, reliance between {lower[widest]:.3g} and {upper[widest]:.3g} among "
-            f"equally accurate models (the audited model: {reliance[widest]:.3g}); the largest reliance of the model "
-            f"is {top:.3g} ({features[int(np.argmax(reliance))]}), so R = {value:.2f}.")
+    text = (f"Widest range: {features[widest]}, reliance between {lower[widest]:.4g} and {upper[widest]:.4g} among "
+            f"equally accurate models (the audited model: {reliance[widest]:.4g}); the largest reliance of the model "
+            f"is {top:.4g} ({features[int(np.argmax(reliance))]}), so R = {value:.2f}."
+            + (f" Reliance: {unit}." if unit else ""))
     return Criterion(name, status, value, None, RASHOMON_RULE, text, kind)

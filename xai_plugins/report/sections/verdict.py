@@ -13,6 +13,7 @@ from sklearn import metrics
 
 from .. import verdict as vd
 from . import new, register
+from .mcr import reliance_unit
 
 #: the test score of the predictive-adequacy criterion per task, and its training counterpart
 TASK_SCORES = {"regression": ("R²", metrics.r2_score), "classification": ("balanced accuracy",
@@ -116,4 +117,5 @@ def _rashomon(section) -> vd.Criterion:
     if why is not None:
         return vd.not_assessed("Rashomon sensitivity", "Rashomon sensitivity", why, vd.RASHOMON_RULE)
     table = section.data["table"]
-    return vd.rashomon_sensitivity(table.index, table["model_reliance"], table["mcr_minus"], table["mcr_plus"])
+    return vd.rashomon_sensitivity(table.index, table["model_reliance"], table["mcr_minus"], table["mcr_plus"],
+                                   reliance_unit(section.data.get("params", {})))
