@@ -74,32 +74,39 @@ static int changed_slots(const xai_forest *f, const int32_t *changed, int32_t n_
     return XAI_OK;
 }
 
-/* The leaves, moved rows and accumulator of xai_reroute, given the boxes of changed_boxes. */
+/* The leaves, moved rows and accumulator of xai_reroute, given the boxes of changed_boxes. The
+ * arguments are read into locals once: stores into leaf could otherwise alias them. */
 static void route_rows(const xai_forest *f, xai_reroute_args *a, const double *lo, const double *hi)
 {
-    const int64_t base = f->tree_offset[a->tree];
-    const int64_t m = f->tree_offset[a->tree + 1] - base;
+    const int64_t n_rows = a->n_rows;
+    const int32_t tree = a->tree, n_changed = a->n_changed, width = a->width;
+    const int32_t *changed = a->changed, *start_leaf = a->start_leaf;
+    const double *X = a->X, *node_value = a->node_value;
+    int32_t *leaf = a->leaf;
+    int64_t *moved = a->moved;
+    double *acc = a->acc;
+    const int64_t base = f->tree_offset[tree];
+    const int64_t m = f->tree_offset[tree + 1] - base;
     const int strict_left = f->split_rule == XAI_LEFT_IF_LT; /* left: x < t, so a box is [lo, hi) */
     int64_t count = 0;
-    for (int64_t i = 0; i < a->n_rows; i++) {
-        const double *x = a->X + i * f->n_features;
-        const int64_t node = a->start_leaf[i] - base;
+    for (int64_t i = 0; i < n_rows; i++) {
+        const double *x = X + i * f->n_features;
+        const int32_t start = start_leaf[i];
+        const int64_t node = start - base;
         int inside = 1;
-        for (int32_t k = 0; k < a->n_changed && inside; k++) {
-            const double v = xai_input_value(f, x[a->changed[k]]);
+        for (int32_t k = 0; k < n_changed && inside; k++) {
+            const double v = xai_input_value(f, x[changed[k]]);
             const double l = lo[k * m + node], h = hi[k * m + node];
             inside = strict_left ? (v >= l && v < h) : (v > l && v <= h); /* false for NaN */
         }
-        const int32_t start = a->start_leaf[i];
-        const int32_t now = inside ? start : (int32_t)xai_leaf_of(f, a->tree, x); /* n_nodes <= INT32_MAX */
-        a->leaf[i] = now;
+        const int32_t now = inside ? start : (int32_t)xai_leaf_of(f, tree, x); /* n_nodes <= INT32_MAX */
+        leaf[i] = now;
         if (now == start)
             continue;
-        a->moved[count++] = i;
-        if (a->acc != NULL)
-            for (int32_t c = 0; c < a->width; c++)
-                a->acc[i * a->width + c] += a->node_value[(int64_t)now * a->width + c] -
-                                            a->node_value[(int64_t)start * a->width + c];
+        moved[count++] = i;
+        if (acc != NULL)
+            for (int32_t c = 0; c < width; c++)
+                acc[i * width + c] += node_value[(int64_t)now * width + c] - node_value[(int64_t)start * width + c];
     }
     a->n_moved = count;
 }
