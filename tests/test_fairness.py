@@ -1,6 +1,8 @@
 """Fairness towards protected attributes: groups, fairlearn disparities against direct numpy
 computations, per-group importance profiles, encodings and proxies, reliance and the audit section."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -183,12 +185,23 @@ FAST = {"explainers": ["shap", "local_mdi", "mcr"], "sections": ["explanations",
         "progress": False}
 
 
-def test_audit_of_a_protected_column_that_is_not_a_feature(hidden):
+def _hidden_audit(hidden):
     X, race, y = hidden
     features = X.drop(columns="income")
     model = RandomForestClassifier(30, max_depth=4, bootstrap=False, random_state=0).fit(features[:350], y[:350])
     data = features.assign(race=race)
-    a = audit(model, data[350:], y[350:], X_train=data[:350], y_train=y[:350], protected=["race"], **FAST)
+    return model, features, audit(model, data[350:], y[350:], X_train=data[:350], y_train=y[:350],
+                                  protected=["race"], **FAST)
+
+
+@pytest.fixture(scope="module")
+def hidden_audit(hidden):
+    return _hidden_audit(hidden)
+
+
+def test_audit_of_a_protected_column_that_is_not_a_feature(hidden, hidden_audit):
+    X, race, y = hidden
+    model, features, a = hidden_audit
     section = a.sections["fairness"]
     assert section.status == "warn"
     info = section.data["attributes"]["race"]
@@ -213,6 +226,12 @@ def test_audit_of_a_protected_column_that_is_not_a_feature(hidden):
     np.testing.assert_allclose(info["importance by group"]["SHAP"]["a"], shap_rows[groups == "a"].mean(axis=0))
     html = a.to_html()
     assert "Protected attribute: race" in html and "zip" in html
+
+
+def test_two_identical_runs_give_the_same_fairness_numbers(hidden, hidden_audit):
+    first = json.dumps(hidden_audit[2].to_dict()["sections"]["fairness"]["data"], sort_keys=True)
+    second = json.dumps(_hidden_audit(hidden)[2].to_dict()["sections"]["fairness"]["data"], sort_keys=True)
+    assert first == second
 
 
 def test_a_protected_feature_gets_its_mcr_range_on_a_regression():

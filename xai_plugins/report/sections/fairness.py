@@ -77,6 +77,9 @@ def _assess(ctx, results, options, name, predictions) -> dict:
                                "nothing to compare")
         out["findings"].append(out["not assessed"])
         return out
+    if ctx.cluster is not None:
+        out["findings"].append(f"Audit on a Dask cluster: this section uses the in-memory random sample of "
+                               f"{len(ctx.X_test)} test rows.")
     seed = ctx.seed_int(f"fairness:{name}")
     _performance(ctx, out, labels, predictions, seed)
     _importances(ctx, results, out, labels)
@@ -106,7 +109,7 @@ def _performance(ctx, out, labels, predictions, seed) -> None:
         rates = perf.by_group["selection rate"]
         out["findings"].append(
             f"Share of rows predicted as class {ctx.positive_class}: " + ", ".join(
-                f"{g} {fmt(r, 3)}" for g, r in rates.items()) +
+                f"{g}: {fmt(r, 3)}" for g, r in rates.items()) +
             f"; the demographic-parity difference is {fmt(perf.disparities.loc['demographic parity difference', 'value'])}"
             f" (warning above {fmt(fair.THRESHOLDS['demographic parity difference'])}).")
         if "equalized odds difference" in perf.disparities.index:
@@ -118,7 +121,7 @@ def _performance(ctx, out, labels, predictions, seed) -> None:
         gap = perf.disparities.loc["mean prediction gap (sd of predictions)", "value"]
         out["findings"].append(
             "Mean prediction per group: " + ", ".join(
-                f"{g} {fmt(v)}" for g, v in perf.by_group["mean prediction"].items()) +
+                f"{g}: {fmt(v)}" for g, v in perf.by_group["mean prediction"].items()) +
             f"; the gap is {fmt(gap)} standard deviations of the predictions (warning above "
             f"{fmt(fair.THRESHOLDS['mean prediction gap (sd of predictions)'])}).")
         if "MAE ratio (worst / best group)" in perf.disparities.index:
@@ -146,7 +149,7 @@ def _importances(ctx, results, out, labels) -> None:
     counts = row_groups.value_counts().sort_index()
     out["data"].update({"explained rows per group": counts.to_dict(), "importance by group": means,
                         "importance profiles": summary})
-    out["blocks"].append(_grouped_bars(
+    out["blocks"].append(_grouped_bars(out["name"],
         f"{out['name']}: mean |importance| of the {min(TOP_FEATURES, ctx.n_features)} features most important "
         f"overall, per group, over the {len(rows)} explained test rows ("
         + ", ".join(f"{g}: {n} rows" for g, n in counts.items()) + "). Each panel is one method in its own units"
@@ -175,7 +178,7 @@ def _importances(ctx, results, out, labels) -> None:
                                "rows each, so their importance profiles are shown but not compared.")
 
 
-def _grouped_bars(caption, means: dict):
+def _grouped_bars(attribute, caption, means: dict):
     """One horizontal grouped bar chart per method: features (rows, most important on top) × groups
     (bars, first group on top), the legend above the panels."""
     methods = list(means)
@@ -184,7 +187,7 @@ def _grouped_bars(caption, means: dict):
     nrows = int(np.ceil(len(methods) / ncols))
     n_feat = min(TOP_FEATURES, len(means[methods[0]]))
     panel = 0.09 * n_feat * max(len(groups), 2) + 0.8
-    legend = 0.35
+    legend = 0.5
     colours = matplotlib.colormaps["tab10"].colors
     with matplotlib.rc_context(figures.STYLE):
         fig, axes = figures.new_figure(3.3 * ncols, panel * nrows + legend, nrows, ncols)
@@ -204,7 +207,7 @@ def _grouped_bars(caption, means: dict):
             ax.axis("off")
         handles, names = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, names, loc="upper center", ncols=min(len(groups), 6), frameon=False,
-                   title=None, bbox_to_anchor=(0.5, 1.0))
+                   title=f"groups of {attribute}", bbox_to_anchor=(0.5, 1.0))
         fig.tight_layout(rect=(0, 0, 1, 1 - legend / (panel * nrows + legend)))
         return figures.Figure(caption, figures.to_data_uri(fig))
 
@@ -216,8 +219,14 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
         out["findings"].append(f"{name} is not a model input and no model feature is a function of it: the model "
                                "can use it only through correlated features (see the proxy check).")
         return
-    listed = ", ".join(f"{c} ({how})" for c, how in encodings.items())
-    out["warnings"].append(f"the model uses {listed}, which encode{'s' if len(encodings) == 1 else ''} it")
+    direct = [c for c, how in encodings.items() if how != "determined by it"]
+    others = [f"{c} ({how})" for c, how in encodings.items() if how == "determined by it"]
+    listed = ", ".join(map(str, direct + others))
+    what = (f"it is a model input{' (' + ', '.join(map(str, direct)) + ')' if direct != [name] else ''}"
+            if direct else "")
+    if others:
+        what += ("; " if what else "") + f"model input{'s' if len(others) > 1 else ''} {', '.join(others)} encode it"
+    out["warnings"].append(what)
     rows = {}
     if ctx.y_test is not None:
         loss, unit = ((lambda y, p: float(np.mean(np.asarray(y) != np.asarray(p))), "misclassification rate")
@@ -233,11 +242,10 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
         joint = fair.permutation_reliance(loss, predict, ctx.X_test.reset_index(drop=True), ctx.y_test,
                                           list(encodings), N_PERMUTATIONS, seed)
         rows[f"{', '.join(map(str, encodings))} (scrambled together, test data)"] = {"this model's reliance": joint}
-        direct = any(how != "determined by it" for how in encodings.values())
         out["findings"].append(
-            (f"{name} is a model input ({listed})." if direct else
-             f"{name} is encoded in the model's inputs: {listed}.") + f" Scrambling {'it' if len(encodings) == 1 else 'these columns'} "
-            f"across the test rows changes the {unit} by {fmt(joint)} (mean of {N_PERMUTATIONS} permutations).")
+            f"{name[0].upper() + name[1:]}: {what}. Scrambling {'this column' if len(encodings) == 1 else 'these columns'}"
+            f" ({listed}) across the test rows changes the {unit} by {fmt(joint)} (mean of {N_PERMUTATIONS} "
+            "permutations; a value near 0 or below means the model's test error does not depend on it).")
     mcr = results.get("mcr")
     table = mcr.data.get("table") if mcr is not None and mcr.status == "ok" else None
     if table is not None and all(c in table.index for c in encodings):
