@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn import metrics
 
 PACKAGES = ("xai_plugins", "numpy", "scipy", "pandas", "scikit-learn", "xgboost", "lightgbm", "shap", "matplotlib",
-            "jinja2", "weasyprint", "python-sat", "pyunigen")
+            "jinja2", "weasyprint", "fairlearn", "python-sat", "pyunigen")
 
 
 def model_card(ctx) -> dict:
