@@ -6,8 +6,6 @@ import io
 import json
 import warnings
 
-import numpy as np
-import pandas as pd
 import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor

@@ -32,7 +32,7 @@ def test_grade_lower_is_better_judges_the_interval(interval, expected):
 
 def test_grade_without_interval_judges_the_value():
     assert [v.grade(x, None, 0.5, 0.25) for x in (0.6, 0.3, 0.2)] == ["pass", "warn", "fail"]
-    assert v.grade(0.6, ci(np.nan, np.nan), 0.5, 0.25) == "pass"
+    assert v.grade(0.6, ci(np.nan, np.nan), 0.5, 0.25) == "warn"        # no interval from too few rows
 
 
 # ---------------------------------------------------------------- bootstrap intervals
@@ -263,3 +263,10 @@ def test_verdict_headline_and_json():
     data = json.loads(json.dumps(verdict.to_dict()))
     assert data["overall"] == "fail" and [c["status"] for c in data["criteria"]] == ["fail", "pass", "not assessed"]
     assert data["criteria"][2]["explanation"] == "Not assessed: MCR skipped."
+
+
+def test_verdict_json_has_no_nan():
+    one_row = v.explainer_faithfulness("SHAP", {"SHAP": [2.0], "random": [1.0], "greedy": [3.0]}, 0.3)
+    assert np.isnan(one_row.ci.low) and one_row.status == "warn"          # one row cannot decide
+    text = json.dumps(v.Verdict.from_criteria([one_row]).to_dict(), allow_nan=False)
+    assert json.loads(text)["criteria"][0]["ci"]["low"] is None

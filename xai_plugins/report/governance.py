@@ -25,7 +25,8 @@ CARD_FIELDS = {"name": "Model name", "version": "Version", "owner": "Owner", "in
                "out_of_scope_uses": "Out-of-scope uses", "data_provenance": "Data provenance"}
 #: other spellings of the required keys (normalised)
 ALIASES = {"model_name": "name", "model_version": "version", "model_owner": "owner", "intended_uses": "intended_use",
-           "out_of_scope": "out_of_scope_uses", "out_of_scope_use": "out_of_scope_uses", "provenance": "data_provenance"}
+           "out_of_scope": "out_of_scope_uses", "out_of_scope_use": "out_of_scope_uses",
+           "provenance": "data_provenance"}
 #: the approval block: label -> key a card's ``approver`` mapping may pre-fill (None: always blank)
 APPROVAL_FIELDS = {"Approver name": "name", "Approver role": "role", "Date of approval": None, "Signature": None}
 APPROVER_KEYS = ("approver", "approval", "approved_by")

@@ -90,11 +90,17 @@ class ConfidenceInterval:
         return bool(self.low <= value <= self.high)
 
     def to_dict(self) -> dict:
-        """JSON-ready fields."""
-        return {"low": self.low, "high": self.high, "level": self.level, "method": self.method, "rows": self.rows}
+        """JSON-ready fields (a NaN bound as None)."""
+        return {"low": _finite(self.low), "high": _finite(self.high), "level": self.level, "method": self.method,
+                "rows": self.rows}
 
     def __str__(self) -> str:
         return f"{self.level:.0%} CI [{self.low:.3g}, {self.high:.3g}]"
+
+
+def _finite(value) -> float | None:
+    """``value`` as a float, None when it is missing or not finite (JSON has no NaN)."""
+    return None if value is None or not np.isfinite(value) else float(value)
 
 
 def _rng(random_state) -> np.random.Generator:
@@ -188,7 +194,7 @@ class Criterion:
     def to_dict(self) -> dict:
         """JSON-ready fields."""
         return {"name": self.name, "kind": self.kind, "status": self.status,
-                "value": None if self.value is None or not np.isfinite(self.value) else float(self.value),
+                "value": _finite(self.value),
                 "ci": None if self.ci is None else self.ci.to_dict(), "threshold": self.threshold_text,
                 "explanation": self.explanation}
 
@@ -241,10 +247,16 @@ def grade(value: float, ci: ConfidenceInterval | None, pass_at: float, fail_at: 
 
     Higher is better when ``pass_at > fail_at``: "pass" when the interval lies at or above ``pass_at``,
     "fail" when it lies below ``fail_at``. Lower is better when ``pass_at < fail_at``: "pass" when it lies
-    at or below ``pass_at``, "fail" when it lies above ``fail_at``. Otherwise "warn". Without an interval
-    (or with NaN bounds) the rule applies to ``value`` itself.
+    at or below ``pass_at``, "fail" when it lies above ``fail_at``. Otherwise "warn" — also when the
+    interval could not be computed (NaN bounds: fewer than two rows). Where no interval applies
+    (``ci`` None: a quantity that is not a mean over rows) the rule applies to ``value`` itself.
     """
-    low, high = (value, value) if ci is None or not np.isfinite([ci.low, ci.high]).all() else (ci.low, ci.high)
+    if ci is None:
+        low = high = value
+    elif np.isfinite([ci.low, ci.high]).all():
+        low, high = ci.low, ci.high
+    else:
+        return WARN
     if pass_at >= fail_at:
         return PASS if low >= pass_at else FAIL if high < fail_at else WARN
     return PASS if high <= pass_at else FAIL if low > fail_at else WARN
@@ -315,9 +327,8 @@ def predictive_adequacy(test: HoldoutScore, train: float | None) -> Criterion:
     if not np.isfinite(test.value):
         return not_assessed(name, kind, f"the test {test.metric} is not finite", ADEQUACY_RULE)
     if test.value <= chance:
-        return Criterion(name, FAIL, test.value, test.ci, ADEQUACY_RULE,
-                         f"Test {measured} is at or below chance ({chance:.3g}): the model does not predict the test data.",
-                         kind)
+        return Criterion(name, FAIL, test.value, test.ci, ADEQUACY_RULE, f"Test {measured} is at or below chance "
+                         f"({chance:.3g}): the model does not predict the test data.", kind)
     if train is None or not np.isfinite(train):
         return not_assessed(name, kind, f"no training score to compare the test {measured} with", ADEQUACY_RULE)
     if train <= chance:
@@ -410,9 +421,10 @@ def explainer_agreement(scores: dict | None = None, global_tau=None, *, n_boot: 
         return not_assessed(name, kind, "no pair of explainers orders the features (constant importances)",
                             AGREEMENT_RULE)
     finite_pairs = {k: v for k, v in pairs.items() if np.isfinite(v)}
-    weakest = min(finite_pairs, key=finite_pairs.get)
+    weakest = min(finite_pairs, key=lambda pair: finite_pairs[pair])
     features = "" if n_features is None else f" of {n_features} features"
-    text = (f"Mean Kendall τ over the {len(pairs)} pair{'s' * (len(pairs) > 1)} of {len(methods)} explainers' orderings{features}, {over}: "
+    pair_count = f"{len(pairs)} pair{'s' * (len(pairs) > 1)}"
+    text = (f"Mean Kendall τ over the {pair_count} of {len(methods)} explainers' orderings{features}, {over}: "
             f"{tau:.2f}" + ("" if ci is None else f" ({ci})") + f". Least agreeing pair: {weakest} "
             f"(τ = {finite_pairs[weakest]:.2f}).")
     return Criterion(name, grade(tau, ci, AGREEMENT_PASS, AGREEMENT_FAIL), tau, ci, AGREEMENT_RULE, text, kind)
