@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ._extras import require
+from ._extras import needs
 from ._validation import check_random_state, resolve_output
 from .attributions import (Attribution, acme_attribution, background_data, local_mdi_attribution,
                            pg2_attribution)
@@ -28,9 +28,9 @@ from .errors import InputError
 from .forest import import_model
 from .mdi import require_impurities
 
-ExplainerMixin = require("interpret.api.base", "interpret", "The InterpretML explainers").ExplainerMixin
-FeatureValueExplanation = require("interpret.api.templates", "interpret",
-                                  "The InterpretML explainers").FeatureValueExplanation
+with needs("interpret", "The InterpretML explainers"):
+    from interpret.api.base import ExplainerMixin
+    from interpret.api.templates import FeatureValueExplanation
 
 
 class AttributionExplanation(FeatureValueExplanation):

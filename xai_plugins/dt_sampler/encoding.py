@@ -41,12 +41,12 @@ from itertools import combinations
 
 import numpy as np
 
-from .._extras import require
+from .._extras import needs
 from ..errors import InputError
 
-CardEnc = require("pysat.card", "dt-sampler", "DT-Sampler").CardEnc
-EncType = require("pysat.card", "dt-sampler", "DT-Sampler").EncType
-IDPool = require("pysat.formula", "dt-sampler", "DT-Sampler").IDPool
+with needs("dt-sampler", "DT-Sampler"):
+    from pysat.card import CardEnc, EncType
+    from pysat.formula import IDPool
 
 #: Cardinality encodings of :mod:`pysat.card` accepted for the accuracy constraint (6).  The
 #: default, ``mtotalizer``, sampled fastest on the costlier benchmark case (breast cancer, N = 5:

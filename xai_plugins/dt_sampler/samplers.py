@@ -8,10 +8,11 @@ import warnings
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._extras import require
+from .._extras import needs, require
 from ..errors import InputError, XaiWarning
 
-Solver = require("pysat.solvers", "dt-sampler", "DT-Sampler").Solver
+with needs("dt-sampler", "DT-Sampler"):
+    from pysat.solvers import Solver
 
 #: Seconds before a progress bar appears (quick runs stay silent).
 PROGRESS_DELAY = 2.0

@@ -13,11 +13,12 @@ import math
 import numbers
 from importlib import resources
 
-from .._extras import require
+from .._extras import needs
 
-jinja2 = require("jinja2", "report", "The audit report")
-HTML = require("weasyprint", "report", "The audit report's PDF").HTML
-URLFetcher = require("weasyprint.urls", "report", "The audit report's PDF").URLFetcher
+with needs("report", "The audit report"):
+    import jinja2
+    from weasyprint import HTML
+    from weasyprint.urls import URLFetcher
 
 TEMPLATE_PACKAGE = "xai_plugins.templates"
 
