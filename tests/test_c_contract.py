@@ -16,8 +16,14 @@ import pytest
 from sklearn.tree import DecisionTreeRegressor
 
 from xai_plugins import _native
-from xai_plugins.errors import (InputError, InputIndexError, ModelStructureError, NativeMemoryError,
-                                UnsupportedModelError, XaiError)
+from xai_plugins.errors import (
+    InputError,
+    InputIndexError,
+    ModelStructureError,
+    NativeMemoryError,
+    UnsupportedModelError,
+    XaiError,
+)
 from xai_plugins.forest import Forest, import_model
 
 CSRC = Path(__file__).resolve().parent.parent / "csrc"

@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ._validation import check_n_jobs
-from .errors import (InputError, InputIndexError, ModelStructureError, NativeMemoryError,
-                     UnsupportedModelError, XaiError)
+from .errors import InputError, InputIndexError, ModelStructureError, NativeMemoryError, UnsupportedModelError, XaiError
 
 try:
     from . import _core
@@ -201,9 +200,10 @@ def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, n
             acc=None) -> tuple[np.ndarray, np.ndarray]:
     """Leaves of tree ``tree`` for the rows of X (float64, C order) whose features ``changed``
     took new values, given the global leaves ``start_leaf`` they reached before: ``(leaf, moved)``,
-    every row's global leaf (int32, like node ids in the C layout) and the rows whose leaf changed. With ``acc`` (n, width) and
-    ``node_value`` (n_nodes, width), both float64 C-ordered, adds every moved row's change of node
-    value to ``acc`` in place. One call, no thread pool: callers run trees in parallel."""
+    every row's global leaf (int32, like node ids in the C layout) and the rows whose leaf changed.
+    With ``acc`` (n, width) and ``node_value`` (n_nodes, width), both float64 C-ordered, adds every
+    moved row's change of node value to ``acc`` in place. One call, no thread pool: callers run
+    trees in parallel."""
     n = len(X)
     leaf = np.empty(n, dtype=np.int32)
     moved = np.empty(n, dtype=np.int64)
