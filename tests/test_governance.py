@@ -101,7 +101,7 @@ SMALL = dict(max_rows=10, max_shap_rows=40, mcr_permutations=2, explainers=("sha
 def governed(diabetes):
     model, X_test, y_test, X_train, y_train = diabetes
     return audit(model, X_test, y_test, X_train=X_train, y_train=y_train, model_card=CARD, run_id="run-2026-042",
-                 title="Governed audit", **SMALL)
+                 title="Governed audit", protected=("sex",), **SMALL)
 
 
 def test_governance_fields_and_blank_approval_in_the_html(governed):
@@ -128,7 +128,8 @@ def test_verdict_is_on_the_first_pdf_page_and_in_the_json(governed):
     data = json.loads(governed.to_json())
     assert data["verdict"]["overall"] == governed.verdict.overall in ("pass", "warn", "fail")
     kinds = {c["kind"] for c in data["verdict"]["criteria"]}
-    assert kinds == {"predictive adequacy", "faithfulness", "agreement", "stability", "Rashomon sensitivity"}
+    assert kinds == {"predictive adequacy", "faithfulness", "agreement", "stability", "Rashomon sensitivity",
+                     "fairness"}
     names = [c["name"] for c in data["verdict"]["criteria"]]
     assert "Faithfulness of SHAP" in names and not any("greedy" in n for n in names)   # the ceiling is no contestant
     assert data["sections"]["governance"]["data"]["card fields"]["Owner"] == "Risk analytics"
@@ -167,7 +168,9 @@ def test_no_model_card_says_how_to_give_one(diabetes):
     gov = a.sections["governance"]
     assert gov.status == "ok" and gov.data["card fields"]["Owner"] == MISSING
     assert "model_card=" in a.to_html()
-    assert {c.kind: c.status for c in a.verdict.criteria}["predictive adequacy"] == "not assessed"  # no training data
+    kinds = {c.kind: c.status for c in a.verdict.criteria}
+    assert kinds["predictive adequacy"] == "not assessed"          # no training data to compare with
+    assert "fairness" not in kinds                                 # judged only when protected attributes are named
 
 
 def test_invalid_card_fails_before_any_work(diabetes, tmp_path, monkeypatch):

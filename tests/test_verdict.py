@@ -270,3 +270,14 @@ def test_verdict_json_has_no_nan():
     assert np.isnan(one_row.ci.low) and one_row.status == "warn"          # one row cannot decide
     text = json.dumps(v.Verdict.from_criteria([one_row]).to_dict(), allow_nan=False)
     assert json.loads(text)["criteria"][0]["ci"]["low"] is None
+
+
+# ---------------------------------------------------------------- fairness
+def test_fairness_mirrors_the_thresholds_crossed():
+    limits = {"demographic parity difference": 0.1, "proxy AUC": 0.8}
+    crossed = v.fairness(["race"], limits, crossed="demographic parity difference 0.23 > 0.1")
+    assert crossed.status == "warn" and "0.23" in crossed.explanation
+    assert crossed.threshold_text == "warn if any of demographic parity difference > 0.1, proxy AUC > 0.8, else pass"
+    assert v.fairness(["race", "sex"], limits).status == "pass"
+    skipped = v.fairness(["race"], limits, not_assessed_reason="the fairness section failed")
+    assert skipped.status == "not assessed"

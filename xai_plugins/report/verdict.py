@@ -10,7 +10,9 @@ Pure computation on numbers and per-row arrays: nothing here imports the report.
   interval is a *paired* bootstrap over rows (the three per-row arrays are resampled together);
 - **agreement** between explainers: mean pairwise Kendall τ of their feature orderings;
 - **stability across σ**: the largest change of any explainer's F between noise levels;
-- **Rashomon sensitivity**: the widest MCR range relative to the model's largest reliance.
+- **Rashomon sensitivity**: the widest MCR range relative to the model's largest reliance;
+- **fairness**, when protected attributes are named: whether a disparity, importance-profile or proxy
+  threshold of the fairness section is crossed.
 
 A criterion without data is "not assessed" and says why; it never passes. The overall verdict is the
 worst assessed status, and an audit with a criterion not assessed is at best "warn".
@@ -181,7 +183,8 @@ class Criterion:
     """One verdict line. ``status``: "pass", "warn", "fail" or "not assessed"; ``value`` the measured
     quantity with its confidence interval ``ci`` (None where no row-level resampling applies);
     ``threshold_text`` the rule; ``explanation`` what was measured, in words. ``kind`` groups the
-    criteria ("predictive adequacy", "faithfulness", "agreement", "stability", "Rashomon sensitivity")."""
+    criteria ("predictive adequacy", "faithfulness", "agreement", "stability", "Rashomon sensitivity",
+    "fairness")."""
 
     name: str
     status: str
@@ -499,3 +502,19 @@ def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "") -> Cr
             f"is {top:.4g} ({features[int(np.argmax(reliance))]}), so R = {value:.2f}."
             + (f" Reliance: {unit}." if unit else ""))
     return Criterion(name, status, value, None, RASHOMON_RULE, text, kind)
+
+
+def fairness(attributes, thresholds: dict, crossed: str = "", not_assessed_reason: str = "") -> Criterion:
+    """Fairness criterion of the protected ``attributes``: "warn" when the fairness section found a
+    threshold crossed (``crossed`` lists them, as the section words them), "pass" when none was, "not
+    assessed" with ``not_assessed_reason``. ``thresholds``: {metric: limit} quoted in the rule. A
+    crossed threshold warns rather than fails: a disparity may be justified by the intended use,
+    which the reviewer, not the tool, judges."""
+    name, kind = "Fairness", "fairness"
+    rule = "warn if any of " + ", ".join(f"{k} > {v:g}" for k, v in thresholds.items()) + ", else pass"
+    names = ", ".join(map(str, attributes))
+    if not_assessed_reason:
+        return not_assessed(name, kind, not_assessed_reason, rule)
+    if crossed:
+        return Criterion(name, WARN, None, None, rule, f"Protected attributes {names}: {crossed}.", kind)
+    return Criterion(name, PASS, None, None, rule, f"Protected attributes {names}: no threshold crossed.", kind)

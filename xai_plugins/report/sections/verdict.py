@@ -29,6 +29,8 @@ def build(ctx, results, options):
                 _agreement(results.get("agreement"), results.get("explanations"), ctx.rng("verdict: agreement")),
                 _stability(results.get("faithfulness"), ctx.rng("verdict: stability")),
                 _rashomon(results.get("mcr"))]
+    if options.protected:
+        criteria.append(_fairness(results.get("fairness"), options.protected))
     verdict = vd.Verdict.from_criteria(criteria)
     section = new("verdict")
     section.data = verdict.to_dict()
@@ -119,3 +121,11 @@ def _rashomon(section) -> vd.Criterion:
     table = section.data["table"]
     return vd.rashomon_sensitivity(table.index, table["model_reliance"], table["mcr_minus"], table["mcr_plus"],
                                    reliance_unit(section.data.get("params", {})))
+
+
+def _fairness(section, protected) -> vd.Criterion:
+    thresholds = section.data.get("thresholds", {}) if section is not None else {}
+    why = _unavailable(section, "fairness")
+    if why is not None:
+        return vd.fairness(protected, thresholds, not_assessed_reason=why)
+    return vd.fairness(protected, thresholds, crossed=section.reason if section.status == "warn" else "")
