@@ -14,7 +14,8 @@
  * Only xai_validate checks the forest itself. Every other function assumes a forest that
  * xai_validate accepted (and that has not changed since): it checks its own arguments (sizes,
  * indices, NULL buffers) but reads the forest's arrays without bounds checks, so an unvalidated
- * forest is undefined behaviour. The code is portable C11 (no compiler extension is required).
+ * forest is undefined behaviour. The code is portable C11; compiler extensions appear only behind
+ * feature tests, with a plain C11 path elsewhere.
  */
 #ifndef XAI_H
 #define XAI_H
@@ -27,7 +28,7 @@
 enum {
     XAI_OK = 0,
     XAI_E_SIZE = 1,        /* a count or buffer size is negative, zero where it must not be, or too small */
-    XAI_E_INDEX = 2,       /* a child, feature, rank or output index is out of range */
+    XAI_E_INDEX = 2,       /* a child, feature, rank, tree, leaf or output index is out of range */
     XAI_E_STRUCTURE = 3,   /* a tree is not a binary tree rooted at node 0 (in-degree, reachability, depth) */
     XAI_E_VALUE = 4,       /* a NaN threshold, or a leaf value, impurity or input NaN/inf where it must be finite */
     XAI_E_UNSUPPORTED = 5, /* a combination of settings the core does not implement */
@@ -93,7 +94,8 @@ int xai_last_error(int64_t *tree, int64_t *node, int64_t *row);
 
 /* Checks the structure once per model: sizes, index ranges, in-degree 1, every node reachable
  * from its tree's root, depth <= max_depth, thresholds not NaN (+-inf allowed), finite leaf
- * values, impurities and base scores, and the PG2 ranks when present. The only function that checks the forest. */
+ * values, impurities and base scores, and the PG2 ranks when present. The only function that
+ * checks the forest. */
 int xai_validate(const xai_forest *forest);
 
 /* out[i * n_outputs + o] = model output o for row i of X[n_rows * n_features] (margin space).
@@ -152,8 +154,8 @@ typedef struct {
 
 /* Fills args->leaf, args->moved and args->n_moved: a row whose new values pass every split on a
  * changed feature along start_leaf[i]'s path keeps that leaf without a traversal; the others (NaN
- * included) are routed from the root. When acc is not NULL, acc[i * width + c] += node_value[leaf[i] * width + c]
- * - node_value[start_leaf[i] * width + c] for every moved row. */
+ * included) are routed from the root. When acc is not NULL, for every moved row
+ * acc[i * width + c] += node_value[leaf[i] * width + c] - node_value[start_leaf[i] * width + c]. */
 int xai_reroute(const xai_forest *forest, xai_reroute_args *args);
 /* cffi-cdef-end */
 
