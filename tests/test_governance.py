@@ -167,7 +167,8 @@ def test_no_model_card_says_how_to_give_one(diabetes):
     a = audit(model, X_test, y_test, sections=("explanations",), **{**SMALL, "explainers": ("shap",)})
     gov = a.sections["governance"]
     assert gov.status == "ok" and gov.data["card fields"]["Owner"] == MISSING
-    assert "model_card=" in a.to_html()
+    html = a.to_html()
+    assert "model_card=" in html and "Fairness was not judged: no protected attribute was named" in html
     kinds = {c.kind: c.status for c in a.verdict.criteria}
     assert kinds["predictive adequacy"] == "not assessed"          # no training data to compare with
     assert "fairness" not in kinds                                 # judged only when protected attributes are named
