@@ -23,6 +23,7 @@ from .. import fairness as fair
 from .. import figures
 from ..explainers import LABELS
 from ..render import fmt
+from ...errors import InputError
 from ..section import Table
 from . import new, register
 from .mcr import reliance_unit
@@ -83,9 +84,13 @@ def _assess(ctx, results, options, name, predictions) -> dict:
     seed = ctx.seed_int(f"fairness:{name}")
     _performance(ctx, out, labels, predictions, seed)
     _importances(ctx, results, out, labels)
-    encodings = fair.encoding_columns(ctx.X_test.reset_index(drop=True), name, labels)
+    # encodings and proxies are read on the training rows when they carry the attribute (more rows)
+    train = ctx.protected_train is not None and name in ctx.protected_train.columns and ctx.X_train is not None
+    X = (ctx.X_train if train else ctx.X_test).reset_index(drop=True)
+    source = grouping.labels((ctx.protected_train if train else ctx.protected)[name].reset_index(drop=True))
+    encodings = fair.encoding_columns(X, name, source)
     _reliance(ctx, results, out, encodings, seed)
-    _proxies(ctx, out, grouping, encodings, seed)
+    _proxies(out, X, source, "training" if train else "test", encodings, seed)
     return out
 
 
@@ -186,7 +191,7 @@ def _grouped_bars(attribute, caption, means: dict):
     ncols = min(2, len(methods))
     nrows = int(np.ceil(len(methods) / ncols))
     n_feat = min(TOP_FEATURES, len(means[methods[0]]))
-    panel = 0.09 * n_feat * max(len(groups), 2) + 0.8
+    panel = 0.075 * n_feat * max(len(groups), 2) + 0.7
     legend = 0.5
     colours = matplotlib.colormaps["tab10"].colors
     with matplotlib.rc_context(figures.STYLE):
@@ -222,11 +227,11 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
     direct = [c for c, how in encodings.items() if how != "determined by it"]
     others = [f"{c} ({how})" for c, how in encodings.items() if how == "determined by it"]
     listed = ", ".join(map(str, direct + others))
-    what = (f"it is a model input{' (' + ', '.join(map(str, direct)) + ')' if direct != [name] else ''}"
-            if direct else "")
-    if others:
-        what += ("; " if what else "") + f"model input{'s' if len(others) > 1 else ''} {', '.join(others)} encode it"
-    out["warnings"].append(what)
+    parts = ([f"is a model input{' (' + ', '.join(map(str, direct)) + ')' if direct != [name] else ''}"]
+             if direct else []) + ([f"is encoded by the model input{'s' if len(others) > 1 else ''} {', '.join(others)}"]
+                                   if others else [])
+    what = " and ".join(parts)
+    out["warnings"].append(f"it {what}")
     rows = {}
     if ctx.y_test is not None:
         loss, unit = ((lambda y, p: float(np.mean(np.asarray(y) != np.asarray(p))), "misclassification rate")
@@ -243,7 +248,7 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
                                           list(encodings), N_PERMUTATIONS, seed)
         rows[f"{', '.join(map(str, encodings))} (scrambled together, test data)"] = {"this model's reliance": joint}
         out["findings"].append(
-            f"{name[0].upper() + name[1:]}: {what}. Scrambling {'this column' if len(encodings) == 1 else 'these columns'}"
+            f"{name} {what}. Scrambling {'this column' if len(encodings) == 1 else 'these columns'}"
             f" ({listed}) across the test rows changes the {unit} by {fmt(joint)} (mean of {N_PERMUTATIONS} "
             "permutations; a value near 0 or below means the model's test error does not depend on it).")
     mcr = results.get("mcr")
@@ -273,13 +278,13 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
                                    "Rashomon set.", frame))
 
 
-def _proxies(ctx, out, grouping, encodings, seed) -> None:
+def _proxies(out, X, labels, where, encodings, seed) -> None:
     name = out["name"]
-    train = ctx.protected_train is not None and name in ctx.protected_train.columns and ctx.X_train is not None
-    X = (ctx.X_train if train else ctx.X_test).reset_index(drop=True)
-    labels = grouping.labels((ctx.protected_train if train else ctx.protected)[name].reset_index(drop=True))
-    proxy = fair.proxy_check(X, labels, encodings, seed)
-    where = "training" if train else "test"
+    try:
+        proxy = fair.proxy_check(X, labels, encodings, seed)
+    except InputError as exc:
+        out["findings"].append(f"Proxy check: not assessed ({exc}).")
+        return
     out["data"]["proxies"] = {"data": where, "rows": proxy.rows, "folds": proxy.folds, "auc": proxy.auc,
                               "table": proxy.table, "top": proxy.top(), "note": proxy.note}
     out["blocks"].append(Table(
