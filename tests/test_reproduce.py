@@ -51,14 +51,14 @@ def test_quick_table_writes_json_and_markdown(tmp_path):
     result = json.loads((tmp_path / "out" / "pg2-table6.json").read_text())
     assert {"id", "paper", "title", "protocol", "rows", "seconds"} <= set(result)
     assert result["id"] == "pg2-table6" and "error" not in result
-    assert len(result["rows"]) == 36                      # 3 datasets x 3 sigma' x 4 rankings
+    assert len(result["rows"]) == 63                      # 3 datasets x 3 sigma' x (4 rankings + 3 orderings)
     for row in result["rows"]:
         assert set(row) == ROW_KEYS
         assert isinstance(row["paper"], float) and np.isfinite(row["ours"]) and row["ours"] >= 0
         assert isinstance(row["agrees"], bool) and (row["agrees"] or row["reason"])
     md = (tmp_path / "out" / "REPRODUCTIONS.md").read_text()
     ok = sum(row["agrees"] for row in result["rows"])
-    assert f"**Overall: {ok} / 36 rows agree**" in md and "## pg2-table6" in md
+    assert f"**Overall: {ok} / 63 rows agree**" in md and "## pg2-table6" in md
     assert "[1/1] pg2-table6" in out.stderr                # progress on stderr
 
 

@@ -62,3 +62,19 @@ def rmse_se(errors: np.ndarray) -> float:
     sq = np.asarray(errors, dtype=np.float64) ** 2
     rmse = np.sqrt(sq.mean())
     return float(mean_se(sq) / (2 * rmse)) if rmse > 0 else 0.0
+
+
+def paired_difference_se(a: np.ndarray, b: np.ndarray, stat, n_boot: int = 400, seed: int = 0) -> float:
+    """Bootstrap standard error of stat(a) − stat(b) over rows resampled jointly (a and b are
+    per-row values of the same rows, e.g. two rankings' errors)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(a), size=(n_boot, len(a)))
+    return float(np.std([stat(a[i]) - stat(b[i]) for i in idx], ddof=1))
+
+
+def check_order(ours_diff: float, paper_diff: float, se: float) -> tuple[bool, str]:
+    """A paper's ordering of two methods holds when our difference has the paper's sign, or is
+    within 2 SE of zero (no significant reversal)."""
+    agrees = bool(np.sign(ours_diff) == np.sign(paper_diff) or abs(ours_diff) <= 2 * se)
+    return agrees, f"same sign as the paper, or |ours| ≤ 2 SE = {2 * se:.3g} (paired bootstrap)"

@@ -20,7 +20,7 @@ import xgboost as xgb
 import xai_plugins as xp
 
 from ._data import PG2_DATASETS, pg2_split
-from ._tolerance import check, mean_se, proportion_se, rmse_se
+from ._tolerance import check, check_order, mean_se, paired_difference_se, proportion_se, rmse_se
 from .base import Row, Table
 
 PAPER = "PG² (Gajewski, Karczmarz, Rapicki, Sankowski 2024)"
@@ -118,10 +118,12 @@ PAPER_TABLE5 = {
 }
 
 DIFFERENT_MODEL = ("our model is refitted on another 80:20 split (the authors' split was unseeded) with "
-                   "XGBoost 3.2 (theirs ≈ 2.0, other subsample draws), so it is not the paper's model; ")
+                   f"XGBoost {xgb.__version__} (the paper does not state its version; other subsample draws), so it "
+                   "is not the paper's model; ")
 PGI2_REASON = ("PGI² measures the model's own sensitivity to its inputs, so it moves with the model; the paper "
-               "calls the models of Tables 3 and 5 'Bigger PGI' models, which need not be appendix A's bigger models (the "
-               "authors' released remove-and-retrain script uses e.g. eta 0.1, subsample 0.01 for housing)")
+               "calls the models of Tables 3 and 5 'Bigger PGI' models, which need not be appendix A's bigger "
+               "models (the authors' released remove-and-retrain script uses e.g. eta 0.1, subsample 0.01 for "
+               "housing)")
 QUICK_ROWS = 120          # test rows per dataset for the ranking tables in --quick
 QUICK_RETRAIN_ROWS = 30   # test rows for remove-and-retrain in --quick (one refit per distinct removed set)
 
@@ -283,6 +285,20 @@ def run_precision(quick: bool) -> list[Row]:
             for row in precision_setting(dataset, kind, sigma, 2 if quick else pairs_per_size(dataset, 500), ladder)]
 
 
+def ordering_rows(setting: dict, metric: str, per_row: dict, printed: dict, stat, reason: str) -> list[Row]:
+    """The paper's conclusions are orderings ("greedy PG² scores higher PGI² than SHAP", "SHAP's removed
+    features raise the RMSE more"): per σ, stat(greedy σ) − stat(SHAP) against the paper's difference,
+    which survives a change of model better than the values themselves."""
+    out = []
+    for sigma in SIGMAS:
+        paper_diff = float(printed[sigma]) - float(printed["SHAP"])
+        ours = float(stat(per_row[sigma]) - stat(per_row["SHAP"]))
+        agrees, tol = check_order(ours, paper_diff, paired_difference_se(per_row[sigma], per_row["SHAP"], stat))
+        out.append(Row({**setting, "ranking": f"{metric}(greedy σ={sigma}) − {metric}(SHAP)"}, paper_diff, ours,
+                       agrees, tol, "" if agrees else reason))
+    return out
+
+
 # ---------------------------------------------------------------- Tables 2, 3, 6
 
 def run_table2(quick: bool) -> list[Row]:
@@ -317,6 +333,9 @@ def pgi2_table(paper_table: dict, kind: str, quick: bool) -> list[Row]:
                 out.append(Row({"dataset": dataset, "model": kind, "sigma'": sigma_p, "ranking": ranker_name(r)},
                                float(printed), ours, agrees, tol,
                                "" if agrees else DIFFERENT_MODEL + PGI2_REASON))
+            out += ordering_rows({"dataset": dataset, "model": kind, "sigma'": sigma_p}, "PGI²",
+                                 dict(zip(RANKERS, values)), dict(zip(RANKERS, paper[sigma_p])), np.mean,
+                                 DIFFERENT_MODEL + "the two rankings order differently on our model and rows")
     return out
 
 
@@ -378,19 +397,24 @@ def removal_table(paper_table: dict, method: str, quick: bool) -> list[Row]:
         X, y = split.X_test[idx], split.y_test[idx]
         rng = np.random.default_rng(SEED)
         for k in (1, 2, 3):
+            errors = {}
             for r, printed in zip(RANKERS, paper[k]):
                 removed = ranks[r][:, :k]
                 pred = (randomised_predictions(model(dataset, "bigger"), X, removed, split.X_test, 100, rng)
                         if method == "randomise" else retrained_predictions(dataset, X, removed))
-                err = y - pred
+                err = errors[r] = y - pred
                 ours = float(np.sqrt(np.mean(err ** 2)))
                 agrees, tol = check(ours, printed, rmse_se(err), len(X), PAPER_TEST_ROWS[dataset])
                 out.append(Row({"dataset": dataset, "k": k, "ranking": ranker_name(r)}, float(printed), ours,
                                agrees, tol, "" if agrees else removal_reason(method, paper, split.y_test)))
+            out += ordering_rows({"dataset": dataset, "k": k}, "RMSE", errors, dict(zip(RANKERS, paper[k])),
+                                 lambda e: np.sqrt(np.mean(e ** 2)), removal_reason(method, paper, split.y_test))
     return out
 
 
-PROTOCOL_RANKINGS = (f"Test rows: all (--quick: {QUICK_ROWS} drawn at random per dataset). ")
+PROTOCOL_RANKINGS = f"Test rows: all (--quick: {QUICK_ROWS} drawn at random per dataset). "
+ORDERING = (" Besides the values, one row per σ compares π_PG^σ with π_SHAP as the paper's conclusions do: the "
+            "difference of the two, agreeing when its sign is the paper's or it is within 2 paired-bootstrap SE of 0.")
 
 TABLES = [
     Table("pg2-table1", PAPER, "Table 1: MC / QMC iterations matching the exact algorithm's time, and their NMAE",
@@ -407,21 +431,22 @@ TABLES = [
           "k = 1 shares, so it compares sets, not ordered prefixes). Binomial standard error.",
           run_table2),
     Table("pg2-table3", PAPER, "Table 3: mean PGI² at σ′ of SHAP's and greedy rankings, bigger models",
-          PROTOCOL_RANKINGS + "Exact PGI² (xp.pgi2) at σ′ of π_SHAP and of π_PG^σ, averaged over the test rows.",
+          PROTOCOL_RANKINGS + "Exact PGI² (xp.pgi2) at σ′ of π_SHAP and of π_PG^σ, averaged over the test rows."
+          + ORDERING,
           lambda quick: pgi2_table(PAPER_TABLE3, "bigger", quick)),
     Table("pg2-table4", PAPER, "Table 4: feature randomising: RMSE with the top-k features randomised",
           PROTOCOL_RANKINGS + "ξ_random(x): mean prediction of the bigger model over 100 copies of x whose top-k "
           "features (of the ranking) are redrawn independently from the test set's columns (paper, 'Comparison vs "
           "SHAP with Feature Removing'); RMSE against the true target over the test rows. Higher = the ranking "
-          "found more important features.",
+          "found more important features." + ORDERING,
           lambda quick: removal_table(PAPER_TABLE4, "randomise", quick)),
     Table("pg2-table5", PAPER, "Table 5: remove and retrain: RMSE of models refitted without the top-k features",
           PROTOCOL_RANKINGS + f"--quick uses the first {QUICK_RETRAIN_ROWS} of those rows. ξ_retrain(x): the "
           "bigger model's hyper-parameters refitted on the training split without x's top-k features (one fit "
-          "per distinct removed set, seed fixed); RMSE against the true target.",
+          "per distinct removed set, seed fixed); RMSE against the true target." + ORDERING,
           lambda quick: removal_table(PAPER_TABLE5, "retrain", quick)),
     Table("pg2-table6", PAPER, "Table 6 (appendix): mean PGI² at σ′ of SHAP's and greedy rankings, single trees",
-          PROTOCOL_RANKINGS + "As pg2-table3 for the single-tree models.",
+          PROTOCOL_RANKINGS + "As pg2-table3 for the single-tree models." + ORDERING,
           lambda quick: pgi2_table(PAPER_TABLE6, "single", quick)),
     Table("pg2-precision", PAPER, "Figures 1-7: NMAE of MC and QMC against the exact PG² as iterations grow",
           "The figures carry no printed numbers, so two statements of the text are checked per setting: "
