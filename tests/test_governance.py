@@ -183,3 +183,44 @@ def test_invalid_card_fails_before_any_work(diabetes, tmp_path, monkeypatch):
     monkeypatch.setattr(sections, "build_all", lambda *a, **k: pytest.fail("the audit started computing"))
     with pytest.raises(InputError, match="must be a mapping"):
         audit(model, X_test, y_test, model_card=bad, **SMALL)
+
+
+# ---------------------------------------------------------------- from the command line
+@pytest.fixture(scope="module")
+def cli_files(tmp_path_factory, diabetes):
+    import yaml
+
+    model, X_test, y_test, X_train, y_train = diabetes
+    xgboost = pytest.importorskip("xgboost")
+    root = tmp_path_factory.mktemp("governance_cli")
+    X_test.assign(y=y_test).to_csv(root / "test.csv", index=False)
+    X_train.assign(y=y_train).to_csv(root / "train.csv", index=False)
+    xgboost.XGBRegressor(n_estimators=8, max_depth=3).fit(X_train, y_train).save_model(root / "model.json")
+    (root / "card.yaml").write_text(yaml.safe_dump(CARD), encoding="utf-8")
+    (root / "bad.yaml").write_text("name: [unclosed", encoding="utf-8")
+    return root
+
+
+def test_cli_model_card_and_command_line_on_the_report(cli_files, tmp_path):
+    from xai_plugins.cli import main
+
+    argv = ["--model", str(cli_files / "model.json"), "--data", str(cli_files / "test.csv"), "--target", "y",
+            "--train", str(cli_files / "train.csv"), "--model-card", str(cli_files / "card.yaml"), "--run-id",
+            "R-7", "--explainers", "shap", "pg2", "--max-rows", "8", "--sections", "faithfulness", "--no-pdf",
+            "--quiet", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    data = json.loads((tmp_path / "model.json").read_text(encoding="utf-8"))
+    run = data["sections"]["governance"]["data"]["run"]
+    assert run["Produced by"].startswith("xai-audit --model") and "--model-card" in run["Produced by"]
+    assert run["Run id"] == "R-7" and data["verdict"]["overall"] in ("pass", "warn", "fail")
+    html = (tmp_path / "model.html").read_text(encoding="utf-8")
+    assert "Risk analytics" in html and "--protected COL" in html          # the CLI flag, not the Python argument
+
+
+def test_cli_rejects_an_invalid_card(cli_files, tmp_path, capsys):
+    from xai_plugins.cli import main
+
+    status = main(["--model", str(cli_files / "model.json"), "--data", str(cli_files / "test.csv"), "--target", "y",
+                   "--model-card", str(cli_files / "bad.yaml"), "--quiet", "--out", str(tmp_path)])
+    assert status == 2 and "not valid YAML" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())                              # nothing written
