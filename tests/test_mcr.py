@@ -11,23 +11,13 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from sklearn.ensemble import (  # noqa: E402
-    ExtraTreesClassifier,
-    ExtraTreesRegressor,
-    GradientBoostingClassifier,
-    RandomForestClassifier,
-    RandomForestRegressor,
-)
+from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,  # noqa: E402
+                              RandomForestClassifier, RandomForestRegressor)
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.linear_model import LinearRegression  # noqa: E402
 
 from xai_plugins.forest import import_model  # noqa: E402
-from xai_plugins.mcr import (  # noqa: E402
-    MCRResult,
-    _tables,  # noqa: E402
-    fit_rashomon_forest,
-    model_class_reliance,
-)
+from xai_plugins.mcr import MCRResult, _tables, fit_rashomon_forest, model_class_reliance  # noqa: E402
 from xai_plugins.mcr._loss import make_loss  # noqa: E402
 from xai_plugins.mcr._parallel import OrderedMap  # noqa: E402
 from xai_plugins.mcr._rashomon import RashomonSwaps, neighbourhoods  # noqa: E402

@@ -639,7 +639,7 @@ def acme_local(acme, X):
     Xd, _ = _aligned(X, acme._align_names, d, lambda rows: (acme._check_rows(rows), list(acme.feature_names_)),
                      "X_rows")
     R = acme.grid_.values.size
-    k = acme._predict(acme.baseline_[None, :]).shape[1]
+    k = acme._scorer(acme.baseline_[None, :]).shape[1]
     out = _map_rows(_acme_block, Xd, ship(acme, "xai-acme"), [], 2 * d + k * (1 + 2 * R + d))
     n = Xd.shape[0]
     edges = np.cumsum([0, d, d, k, R * k, R * k, d * k])
@@ -648,9 +648,9 @@ def acme_local(acme, X):
     def shaped(a, width):
         return a.reshape(n, width) if k == 1 else a.reshape(n, width, k)
 
-    return DaskAcMELocal(grid=acme.grid_, output_names=acme._output_names(k), variant=acme.variant, X=parts[0],
-                        row_levels=parts[1], row_predictions=parts[2][:, 0] if k == 1 else parts[2],
-                        predictions=shaped(parts[3], R), effects=shaped(parts[4], R), values=shaped(parts[5], d))
+    return DaskAcMELocal(grid=acme.grid_, output_names=acme._scorer.output_names(k), variant=acme.variant,
+                         X=parts[0], row_levels=parts[1], row_predictions=parts[2][:, 0] if k == 1 else parts[2],
+                         predictions=shaped(parts[3], R), effects=shaped(parts[4], R), values=shaped(parts[5], d))
 
 
 # --------------------------------------------------------------------------------------------
