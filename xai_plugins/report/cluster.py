@@ -336,10 +336,10 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
             elif key == "acme":
                 from ..acme import AcME
 
-                background = ctx.X_train if ctx.X_train is not None else ctx.X_test
+                background = runners.acme_background(ctx)
                 acme = AcME(None, background, n_quantiles=acme_quantiles, score_function=scorer)
                 lazy[key] = xd._map_rows(_acme_block, X, xd.ship(acme, "xai-acme", cache=False), [], 2 * d)
-                extra[key] = {"acme": acme, "params": {"n_quantiles": acme_quantiles,
+                extra[key] = {"acme": acme, "params": {"quantile grid points": acme_quantiles,
                                                        "background rows": len(background)}}
             else:
                 results[key] = runners.run(key, in_memory_calls[key])
@@ -398,7 +398,8 @@ def _finish(key, result, ctx, extra, local_X, local_labels) -> None:
     if key == "pg2":
         result.params.update(extra)
     elif key == "shap":
-        result.params["algorithm"] = "TreeExplainer (path-dependent)"
+        result.params["algorithm"] = ("TreeSHAP; absent features follow the training data's paths through the "
+                                      "trees (no background sample)")
         if local_X is not None:
             import shap
 

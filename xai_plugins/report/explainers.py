@@ -89,7 +89,8 @@ def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_r
     position = np.searchsorted(shap_rows, rows)
     scores, ranking = _local(values[position])
     result = MethodResult("shap", importance=importance, local_scores=scores, ranking=ranking,
-                          params={"rows": len(shap_rows), "algorithm": "TreeExplainer (path-dependent)"})
+                          params={"rows": len(shap_rows), "algorithm": "TreeSHAP; absent features follow "
+                                  "the training data's paths through the trees (no background sample)"})
     for row in local_rows:
         result.figures.append(shap_figure(ctx, ctx.row_label(row), explanation[int(np.searchsorted(shap_rows, row))]))
     return result
@@ -166,17 +167,35 @@ def run_local_mdi(ctx: AuditContext, rows: np.ndarray) -> MethodResult:
 def run_acme(ctx: AuditContext, rows: np.ndarray, local_rows: list, n_quantiles: int) -> MethodResult:
     """AcME on the explained output: global importances over the background's quantile grid and
     local importances / what-if curves of ``rows``."""
-    background = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    background = acme_background(ctx)
     acme = AcME(None, background, n_quantiles=n_quantiles, score_function=ctx.score)
     global_ = acme.explain_global()
     local = acme.explain_local(ctx.X_test.iloc[rows])
     scores, ranking = _local(local.values)
     result = MethodResult("acme", importance=pd.Series(global_.values, index=ctx.feature_names),
                           local_scores=scores, ranking=ranking,
-                          params={"n_quantiles": n_quantiles, "rows": len(rows), "background rows": len(background)})
+                          params={"quantile grid points": n_quantiles, "rows": len(rows),
+                                  "background rows": _background_rows(ctx, background)})
     for row in local_rows:
         result.figures.append(acme_figure(ctx, ctx.row_label(row), local, int(np.searchsorted(rows, row))))
     return result
+
+
+def acme_background(ctx: AuditContext) -> pd.DataFrame:
+    """AcME's background: the complete rows of the training data (else of the test data). AcME's
+    quantile grid needs values in every column, while tree models (LightGBM, XGBoost, scikit-learn
+    ≥ 1.3) accept missing values, so rows with one are left out."""
+    source = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    complete = source.dropna()
+    if complete.empty:
+        raise NotApplicable("every background row has a missing value; AcME's quantile grid needs complete rows")
+    return complete
+
+
+def _background_rows(ctx: AuditContext, background) -> str:
+    source = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    left_out = len(source) - len(background)
+    return f"{len(background)}" + (f" ({left_out} with missing values left out)" if left_out else "")
 
 
 def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_nodes: int, n_samples: int,
@@ -254,20 +273,31 @@ def run_mcr(ctx: AuditContext, *, n_permutations: int, epsilon: float = 0.0,
         X_train = ctx.X_train
         forest = fit_rashomon_forest(X_train, ctx.y_train, task=ctx.task, n_estimators=100,
                                      random_state=ctx.seed_int("mcr forest"))
-        origin = (f"a 100-tree bootstrap=False random forest fitted on the training data for this audit ({reason}; "
-                  f"the ranges describe that forest's Rashomon set, not the audited model)")
+        origin = (f"a 100-tree random forest without bootstrap samples, fitted on the training data for this audit "
+                  f"({reason}; the ranges describe that forest's Rashomon set, not the audited model)")
     else:
-        raise NotApplicable(reason + " (audit(..., mcr_fit_forest=True) fits a Rashomon forest on the same data)")
+        raise NotApplicable(reason + " (the option to fit a Rashomon forest on the same data — --mcr-fit-forest, or "
+                            "mcr_fit_forest=True in Python — reports that forest's ranges instead)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         res = model_class_reliance(forest, X_train, ctx.y_train, n_permutations=n_permutations, epsilon=epsilon,
                                    random_state=ctx.seed_int("mcr"), progress=False)
     table = res.table.loc[ctx.feature_names, ["mcr_minus", "model_reliance", "mcr_plus"]].astype(float)
-    params = {"forest": origin, "n_permutations": n_permutations, "rows": len(ctx.X_train), "loss": res.loss,
-              "reliance": res.reliance, "epsilon": res.epsilon}
+    params = {"forest": origin, "permutations per feature": n_permutations, "training rows": len(ctx.X_train),
+              "reliance": reliance_unit(res.loss, res.reliance), "Rashomon tolerance ε": res.epsilon}
     result = MethodResult("mcr", importance=table["model_reliance"].copy(), params=params)
-    result.extras["table"] = table
+    result.extras.update({"table": table, "result": res})
     return result
+
+
+def reliance_unit(loss, reliance: str) -> str:
+    """What RF-MCR's reliance numbers measure, in words (``loss`` and ``reliance`` as
+    :func:`~xai_plugins.mcr.model_class_reliance` names them)."""
+    loss = {"zero_one": "misclassification rate", "log_loss": "log-loss", "squared_error": "mean squared error",
+            "absolute_error": "mean absolute error"}.get(str(loss), f"loss ({loss})")
+    if reliance == "ratio":
+        return f"{loss} with the feature scrambled divided by the {loss} without"
+    return f"increase in {loss} when the feature is scrambled"
 
 
 def run(key: str, fn, *args, **kwargs) -> MethodResult:

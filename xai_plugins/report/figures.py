@@ -189,23 +189,6 @@ def heatmaps(caption: str, matrices: dict, vmin: float = -1.0) -> Figure:
         return Figure(caption, to_data_uri(fig))
 
 
-def ranges(caption: str, table) -> Figure:
-    """MCR: one horizontal interval [mcr_minus, mcr_plus] per feature with the fitted model's
-    reliance marked, widest-importance features on top."""
-    table = table.sort_values("model_reliance").tail(15)
-    y = np.arange(len(table))
-    with matplotlib.rc_context(STYLE):
-        fig, (ax,) = _figure(5.5, 0.2 * len(table) + 1.0)
-        ax.hlines(y, table["mcr_minus"], table["mcr_plus"], color=METHOD_COLOURS["MCR"], lw=4, alpha=0.6,
-                  label="[MCR−, MCR+]")
-        ax.scatter(table["model_reliance"], y, color="k", s=12, zorder=3, label="this model")
-        ax.set_yticks(y, [_short(n) for n in table.index])
-        ax.set_xlabel("model reliance")
-        ax.legend(frameon=False, loc="lower right")
-        fig.tight_layout()
-        return Figure(caption, to_data_uri(fig))
-
-
 def emergence(caption: str, table, uniform, title: str) -> Figure:
     """DT-Sampler emergence probabilities (``table``: probability, ci_low, ci_high per feature) as
     bars with their intervals, and ticks at the ``uniform`` (no accuracy constraint) level."""

@@ -32,19 +32,25 @@ def build(ctx, results, options):
     table = table.sort_values("model_reliance", ascending=False)
     widest = table.sort_values("width", ascending=False).head(3)
     section.data = {"table": table, "widest": widest.index.tolist(), "params": result.params}
-    section.figures.append(figures.ranges(
-        "Model class reliance: the range of each feature's reliance over the Rashomon set of near-optimal "
-        f"forests (bar) and the audited model's own reliance (dot); reliance: {reliance_unit(result.params)}.",
-        result.extras["table"]))
+    res = result.extras["result"]
+
+    def draw(ax):
+        res.plot(ax=ax)
+        ax.set_xlabel(result.params["reliance"])
+        handles, _ = ax.get_legend_handles_labels()
+        ax.legend(handles, ["range over the Rashomon set", "this model"], loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0), frameon=False)
+
+    section.figures.append(figures.drawn(
+        "Model class reliance: the range of each feature's reliance over the Rashomon set of near-optimal forests "
+        f"(bar) and the audited model's own reliance (diamond); reliance: {result.params['reliance']}.",
+        draw, width=6.0, height=0.3 * len(table) + 1.2))
     section.tables.append(Table(f"Model reliance and its range over the Rashomon set, by decreasing reliance "
-                                f"({reliance_unit(result.params)}).", table.rename(columns=COLUMNS)))
+                                f"({result.params['reliance']}).", table.rename(columns=COLUMNS)))
     return section
 
 
+
 def reliance_unit(params: dict) -> str:
-    """What the reliance numbers measure, in words."""
-    loss = {"zero_one": "misclassification rate", "log_loss": "log-loss", "squared_error": "mean squared error",
-            "absolute_error": "mean absolute error"}.get(str(params.get("loss")), f"loss ({params.get('loss')})")
-    if str(params.get("reliance")) == "ratio":
-        return f"{loss} with the feature scrambled divided by the {loss} without"
-    return f"increase in {loss} when the feature is scrambled"
+    """What the reliance numbers of an MCR section measure, in words (from its ``data["params"]``)."""
+    return str(params.get("reliance", "model reliance"))
