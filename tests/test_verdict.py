@@ -277,7 +277,7 @@ def test_fairness_mirrors_the_thresholds_crossed():
     limits = {"demographic parity difference": 0.1, "proxy AUC": 0.8}
     crossed = v.fairness(["race"], limits, crossed="demographic parity difference 0.23 > 0.1")
     assert crossed.status == "warn" and "0.23" in crossed.explanation
-    assert crossed.threshold_text == "warn if any of demographic parity difference > 0.1, proxy AUC > 0.8, else pass"
+    assert "demographic parity difference > 0.1, proxy AUC > 0.8" in crossed.threshold_text
     assert v.fairness(["race", "sex"], limits).status == "pass"
     skipped = v.fairness(["race"], limits, not_assessed_reason="the fairness section failed")
     assert skipped.status == "not assessed"

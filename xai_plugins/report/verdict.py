@@ -505,16 +505,17 @@ def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "") -> Cr
 
 
 def fairness(attributes, thresholds: dict, crossed: str = "", not_assessed_reason: str = "") -> Criterion:
-    """Fairness criterion of the protected ``attributes``: "warn" when the fairness section found a
-    threshold crossed (``crossed`` lists them, as the section words them), "pass" when none was, "not
-    assessed" with ``not_assessed_reason``. ``thresholds``: {metric: limit} quoted in the rule. A
-    crossed threshold warns rather than fails: a disparity may be justified by the intended use,
-    which the reviewer, not the tool, judges."""
+    """Fairness criterion of the protected ``attributes``: "warn" when the fairness section warns
+    (``crossed``: its findings, as the section words them: a threshold of ``thresholds`` ({metric: limit},
+    quoted in the rule) crossed, or an attribute used as a model input), "pass" when it does not, "not
+    assessed" with ``not_assessed_reason``. A finding warns rather than fails: a disparity may be
+    justified by the intended use, which the reviewer, not the tool, judges."""
     name, kind = "Fairness", "fairness"
-    rule = "warn if any of " + ", ".join(f"{k} > {v:g}" for k, v in thresholds.items()) + ", else pass"
-    names = ", ".join(map(str, attributes))
+    rule = ("warn when the fairness section warns (any of " + ", ".join(f"{k} > {v:g}" for k, v in thresholds.items())
+            + ", or a protected attribute used by the model), else pass")
+    names = f"Protected attribute{'s' * (len(attributes) > 1)} {', '.join(map(str, attributes))}"
     if not_assessed_reason:
         return not_assessed(name, kind, not_assessed_reason, rule)
     if crossed:
-        return Criterion(name, WARN, None, None, rule, f"Protected attributes {names}: {crossed}.", kind)
-    return Criterion(name, PASS, None, None, rule, f"Protected attributes {names}: no threshold crossed.", kind)
+        return Criterion(name, WARN, None, None, rule, f"{names}: the fairness section warns ({crossed}).", kind)
+    return Criterion(name, PASS, None, None, rule, f"{names}: no fairness threshold crossed.", kind)
