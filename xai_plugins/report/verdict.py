@@ -89,6 +89,7 @@ class ConfidenceInterval:
     rows: int
 
     def __contains__(self, value) -> bool:
+        """Whether ``value`` lies in the interval (bounds included; never for NaN bounds)."""
         return bool(self.low <= value <= self.high)
 
     def to_dict(self) -> dict:
@@ -97,6 +98,9 @@ class ConfidenceInterval:
                 "rows": self.rows}
 
     def __str__(self) -> str:
+        """"95% CI [low, high]", or why there is none."""
+        if not np.isfinite([self.low, self.high]).all():
+            return f"no CI: {self.method}"
         return f"{self.level:.0%} CI [{self.low:.3g}, {self.high:.3g}]"
 
 
@@ -128,7 +132,7 @@ def bootstrap_ci(values, statistic=np.mean, *, n_boot: int = N_BOOT, level: floa
     if not all(np.isfinite(a).all() for a in arrays):
         raise InputError("bootstrap values must be finite")
     if n < 2:
-        return ConfidenceInterval(np.nan, np.nan, level, "none (fewer than two rows)", n)
+        return ConfidenceInterval(np.nan, np.nan, level, "fewer than two rows", n)
     rng = _rng(random_state)
     method = "BCa" if n <= BCA_MAX_ROWS else "percentile"
     batch = max(1, 20_000_000 // (n * len(arrays)))    # about 160 MB of resampled rows at a time
