@@ -198,7 +198,7 @@ def importance_by_group(importances: dict, feature_names, groups: pd.Series) -> 
     and per method the largest total-variation distance between two groups' importance profiles
     (importances normalised to sum to 1), over the groups with at least :data:`MIN_EXPLAINED_ROWS` rows."""
     labels = np.asarray(groups)
-    order = list(dict.fromkeys(sorted(set(labels.tolist()))))
+    order = sorted(set(labels.tolist()))
     counts = {g: int((labels == g).sum()) for g in order}
     means, rows = {}, []
     for method, values in importances.items():
@@ -217,9 +217,7 @@ def importance_by_group(importances: dict, feature_names, groups: pd.Series) -> 
                 d = 0.5 * float(np.abs(shares[a] - shares[b]).sum())
                 if not d <= distance:
                     distance, pair = d, f"{a} vs {b}"
-        top = {f"top features of group {g}": ", ".join(table[g].sort_values(ascending=False, kind="stable")
-                                                        .head(3).index.astype(str)) for g in order}
-        rows.append({"method": method, "importance profile distance": distance, "groups compared": pair, **top})
+        rows.append({"method": method, "importance profile distance": distance, "groups compared": pair})
     summary = pd.DataFrame(rows).set_index("method") if rows else pd.DataFrame()
     if len(summary):
         summary["threshold"] = THRESHOLDS["importance profile distance"]

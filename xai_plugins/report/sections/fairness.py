@@ -30,8 +30,10 @@ from .mcr import reliance_unit
 
 #: per-row importances shown, in this order (greedy PG² gains last: they may be negative)
 IMPORTANCE_ORDER = ("shap", "acme", "local_mdi", "pg2")
-#: features shown per panel of the grouped bar chart
+#: features shown per panel of the grouped bar chart, fewer when there are many groups (at most
+#: ``MAX_BARS`` bars per panel, at least 3 features)
 TOP_FEATURES = 10
+MAX_BARS = 30
 #: permutations of the model's own reliance on the attribute's columns (test data)
 N_PERMUTATIONS = 5
 
@@ -95,48 +97,65 @@ def _assess(ctx, results, options, name, predictions) -> dict:
 
 
 def _performance(ctx, out, labels, predictions, seed) -> None:
+    """Per-group metrics and disparities. When some groups have fewer than ``SMALL_GROUP`` test rows
+    and at least two have more, the warnings judge the disparities between the larger groups (a
+    rate over a handful of rows is mostly noise); the disparities over every group are shown too."""
     perf = fair.performance_by_group(ctx.y_test, predictions, labels, ctx.task, ctx.positive_class, random_state=seed)
+    large = perf.by_group.index[perf.by_group["rows"] >= fair.SMALL_GROUP].tolist()
+    judged, scope = perf, ""
+    shown = perf.disparities.assign(groups="all")
+    if 2 <= len(large) < len(perf.by_group):
+        keep = labels.isin(large).to_numpy()
+        judged = fair.performance_by_group(None if ctx.y_test is None else np.asarray(ctx.y_test)[keep],
+                                           predictions[keep], labels[keep].reset_index(drop=True), ctx.task,
+                                           ctx.positive_class, random_state=seed)
+        scope = f" (groups of ≥ {fair.SMALL_GROUP} test rows)"
+        shown = pd.concat([shown, judged.disparities.assign(groups=f"≥ {fair.SMALL_GROUP} rows")])
+        out["data"][f"disparities (groups of ≥ {fair.SMALL_GROUP} rows)"] = judged.disparities
     out["data"].update({"by group": perf.by_group, "disparities": perf.disparities})
     what = (f"positive class {ctx.positive_class} against the rest" if ctx.task == "classification"
             else "regression output")
     out["blocks"].append(Table(f"{out['name']}: group sizes and predictive performance per group on the test data "
                                f"({what}; fairlearn MetricFrame).", perf.by_group))
-    shown = perf.disparities.assign(
-        **{"95% interval": [f"[{fmt(a)}, {fmt(b)}]" if np.isfinite(a) else "–"
-                            for a, b in zip(perf.disparities["ci_low"], perf.disparities["ci_high"])],
-           "warn above": perf.disparities["threshold"]})[["value", "95% interval", "warn above"]]
-    out["blocks"].append(Table(f"{out['name']}: disparities between groups (largest minus smallest group value; "
-                               "95% percentile-bootstrap interval over the test rows where given).", shown))
-    for metric, row in perf.disparities.iterrows():
+    shown["95% interval"] = [f"[{fmt(a)}, {fmt(b)}]" if np.isfinite(a) else "–"
+                             for a, b in zip(shown["ci_low"], shown["ci_high"])]
+    shown = shown.rename(columns={"threshold": "warn above"})[
+        (["groups"] if judged is not perf else []) + ["value", "95% interval", "warn above"]]
+    out["blocks"].append(Table(
+        f"{out['name']}: disparities between groups (largest minus smallest group value; 95% percentile-bootstrap "
+        "interval over the test rows where given)" + (f"; the warnings use the groups of at least {fair.SMALL_GROUP} "
+                                                      "rows." if judged is not perf else "."), shown))
+    d = judged.disparities
+    for metric, row in d.iterrows():
         if row["exceeded"]:
-            out["warnings"].append(f"{metric} {fmt(row['value'])} is above {fmt(row['threshold'])}")
+            out["warnings"].append(f"{metric}{scope} {fmt(row['value'])} is above {fmt(row['threshold'])}")
     if ctx.task == "classification":
-        rates = perf.by_group["selection rate"]
         out["findings"].append(
             f"Share of rows predicted as class {ctx.positive_class}: " + ", ".join(
-                f"{g}: {fmt(r, 3)}" for g, r in rates.items()) +
-            f"; the demographic-parity difference is {fmt(perf.disparities.loc['demographic parity difference', 'value'])}"
-            f" (warning above {fmt(fair.THRESHOLDS['demographic parity difference'])}).")
-        if "equalized odds difference" in perf.disparities.index:
+                f"{g}: {fmt(r, 3)}" for g, r in perf.by_group["selection rate"].items()) +
+            f"; the demographic-parity difference{scope} is {fmt(d.loc['demographic parity difference', 'value'])} "
+            f"(warning above {fmt(fair.THRESHOLDS['demographic parity difference'])}).")
+        if "equalized odds difference" in d.index:
             out["findings"].append(
-                "The largest gap between groups in the true-positive or false-positive rate (equalized-odds "
-                f"difference) is {fmt(perf.disparities.loc['equalized odds difference', 'value'])} (warning above "
+                f"The largest gap between groups{scope} in the true-positive or false-positive rate "
+                f"(equalized-odds difference) is {fmt(d.loc['equalized odds difference', 'value'])} (warning above "
                 f"{fmt(fair.THRESHOLDS['equalized odds difference'])}).")
     else:
-        gap = perf.disparities.loc["mean prediction gap (sd of predictions)", "value"]
         out["findings"].append(
             "Mean prediction per group: " + ", ".join(
                 f"{g}: {fmt(v)}" for g, v in perf.by_group["mean prediction"].items()) +
-            f"; the gap is {fmt(gap)} standard deviations of the predictions (warning above "
+            f"; the gap{scope} is {fmt(d.loc['mean prediction gap (sd of predictions)', 'value'])} standard "
+            f"deviations of the predictions (warning above "
             f"{fmt(fair.THRESHOLDS['mean prediction gap (sd of predictions)'])}).")
-        if "MAE ratio (worst / best group)" in perf.disparities.index:
+        if "MAE ratio (worst / best group)" in d.index:
             out["findings"].append(
-                "The worst-served group's mean absolute error is "
-                f"{fmt(perf.disparities.loc['MAE ratio (worst / best group)', 'value'])} times the best-served "
-                f"group's (warning above {fmt(fair.THRESHOLDS['MAE ratio (worst / best group)'])}).")
+                f"The worst-served group's mean absolute error{scope} is "
+                f"{fmt(d.loc['MAE ratio (worst / best group)', 'value'])} times the best-served group's (warning "
+                f"above {fmt(fair.THRESHOLDS['MAE ratio (worst / best group)'])}).")
     if ctx.y_test is None:
         out["findings"].append("Error rates per group need the test target, which was not given.")
-    out["findings"].extend(note[0].upper() + note[1:] + "." for note in perf.notes)
+    out["findings"].extend(note[0].upper() + note[1:] + ("; the warnings leave them out." if judged is not perf
+                                                         else ".") for note in perf.notes)
 
 
 def _importances(ctx, results, out, labels) -> None:
@@ -155,7 +174,8 @@ def _importances(ctx, results, out, labels) -> None:
     out["data"].update({"explained rows per group": counts.to_dict(), "importance by group": means,
                         "importance profiles": summary})
     out["blocks"].append(_grouped_bars(out["name"],
-        f"{out['name']}: mean |importance| of the {min(TOP_FEATURES, ctx.n_features)} features most important "
+        f"{out['name']}: mean |importance| of the "
+        f"{_shown_features(ctx.n_features, len(counts))} features most important "
         f"overall, per group, over the {len(rows)} explained test rows ("
         + ", ".join(f"{g}: {n} rows" for g, n in counts.items()) + "). Each panel is one method in its own units"
         + ("; greedy PG²: the increase of PG² when the feature joins the perturbed set." if LABELS["pg2"] in means
@@ -167,6 +187,12 @@ def _importances(ctx, results, out, labels) -> None:
         "total-variation distance between two groups' importance shares (largest over pairs of groups with at "
         f"least {fair.MIN_EXPLAINED_ROWS} explained rows); warning above "
         f"{fmt(fair.THRESHOLDS['importance profile distance'])}.", shown))
+    top = pd.DataFrame({method: {g: ", ".join(map(str, table[g].sort_values(ascending=False, kind="stable")
+                                                   .head(3).index)) for g in table.columns}
+                        for method, table in means.items()})
+    top.index.name = "group"
+    out["blocks"].append(Table(f"{out['name']}: the three features with the largest mean |importance| in each group, "
+                               "by method.", top))
     for method, row in summary.iterrows():
         if row["exceeded"]:
             out["warnings"].append(f"the {method} importance profiles of {row['groups compared']} differ by "
@@ -183,6 +209,11 @@ def _importances(ctx, results, out, labels) -> None:
                                "rows each, so their importance profiles are shown but not compared.")
 
 
+def _shown_features(n_features: int, n_groups: int) -> int:
+    """Features per panel of the grouped bar chart."""
+    return min(TOP_FEATURES, n_features, max(3, MAX_BARS // n_groups))
+
+
 def _grouped_bars(attribute, caption, means: dict):
     """One horizontal grouped bar chart per method: features (rows, most important on top) × groups
     (bars, first group on top), the legend above the panels."""
@@ -190,8 +221,8 @@ def _grouped_bars(attribute, caption, means: dict):
     groups = list(means[methods[0]].columns)
     ncols = min(2, len(methods))
     nrows = int(np.ceil(len(methods) / ncols))
-    n_feat = min(TOP_FEATURES, len(means[methods[0]]))
-    panel = 0.075 * n_feat * max(len(groups), 2) + 0.7
+    n_feat = _shown_features(len(means[methods[0]]), len(groups))
+    panel = 0.06 * n_feat * max(len(groups), 2) + 0.7
     legend = 0.5
     colours = matplotlib.colormaps["tab10"].colors
     with matplotlib.rc_context(figures.STYLE):
@@ -267,7 +298,10 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
                 "value means some equally accurate model leans on it heavily.")
     else:
         why = ("the Rashomon-set analysis did not run" if mcr is None else
-               f"the Rashomon-set analysis is {mcr.status}" + (f" ({mcr.reason})" if mcr.reason else ""))
+               {"skipped": "the Rashomon-set analysis was not computed", "not applicable":
+                "the Rashomon-set analysis does not apply to this model", "failed": "the Rashomon-set analysis failed"}
+               .get(mcr.status, "the Rashomon-set analysis covers other columns") + (f": {mcr.reason}" if mcr.reason
+                                                                                     else ""))
         out["findings"].append(f"How much an equally accurate model could rely on {name}: not assessed ({why}).")
     if rows:
         frame = pd.DataFrame.from_dict(rows, orient="index")
@@ -293,8 +327,10 @@ def _proxies(out, X, labels, where, encodings, seed) -> None:
         "the group).", proxy.table.head(8).replace({"encodes the attribute": {"": "–"}})))
     indirect = proxy.auc.get("features other than its encodings", proxy.auc.get("all features") if not encodings
                              else None)
-    text = (f"Proxy check: the features that carry the most information about {name} are "
-            f"{', '.join(proxy.top())}.")
+    shares = proxy.table["share of the attribute's entropy"]
+    strongest = ", ".join(f"{c} ({fmt(100 * shares[c], 2)}% of its entropy)" for c in proxy.top())
+    text = (f"Proxy check: the features that carry the most information about {name} are {strongest}"
+            + ("; every one of them carries little of it." if shares[proxy.top()].max() < 0.1 else "."))
     if proxy.auc:
         text += (" A small random-forest classifier predicts the group with a cross-validated ROC AUC of "
                  + "; ".join(f"{fmt(v, 3)} from {k}" for k, v in proxy.auc.items())
