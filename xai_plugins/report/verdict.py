@@ -206,6 +206,10 @@ class Criterion:
                 "explanation": self.explanation}
 
 
+#: how the intervals of the verdict are computed
+INTERVALS = (f"Intervals are {CI_LEVEL:.0%} bootstrap intervals over rows ({N_BOOT:,} resamples; BCa up to "
+             f"{BCA_MAX_ROWS:,} rows, percentile above); the faithfulness and stability intervals resample the same "
+             "rows for every ranking (paired).")
 #: how the overall verdict follows from the criteria
 OVERALL_RULE = ("Overall: the worst status among the assessed criteria; if a criterion could not be assessed the "
                 "overall verdict is at best \"warn\" (an incomplete audit does not pass).")
@@ -244,8 +248,8 @@ class Verdict:
         return f"Overall verdict: {self.overall.upper()} ({detail or 'no criteria'})."
 
     def to_dict(self) -> dict:
-        """JSON-ready: overall, headline, rule and every criterion."""
-        return {"overall": self.overall, "headline": self.headline, "rule": self.rule,
+        """JSON-ready: overall, headline, rule, how the intervals are computed and every criterion."""
+        return {"overall": self.overall, "headline": self.headline, "rule": self.rule, "intervals": INTERVALS,
                 "criteria": [c.to_dict() for c in self.criteria]}
 
 
