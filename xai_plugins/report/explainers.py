@@ -82,7 +82,11 @@ def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_r
 
     explainer = shap.TreeExplainer(ctx.model)
     explanation = explainer(ctx.model_input(ctx.X_test.to_numpy()[shap_rows]))
+    per_class = None
     if explanation.values.ndim == 3:
+        if explanation.values.shape[2] > 2 and len(ctx.classes) == explanation.values.shape[2]:
+            per_class = pd.DataFrame(np.abs(explanation.values).mean(axis=0), index=ctx.feature_names,
+                                     columns=[str(c) for c in ctx.classes])
         explanation = explanation[..., ctx.output]
     values = np.asarray(explanation.values, dtype=float)
     importance = pd.Series(np.abs(values).mean(axis=0), index=ctx.feature_names)
@@ -91,6 +95,8 @@ def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_r
     result = MethodResult("shap", importance=importance, local_scores=scores, ranking=ranking,
                           params={"rows": len(shap_rows), "algorithm": "TreeSHAP; absent features follow "
                                   "the training data's paths through the trees (no background sample)"})
+    if per_class is not None:
+        result.extras["per class"] = per_class
     for row in local_rows:
         result.figures.append(shap_figure(ctx, ctx.row_label(row), explanation[int(np.searchsorted(shap_rows, row))]))
     return result

@@ -137,7 +137,8 @@ def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
                         ms=3, capsize=2, lw=1, label=method, color=METHOD_COLOURS.get(method.replace(" (global)", "")),
                         ls="--" if method == "random" or "(global)" in method else "-")
         ax.set_xticks(np.arange(len(sigmas)), [f"σ = {s:g}" for s in sigmas])
-        ax.set_yscale("log")
+        if (table["mean"] > 0).all():
+            ax.set_yscale("log")
         ax.set_ylabel("mean PGI² (± s.e.)")
         ax.legend(frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
         fig.tight_layout()

@@ -161,6 +161,15 @@ def _show(ctx, section, options) -> None:
         lead = next(iter(ok))
         section.tables.append(Table(f"Global importances of every feature, sorted by {lead}.",
                                     table.sort_values(lead, ascending=False)))
+    per_class = methods["shap"].extras.get("per class") if "shap" in methods else None
+    if per_class is not None:
+        top = per_class.mean(axis=1).sort_values(ascending=False).head(12).index
+        shown = per_class.loc[top]
+        shown.index.name = "feature"
+        section.data["SHAP per class"] = per_class
+        section.tables.append(Table(f"Mean |SHAP value| per class (every one of the {per_class.shape[1]} classes; "
+                                    f"the 12 features with the highest mean over classes): the multi-class summary "
+                                    f"behind the detailed pages, which explain class {ctx.positive_class}.", shown))
     section.raw["global figures"] = list(section.figures)
     if "dt_sampler" in methods:
         section.raw["global figures"] += methods["dt_sampler"].figures

@@ -38,7 +38,7 @@ def build(ctx, results, options):
     if "shap" in ran:
         items.append("TreeSHAP follows the training data's path through each tree (its cover counts), so "
                      "correlated features share credit as the trees happened to split on them.")
-    items.append(_rows(ctx, results, options, name))
+    items.append(_rows(ctx, results, options, name, shap="shap" in ran))
     if "dt_sampler" in ran:
         dts = methods["dt_sampler"]
         items.append(f"DT-Sampler explains the model's predicted classes on {dts.params['rows']} rows, restricted "
@@ -69,16 +69,17 @@ def _output_space(ctx) -> str:
     return "Regression model: every method explains the raw model output; PG² and PGI² are exact."
 
 
-def _rows(ctx, results, options, name) -> str:
+def _rows(ctx, results, options, name, shap: bool) -> str:
     explained = results["explanations"].data.get("explained rows", 0)
     if ctx.cluster is not None:
         return (f"Computed on a Dask cluster: the per-row methods and the PGI² scores cover every complete test row "
                 f"({explained} rows). The data summary's distribution, the performance metrics, the per-row "
                 f"agreement, DT-Sampler without training data and the Monte Carlo comparison use a random sample of "
                 f"{ctx.cluster.sample_size} test rows and carry sampling error.")
+    shap_rows = f"; TreeSHAP's global importance uses up to {options.max_shap_rows}" if shap else ""
     return (f"Per-row sections use {explained} test rows drawn at random (seeded) among those without missing "
-            f"values ({name('max_rows')} sets the number; TreeSHAP's global importance uses up to "
-            f"{options.max_shap_rows}); numbers from samples carry sampling error, shown as confidence intervals.")
+            f"values ({name('max_rows')} sets the number{shap_rows}); numbers from samples carry sampling error, "
+            "shown as confidence intervals.")
 
 
 def _list(names, most: int = 8) -> str:

@@ -25,10 +25,13 @@ def build(ctx, results, options):
         section.status, section.reason = "warn", section.data["performance note"]
         return section
     on_sample = "" if cl is None else f" On a random sample of {len(ctx.X_test)} of the {cl.n_rows} test rows."
-    overall = ("over all classes, except ROC AUC and log-loss which score the predicted probabilities"
-               if len(ctx.classes) > 2 else f"ROC AUC of class {ctx.positive_class} against the other")
-    caption = ("Predictive performance on the test and training data" +
-               (f" ({overall})." if ctx.task == "classification" else ".") + on_sample)
-    section.tables.append(Table(caption, performance))
+    overall = {"regression": "", "classification": " (overall, every class counted)"}[ctx.task]
+    section.tables.append(Table(f"Predictive performance on the test and training data{overall}.{on_sample}",
+                                performance))
     section.data["performance"] = performance
+    if ctx.task == "classification" and len(ctx.classes) > 2:
+        table, shown = describe.per_class(ctx)
+        section.data.update({"per class": table, "classes shown": shown})
+        section.tables.append(Table(f"Test performance per class, {shown}, by decreasing number of test rows. "
+                                    f"The detailed pages explain class {ctx.positive_class}.{on_sample}", table))
     return section

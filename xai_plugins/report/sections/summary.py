@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..options import flag
 from ..render import fmt
 from ..section import Table
 from ..verdict import bootstrap_ci
@@ -27,9 +28,11 @@ def build(ctx, results, options):
         _performance_rows(results["model"])
     section.data = {"findings": rows, "problems": problems, "explained output": ctx.output_label}
     if ctx.task == "classification" and len(ctx.classes) > 2:
+        handle = flag("positive_class") if options.command_line is not None else "positive_class="
+        chosen = "chosen" if options.positive_class is not None else "by default the most frequent test class"
         section.data["classes"] = (f"{len(ctx.classes)} classes; the detailed pages explain class "
-                                   f"{ctx.positive_class} (choose another with the positive class option); the "
-                                   "performance section summarises every class")
+                                   f"{ctx.positive_class} ({chosen}; choose another with {handle}); the performance "
+                                   "and explanations sections summarise every class")
     if any(p["status"] == "failed" for p in problems):
         section.status = "warn"
         section.reason = "; ".join(p["what"] for p in problems if p["status"] == "failed") + " failed"
