@@ -88,6 +88,15 @@ def test_faithfulness_score_is_the_ratio_of_row_means():
     assert score.value in score.ci
 
 
+def test_faithfulness_score_is_free_of_output_units():
+    """F is a ratio of PGI² differences: rescaling the model output (PGI² by its square) changes nothing."""
+    m, r, g = _pgi2_rows(40, 0.6, 0.05, 7)
+    a = v.faithfulness_score(m, r, g, random_state=3)
+    b = v.faithfulness_score(m * 1e6, r * 1e6, g * 1e6, random_state=3)
+    assert b.value == pytest.approx(a.value, rel=1e-12)
+    assert (b.ci.low, b.ci.high) == pytest.approx((a.ci.low, a.ci.high), rel=1e-9)
+
+
 def test_faithfulness_bootstrap_is_paired():
     m, r, g = _pgi2_rows(80, 0.6, 0.05, 2)
     paired = v.faithfulness_score(m, r, g, random_state=0).ci
