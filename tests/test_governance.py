@@ -16,7 +16,7 @@ from xai_plugins.report.governance import APPROVAL_FIELDS, CARD_FIELDS, MISSING,
 
 CARD = {"Name": "Diabetes progression RF", "version": "2.1", "OWNER": "Risk analytics",
         "intended-use": "rank patients for a follow-up call", "out of scope uses": ["diagnosis", "pricing"],
-        "data_provenance": "scikit-learn diabetes data, 442 patients", "risk tier": "medium",
+        "data_provenance": "scikit-learn diabetes data, 442 patients", "risk tier": "<i>medium</i>",
         "approver": {"name": "J. Doe", "role": "Chief risk officer", "signature": "forged"}}
 
 
@@ -34,7 +34,7 @@ def test_card_from_file_normalises_keys_and_keeps_extra_fields(tmp_path, suffix)
                            "Intended use": "rank patients for a follow-up call",
                            "Out-of-scope uses": ["diagnosis", "pricing"],
                            "Data provenance": "scikit-learn diabetes data, 442 patients"}
-    assert card.extra == {"risk tier": "medium", "approver: signature": "forged"}
+    assert card.extra == {"risk tier": "<i>medium</i>", "approver: signature": "forged"}
     assert card.approver == {"Approver name": "J. Doe", "Approver role": "Chief risk officer",
                              "Date of approval": "", "Signature": ""}          # never pre-signed
     assert card.missing == [] and card.source == path.name and card.given
@@ -107,9 +107,10 @@ def governed(diabetes):
 def test_governance_fields_and_blank_approval_in_the_html(governed):
     html = governed.to_html()
     for value in ("Diabetes progression RF", "2.1", "Risk analytics", "rank patients for a follow-up call",
-                  "diagnosis, pricing", "scikit-learn diabetes data, 442 patients", "risk tier", "medium",
+                  "diagnosis, pricing", "scikit-learn diabetes data, 442 patients", "risk tier", "&lt;i&gt;medium",
                   "run-2026-042", "Python API", "J. Doe", "Chief risk officer"):
         assert value in html, value
+    assert "<i>medium" not in html                                                   # card text is escaped
     assert "forged" not in html.split("Approver role")[1].split("</table>")[0]       # the signature stays blank
     blanks = html.count('<td class="sign"></td>')
     assert blanks == 4                                 # date and signature, on page 1 and in the section
