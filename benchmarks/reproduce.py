@@ -126,6 +126,7 @@ def markdown(results: list[dict], import_errors: dict, quick: bool, command: str
 
 
 def main(argv=None) -> int:
+    """The command line; returns the exit status (1 when a table or a paper module failed)."""
     parser = argparse.ArgumentParser(description="Recompute the papers' tables and compare with the papers.")
     parser.add_argument("ids", nargs="*", help="table ids to run (default: all; see --list)")
     parser.add_argument("--list", action="store_true", help="list the table ids and exit")

@@ -73,7 +73,8 @@ def test_failing_table_is_reported_not_raised(reproduce, tmp_path):
     assert "broken on purpose" in results[0]["error"] and results[0]["rows"] == []
     assert results[1]["rows"][0]["agrees"] is True and "error" not in results[1]
     md = reproduce.markdown(results, {"mcr": "ImportError: x"}, quick=True)
-    assert "failed tables: t-bad" in md and "| t-bad" not in md.split("## t-bad")[0].split("| [t-good]")[1]
+    assert "failed tables: t-bad" in md and "| [t-bad](#t-bad) | bad | **failed** |" in md
+    assert "broken on purpose" in md.split("## t-bad")[1]
     assert "**Overall: 1 / 1 rows agree**" in md and "could not be imported" in md
 
 

@@ -94,6 +94,7 @@ QUICK = {"breast cancer": (200, 100), "digits": (200, 40)}
 
 @lru_cache(maxsize=None)
 def dataset(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Features (float64) and labels of one of :data:`LOADERS`."""
     X, y = LOADERS[name]()
     return np.asarray(X, dtype=np.float64), np.asarray(y)
 
@@ -152,6 +153,7 @@ def stat_rows(setting: dict, corr: np.ndarray, paper: tuple, n_paper: int, reaso
 
 
 def run_table4(quick: bool) -> list[Row]:
+    """Table 4: per dataset, local MDI against Saabas and TreeSHAP, Pearson and Spearman."""
     out = []
     for name in LOADERS:
         X, y = dataset(name)
@@ -184,6 +186,7 @@ PAIRS = (("local MDI", "Saabas"), ("local MDI", "TreeSHAP"), ("Saabas", "TreeSHA
 
 
 def run_figure6(quick: bool) -> list[Row]:
+    """Figure 6: mean Pearson correlation of every pair of methods on led for K = 1..7."""
     X, y = led()
     means = {}
     out = []

@@ -129,6 +129,7 @@ QUICK_RETRAIN_ROWS = 30   # test rows for remove-and-retrain in --quick (one ref
 
 
 def ranker_name(r) -> str:
+    """How a ranker is labelled in the rows: "SHAP" or "greedy σ=…"."""
     return "SHAP" if r == "SHAP" else f"greedy σ={r}"
 
 
@@ -244,6 +245,7 @@ def pairs_per_size(dataset: str, total: int) -> int:
 
 
 def run_table1(quick: bool) -> list[Row]:
+    """Table 1 over every (dataset, model, σ)."""
     return [row for dataset in PG2_DATASETS for kind in ("single", "bigger") for sigma in SIGMAS
             for row in table1_setting(dataset, kind, sigma, 4 if quick else pairs_per_size(dataset, 2000))]
 
@@ -280,6 +282,7 @@ def precision_setting(dataset, kind, sigma, per_size, ladder):
 
 
 def run_precision(quick: bool) -> list[Row]:
+    """The precision figures' two checks over every (dataset, model, σ)."""
     ladder = (100, 300, 1000, 3000, 10000) if quick else LADDER
     return [row for dataset in PG2_DATASETS for kind in ("single", "bigger") for sigma in SIGMAS
             for row in precision_setting(dataset, kind, sigma, 2 if quick else pairs_per_size(dataset, 500), ladder)]
@@ -302,6 +305,7 @@ def ordering_rows(setting: dict, metric: str, per_row: dict, printed: dict, stat
 # ---------------------------------------------------------------- Tables 2, 3, 6
 
 def run_table2(quick: bool) -> list[Row]:
+    """Share of rows whose top-k feature sets of π_PG^σ and π_SHAP coincide, k = 1..3."""
     out = []
     for (dataset, kind), paper in PAPER_TABLE2.items():
         ranks = rankings(dataset, kind, quick)
