@@ -54,7 +54,7 @@ def test_quick_table_writes_json_and_markdown(tmp_path):
     assert len(result["rows"]) == 63                      # 3 datasets x 3 sigma' x (4 rankings + 3 orderings)
     for row in result["rows"]:
         assert set(row) == ROW_KEYS
-        assert isinstance(row["paper"], float) and np.isfinite(row["ours"]) and row["ours"] >= 0
+        assert isinstance(row["paper"], float) and np.isfinite(row["ours"])
         assert isinstance(row["agrees"], bool) and (row["agrees"] or row["reason"])
     md = (tmp_path / "out" / "REPRODUCTIONS.md").read_text()
     ok = sum(row["agrees"] for row in result["rows"])
