@@ -332,6 +332,13 @@ def prepare_files(args, argv) -> dict:
     card = getattr(args, "model_card", None)
     if card is not None and not Path(card).is_file():
         raise CLIError(f"--model-card file {card!r} does not exist")
+    if card is not None:
+        from .report.governance import read_model_card
+
+        try:
+            read_model_card(card)
+        except XaiError as exc:
+            raise CLIError(f"--model-card: {exc}") from exc
     protected = tuple(getattr(args, "protected", ()))
     provenance = {"model file": f"{Path(args.model).name} (sha256 {sha256_file(args.model)})"}
     if args.scheduler:
