@@ -48,7 +48,7 @@ def _unigen(clauses, sampling_set, num: int, seed: int, cell_hash_count=None):
 def _warn_budget(what: str, estimate: float, budget: float | None, advice: str) -> None:
     if budget is not None and estimate > budget:
         warnings.warn(f"{what} is estimated to take {estimate:.0f} s, more than time_budget={budget:g} s; "
-                      f"{advice}", TimeBudgetWarning, stacklevel=4)
+                      f"{advice}", TimeBudgetWarning, stacklevel=5)  # the caller of DTSampler.fit
 
 
 def unigen_samples(clauses, sampling_set, n_samples: int, rng: np.random.Generator, *,
