@@ -222,7 +222,7 @@ def test_cli_model_card_and_command_line_on_the_report(cli_files, tmp_path):
 def test_cli_rejects_an_invalid_card(cli_files, tmp_path, capsys):
     from xai_plugins.cli import main
 
-    status = main(["--model", str(cli_files / "model.json"), "--data", str(cli_files / "test.csv"), "--target", "y",
+    status = main(["--model", str(cli_files / "model.json"), "--data", str(cli_files / "absent.csv"), "--target", "y",
                    "--model-card", str(cli_files / "bad.yaml"), "--quiet", "--out", str(tmp_path)])
-    assert status == 2 and "not valid YAML" in capsys.readouterr().err
+    assert status == 2 and "not valid YAML" in capsys.readouterr().err       # refused before the data is read
     assert not list(tmp_path.iterdir())                              # nothing written
