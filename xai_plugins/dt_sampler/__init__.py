@@ -10,8 +10,8 @@ Modules: :mod:`.binarize` (binary tests), :mod:`.encoding` (the CNF), :mod:`.sam
 """
 
 from .binarize import BinaryTest
-from .encoding import encode_trees
 from .emergence import wilson_interval
+from .encoding import encode_trees
 from .estimator import DTSampler
 from .samplers import TimeBudgetWarning, UnsatisfiableError
 from .tree import SampledTree
