@@ -250,3 +250,15 @@ def test_a_failing_computation_is_reported_not_fatal(monkeypatch):
     assert a.sections["data"].data["missing values"] == 1
     html = a.to_html()
     assert "Failed: RuntimeError: boom" in html and "Predictive performance: not computed (ValueError" in html
+
+
+def test_summary_means_carry_intervals_and_counts(report):
+    a, html = report
+    findings = {row["finding"]: row["result"] for row in a.sections["summary"].data["findings"]}
+    agreement = findings["Do the methods agree?"]
+    assert "6 features" in agreement and "95% CI [" in agreement and "12 rows" in agreement
+    faithful = [v for k, v in findings.items() if k.startswith("Most faithful explainer at σ = 0.3")][0]
+    assert faithful.count("95% CI [") == 3                  # the winner, the random floor, the greedy ceiling
+    per_row = a.sections["faithfulness"].raw["pgi2"][0.3]["random"]
+    assert f"random floor {fmt(float(np.mean(per_row)))} (95% CI [" in faithful
+    assert "greedy" not in faithful.split(":")[0].lower()   # the ceiling is never named the most faithful

@@ -43,6 +43,7 @@ def build(ctx, results, options):
         section.data.update({"local tau": ltau, "local overlap": loverlap, "rows": n_rows,
                              "mean local tau": agree.mean_off_diagonal(ltau),
                              "mean local overlap": agree.mean_off_diagonal(loverlap)})
+        section.raw["per-row tau"] = agree.per_row_tau(local)
         section.figures.append(figures.heatmaps(
             f"Agreement of the per-row explanations, averaged over {n_rows} test rows and {ctx.n_features} "
             f"features: Kendall τ-b (left) and top-{k} overlap (right).",

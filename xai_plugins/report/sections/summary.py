@@ -23,8 +23,9 @@ def build(ctx, results, options):
     section = new("summary")
     methods = results["explanations"].raw.get("methods", {})
     problems = collect_problems(results, methods)
-    rows = _method_rows(methods) + _agreement_rows(results["agreement"]) + \
-        _faithfulness_rows(results["faithfulness"], ctx.seed_int("summary")) + _mcr_rows(results["mcr"]) + \
+    seed = ctx.seed_int("summary")
+    rows = _method_rows(methods) + _agreement_rows(results["agreement"], seed) + \
+        _faithfulness_rows(results["faithfulness"], seed) + _mcr_rows(results["mcr"]) + \
         _performance_rows(results["model"])
     section.data = {"findings": rows, "problems": problems, "explained output": ctx.output_label}
     if ctx.task == "classification" and len(ctx.classes) > 2:
@@ -68,7 +69,7 @@ def _method_rows(methods) -> list:
     return rows
 
 
-def _agreement_rows(section) -> list:
+def _agreement_rows(section, seed) -> list:
     data = section.data
     if "mean global tau" not in data:
         return []
@@ -76,8 +77,9 @@ def _agreement_rows(section) -> list:
     strength = "strong" if tau >= 0.6 else "moderate" if tau >= 0.3 else "weak"
     text = (f"{strength}: mean pairwise Kendall τ of the global importances {fmt(tau)} and mean top-{data['k']} "
             f"overlap {fmt(data['mean global overlap'])} ({len(data['methods'])} methods, {data['features']} features)")
-    if "mean local tau" in data:
-        text += f"; per row: mean τ {fmt(data['mean local tau'])} over {data['rows']} rows"
+    per_row = section.raw.get("per-row tau")
+    if per_row is not None and np.isfinite(per_row).sum() >= 2:
+        text += f"; per row: mean pairwise τ {mean_with_ci(per_row[np.isfinite(per_row)], seed)}"
     return [{"finding": "Do the methods agree?", "result": text}]
 
 
