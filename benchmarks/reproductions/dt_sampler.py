@@ -2,7 +2,8 @@
 
 Of the paper's four UCI datasets only a breast cancer set is at hand (scikit-learn's Wisconsin
 diagnostic data); mouse (Mice Protein Expression), car (Car Evaluation) and heart are not, and
-scikit-learn's diabetes data, its target cut at the median, stands in for heart (a noisy medical task).
+scikit-learn's wine data (cultivar 2 against the others) stands in for car, with car's row size,
+tree size and threshold.
 """
 from __future__ import annotations
 
@@ -78,10 +79,10 @@ def _acc_row(setting, printed, ours, n, reason):
 
 
 def _table3(quick: bool) -> list[Row]:
-    """The breast row of Table 3 on scikit-learn's breast cancer data, and diabetes standing in for heart."""
-    from sklearn.datasets import load_diabetes
+    """The breast row of Table 3 on scikit-learn's breast cancer data, and wine standing in for car."""
+    from sklearn.datasets import load_wine
 
-    n_samples = 50 if quick else 500
+    n_samples = 20 if quick else 500
     p = TABLE3_BREAST
     X, y = _wisconsin()
     r = _compare(X, y, p["rows"], p["features"], 5, p["threshold"], n_samples)
@@ -93,26 +94,30 @@ def _table3(quick: bool) -> list[Row]:
             Row({"dataset": "breast", "model": "RF", "quantity": "nodes"}, p["nodes"][0], round(float(r["rf"][0]), 2),
                 abs(r["rf"][0] / p["nodes"][0] - 1) <= 0.25,
                 "within 25 % (the paper gives no RF hyper-parameters; sklearn defaults, 100 trees)", other)]
+    low_bar = ("; the 81.6 % threshold, set for data whose RF reaches 83 % in training, is a low bar here: "
+               "the space holds every tree from 81.6 % up, and the uniform average over it sits far below the best")
     for model, k in (("DT-Sampler", 1), ("RF", 0)):
-        key = "dt" if k else "rf"
-        rows.append(_acc_row({"dataset": "breast", "model": model, "quantity": "training acc."}, p["train"][k],
-                             r[key][1], r["n_train"], other))
-        rows.append(_acc_row({"dataset": "breast", "model": model, "quantity": "test acc."}, p["test"][k],
-                             r[key][2], r["n_test"], other))
+        key, why = ("dt", other + low_bar) if k else ("rf", other)
+        rows.append(_acc_row({"dataset": "breast", "model": model, "quantity": "training acc. (%)"}, p["train"][k],
+                             r[key][1], r["n_train"], why))
+        rows.append(_acc_row({"dataset": "breast", "model": model, "quantity": "test acc. (%)"}, p["test"][k],
+                             r[key][2], r["n_test"], why))
     gap = 100 * (r["dt"][2] - r["rf"][2])
     se_gap = 100 * math.sqrt(2 * 0.25 / r["n_test"])
     claim = ("the paper's claim is comparable accuracy to RF; its test-accuracy gaps (pp): "
              + ", ".join(f"{k} {v:+.2f}" for k, v in TABLE3_GAPS.items()))
     rows.append(Row({"dataset": "breast", "quantity": "test acc. DT-Sampler - RF (pp)"},
                     round(TABLE3_GAPS["breast"], 2), round(gap, 2), abs(gap - TABLE3_GAPS["breast"]) <= 2 * se_gap,
-                    f"|ours - paper| <= 2 x SE of a difference of two accuracies ({2 * se_gap:.2f} pp)", claim))
-    d = load_diabetes()
-    r = _compare(d.data, (d.target > np.median(d.target)).astype(int), 170, 10, 5, 0.75, n_samples)
+                    f"|ours - paper| <= 2 x SE of a difference of two accuracies (at most {2 * se_gap:.2f} pp)",
+                    claim + low_bar))
+    wine = load_wine()
+    r = _compare(wine.data, (wine.target == 1).astype(int), 100, 13, 5, 0.92, n_samples)
     for model, key in (("DT-Sampler", "dt"), ("RF", "rf")):
-        rows.append(Row({"dataset": "diabetes (for heart)", "model": model, "quantity": "test acc."}, None,
-                        round(float(r[key][2]), 4), None, "n/a",
-                        f"substitute: heart is not at hand; nodes {r[key][0]:.2f}, training acc. {r[key][1]:.4f}"))
-    rows.append(Row({"dataset": "diabetes (for heart)", "quantity": "test acc. DT-Sampler - RF (pp)"}, None,
+        rows.append(Row({"dataset": "wine (for car)", "model": model, "quantity": "test acc. (%)"}, None,
+                        round(100 * float(r[key][2]), 2), None, "n/a",
+                        f"substitute: car is not at hand; nodes {r[key][0]:.2f}, training acc. "
+                        f"{100 * r[key][1]:.2f} %, {r['n_test']} test rows"))
+    rows.append(Row({"dataset": "wine (for car)", "quantity": "test acc. DT-Sampler - RF (pp)"}, None,
                     round(100 * (r["dt"][2] - r["rf"][2]), 2), None, "n/a", claim))
     return rows
 
@@ -200,9 +205,9 @@ def _encoding(quick: bool) -> list[Row]:
                              "quantity": what}, paper, ours, ours <= paper,
                             "not the same count (our encoding differs by design): agrees when ours <= the "
                             "authors', i.e. the paper's size advantage is kept",
-                            f"ours / authors' {ours / paper:.2f}; the base encoding (Narodytska et al.) has {naro}"
-                            + ("" if name == "breast" else f"; {name} not at hand, sklearn breast cancer rows of the "
-                               "same shape used (the size depends on the data only through repeated rows)")))
+                            f"ours / authors' {ours / paper:.2f}; the base encoding (Narodytska et al.) has {naro}; "
+                            f"the paper's {name} data are not at hand: sklearn breast cancer rows of the same shape "
+                            "(the size depends on the data mostly through repeated rows)"))
     return rows
 
 
@@ -210,11 +215,11 @@ TABLES = [
     Table("dtsampler-table3", PAPER, "Table 3: DT-Sampler vs random forest (tree size, training / test accuracy)",
           "Breast row: 150 stratified training rows (seed 0) of scikit-learn's breast cancer data, its first 15 "
           "features cut at their median (15 binary tests), N = 5 branch nodes (11 nodes), threshold 81.6 %, "
-          "500 UniGen trees (quick: 50); DT-Sampler's accuracies are the mean over the sampled trees; RF = "
+          "500 UniGen trees (quick: 20); DT-Sampler's accuracies are the mean over the sampled trees; RF = "
           "RandomForestClassifier(100, seed 0) on the same binary features, nodes = mean node count per tree; "
-          "test = the remaining 419 rows. Mouse, car and heart are not at hand (UCI); diabetes (target > median, "
-          "170 training rows, 10 features at the median, N = 5, threshold 75 %) stands in for heart, without "
-          "paper values.",
+          "test = the remaining 419 rows. Mouse, car and heart are not at hand (UCI); wine (cultivar 2 vs the "
+          "others, car's 100 training rows, its 13 features at the median, N = 5, car's threshold 92 %, 78 test "
+          "rows) stands in for car, without paper values.",
           _table3),
     Table("dtsampler-uniformity", PAPER, "Appendix A.1 / §3.1: the tree space and uniform sampling",
           "Toy data: 40 rows, 6 random binary features, y = (x0 and x1) or x2 with two labels flipped (seed 0). "
