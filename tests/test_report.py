@@ -262,3 +262,19 @@ def test_summary_means_carry_intervals_and_counts(report):
     per_row = a.sections["faithfulness"].raw["pgi2"][0.3]["random"]
     assert f"random floor {fmt(float(np.mean(per_row)))} (95% CI [" in faithful
     assert "greedy" not in faithful.split(":")[0].lower()   # the ceiling is never named the most faithful
+
+
+def test_importing_the_report_keeps_the_users_backend():
+    import subprocess
+    import sys
+
+    code = ("import matplotlib; matplotlib.use('svg'); import xai_plugins.report, xai_plugins.report.figures; "
+            "print(matplotlib.get_backend())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "svg"
+
+
+def test_audit_leaves_no_pyplot_figure_open(report):
+    import matplotlib.pyplot as plt
+
+    assert plt.get_fignums() == []          # the module fixture drew every figure, waterfall and AcME included

@@ -116,7 +116,8 @@ def acme_figure(ctx: AuditContext, label: str, local, i: int):
         f"AcME what-if of test row {label}: {ctx.output_label} when one feature at a time is set "
         f"to each quantile of its background distribution (large marker: the row's own value; dashed: its "
         f"prediction).",
-        lambda ax: local.plot(row=i, ax=ax).set_title(f"AcME what-if, test row {label}"),
+        lambda ax: figures.legend_outside(local.plot(row=i, ax=ax), title=f"AcME what-if, test row {label}",
+                                          below=True),
         width=6.0, height=0.16 * min(ctx.n_features, 30) + 1.4)
 
 
@@ -242,15 +243,20 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     importance[columns] = probability.to_numpy()
     result = MethodResult("dt_sampler", importance=importance,
                           params={"rows": len(rows), "features": len(columns), "branch nodes": n_branch_nodes,
-                                  "trees sampled": len(sampler.trees_), "min accuracy": sampler.min_accuracy})
+                                  "trees sampled": len(sampler.trees_), "accuracy of every tree at least":
+                                  sampler.min_accuracy})
     result.extras["features"] = columns
-    result.figures.append(figures.emergence(
+
+    def draw(ax):
+        sampler.plot(ax=ax)
+        figures.legend_outside(ax, {"min_accuracy = 0": "level with no accuracy constraint"})
+
+    result.figures.append(figures.drawn(
         f"DT-Sampler emergence probability: share of branch nodes testing each feature among "
         f"{len(sampler.trees_)} near-uniformly sampled trees with {n_branch_nodes} branch nodes that reproduce "
         f"the model's predicted class on at least {sampler.min_accuracy:.0%} of {len(rows)} rows (bars: 95% "
-        f"Wilson intervals over the sampled trees).", sampler.emergence_probability_, sampler.uniform_probability_,
-        f"DT-Sampler: {len(sampler.trees_)} trees, {n_branch_nodes} branch nodes, "
-        f"accuracy ≥ {sampler.min_accuracy:g}"))
+        f"intervals over the sampled trees; ticks: the level with no accuracy constraint).", draw,
+        width=6.5, height=0.3 * len(columns) + 1.3))
     return result
 
 

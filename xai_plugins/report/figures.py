@@ -102,20 +102,41 @@ def pyplot_drawn(caption: str, draw, width: float = 6.0, height: float = 3.5, sc
             plt.close(fig)
 
 
+#: the x-axis label of each method's global importance
+IMPORTANCE_UNITS = {"SHAP": "mean |SHAP value|", "PG² greedy": "mean PG² gain", "local MDI": "mean impurity decrease",
+                    "AcME": "mean standardised effect", "DT-Sampler": "emergence probability",
+                    "MCR": "model reliance"}
+
+
+def legend_outside(ax, rename=None, title=None, below=False):
+    """Move ``ax``'s legend outside the plotting area (right of it, or ``below`` it) so it covers no
+    data, with labels renamed by ``rename`` ({old: new}); set ``title`` when given. Returns ``ax``."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        labels = [(rename or {}).get(label, label) for label in labels]
+        where = (dict(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(handles)) if below
+                 else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)))
+        ax.legend(handles, labels, frameon=False, **where)
+    if title is not None:
+        ax.set_title(title)
+    return ax
+
+
 def importance_bars(caption: str, importances: dict, top: int = 12) -> Figure:
     """One horizontal bar chart per method of its global importances (``{method: pandas.Series}``),
-    each showing its ``top`` features, largest on top."""
+    each showing its ``top`` features, largest on top, the x axis labelled with the importance's unit."""
     methods = list(importances)
     ncols = min(3, len(methods))
     nrows = int(np.ceil(len(methods) / ncols))
     n_bars = min(top, max(len(s) for s in importances.values()))
     with matplotlib.rc_context(STYLE):
-        fig, axes = new_figure(2.4 * ncols, (0.16 * n_bars + 0.7) * nrows, nrows, ncols)
+        fig, axes = new_figure(2.4 * ncols, (0.16 * n_bars + 0.95) * nrows, nrows, ncols)
         for ax, method in zip(axes.flat, methods):
             series = importances[method].sort_values(ascending=False).head(top)[::-1]
             ax.barh(np.arange(len(series)), series.to_numpy(), color=METHOD_COLOURS.get(method, "#444444"))
             ax.set_yticks(np.arange(len(series)), [_short(n) for n in series.index])
             ax.set_title(method)
+            ax.set_xlabel(IMPORTANCE_UNITS.get(method, "importance"))
             ax.tick_params(axis="y", length=0)
         for ax in list(axes.flat)[len(methods):]:
             ax.axis("off")
@@ -133,9 +154,11 @@ def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
             rows = table[table["method"] == method].set_index("sigma").loc[list(sigmas)]
             mean = rows["mean"].to_numpy()
             se = rows["sd"].to_numpy() / np.sqrt(rows["rows"].to_numpy())
+            base = method.replace(" (global)", "").replace(" (ceiling)", "")
+            colour = "black" if "(ceiling)" in method else METHOD_COLOURS.get(base)
             ax.errorbar(np.arange(len(sigmas)) + offset, mean, yerr=[np.minimum(se, mean * 0.999), se], marker="o",
-                        ms=3, capsize=2, lw=1, label=method, color=METHOD_COLOURS.get(method.replace(" (global)", "")),
-                        ls="--" if method == "random" or "(global)" in method else "-")
+                        ms=3, capsize=2, lw=1, label=method, color=colour,
+                        ls="--" if method == "random" or "(" in method else "-")
         ax.set_xticks(np.arange(len(sigmas)), [f"σ = {s:g}" for s in sigmas])
         if (table["mean"] > 0).all():
             ax.set_yscale("log")
@@ -151,7 +174,8 @@ def convergence(caption: str, frame, equal_time) -> Figure:
     with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(5.5, 3.0)
         for _, group in frame.groupby("pair"):
-            ax.plot(group["n_samples"], group["relative_error"], marker="o", ms=2.5, lw=0.8, alpha=0.8)
+            ax.plot(group["n_samples"], group["relative_error"], marker="o", ms=2.5, lw=0.8, alpha=0.8,
+                    label=f"row {int(group['row'].iloc[0]) + 1}, {int(group['|S|'].iloc[0])} features perturbed")
         n = np.array(sorted(frame["n_samples"].unique()), dtype=float)
         ref = frame["relative_error"].median() * np.sqrt(np.median(n)) / np.sqrt(n)
         ax.plot(n, ref, "k--", lw=1, label="∝ 1/√n")
@@ -162,7 +186,7 @@ def convergence(caption: str, frame, equal_time) -> Figure:
         ax.set_yscale("log")
         ax.set_xlabel("Monte Carlo samples")
         ax.set_ylabel("|MC − exact| / exact")
-        ax.legend(frameon=False)
+        legend_outside(ax)
         fig.tight_layout()
         return Figure(caption, to_data_uri(fig))
 
@@ -182,30 +206,12 @@ def heatmaps(caption: str, matrices: dict, vmin: float = -1.0) -> Figure:
             for i in range(len(labels)):
                 for j in range(len(labels)):
                     if np.isfinite(values[i, j]):
+                        low = vmin if "τ" in title else 0.0
+                        shade = abs(values[i, j] - (low + 1.0) / 2) / ((1.0 - low) / 2)   # 0 centre, 1 extremes
                         ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                                color="white" if abs(values[i, j]) > 0.6 else "black")
+                                color="white" if shade > 0.5 else "black")
             ax.set_title(title)
             ax.spines[:].set_visible(False)
-        fig.tight_layout()
-        return Figure(caption, to_data_uri(fig))
-
-
-def emergence(caption: str, table, uniform, title: str) -> Figure:
-    """DT-Sampler emergence probabilities (``table``: probability, ci_low, ci_high per feature) as
-    bars with their intervals, and ticks at the ``uniform`` (no accuracy constraint) level."""
-    table = table.assign(uniform=uniform).sort_values("probability")
-    y = np.arange(len(table))
-    p = table["probability"].to_numpy()
-    err = np.clip(np.vstack([p - table["ci_low"].to_numpy(), table["ci_high"].to_numpy() - p]), 0, None)
-    with matplotlib.rc_context(STYLE):
-        fig, (ax,) = _figure(6.0, 0.22 * len(table) + 1.3)
-        ax.barh(y, p, xerr=err, color=METHOD_COLOURS["DT-Sampler"], alpha=0.85, capsize=2,
-                label="emergence probability (95% interval)")
-        ax.scatter(table["uniform"], y, marker="|", s=150, color="k", label="level with no accuracy constraint")
-        ax.set_yticks(y, [_short(n) for n in table.index])
-        ax.set_xlabel("share of branch nodes testing the feature")
-        ax.set_title(title)
-        ax.legend(frameon=False, loc="lower right")
         fig.tight_layout()
         return Figure(caption, to_data_uri(fig))
 

@@ -141,9 +141,22 @@ class AuditOptions:
             if f.name in ("command_line", "provenance", "progress", "title", "model_card"):
                 continue
             handle = flag(f.name) if cli else f"{f.name}="
-            value = getattr(self, f.name)
-            out[f"{f.metadata['label']} ({handle})"] = "none" if value is None else value
+            out[f"{f.metadata['label']} ({handle})"] = self._readable(f.name)
         return out
+
+    def _readable(self, name: str):
+        """The value of option ``name`` as the report shows it (method and section names in words)."""
+        from .explainers import LABELS
+        from .sections import title
+
+        value = getattr(self, name)
+        if name == "explainers":
+            return ", ".join(LABELS[k] for k in value)
+        if name == "sections":
+            return ", ".join(title(k) for k in value)
+        if value is None:
+            return "default" if name == "positive_class" else "none"
+        return value
 
 
 def flag(name: str) -> str:

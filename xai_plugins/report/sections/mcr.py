@@ -37,9 +37,8 @@ def build(ctx, results, options):
     def draw(ax):
         res.plot(ax=ax)
         ax.set_xlabel(result.params["reliance"])
-        handles, _ = ax.get_legend_handles_labels()
-        ax.legend(handles, ["range over the Rashomon set", "this model"], loc="upper left",
-                  bbox_to_anchor=(1.01, 1.0), frameon=False)
+        figures.legend_outside(ax, {"MCR range": "range over the Rashomon set", "reference MR": "this model"},
+                               title=f"Model class reliance, Rashomon tolerance ε = {res.epsilon:g}")
 
     section.figures.append(figures.drawn(
         "Model class reliance: the range of each feature's reliance over the Rashomon set of near-optimal forests "
