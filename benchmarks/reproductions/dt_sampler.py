@@ -35,6 +35,7 @@ CATALAN = {1: 1, 2: 2, 3: 5, 4: 14}       # Table 4: tree shapes with 3, 5, 7, 9
 
 @lru_cache(maxsize=None)
 def _wisconsin():
+    """scikit-learn's breast cancer (Wisconsin diagnostic) features and 0/1 target."""
     from sklearn.datasets import load_breast_cancer
 
     data = load_breast_cancer()

@@ -18,12 +18,14 @@ EPSILONS = (0.0, 3.17)          # §5.1: RF-MCR at 0 and at SVM-MCR's 3.17
 
 
 def _mcr(model, X, y, **kwargs):
+    """RF-MCR table of ``model`` (seed 0, no progress bar)."""
     from xai_plugins.mcr import model_class_reliance
 
     return model_class_reliance(model, X, y, random_state=0, progress=False, **kwargs).table
 
 
 def _forest(X, y, task, trees, **params):
+    """The bootstrap-free reference forest RF-MCR needs (seed 0, all cores)."""
     from xai_plugins.mcr import fit_rashomon_forest
 
     return fit_rashomon_forest(X, y, task=task, n_estimators=trees, random_state=0, n_jobs=-1, **params)
@@ -80,21 +82,38 @@ def _half_split(n: int, seed: int = 0) -> np.ndarray:
     return train
 
 
+def _test_mse(model, X, y) -> tuple[float, float]:
+    """Held-out mean squared error and its standard error."""
+    err = (model.predict(X) - y) ** 2
+    return float(err.mean()), float(err.std(ddof=1) / np.sqrt(err.size))
+
+
 def _compas(quick: bool) -> list[Row]:
     """Reference MSE on held-out data, then RF-MCR ranges (MR as a ratio) at eps = 0 and 3.17."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVR
+
     X, y, race_cols = load_compas()
     train = _half_split(len(y))
     Xtr, ytr = X[train].reset_index(drop=True), y[train]
     model = _forest(Xtr, ytr, "regression", 100 if quick else 500, min_samples_leaf=10)
-    err = (model.predict(X[~train]) - y[~train]) ** 2
-    mse, se = float(err.mean()), float(err.std(ddof=1) / np.sqrt(err.size))
-    agrees, tol = check(mse, "2.73", se)
-    rows = [Row({"quantity": "reference test MSE"}, 2.73, round(mse, 3), agrees, f"{tol}, SE of our held-out MSE",
-                f"decile score variance {y.var():.2f}. The paper prepares COMPAS as the SVM-MCR paper (Fisher et al.) "
-                "does; the RF-MCR text gives neither that preparation's row filters, feature coding and "
-                "response transform nor the split, and ours (ProPublica's filtered 6,172 rows, raw decile "
-                "score, 50/50 split, 500 bootstrap-free trees, min_samples_leaf 10) is a guess at them; "
-                "the SVM reference's 2.86 is as low, so the gap is the data preparation, not the forest")]
+    svr = make_pipeline(StandardScaler(), SVR()).fit(Xtr, ytr)
+    mses = {name: _test_mse(m, X[~train], y[~train]) for name, m in (("forest", model), ("svr", svr))}
+    svr_agrees, _ = check(mses["svr"][0], "2.86", mses["svr"][1])
+    why = (f"decile score variance {y.var():.2f}; an RBF SVR on the same split reaches {mses['svr'][0]:.2f} "
+           f"(forest {mses['forest'][0]:.2f}): " + (
+               "the SVM class reaches the paper's level on our data, so the gap is in the forest's settings"
+               if svr_agrees else
+               "both model classes sit above the paper's 2.73 / 2.86 on our data, so the gap lies in the data "
+               "preparation. The paper prepares COMPAS as the SVM-MCR paper (Fisher et al.) does, whose row "
+               "filters, feature coding, response and split the RF-MCR text does not give; ours (ProPublica's "
+               "filtered 6,172 rows, raw decile score, 50/50 split) is a guess at them"))
+    rows = []
+    for name, paper, printed in (("forest", 2.73, "2.73"), ("svr", 2.86, "2.86")):
+        agrees, tol = check(mses[name][0], printed, mses[name][1])
+        rows.append(Row({"quantity": f"reference test MSE ({'RF' if name == 'forest' else 'RBF SVR vs SVM-MCR'})"},
+                        paper, round(mses[name][0], 3), agrees, f"{tol}, SE of our held-out MSE", why))
     singles = [c for c in X.columns if c not in race_cols]
     for eps in EPSILONS:
         table = _mcr(model, Xtr, ytr, features=singles, groups={"race": race_cols}, n_permutations=10,
@@ -189,7 +208,9 @@ TABLES = [
           "sex, priors, three juvenile counts, charge degree and race (one-hot, permuted as one group). Random "
           "50/50 split (seed 0); reference forest bootstrap-free, min_samples_leaf 10, 500 trees (quick: 100); MSE "
           "on the held-out half (paper 2.73). MCR in-sample on the training half, MR as the ratio of squared "
-          "errors (as the paper reports for comparison with Fisher et al.), 10 permutations, eps = 0 and 3.17.",
+          "errors (as the paper reports for comparison with Fisher et al.), 10 permutations, eps = 0 and 3.17. "
+          "For the MSE gap: an RBF SVR (scikit-learn defaults, standardised features) on the same split against "
+          "SVM-MCR's reference MSE 2.86.",
           _compas),
     Table("mcr-breast-cancer", PAPER, "§5.2, Figure 3: breast cancer (Wisconsin diagnostic)",
           "scikit-learn's breast cancer data (569 rows, 30 features: the paper's Street et al. dataset). "
