@@ -16,6 +16,9 @@ CLOCK_KEYS = {"created", "seconds", "timings", "total seconds (before rendering)
 SMALL = dict(max_rows=8, max_shap_rows=40, dt_sampler_samples=4, dt_sampler_rows=30, mcr_permutations=2,
              mc_pairs=2, acme_quantiles=8, n_local=1, progress=False)
 
+#: every explainer but DT-Sampler (the slowest; the identical-runs test covers it)
+FAST = ["shap", "pg2", "local_mdi", "acme", "mcr"]
+
 
 def without_clocks(value):
     """``value`` (parsed JSON) with every clock entry removed."""
@@ -83,12 +86,13 @@ def test_cli_and_audit_agree(data, tmp_path, capsys):
     for key, value in SMALL.items():
         if key != "progress":
             argv += ["--" + key.replace("_", "-"), value]
+    argv += ["--explainers", *FAST]
     assert main([str(a) for a in argv]) == 0, capsys.readouterr().err
     from_cli = json.loads((tmp_path / "out" / "model.json").read_text())
     read = lambda name: pd.read_csv(tmp_path / name)  # noqa: E731 - the CLI's floats, as it read them
     test, train = read("test.csv"), read("train.csv")
     direct = json.loads(audit(model, test.drop(columns="y"), test["y"], X_train=train.drop(columns="y"),
-                              y_train=train["y"], title=from_cli["title"], **SMALL).to_json())
+                              y_train=train["y"], title=from_cli["title"], explainers=FAST, **SMALL).to_json())
     limits = [" ".join(p["sections"]["limitations"]["data"]["items"]) for p in (from_cli, direct)]
     assert "--max-rows" in limits[0] and "max_rows=" not in limits[0]      # each reader is told their own handle
     assert "max_rows=" in limits[1] and "--max-rows" not in limits[1]

@@ -107,7 +107,7 @@ def shap_figure(ctx: AuditContext, label: str, row_explanation):
     return figures.pyplot_drawn(
         f"SHAP waterfall of test row {label}: contributions to {ctx.output_label}, from the mean "
         f"over the training data to this row's value.",
-        lambda ax: _waterfall(row_explanation), scale=0.7)
+        lambda ax: _waterfall(row_explanation), scale=0.6)
 
 
 def acme_figure(ctx: AuditContext, label: str, local, i: int):
@@ -122,10 +122,19 @@ def acme_figure(ctx: AuditContext, label: str, local, i: int):
 
 
 def _waterfall(explanation) -> None:
-    """shap's waterfall plot on pyplot's current figure (shap sizes the figure itself, with large type)."""
+    """shap's waterfall plot on pyplot's current figure (shap sizes the figure itself, with large type),
+    its x range widened by 8 % on each side so the values printed at the ends of the bars are not cut
+    (shap's twin axes for f(x) and E[f(X)] share the main axis' limits, so all get the same)."""
+    import matplotlib.pyplot as plt
     import shap
 
     shap.plots.waterfall(explanation, max_display=10, show=False)
+    axes = plt.gcf().axes
+    lo, hi = axes[0].get_xlim()
+    pad = 0.08 * (hi - lo)
+    for ax in axes:
+        if ax.get_xlim() == (lo, hi):
+            ax.set_xlim(lo - pad, hi + pad)
 
 
 def extremes_first(order, n_local: int) -> list:

@@ -6,10 +6,14 @@ the Rashomon set (columns ``mcr_minus``, ``model_reliance``, ``mcr_plus``, ``wid
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import figures
 from ..section import SKIPPED, Table
 from . import new, register
 
+#: features drawn in the figure (the table lists every feature)
+FIGURE_FEATURES = 15
 #: readable column names of the MCR table (the reliance is a loss ratio or difference, see ``params``)
 COLUMNS = {"mcr_minus": "lowest reliance (MCR−)", "model_reliance": "this model's reliance",
            "mcr_plus": "highest reliance (MCR+)", "width": "range width"}
@@ -32,7 +36,8 @@ def build(ctx, results, options):
     table = table.sort_values("model_reliance", ascending=False)
     widest = table.sort_values("width", ascending=False).head(3)
     section.data = {"table": table, "widest": widest.index.tolist(), "params": result.params}
-    res = result.extras["result"]
+    shown = table.head(FIGURE_FEATURES).index          # the features the model relies on most
+    res = dataclasses.replace(result.extras["result"], table=result.extras["result"].table.loc[shown])
 
     def draw(ax):
         res.plot(ax=ax)
@@ -40,10 +45,11 @@ def build(ctx, results, options):
         figures.legend_outside(ax, {"MCR range": "range over the Rashomon set", "reference MR": "this model"},
                                title=f"Model class reliance, Rashomon tolerance ε = {res.epsilon:g}")
 
+    most = "" if len(shown) == len(table) else f" for the {len(shown)} features this model relies on most"
     section.figures.append(figures.drawn(
-        "Model class reliance: the range of each feature's reliance over the Rashomon set of near-optimal forests "
-        f"(bar) and the audited model's own reliance (diamond); reliance: {result.params['reliance']}.",
-        draw, width=6.0, height=0.3 * len(table) + 1.2))
+        f"Model class reliance{most}: the range of each feature's reliance over the Rashomon set of near-optimal "
+        f"forests (bar) and the audited model's own reliance (diamond); reliance: {result.params['reliance']}.",
+        draw, width=6.0, height=0.24 * len(shown) + 1.2))
     section.tables.append(Table(f"Model reliance and its range over the Rashomon set, by decreasing reliance "
                                 f"({result.params['reliance']}).", table.rename(columns=COLUMNS)))
     return section
