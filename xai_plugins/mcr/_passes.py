@@ -46,8 +46,10 @@ class Reference:
     def weighted_sum(self, trees, idx, X32, weights) -> np.ndarray:
         """Sum over the trees ``idx`` (of the list ``trees``) of ``weights[i]`` times their
         predictions on X32, added in tree order."""
+        def predict(t):
+            return np.take(self.tables.node_pred, self.tables.leaves(t, X32, trees[t]), axis=0)
+
         total = np.zeros_like(self.forest_sum)
-        predict = lambda t: np.take(self.tables.node_pred, self.tables.leaves(t, X32, trees[t]), axis=0)  # noqa: E731
         for i, p in enumerate(self.pmap(predict, idx)):
             total += weights[i] * p
         return total
