@@ -179,9 +179,10 @@ def run_table4(quick: bool) -> list[Row]:
 LED_IDENTITY = (
     "on led every class has one sample and leaves are pure, so TreeSHAP's value of the predicted class for a "
     "coalition S is the product, over the nodes of x's path that test a feature outside S, of the child/parent "
-    "sample ratios; its logarithm is the sum of local MDI's per-node terms log2(n_t / n_child), whatever K grew "
-    "the trees, so local MDI and TreeSHAP stay almost perfectly correlated for every K (the paper's statement is "
-    "made in Section 6 for its figures together; we cannot read its led curve); ")
+    "sample ratios; up to a constant its logarithm is the sum of local MDI's terms log2(n_t / n_child) over the "
+    "nodes testing S, whatever K grew the trees, so local MDI and TreeSHAP stay almost perfectly correlated "
+    "for every K (the paper's statement is made in Section 6 for its figures together; we cannot read its led "
+    "curve); ")
 PAIRS = (("local MDI", "Saabas"), ("local MDI", "TreeSHAP"), ("Saabas", "TreeSHAP"))
 
 
