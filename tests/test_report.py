@@ -12,9 +12,9 @@ from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.ensemble import RandomForestClassifier
 
 from xai_plugins.report import OPTIONAL_SECTIONS, RENDER_ORDER, audit
-from xai_plugins.report.sections import title
 from xai_plugins.report.context import make_context
 from xai_plugins.report.render import DataOnlyFetcher, RefusedURLError, fmt, html_to_pdf
+from xai_plugins.report.sections import title
 
 EVIL = "<script>alert(1)</script>"
 TITLE = "Credit <b>model</b> v3"
@@ -40,8 +40,9 @@ def report(data):
 
 @pytest.fixture(scope="module")
 def pdf_text(report):
-    import pypdf
     import io
+
+    import pypdf
 
     pdf = report[0].to_pdf()
     reader = pypdf.PdfReader(io.BytesIO(pdf))
@@ -217,7 +218,9 @@ def test_mcr_epsilon_reaches_the_rashomon_set(data):
     exact = audit(model, X_test, y_test, **kwargs).sections["mcr"]
     loose = audit(model, X_test, y_test, mcr_epsilon=0.05, **kwargs).sections["mcr"]
     assert exact.data["params"]["Rashomon tolerance ε"] == 0 and loose.data["params"]["Rashomon tolerance ε"] == 0.05
-    width = lambda section: (section.data["table"]["mcr_plus"] - section.data["table"]["mcr_minus"]).sum()
+    def width(section):
+        return (section.data["table"]["mcr_plus"] - section.data["table"]["mcr_minus"]).sum()
+
     assert width(loose) > width(exact)
 
 

@@ -61,7 +61,8 @@ def test_sections_draw_from_their_own_streams(data):
     kw = dict(X_train=X_train, y_train=y_train, explainers=["shap", "pg2"], **SMALL)
     full = audit(model, X_test, y_test, sections=["explanations", "faithfulness", "agreement"], **kw)
     alone = audit(model, X_test, y_test, sections=["faithfulness"], **kw)
-    pd.testing.assert_frame_equal(full.sections["faithfulness"].data["pgi2"], alone.sections["faithfulness"].data["pgi2"])
+    pd.testing.assert_frame_equal(full.sections["faithfulness"].data["pgi2"],
+                                  alone.sections["faithfulness"].data["pgi2"])
 
 
 def test_time_budget_is_opt_in_and_declared(data):

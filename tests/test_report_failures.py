@@ -2,7 +2,6 @@
 status); limitations follow what ran; AcME runs on data with missing values (LightGBM)."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.datasets import load_diabetes
 

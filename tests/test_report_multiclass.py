@@ -7,8 +7,7 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import recall_score
 
-from xai_plugins.report import audit
-from xai_plugins.report import describe
+from xai_plugins.report import audit, describe
 from xai_plugins.report.context import make_context
 
 SMALL = dict(max_rows=6, max_shap_rows=40, mc_pairs=0, n_local=1, explainers=["shap", "pg2"],
@@ -36,7 +35,7 @@ def test_default_class_is_the_most_frequent(four):
     a = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, **SMALL)
     assert a.parameters["positive_class"] == most
     assert f"class {most}" in a.sections["model"].data["card"]["explained output"]
-    assert f"by default the most frequent test class" in a.sections["summary"].data["classes"]
+    assert "by default the most frequent test class" in a.sections["summary"].data["classes"]
     per_class = a.sections["model"].data["per class"]
     assert sorted(per_class.index) == sorted(str(c) for c in model.classes_)
     recalls = recall_score(y_test, model.predict(X_test), labels=model.classes_, average=None, zero_division=0)

@@ -36,7 +36,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .errors import XaiError

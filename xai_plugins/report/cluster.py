@@ -305,8 +305,8 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
     rows of the agreement sample. ``in_memory_calls``: key -> callable for the other methods."""
     import dask
 
-    from ..mdi import require_impurities
     from ..forest import UnsupportedModelError
+    from ..mdi import require_impurities
     from . import explainers as runners
 
     X, n = cl.X, cl.n_complete

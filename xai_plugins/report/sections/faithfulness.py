@@ -114,7 +114,8 @@ def _monte_carlo(ctx, section, rows, options) -> None:
                                                     equal_time=options.machine_dependent)
     section.data["monte carlo"] = conv.drop(columns=["seconds", "exact_seconds"])
     section.raw.update({"monte carlo": conv, "equal time": equal})
-    drawn_from = "" if ctx.cluster is None else f" (rows drawn from the in-memory sample of {len(ctx.X_test)} test rows)"
+    drawn_from = ("" if ctx.cluster is None
+                  else f" (rows drawn from the in-memory sample of {len(ctx.X_test)} test rows)")
     section.figures.append(figures.convergence(
         f"Monte Carlo estimates of PG² against the exact value for {options.mc_pairs} random (row, feature set) "
         f"pairs{drawn_from} at σ = {options.sigma_ref:g}: relative error against the number of samples (one line "

@@ -91,17 +91,19 @@ def _faithfulness_rows(section, seed) -> list:
     per_row = section.raw.get("pgi2", {})
     labels = section.raw.get("labels", {})
     by_label = {label: key for key, label in labels.items()}
+    def shown(label, sigma):
+        """The mean PGI² of ``label`` at ``sigma``, with its interval when the per-row values are here."""
+        key = by_label.get(label)
+        if key is not None and key in per_row.get(sigma, {}):
+            return mean_with_ci(per_row[sigma][key], seed)
+        return fmt(table[(label, sigma)])
+
     rows = []
     for sigma, method in data["winners"].items():
-        def shown(label):
-            key = by_label.get(label)
-            if key is not None and sigma in per_row and key in per_row[sigma]:
-                return mean_with_ci(per_row[sigma][key], seed)
-            return fmt(table[(label, sigma)])
         ceiling = data.get("ceiling")
-        text = f"{method}: mean PGI² {shown(method)}; random floor {shown('random')}"
+        text = f"{method}: mean PGI² {shown(method, sigma)}; random floor {shown('random', sigma)}"
         if ceiling:
-            text += f"; greedy PG² ceiling {shown(ceiling)}"
+            text += f"; greedy PG² ceiling {shown(ceiling, sigma)}"
         rows.append({"finding": f"Most faithful explainer at σ = {sigma:g} (highest mean PGI²; the greedy PG² "
                                 "ranking is the ceiling, not a contestant)", "result": text})
     return rows
