@@ -281,3 +281,23 @@ def test_audit_leaves_no_pyplot_figure_open(report):
     import matplotlib.pyplot as plt
 
     assert plt.get_fignums() == []          # the module fixture drew every figure, waterfall and AcME included
+
+
+def test_rows_are_named_by_position_and_index(report, data):
+    a, html = report
+    X_test = data[2]
+    labels = a.sections["explanations"].data["local rows"]
+    assert len(labels) == 2
+    for label in labels:
+        position, index = re.fullmatch(r"(\d+) of (\d+) \(index (\d+)\)", label).group(1, 3)
+        assert int(label.split(" of ")[1].split()[0]) == len(X_test)
+        assert X_test.index[int(position) - 1] == int(index)     # position is 1-based, the index is the label
+        assert f"test row {label}" in html
+
+
+def test_numeric_headers_align_with_their_numbers(report):
+    html = report[1]
+    performance = html[html.index("Predictive performance on the test"):]
+    header = performance[:performance.index("</thead>")]
+    assert '<th class="num">test</th>' in header and '<th class="num">training</th>' in header
+    assert "thead th.num { text-align: right; }" in html
