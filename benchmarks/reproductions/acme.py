@@ -81,7 +81,7 @@ def _table2(quick: bool) -> list[Row]:
             imp = AcME(LinearRegression().fit(X, y), X, n_quantiles=Q).explain_global().total
             scores.append(ndcg_score(truth[None], imp[None]))
         ours = float(np.mean(scores))
-        rows.append(Row({"experiment": exp, "draws": draws}, paper, ours, abs(ours - paper) <= 5e-4,
+        rows.append(Row({"experiment": exp, "draws": draws}, paper, ours, bool(abs(ours - paper) <= 5e-4),
                         "|ours - paper| <= 5e-4: with the top five features in order, any order of the three "
                         "with |beta| <= 0.3 moves NDCG by at most 4e-4",
                         f"NDCG min {min(scores):.5f} over the draws; sklearn's ndcg_score of the paper's own "
@@ -167,7 +167,7 @@ def _tau_rows(table, knob, paper_values, taus, draws):
         for k, (which, paper) in enumerate((("full", paper_full), ("top 5", paper_top))):
             ours = taus[value][:, k]
             lo, hi = float(np.nanmin(ours)), float(np.nanmax(ours))
-            agrees = lo <= paper <= hi
+            agrees = bool(lo <= paper <= hi)
             rows.append(Row({"table": table, knob: value, "tau": which}, paper, round(float(np.nanmedian(ours)), 3),
                             agrees, f"paper's value within [min, max] of our tau over {draws} draws (its figure is "
                             "one draw)",
@@ -183,7 +183,7 @@ def _speed_row(table, setting, paper_ratio, ours_ratio, acme_paper, acme_ours, n
     """Seconds of a method / seconds of AcME's global explanation, paper vs ours."""
     factor = acme_paper / acme_ours
     return Row({"table": table, **setting}, round(paper_ratio, 1), round(ours_ratio, 1),
-               0.1 <= ours_ratio / paper_ratio <= 10, SPEED_TOL,
+               bool(0.1 <= ours_ratio / paper_ratio <= 10), SPEED_TOL,
                f"{TREND_NOTE}; ratio = seconds(method) / seconds(AcME global); {note}. "
                f"This AcME takes {acme_ours * 1e3:.1f} ms "
                f"vs the paper's {acme_paper} s ({factor:.0f}x faster: one predict call for all perturbed rows), "
@@ -195,7 +195,7 @@ def _growth_row(table, knob, paper_times, our_times):
     lo, hi = min(paper_times), max(paper_times)
     paper, ours = paper_times[hi] / paper_times[lo], our_times[hi] / our_times[lo]
     return Row({"table": table, knob: f"{hi} / {lo}", "quantity": "KernelSHAP seconds growth"}, round(paper, 2),
-               round(ours, 2), ours > 1, "trend: agrees when > 1 (KernelSHAP's time grows with the setting, as "
+               round(ours, 2), bool(ours > 1), "trend: agrees when > 1 (KernelSHAP's time grows with the setting, as "
                "in the paper)", TREND_NOTE + "; ratio = seconds(largest) / seconds(smallest)")
 
 
@@ -247,7 +247,7 @@ def _table7_row(name, model, X, y, importance):
     p_all, p_top, p_rest = TABLE7[name]
     ours = mse[2] / mse[1]
     return Row({"table": "7", "model": name, "ratio": "MSE(rest) / MSE(top 5)"}, round(p_rest / p_top, 3),
-               round(ours, 3), ours > 1,
+               round(ours, 3), bool(ours > 1),
                "trend: agrees when > 1 like the paper's (AcME's top five predict better than the other features)",
                f"{TREND_NOTE}; our in-sample MSE all / top 5 / rest: {mse[0]:.3f} / {mse[1]:.3f} / {mse[2]:.3f} "
                f"(paper {p_all} / {p_top} / {p_rest}; top 5 = {', '.join(top)})")

@@ -122,7 +122,7 @@ def _compas(quick: bool) -> list[Row]:
             lo, ref, hi = (float(table.loc[feat, c]) for c in ("mcr_minus", "model_reliance", "mcr_plus"))
             setting = {"epsilon": eps, "feature": feat, "end": "mcr_minus"}
             if feat == "race" and eps > 0:
-                rows.append(Row(setting, 1.0, round(lo, 3), lo <= 1.05,
+                rows.append(Row(setting, 1.0, round(lo, 3), bool(lo <= 1.05),
                                 "claim 'race is a non-necessary variable' (§5.1): MCR- <= 1.05 "
                                 "(ratio; 1 = no reliance)",
                                 f"range [{lo:.3f}, {hi:.3f}], reference MR {ref:.3f}. Our eps bounds the MSE between a "
@@ -160,7 +160,7 @@ def _breast_cancer(quick: bool) -> list[Row]:
             f"{tol}, binomial SE of our test accuracy",
             f"50/50 stratified split (seed 0) of sklearn's Wisconsin diagnostic data, {len(yte)} test rows; "
             "the paper does not give its split"),
-        Row({"quantity": "share of features with MCR- = 0"}, 1.0, round(unneeded, 4), unneeded == 1.0,
+        Row({"quantity": "share of features with MCR- = 0"}, 1.0, round(unneeded, 4), bool(unneeded == 1.0),
             "exact: §5.2 'for each feature, there exists some model ... where that feature is not required'",
             f"MR = drop in training accuracy, eps = 0; median range width {width.median():.4f}, widest "
             f"{width.idxmax()} [{table.loc[width.idxmax(), 'mcr_minus']:.4f}, "
@@ -190,7 +190,7 @@ def _scaling(quick: bool) -> list[Row]:
     n = np.array(sizes, float)
     slope = float(np.polyfit(np.log(n * np.log2(n)), np.log(seconds), 1)[0])
     return [Row({"quantity": "slope of log(seconds) on log(n log2 n)"}, 1.0, round(slope, 3),
-                abs(slope - 1.0) <= 0.25,
+                bool(abs(slope - 1.0) <= 0.25),
                 "|slope - 1| <= 0.25 (timing noise on a shared 2-core machine; 1 = linearithmic)",
                 "seconds " + ", ".join(f"{s:.3f} at {k}" for k, s in zip(sizes, seconds)) +
                 "; the paper's Figure 4a shows the curve without printed values")]
