@@ -298,3 +298,16 @@ def test_warnings_judge_the_groups_large_enough_and_show_every_group():
     assert every > 0.4 and large < 0.1          # group c alone would cross the 0.1 threshold
     assert not [w for w in out["warnings"] if w.startswith("demographic parity")]
     assert any("fewer than 30 test rows (c)" in f for f in out["findings"])
+
+
+def test_an_attribute_that_cannot_be_grouped_is_not_assessed_and_the_others_are(hidden):
+    X, race, y = hidden
+    model = RandomForestClassifier(5, max_depth=2, random_state=0).fit(X, y)
+    data = X.assign(race=race, city=[f"city {i % 40}" for i in range(len(X))])
+    a = audit(model, data, y, protected=["city", "race"], explainers=["shap"], sections=["explanations"],
+              max_rows=20, progress=False)
+    section = a.sections["fairness"]
+    assert section.status == "warn"
+    assert "city: not assessed" in section.reason and "40 distinct non-numeric values" in section.reason
+    assert section.data["attributes"]["race"]["group sizes"] == race.value_counts().sort_index().to_dict()
+    assert "Protected attribute: city" in a.to_html()

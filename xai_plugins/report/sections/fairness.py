@@ -57,7 +57,7 @@ def build(ctx, results, options):
     blocks = [b for a in assessed for b in a["blocks"]]
     section.tables = [b for b in blocks if isinstance(b, Table)]
     section.figures = [b for b in blocks if isinstance(b, figures.Figure)]
-    warned = [f"{a['name']}: {w}" for a in assessed for w in a["warnings"]]
+    warned = [f"{a['name']}: {w}" for a in assessed for w in a["warnings"] + [a["not assessed"]] if w]
     if all(a["not assessed"] for a in assessed):
         section.status = "not applicable"
         section.reason = "; ".join(f"{a['name']}: {a['not assessed']}" for a in assessed)
@@ -69,12 +69,17 @@ def build(ctx, results, options):
 def _assess(ctx, results, options, name, predictions) -> dict:
     """Tables, figures, findings (plain text) and warnings of one protected attribute."""
     values = ctx.protected[name].reset_index(drop=True)
-    grouping = fair.make_grouping(values, name)
+    out = {"name": name, "blocks": [], "findings": [], "warnings": [], "not assessed": "",
+           "data": {"groups": "", "group sizes": {}}}
+    try:
+        grouping = fair.make_grouping(values, name)
+    except InputError as exc:
+        out["not assessed"] = f"not assessed: {exc}"
+        out["findings"].append(out["not assessed"])
+        return out
     labels = grouping.labels(values)
     sizes = labels.value_counts().sort_index()
-    out = {"name": name, "grouping": grouping.description, "blocks": [], "findings": [],
-           "warnings": [], "not assessed": "",
-           "data": {"groups": f"{name} grouped by {grouping.description}", "group sizes": sizes.to_dict()}}
+    out["data"] = {"groups": f"{name} grouped by {grouping.description}", "group sizes": sizes.to_dict()}
     if len(sizes) < 2:
         out["not assessed"] = (f"not assessed: every test row is in the one group {sizes.index[0]!r}, so there is "
                                "nothing to compare")
