@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._extras import needs
 from ..errors import InputError
 
 #: an attribute with at most this many distinct values is used as groups as it is
@@ -130,8 +131,17 @@ def performance_by_group(y_true, y_pred, groups: pd.Series, task: str, positive_
     mean-prediction gap in standard deviations of the predictions. Without ``y_true`` (None) only the
     metrics of the predictions. The headline disparity (demographic parity; regression: the mean
     prediction gap) gets a 95% percentile-bootstrap interval over the test rows (fairlearn's ``n_boot``)."""
-    from fairlearn.metrics import (MetricFrame, count, demographic_parity_difference, equalized_odds_difference,
-                                   false_positive_rate, mean_prediction, selection_rate, true_positive_rate)
+    with needs("report", "the fairness section (fairlearn)"):
+        from fairlearn.metrics import (
+            MetricFrame,
+            count,
+            demographic_parity_difference,
+            equalized_odds_difference,
+            false_positive_rate,
+            mean_prediction,
+            selection_rate,
+            true_positive_rate,
+        )
     from sklearn.metrics import accuracy_score, mean_absolute_error, root_mean_squared_error
 
     groups = pd.Series(np.asarray(groups), name="group")
@@ -290,7 +300,8 @@ def proxy_check(X: pd.DataFrame, groups: pd.Series, encodings: dict, random_stat
                              random_state=int(seeds[0])) / np.log(2)
     p = counts / counts.sum()
     entropy = float(-(p * np.log2(p)).sum())
-    table = pd.DataFrame({"mutual information (bits)": mi, "share of the attribute's entropy": np.minimum(mi / entropy, 1),
+    table = pd.DataFrame({"mutual information (bits)": mi,
+                          "share of the attribute's entropy": np.minimum(mi / entropy, 1),
                           "encodes the attribute": [encodings.get(c, "") for c in data.columns]},
                          index=pd.Index(data.columns, name="feature"))
     table = table.sort_values("share of the attribute's entropy", ascending=False, kind="stable")

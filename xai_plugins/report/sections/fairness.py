@@ -19,11 +19,11 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
+from ...errors import InputError
 from .. import fairness as fair
 from .. import figures
 from ..explainers import LABELS
 from ..render import fmt
-from ...errors import InputError
 from ..section import Table
 from . import new, register
 from .mcr import reliance_unit
@@ -263,9 +263,11 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
     direct = [c for c, how in encodings.items() if how != "determined by it"]
     others = [f"{c} ({how})" for c, how in encodings.items() if how == "determined by it"]
     listed = ", ".join(map(str, direct + others))
-    parts = ([f"is a model input{' (' + ', '.join(map(str, direct)) + ')' if direct != [name] else ''}"]
-             if direct else []) + ([f"is encoded by the model input{'s' if len(others) > 1 else ''} {', '.join(others)}"]
-                                   if others else [])
+    parts = []
+    if direct:
+        parts.append("is a model input" + (f" ({', '.join(map(str, direct))})" if direct != [name] else ""))
+    if others:
+        parts.append(f"is encoded by the model input{'s' if len(others) > 1 else ''} {', '.join(others)}")
     what = " and ".join(parts)
     out["warnings"].append(f"it {what}")
     rows = {}
