@@ -174,8 +174,11 @@ def convergence(caption: str, frame, equal_time) -> Figure:
     with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(5.5, 3.0)
         for _, group in frame.groupby("pair"):
-            ax.plot(group["n_samples"], group["relative_error"], marker="o", ms=2.5, lw=0.8, alpha=0.8,
-                    label=f"row {int(group['row'].iloc[0]) + 1}, {int(group['|S|'].iloc[0])} features perturbed")
+            size = int(group["|S|"].iloc[0])
+            label = f"test row {int(group['row'].iloc[0]) + 1}, {size} feature{'s' if size > 1 else ''} perturbed"
+            if not (group["relative_error"] > 0).any():
+                label += " (error 0: off the log scale)"
+            ax.plot(group["n_samples"], group["relative_error"], marker="o", ms=2.5, lw=0.8, alpha=0.8, label=label)
         n = np.array(sorted(frame["n_samples"].unique()), dtype=float)
         ref = frame["relative_error"].median() * np.sqrt(np.median(n)) / np.sqrt(n)
         ax.plot(n, ref, "k--", lw=1, label="∝ 1/√n")
