@@ -159,6 +159,14 @@ def test_bad_options_are_refused(data):
     model = RandomForestClassifier(n_estimators=3, max_depth=2, random_state=0).fit(X_train, y_train)
     with pytest.raises(ValueError, match="unknown sections"):
         audit(model, X_test, y_test, sections=["nope"], progress=False)
+    with pytest.raises(TypeError, match=r"unknown option\(s\) \['max_row'\]"):
+        audit(model, X_test, y_test, max_row=5)
+    with pytest.raises(ValueError, match="max_rows must be an integer"):
+        audit(model, X_test, y_test, max_rows=0)
+    from xai_plugins.report import AuditOptions
+
+    with pytest.raises(ValueError, match="time_budget must be a positive number"):
+        AuditOptions(time_budget=0)
     with pytest.raises(ValueError, match="do not match.*missing"):
         audit(model, X_test.iloc[:, 1:], y_test, progress=False)
     from xai_plugins.report.context import make_context

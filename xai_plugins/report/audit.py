@@ -21,6 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._validation import check_n_jobs, is_dask
+from ..errors import InputTypeError
 from . import sections as registry
 from .context import derive_seed, make_context
 from .governance import read_model_card
@@ -147,6 +148,10 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     A section whose computation raises is marked "failed" with the reason, the summary lists it
     (``Audit.problems``), and the other sections still render.
     """
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(AuditOptions)})
+    if unknown:
+        raise InputTypeError(f"audit() got unknown option(s) {unknown}; the options are the fields of AuditOptions: "
+                             f"{[f.name for f in dataclasses.fields(AuditOptions)]}")
     options = (options or AuditOptions()).replace(**overrides) if overrides else (options or AuditOptions())
     if options.model_card is not None:
         read_model_card(options.model_card)          # a bad model card fails before any work
