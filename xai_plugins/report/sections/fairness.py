@@ -227,7 +227,7 @@ def _grouped_bars(attribute, caption, means: dict):
     ncols = min(2, len(methods))
     nrows = int(np.ceil(len(methods) / ncols))
     n_feat = _shown_features(len(means[methods[0]]), len(groups))
-    panel = 0.06 * n_feat * max(len(groups), 2) + 0.7
+    panel = 0.07 * n_feat * max(len(groups), 2) + 0.7
     legend = 0.5
     colours = matplotlib.colormaps["tab10"].colors
     with matplotlib.rc_context(figures.STYLE):
@@ -284,7 +284,8 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
 
         joint = fair.permutation_reliance(loss, predict, ctx.X_test.reset_index(drop=True), ctx.y_test,
                                           list(encodings), N_PERMUTATIONS, seed)
-        rows[f"{', '.join(map(str, encodings))} (scrambled together, test data)"] = {"this model's reliance": joint}
+        together = " together" if len(encodings) > 1 else ""
+        rows[f"{', '.join(map(str, encodings))} (scrambled{together}, test data)"] = {"this model's reliance": joint}
         out["findings"].append(
             f"{name} {what}. Scrambling {'this column' if len(encodings) == 1 else 'these columns'}"
             f" ({listed}) across the test rows changes the {unit} by {fmt(joint)} (mean of {N_PERMUTATIONS} "
