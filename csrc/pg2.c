@@ -71,6 +71,12 @@ typedef struct {
     int32_t used_start;   /* their S positions, sorted, in ws->used_pos */
 } tree_rec;
 
+/* A leaf (global index) and its pruning key. */
+typedef struct {
+    double key;
+    int64_t leaf;
+} leaf_key;
+
 /* Growable buffers reused across rows and sets of one call. */
 typedef struct {
     const xai_forest *f;
@@ -102,7 +108,12 @@ typedef struct {
     int64_t n_leaf;
     double *box; size_t box_cap; int64_t n_box; /* BOX_BLOCKS values per (leaf, used feature) */
     uint8_t *kind; size_t kind_cap;       /* [n_box] the CASE_ of each (leaf, used feature) */
-    int32_t *rank; size_t rank_cap;       /* the current tree's (lo, hi] ranks per (leaf, used feature) */
+    int32_t *rank; size_t rank_cap;       /* [2 * n_box]: (lo, hi] ranks per (leaf, used feature) */
+    double *sq; size_t sq_cap;            /* [n_rec * width] E[c_t^2] */
+    double *bound_max;      /* [n_outputs]: sum over trees of max |c| (prune_leaves) */
+    leaf_key *order; size_t order_cap;    /* [n_leaf]: the leaves by pruning key */
+    double prune_rtol;      /* 0: every leaf pair; > 0: certified relative error bound (prune_leaves) */
+    int64_t n_pruned;       /* leaves dropped by prune_leaves over the call */
     /* the leaf-pair loop */
     int32_t *partner;       /* [n_trees]: the partners of the current tree */
     int32_t *slot;          /* [n_features]: a position's slot in the current chunk's columns, or -1 */
@@ -138,13 +149,14 @@ static void ws_free(workspace *w)
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
     free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->kind); free(w->rank);
     free(w->partner); free(w->slot); free(w->chunk_bits); free(w->col); free(w->chunk_b); free(w->prob);
-    free(w->sum_mean); free(w->pair); free(w->vec);
+    free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order);
 }
 
-static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
+static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
 {
     memset(w, 0, sizeof(*w));
     w->f = f;
+    w->prune_rtol = prune_rtol;
     w->cdf_offset = cdf_offset;
     w->row = -1;
     w->width = f->leaf_width;
@@ -162,7 +174,8 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc(W * sizeof(double));
     w->vec = malloc(3 * W * sizeof(double));
-    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->used || !w->partner ||
+    w->bound_max = malloc((size_t)f->n_outputs * sizeof(double));
+    if (!w->bound_max || !w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->used || !w->partner ||
         !w->slot || !w->chunk_bits || !w->sum_mean || !w->pair || !w->vec)
         return XAI_E_NOMEM;
     return XAI_OK;
@@ -200,7 +213,7 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
             nonzero |= f->value[g * w->width + o] - x_value[o] != 0.0;
         if (!nonzero)
             return; /* adds nothing to any sum */
-        const int64_t k_box = w->n_box - r->box_start; /* this tree's (leaf, used) entries so far */
+        const int64_t k_box = w->n_box; /* (leaf, used) entries so far, over all trees */
         if (grow((void **)&w->leaf_c, &w->leaf_c_cap, (size_t)(w->n_leaf + 1) * w->width, sizeof(double)) ||
             grow((void **)&w->rank, &w->rank_cap, (size_t)2 * (k_box + r->n_used), sizeof(int32_t))) {
             w->status = XAI_E_NOMEM;
@@ -241,16 +254,15 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
 }
 
 /* After the walk of tree r: each leaf's probability (leaves below DBL_MIN are dropped: too small
- * to matter, and it keeps every 1 / mass finite), then the box columns of the leaves from their
- * ranks (feature-major), their cases, bits, c * p and the tree's mean. */
-static int finish_tree(workspace *w, tree_rec *r)
+ * to matter, and it keeps every 1 / mass finite), the tree's E[c_t] and E[c_t^2], and the largest
+ * |c| of its leaves per output, added into w->bound_max (for prune_leaves). */
+static int tree_moments(workspace *w, tree_rec *r)
 {
-    const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used;
-    const int32_t L0 = r->n_leaf;
+    const int32_t W = w->width, n_used = r->n_used, L0 = r->n_leaf;
     if (grow((void **)&w->leaf_p, &w->leaf_p_cap, (size_t)(r->leaf_start + L0), sizeof(double)))
         return XAI_E_NOMEM;
     double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
-    int32_t *rank = w->rank;
+    int32_t *rank = w->rank + 2 * r->box_start;
     for (int32_t l = 0; l < L0; l++)
         p[l] = 1.0;
     for (int32_t q = 0; q < n_used; q++) {
@@ -260,6 +272,13 @@ static int finish_tree(workspace *w, tree_rec *r)
             const int32_t lo = rank[2 * ((size_t)l * n_used + q)], hi = rank[2 * ((size_t)l * n_used + q) + 1];
             p[l] *= interval_mass(F[lo], F[hi], S[lo], S[hi]);
         }
+    }
+    double *bound_max = w->bound_max + w->f->tree_target[r->tree];
+    for (int32_t o = 0; o < W; o++) {
+        double largest = 0.0;
+        for (int32_t l = 0; l < L0; l++)
+            largest = fmax(largest, fabs(c[(size_t)l * W + o]));
+        bound_max[o] += largest;
     }
     int32_t L = 0; /* drop the improbable leaves, moving the others down */
     for (int32_t l = 0; l < L0; l++) {
@@ -273,8 +292,26 @@ static int finish_tree(workspace *w, tree_rec *r)
         L++;
     }
     r->n_leaf = L;
-    if (L == 0)
-        return XAI_OK; /* the caller drops the tree */
+    double *m = w->mean + (size_t)w->n_rec * W, *sq = w->sq + (size_t)w->n_rec * W;
+    for (int32_t o = 0; o < W; o++) {
+        m[o] = 0.0;
+        sq[o] = 0.0;
+    }
+    for (int32_t l = 0; l < L; l++)
+        for (int32_t o = 0; o < W; o++) {
+            const double cp = c[(size_t)l * W + o] * p[l];
+            m[o] += cp;
+            sq[o] += c[(size_t)l * W + o] * cp;
+        }
+    w->n_leaf = r->leaf_start + L;
+    w->n_box = r->box_start + (int64_t)L * n_used;
+    return XAI_OK;
+}
+
+/* The box columns of tree r's leaves from their ranks (feature-major), their cases, bits and c * p. */
+static int tree_boxes(workspace *w, const tree_rec *r)
+{
+    const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used, L = r->n_leaf;
     const int64_t n_leaf = r->leaf_start + L;
     if (grow((void **)&w->leaf_b, &w->leaf_b_cap, (size_t)n_leaf * W, sizeof(double)) ||
         grow((void **)&w->leaf_bits, &w->leaf_bits_cap, (size_t)n_leaf * n_words, sizeof(uint64_t)) ||
@@ -282,6 +319,8 @@ static int finish_tree(workspace *w, tree_rec *r)
              sizeof(double)) ||
         grow((void **)&w->kind, &w->kind_cap, (size_t)(r->box_start + (int64_t)L * n_used), 1))
         return XAI_E_NOMEM;
+    const double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
+    const int32_t *rank = w->rank + 2 * r->box_start;
     double *b = w->leaf_b + r->leaf_start * W, *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
     uint8_t *kind = w->kind + r->box_start;
     uint64_t *bits = w->leaf_bits + (size_t)r->leaf_start * n_words;
@@ -329,21 +368,100 @@ static int finish_tree(workspace *w, tree_rec *r)
                 bits[(size_t)l * n_words + (pos >> 6)] |= (uint64_t)1 << (pos & 63);
         }
     }
-    double *m = w->mean + (size_t)w->n_rec * W;
-    for (int32_t o = 0; o < W; o++)
-        m[o] = 0.0;
     for (int32_t l = 0; l < L; l++)
-        for (int32_t o = 0; o < W; o++) {
+        for (int32_t o = 0; o < W; o++)
             b[(size_t)l * W + o] = c[(size_t)l * W + o] * p[l];
-            m[o] += b[(size_t)l * W + o];
-        }
-    w->n_leaf = n_leaf;
-    w->n_box = r->box_start + (int64_t)L * n_used;
     return XAI_OK;
 }
 
-/* Collect every tree's reachable leaves for the current (x, S); drop trees whose centred
- * values are all zero (they add nothing). */
+static int by_key(const void *a, const void *b)
+{
+    const leaf_key *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->leaf > y->leaf) - (x->leaf < y->leaf);
+}
+
+/* Certified pruning of the leaf-pair sums. Write C = sum_t c_t, and let D = sum_t d_t be the part
+ * of C carried by a set of dropped leaves (d_t = c_t when t's leaf is dropped, else 0). The
+ * diagonal terms and the means E[c_t] keep every leaf; only the dependent-pair sums use the kept
+ * leaves, replacing E[c_t c_u] by E[(c_t - d_t)(c_u - d_u)]. Over the pairs t != u that changes the
+ * result by sum_{t != u} E[d_t c_u + (c_t - d_t) d_u], whose size is at most
+ *   sum_t E|d_t| * sum_u max|c_u| + sum_u E|d_u| * sum_t max|c_t| = 2 M sum_{dropped l} |c_l| p_l,
+ * M = sum_t max_l |c_l| (per output). By Jensen, PG2 = E[C^2] >= (E[C])^2 = (sum_t E[c_t])^2, so
+ * dropping the leaves of smallest |c_l| p_l while 2 M sum |c_l| p_l <= rtol (sum_t E[c_t])^2
+ * keeps the relative error of every output below rtol. Rows where sum_t E[c_t] = 0 prune nothing.
+ * Each leaf's key is its share of the budget of its worst output; the leaves are dropped in
+ * increasing key order (ties by position, so the choice is deterministic) while the keys add up
+ * to at most 1, then the kept leaves are moved down. */
+static int prune_leaves(workspace *w)
+{
+    const xai_forest *f = w->f;
+    const int32_t W = w->width;
+    double *inv_budget = w->sum_mean; /* per output: 1 / its budget of sum |c_l| p_l */
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        inv_budget[o] = 0.0;
+    for (int32_t i = 0; i < w->n_rec; i++)
+        for (int32_t o = 0; o < W; o++)
+            inv_budget[f->tree_target[w->rec[i].tree] + o] += w->mean[(size_t)i * W + o];
+    for (int32_t o = 0; o < f->n_outputs; o++) {
+        const double lower = inv_budget[o] * inv_budget[o];
+        inv_budget[o] = lower > 0.0 ? 2.0 * w->bound_max[o] / (w->prune_rtol * lower) : INFINITY;
+    }
+    if (grow((void **)&w->order, &w->order_cap, (size_t)w->n_leaf, sizeof(leaf_key)))
+        return XAI_E_NOMEM;
+    int64_t n = 0;
+    for (int32_t i = 0; i < w->n_rec; i++) {
+        const tree_rec *r = &w->rec[i];
+        const double *inv = inv_budget + f->tree_target[r->tree];
+        for (int32_t l = 0; l < r->n_leaf; l++) {
+            const int64_t g = r->leaf_start + l;
+            double key = 0.0;
+            for (int32_t o = 0; o < W; o++) {
+                const double a = fabs(w->leaf_c[g * W + o]) * w->leaf_p[g];
+                if (a > 0.0)
+                    key = fmax(key, a * inv[o]);
+            }
+            w->order[n++] = (leaf_key){key, g};
+        }
+    }
+    qsort(w->order, (size_t)n, sizeof(leaf_key), by_key);
+    double spent = 0.0;
+    for (int64_t k = 0; k < n && spent + w->order[k].key <= 1.0; k++) {
+        spent += w->order[k].key;
+        w->leaf_p[w->order[k].leaf] = 0.0; /* kept leaves have p >= DBL_MIN */
+    }
+    int64_t leaf_at = 0, box_at = 0;
+    for (int32_t i = 0; i < w->n_rec; i++) {
+        tree_rec *r = &w->rec[i];
+        const int32_t n_used = r->n_used;
+        int32_t L = 0;
+        for (int32_t l = 0; l < r->n_leaf; l++) {
+            const int64_t g = r->leaf_start + l;
+            if (w->leaf_p[g] == 0.0)
+                continue;
+            const int64_t to = leaf_at + L;
+            w->leaf_p[to] = w->leaf_p[g];
+            memmove(w->leaf_c + to * W, w->leaf_c + g * W, (size_t)W * sizeof(double));
+            memmove(w->rank + 2 * (box_at + (int64_t)L * n_used), w->rank + 2 * (r->box_start + (int64_t)l * n_used),
+                    2 * (size_t)n_used * sizeof(int32_t));
+            L++;
+        }
+        w->n_pruned += r->n_leaf - L;
+        r->leaf_start = leaf_at;
+        r->box_start = box_at;
+        r->n_leaf = L;
+        leaf_at += L;
+        box_at += (int64_t)L * n_used;
+    }
+    w->n_leaf = leaf_at;
+    w->n_box = box_at;
+    return XAI_OK;
+}
+
+/* Collect every tree's reachable leaves for the current (x, S), with their moments; drop trees
+ * whose centred values are all zero (they add nothing); prune (see prune_leaves); lay out the
+ * kept leaves' boxes. */
 static int collect(workspace *w)
 {
     const xai_forest *f = w->f;
@@ -351,10 +469,13 @@ static int collect(workspace *w)
     w->n_leaf = 0;
     w->n_box = 0;
     w->n_used_total = 0;
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        w->bound_max[o] = 0.0;
     for (int32_t t = 0; t < f->n_trees && w->status == XAI_OK; t++) {
         if (grow((void **)&w->rec, &w->rec_cap, (size_t)w->n_rec + 1, sizeof(tree_rec)) ||
             grow((void **)&w->used_pos, &w->used_cap, (size_t)(w->n_used_total + w->n_s), sizeof(int32_t)) ||
             grow((void **)&w->mean, &w->mean_cap, (size_t)(w->n_rec + 1) * w->width, sizeof(double)) ||
+            grow((void **)&w->sq, &w->sq_cap, (size_t)(w->n_rec + 1) * w->width, sizeof(double)) ||
             grow((void **)&w->bits, &w->bits_cap, (size_t)(w->n_rec + 1) * w->n_words, sizeof(uint64_t)))
             return XAI_E_NOMEM;
         const int64_t x_leaf = xai_leaf_of(f, t, w->x);
@@ -381,7 +502,7 @@ static int collect(workspace *w)
         if (w->status != XAI_OK)
             return w->status;
         if (r->n_leaf > 0) {
-            const int status = finish_tree(w, r);
+            const int status = tree_moments(w, r);
             if (status != XAI_OK)
                 return status;
         }
@@ -393,6 +514,10 @@ static int collect(workspace *w)
         w->n_used_total += r->n_used;
         w->n_rec++;
     }
+    if (w->status == XAI_OK && w->prune_rtol > 0.0)
+        w->status = prune_leaves(w);
+    for (int32_t i = 0; i < w->n_rec && w->status == XAI_OK; i++)
+        w->status = tree_boxes(w, &w->rec[i]);
     return w->status;
 }
 
@@ -626,6 +751,8 @@ static int partners(workspace *w, int32_t it, double *acc)
     }
     for (int32_t o = 0; o < W; o++)
         acc[o] -= w->mean[(size_t)it * W + o] * mean_u[o];
+    if (rt->n_leaf == 0)
+        return XAI_OK; /* every leaf of t was pruned */
     for (int32_t a = 0; a < n_part;) { /* chunks of whole partners, about CHUNK leaves each */
         int32_t b = a + 1;
         int64_t n = w->rec[w->partner[a]].n_leaf;
@@ -662,17 +789,10 @@ static int pg2_one(workspace *w, double *out)
         return status;
     /* sum_t (E[c_t^2] - E[c_t]^2) + (sum_t E[c_t])^2 per output */
     for (int32_t i = 0; i < w->n_rec; i++) {
-        const tree_rec *r = &w->rec[i];
-        double *y = out + f->tree_target[r->tree];
-        const double *m = w->mean + (size_t)i * W;
-        for (int32_t l = 0; l < r->n_leaf; l++) {
-            const double *c = w->leaf_c + (r->leaf_start + l) * W;
-            const double p = w->leaf_p[r->leaf_start + l];
-            for (int32_t o = 0; o < W; o++)
-                y[o] += c[o] * c[o] * p;
-        }
+        double *y = out + f->tree_target[w->rec[i].tree];
+        const double *m = w->mean + (size_t)i * W, *sq = w->sq + (size_t)i * W;
         for (int32_t o = 0; o < W; o++)
-            y[o] -= m[o] * m[o];
+            y[o] += sq[o] - m[o] * m[o];
     }
     double *sum_mean = w->sum_mean, *pair = w->pair;
     for (int32_t o = 0; o < f->n_outputs; o++)
@@ -699,10 +819,12 @@ static int pg2_one(workspace *w, double *out)
 
 /* Shared argument checks: sizes, and every split's rank against its feature's table. */
 static int check_call(const xai_forest *f, const double *X, int64_t n_rows, const double *cdf,
-                      const int64_t *cdf_offset, int64_t cdf_len)
+                      const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol)
 {
     if (f == NULL || X == NULL || cdf == NULL || cdf_offset == NULL || n_rows < 0 || cdf_len < 0)
         return XAI_E_SIZE;
+    if (!(prune_rtol >= 0.0 && prune_rtol < 1.0))
+        return XAI_E_VALUE;
     if (f->threshold_rank == NULL || f->rank_count == NULL)
         return XAI_E_UNSUPPORTED;
     /* two halves (CDF, then survival) of cdf_offset[n_features] entries each */
@@ -767,16 +889,16 @@ static int set_from_mask(workspace *w, const uint8_t *mask)
 
 static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
                     const uint8_t *mask, int64_t n_sets,
-                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                     double *out, int64_t *pair_terms)
 {
-    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len);
+    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol);
     if (status != XAI_OK)
         return status;
     if (mask == NULL || out == NULL || n_sets < 0)
         return XAI_E_SIZE;
     workspace w;
-    status = ws_init(&w, f, cdf_offset);
+    status = ws_init(&w, f, cdf_offset, prune_rtol);
     for (int64_t i = 0; i < n_rows && status == XAI_OK; i++) {
         set_row(&w, X, cdf, cdf_len, i);
         for (int64_t s = 0; s < n_sets && status == XAI_OK; s++) {
@@ -794,25 +916,26 @@ static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
 
 int xai_pg2(const xai_forest *f, const double *X, int64_t n_rows,
             const uint8_t *mask, int64_t n_sets,
-            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
             double *out, int64_t *pair_terms)
 {
     xai_error_clear();
-    return xai_error_return(pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, out, pair_terms));
+    return xai_error_return(pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, prune_rtol, out,
+                                     pair_terms));
 }
 
 static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
-                       const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                       const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                        const double *output_weight, int32_t *ranking, double *path)
 {
-    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len);
+    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol);
     if (status != XAI_OK)
         return status;
     if (output_weight == NULL || ranking == NULL || path == NULL)
         return XAI_E_SIZE;
     const int32_t d = f->n_features;
     workspace w;
-    status = ws_init(&w, f, cdf_offset);
+    status = ws_init(&w, f, cdf_offset, prune_rtol);
     uint8_t *mask = calloc((size_t)d, 1);
     double *value = malloc((size_t)f->n_outputs * sizeof(double));
     if (status == XAI_OK && (mask == NULL || value == NULL))
@@ -851,9 +974,10 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
 }
 
 int xai_greedy_pg2(const xai_forest *f, const double *X, int64_t n_rows,
-                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                    const double *output_weight, int32_t *ranking, double *path)
 {
     xai_error_clear();
-    return xai_error_return(greedy_rows(f, X, n_rows, cdf, cdf_offset, cdf_len, output_weight, ranking, path));
+    return xai_error_return(greedy_rows(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, output_weight, ranking,
+                                        path));
 }

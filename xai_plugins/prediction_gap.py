@@ -34,6 +34,11 @@ METHODS = ("exact", "monte_carlo", "qmc", "auto")
 #: ``method="auto"`` uses the exact algorithm while (leaves in the model)² stays below this
 #: bound on the leaf-pair terms of one PG² evaluation, Monte Carlo beyond it.
 AUTO_PAIR_BUDGET = 1e9
+#: Relative error bound of the exact method's certified pruning (``prune=True``): leaves whose
+#: pairs cannot move any PG² by more than this share of it are left out of the leaf-pair sums
+#: (the bound and its proof: ``prune_leaves`` in ``csrc/pg2.c``); below float64 accumulation error
+#: over the ~10⁸ terms of a large model. ``prune=False`` sums every leaf pair.
+PRUNE_RTOL = 1e-13
 
 
 @dataclass
@@ -198,7 +203,7 @@ def _check_perturbed_finite(X, mask):
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
-        random_state=None, n_jobs=None) -> PG2Estimate:
+        random_state=None, prune=True, n_jobs=None) -> PG2Estimate:
     """PG²(x, S) = E[(f(x') - f(x))²] for every row x of ``X``.
 
     ``X``: an array, or a DataFrame whose columns are aligned by name to the model's features.
@@ -212,6 +217,8 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     exceeds :data:`AUTO_PAIR_BUDGET`; the estimate's ``method`` says which ran).
     ``random_state``: row i draws its noise from its own generator (:func:`row_seed`), so a seeded
     estimate of a row does not depend on the other rows or on how a dask ``X`` is chunked.
+    ``prune``: the exact method leaves out the leaf pairs that provably cannot change any value
+    by more than :data:`PRUNE_RTOL` of it (relative); ``False`` sums every pair.
 
     A dask array / DataFrame ``X`` gives a lazy estimate whose ``compute()`` equals this result
     bitwise (see :mod:`xai_plugins.distributed`).
@@ -232,7 +239,8 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     if method == "exact":
         splits = split_boundaries(forest)
         table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
-        values, terms = _native.pg2(splits.c_forest, splits.cdf_offset, X, masks[:, None, :], table, n_jobs=n_jobs)
+        values, terms = _native.pg2(splits.c_forest, splits.cdf_offset, X, masks[:, None, :], table, n_jobs=n_jobs,
+                                    prune_rtol=PRUNE_RTOL if prune else 0.0)
         values = _squeeze(forest, values[:, 0, :])
         return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms)
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
@@ -326,14 +334,15 @@ def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndar
     return r.astype(np.int64)
 
 
-def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> np.ndarray:
+def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True,
+         n_jobs=None) -> np.ndarray:
     """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
     feature indices in the model's feature order (or feature names).
 
     Returns (n,) for single-output models, (n, k) otherwise. ``ranking`` may also stack m
     rankings of the same rows, (m, n, d), to score several explanations at once: the result
     gains a leading axis of length m, and a prefix set that several rankings of a row share (the
-    full set always, often the first few) is computed once.
+    full set always, often the first few) is computed once. ``prune`` as for :func:`pg2`.
 
     A dask ``X`` and/or ``ranking`` gives a lazy dask array (see :mod:`xai_plugins.distributed`).
     """
@@ -358,7 +367,8 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
-    values, _ = _native.pg2(splits.c_forest, splits.cdf_offset, X, mask, table, n_jobs=n_jobs)
+    values, _ = _native.pg2(splits.c_forest, splits.cdf_offset, X, mask, table, n_jobs=n_jobs,
+                            prune_rtol=PRUNE_RTOL if prune else 0.0)
     per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
     scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
     out = _squeeze(forest, scores)
@@ -380,7 +390,7 @@ def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mask, where
 
 
-def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None,
+def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
                        n_jobs=None) -> GreedyRanking:
     """Greedy PG² ranking per row, most important first: step k adds the feature j maximising
     PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` — an index or name — only);
@@ -388,7 +398,8 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     index order).
 
     Returns a :class:`GreedyRanking`: ``.ranking`` (n, d) feature indices in the model's feature
-    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. A dask ``X``
+    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``; ``prune`` as for
+    :func:`pg2`. A dask ``X``
     gives a lazy GreedyRanking of dask arrays (see :mod:`xai_plugins.distributed`).
     """
     if is_dask(X):
@@ -404,5 +415,6 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     if c is not None:
         weight = np.zeros(forest.n_outputs)
         weight[c] = 1.0
-    ranking, path = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, X, table, weight, n_jobs=n_jobs)
+    ranking, path = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, X, table, weight, n_jobs=n_jobs,
+                                       prune_rtol=PRUNE_RTOL if prune else 0.0)
     return GreedyRanking(ranking.astype(np.int64), path)
