@@ -7,7 +7,8 @@ features standardised with the training mean and standard deviation; σ = 0.3 on
 Models: ``XGBRegressor(tree_method="hist", max_depth=D, n_estimators=T, random_state=0)`` for
 (T, D) in {(100, 6), (500, 6)} (``--big`` adds (500, 8) and (1000, 10), S = all only), and a
 ``RandomForestRegressor(n_estimators=50, min_samples_leaf=20, max_features=0.5, bootstrap=False)``.
-Everything runs on one thread (``n_jobs=1``, XGBoost ``nthread=1``).
+Everything runs on one thread (``n_jobs=1``, XGBoost ``nthread=1``) and is timed in CPU seconds of
+the process (``time.process_time``), which other load on the machine disturbs far less than wall time.
 
 Per model and row, median over ``--rows`` test rows:
 - ``exact all``: ``xp.pg2(model, x, S=all features)``; ``greedy``: ``xp.greedy_pg2_ranking``;
@@ -82,12 +83,12 @@ def build_models(big: bool) -> dict:
 
 
 def per_row(fn, rows) -> float:
-    """Median seconds of fn(row) over the rows (each row its own call)."""
+    """Median CPU seconds of fn(row) over the rows (each row its own call)."""
     times = []
     for x in rows:
-        t = time.perf_counter()
+        t = time.process_time()
         fn(x[None, :])
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return float(np.median(times))
 
 
@@ -114,9 +115,9 @@ def mc_cost(model, rows, seed=0) -> tuple[float, float]:
         needed.append((gap.std() / gap.mean() / TARGET_RSE) ** 2)
     batch = rows[0] + SIGMA * rng.standard_normal((20_000, rows.shape[1]))
     predict(batch[:100])
-    t = time.perf_counter()
+    t = time.process_time()
     predict(batch)
-    return float(np.median(needed)), (time.perf_counter() - t) / len(batch)
+    return float(np.median(needed)), (time.process_time() - t) / len(batch)
 
 
 def measure(models: dict, rows: np.ndarray, kinds: dict) -> dict:
