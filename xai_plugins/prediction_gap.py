@@ -31,9 +31,17 @@ from .forest import Forest, import_model
 from .perturbation import cdf_table, make_perturbation
 
 METHODS = ("exact", "monte_carlo", "qmc", "auto")
-#: ``method="auto"`` uses the exact algorithm while (leaves in the model)² stays below this
-#: bound on the leaf-pair terms of one PG² evaluation, Monte Carlo beyond it.
-AUTO_PAIR_BUDGET = 1e9
+#: The cost model of ``method="auto"``, in CPU seconds of one thread, measured on the 2-core x86-64
+#: machine of ``benchmarks/bench_pg2_production.py``: one leaf-pair term of the exact sum, the
+#: share of the pairs that the default pruning keeps (about half on the California models), and one
+#: tree of one Monte Carlo sample through the model's own predictor.
+AUTO_SECONDS_PER_PAIR = 1.8e-9
+AUTO_PRUNED_SHARE = 0.5
+AUTO_SECONDS_PER_TREE_SAMPLE = 1.0e-8
+#: Monte Carlo pilot of ``method="auto"``: samples per row, on at most this many rows.
+AUTO_PILOT_SAMPLES, AUTO_PILOT_ROWS = 256, 8
+#: A progress bar is shown (``verbose=True``) on calls estimated to take longer than this (seconds).
+PROGRESS_AFTER = 5.0
 #: Relative error bound of the exact method's certified pruning (``prune=True``): leaves whose
 #: pairs cannot move any PG² by more than this share of it are left out of the leaf-pair sums
 #: (the bound and its proof: ``prune_leaves`` in ``csrc/pg2.c``); below float64 accumulation error
@@ -44,8 +52,9 @@ PRUNE_RTOL = 1e-13
 @dataclass
 class PG2Estimate:
     """PG² per row: ``value`` (n,) or (n, k) for k outputs, ``stderr`` (zeros when exact),
-    ``method`` actually used, ``n_samples`` (0 when exact), wall ``seconds``, and for the exact
-    method the number of leaf-pair terms evaluated. ``np.asarray(estimate)`` is ``value``."""
+    ``method`` actually used, ``n_samples`` (0 when exact), wall ``seconds``, for the exact
+    method the number of leaf-pair terms evaluated, and with ``method="auto"`` the ``reason`` for
+    its choice. ``np.asarray(estimate)`` is ``value``."""
 
     value: np.ndarray
     stderr: np.ndarray
@@ -53,6 +62,8 @@ class PG2Estimate:
     n_samples: int
     seconds: float
     pair_terms: int = 0
+    #: why ``method="auto"`` chose ``method`` (the cost model's two estimates); "" otherwise
+    reason: str = ""
 
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.value, dtype=dtype)
@@ -203,7 +214,7 @@ def _check_perturbed_finite(X, mask):
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
-        random_state=None, prune=True, n_jobs=None) -> PG2Estimate:
+        rtol=0.01, random_state=None, prune=True, verbose=True, n_jobs=None) -> PG2Estimate:
     """PG²(x, S) = E[(f(x') - f(x))²] for every row x of ``X``.
 
     ``X``: an array, or a DataFrame whose columns are aligned by name to the model's features.
@@ -213,12 +224,17 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     ``sigma`` / ``perturbation`` / ``background``: the noise, see :func:`make_perturbation`.
     ``method``: "exact" (closed form in C), "monte_carlo" (``n_samples`` perturbed copies per row
     through the model's own predictor), "qmc" (scrambled Halton points mapped through the inverse
-    CDF, 8 independent scramblings for the standard error), or "auto" (exact unless the model
-    exceeds :data:`AUTO_PAIR_BUDGET`; the estimate's ``method`` says which ran).
+    CDF, 8 independent scramblings for the standard error), or "auto": the cheaper of the exact
+    algorithm and a Monte Carlo estimate whose relative standard error is ``rtol`` (its sample
+    count from a pilot of :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows),
+    by the cost model of :func:`auto_method`; the estimate's ``method`` and ``reason`` say which
+    ran and why.
     ``random_state``: row i draws its noise from its own generator (:func:`row_seed`), so a seeded
     estimate of a row does not depend on the other rows or on how a dask ``X`` is chunked.
     ``prune``: the exact method leaves out the leaf pairs that provably cannot change any value
     by more than :data:`PRUNE_RTOL` of it (relative); ``False`` sums every pair.
+    ``verbose``: a progress bar when the exact call is estimated to take over
+    :data:`PROGRESS_AFTER` seconds.
 
     A dask array / DataFrame ``X`` gives a lazy estimate whose ``compute()`` equals this result
     bitwise (see :mod:`xai_plugins.distributed`).
@@ -233,188 +249,89 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     masks = _set_masks(S, len(X), forest.n_features, names)
     _check_perturbed_finite(X, masks)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
-    if method == "auto":
-        method = "exact" if float(forest.n_leaves) ** 2 <= AUTO_PAIR_BUDGET else "monte_carlo"
     start = time.perf_counter()
+    reason = ""
+    if method == "auto":
+        method, n_samples, reason = auto_method(forest, X, masks, noise, rtol, row_seed(random_state))
     if method == "exact":
         splits = split_boundaries(forest)
         table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
-        values, terms = _native.pg2(splits.c_forest, splits.cdf_offset, X, masks[:, None, :], table, n_jobs=n_jobs,
-                                    prune_rtol=PRUNE_RTOL if prune else 0.0)
+        seconds = exact_seconds(forest, masks.sum(axis=1).mean() if len(X) else 0) * len(X)
+        values, terms = _batched(len(X), seconds, verbose, "exact PG²", lambda a, b: _native.pg2(
+            splits.c_forest, splits.cdf_offset, X[a:b], masks[a:b, None, :], table[a:b], n_jobs=n_jobs,
+            prune_rtol=PRUNE_RTOL if prune else 0.0))
         values = _squeeze(forest, values[:, 0, :])
-        return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms)
+        return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms, reason)
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
         raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
     mean, stderr = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
     return PG2Estimate(_squeeze(forest, mean), _squeeze(forest, stderr), method, int(n_samples),
-                       time.perf_counter() - start)
+                       time.perf_counter() - start, 0, reason)
 
 
-def row_seed(random_state) -> np.random.SeedSequence:
-    """The root SeedSequence of a Monte Carlo run: from an int seed or a SeedSequence directly,
-    from fresh entropy for None, and from 128 bits drawn from a Generator / RandomState.
-
-    Row i (its index in ``X``) draws from ``default_rng(SeedSequence(root.entropy,
-    spawn_key=root.spawn_key + (i,)))`` -- the i-th child of ``root.spawn`` -- so each row's
-    stream is independent of the other rows and of how the rows are split into blocks.
-    """
-    if isinstance(random_state, np.random.SeedSequence):
-        return random_state
-    if random_state is None or (isinstance(random_state, numbers.Integral)
-                                and not isinstance(random_state, (bool, np.bool_))):
-        return np.random.SeedSequence(random_state)
-    rng = check_random_state(random_state)
-    return np.random.SeedSequence([int(v) for v in rng.integers(0, 2**32, size=4, dtype=np.uint64)])
+def _leaf_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """(tree, depth) of every leaf, one level of the trees at a time."""
+    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offset))
+    depth = np.zeros(forest.n_nodes, dtype=np.int64)
+    frontier, level = np.asarray(forest.tree_offset[:-1], dtype=np.int64), 0
+    while frontier.size:
+        depth[frontier] = level
+        inner = frontier[forest.left_child[frontier] >= 0]
+        base = forest.tree_offset[tree_of[inner]]
+        frontier = np.concatenate([base + forest.left_child[inner], base + forest.right_child[inner]])
+        level += 1
+    leaf = forest.left_child < 0
+    return tree_of[leaf], depth[leaf]
 
 
-def _row_rng(root: np.random.SeedSequence, i: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (i,),
-                                                        pool_size=root.pool_size))
+def exact_seconds(forest: Forest, n_perturbed: float) -> float:
+    """Estimated CPU seconds of one exact PG² evaluation of a row with ``n_perturbed`` features in
+    S. A leaf at depth D is reachable with about 2^(-D (1 - |S|/d)) (each split on a feature
+    outside S halves the chance), which gives N_t leaves per tree and Σ_{t<u, same output} N_t N_u
+    leaf pairs, of which :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
+    tree, depth = _leaf_depths(forest)
+    outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
+    per_tree = np.bincount(tree, weights=np.exp2(-depth * outside), minlength=forest.n_trees)
+    target = np.asarray(forest.tree_target)
+    per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
+    square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
+    pairs = float(np.sum(per_output ** 2 - square) / 2.0)
+    return pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
 
 
-def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=200_000, row_offset=0):
-    """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor; row i
-    draws from its own generator (:func:`row_seed`), row index ``row_offset + i``."""
-    if forest.predict_fn is None:
-        raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
-    n, d = X.shape
-    k = forest.n_outputs
-    mean = np.zeros((n, k))
-    stderr = np.zeros((n, k))
-    base = np.asarray(forest.predict_fn(X)).reshape(n, k)
-    replicates = 8 if method == "qmc" else 1
-    per_rep = max(n_samples // replicates, 1)
-    for i in range(n):
-        feats = np.flatnonzero(masks[i])
-        if len(feats) == 0:
-            continue
-        rng = _row_rng(root, row_offset + i)
-        if method == "monte_carlo":
-            eps = np.column_stack([noise.sample(j, n_samples, rng) for j in feats])
-        else:
-            blocks = []
-            for _ in range(replicates):
-                u = qmc.Halton(d=len(feats), scramble=True, seed=rng).random(per_rep)
-                u = np.clip(u, 1e-16, 1 - 1e-16)
-                blocks.append(np.column_stack([noise.ppf(j, u[:, c]) for c, j in enumerate(feats)]))
-            eps = np.vstack(blocks)
-        gaps = np.empty((len(eps), k))
-        for a in range(0, len(eps), batch_rows):
-            xp = np.repeat(X[i:i + 1], min(batch_rows, len(eps) - a), axis=0)
-            xp[:, feats] += eps[a:a + batch_rows]
-            gaps[a:a + batch_rows] = (np.asarray(forest.predict_fn(xp)).reshape(-1, k) - base[i]) ** 2
-        if method == "monte_carlo":
-            mean[i] = gaps.mean(axis=0)
-            stderr[i] = gaps.std(axis=0, ddof=1) / np.sqrt(len(gaps))
-        else:
-            rep_means = gaps.reshape(replicates, per_rep, k).mean(axis=1)
-            mean[i] = rep_means.mean(axis=0)
-            stderr[i] = rep_means.std(axis=0, ddof=1) / np.sqrt(replicates)
-    return mean, stderr
+def auto_method(forest: Forest, X, masks, noise, rtol, root) -> tuple[str, int, str]:
+    """``(method, n_samples, reason)`` for ``method="auto"``: Monte Carlo needs n = (sd/mean)² /
+    rtol² samples for a relative standard error rtol, sd/mean of the squared gap from a pilot of
+    :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows (the 90th percentile
+    over them), each sample costing :data:`AUTO_SECONDS_PER_TREE_SAMPLE` per tree; the exact cost is
+    :func:`exact_seconds`. The cheaper one runs."""
+    if not (isinstance(rtol, numbers.Real) and 0 < rtol < 1):
+        raise InputError(f"rtol must be a relative accuracy in (0, 1); got {rtol!r}")
+    exact = exact_seconds(forest, masks.sum(axis=1).mean() if len(X) else 0)
+    pilot = slice(0, min(len(X), AUTO_PILOT_ROWS))
+    mean, stderr = _sampled_pg2(forest, X[pilot], masks[pilot], noise, AUTO_PILOT_SAMPLES, "monte_carlo", root)
+    spread = np.where(mean > 0, stderr ** 2 * AUTO_PILOT_SAMPLES / np.where(mean > 0, mean, 1.0) ** 2, 0.0)
+    per_row = spread.max(axis=1) if spread.size else np.zeros(0)
+    n_samples = int(np.clip(np.ceil(np.percentile(per_row, 90) / rtol ** 2) if per_row.size else 2, 2, 10**7))
+    sampled = n_samples * forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE
+    method = "exact" if exact <= sampled else "monte_carlo"
+    reason = (f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row vs Monte Carlo ≈ {sampled * 1e3:.3g} ms "
+              f"per row ({n_samples} samples for a {rtol:.0%} relative standard error); ran {method}")
+    return method, n_samples, reason
 
 
-def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndarray:
-    """(m, n, d) int64 rankings from a (d,), (n, d) or (m, n, d) array of feature orders (indices
-    in the model's feature order, or feature names)."""
-    r = np.asarray(getattr(ranking, "ranking", ranking))
-    if r.dtype.kind in "OUS":
-        lookup = np.vectorize(lambda f: feature_index(f, names, n_features), otypes=[np.int64])
-        r = lookup(r) if r.size else r.astype(np.int64)
-    if r.ndim == 1:
-        r = np.broadcast_to(r, (n_rows, len(r)))
-    if r.ndim == 2:
-        r = r[None]
-    if r.ndim != 3 or r.shape[1:] != (n_rows, n_features) or r.shape[0] < 1:
-        raise InputError(f"ranking must have shape ({n_features},), ({n_rows}, {n_features}) or "
-                         f"(m, {n_rows}, {n_features}); got {np.shape(r)}")
-    if not np.issubdtype(r.dtype, np.integer):
-        raise InputTypeError(f"ranking must hold integer feature indices or feature names; got dtype {r.dtype}")
-    if not np.all(np.sort(r, axis=2) == np.arange(n_features)):
-        raise InputError("every ranking row must be a permutation of 0..d-1")
-    return r.astype(np.int64)
+def _batched(n_rows: int, seconds: float, verbose: bool, what: str, call) -> tuple:
+    """call(a, b) over the rows a..b in one go, or in about 50 batches under a tqdm bar when the
+    call is estimated to take over :data:`PROGRESS_AFTER` seconds. call returns a tuple of per-row
+    arrays and counts; the batches' arrays are concatenated and their counts added."""
+    if not verbose or seconds <= PROGRESS_AFTER or n_rows < 2:
+        return call(0, n_rows)
+    from tqdm.auto import tqdm
 
-
-def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True,
-         n_jobs=None) -> np.ndarray:
-    """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
-    feature indices in the model's feature order (or feature names).
-
-    Returns (n,) for single-output models, (n, k) otherwise. ``ranking`` may also stack m
-    rankings of the same rows, (m, n, d), to score several explanations at once: the result
-    gains a leading axis of length m, and a prefix set that several rankings of a row share (the
-    full set always, often the first few) is computed once. ``prune`` as for :func:`pg2`.
-
-    A dask ``X`` and/or ``ranking`` gives a lazy dask array (see :mod:`xai_plugins.distributed`).
-    """
-    if is_dask(X, getattr(ranking, "ranking", ranking)):
-        from . import distributed
-        return distributed.pgi2(model, X, ranking, sigma, perturbation=perturbation, background=background,
-                                n_jobs=n_jobs)
-    forest, X, names = _prepare(model, X, allow_nan=False)
-    d = forest.n_features
-    r = _check_ranking(ranking, len(X), d, names)
-    stacked = np.ndim(getattr(ranking, "ranking", ranking)) == 3
-    m, n = r.shape[:2]
-    position = np.empty_like(r)
-    np.put_along_axis(position, r, np.broadcast_to(np.arange(d), r.shape), axis=2)
-    # sets[i, a * d + k, j] = 1 iff feature j is among the first k+1 of ranking a of row i
-    sets = (position[:, :, None, :] <= np.arange(d)[None, None, :, None]).astype(np.uint8)
-    sets = sets.transpose(1, 0, 2, 3).reshape(n, m * d, d)
-    if m == 1:      # one ranking: its d prefix sets are distinct, nothing to share
-        mask, where = np.ascontiguousarray(sets), np.broadcast_to(np.arange(d), (n, d))
-    else:
-        mask, where = _shared_sets(sets)
-    noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
-    splits = split_boundaries(forest)
-    table = cdf_table(splits, X, noise, range(d))
-    values, _ = _native.pg2(splits.c_forest, splits.cdf_offset, X, mask, table, n_jobs=n_jobs,
-                            prune_rtol=PRUNE_RTOL if prune else 0.0)
-    per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
-    scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
-    out = _squeeze(forest, scores)
-    return out if stacked else out[0]
-
-
-def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the distinct sets among ``sets`` (n, s, d) padded with empty sets (PG² = 0), and
-    where each of the s sets is among them: ``(mask (n, u, d), where (n, s))``."""
-    n, s, d = sets.shape
-    unique, where = [], np.empty((n, s), dtype=np.int64)
-    for i in range(n):
-        u, inverse = np.unique(sets[i], axis=0, return_inverse=True)
-        where[i] = inverse.reshape(-1)
-        unique.append(u)
-    mask = np.zeros((n, max(len(u) for u in unique), d), dtype=np.uint8)
-    for i, u in enumerate(unique):
-        mask[i, :len(u)] = u
-    return mask, where
-
-
-def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
-                       n_jobs=None) -> GreedyRanking:
-    """Greedy PG² ranking per row, most important first: step k adds the feature j maximising
-    PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` — an index or name — only);
-    ties go to the lowest feature index (features the model never reaches tie at the end in
-    index order).
-
-    Returns a :class:`GreedyRanking`: ``.ranking`` (n, d) feature indices in the model's feature
-    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``; ``prune`` as for
-    :func:`pg2`. A dask ``X``
-    gives a lazy GreedyRanking of dask arrays (see :mod:`xai_plugins.distributed`).
-    """
-    if is_dask(X):
-        from . import distributed
-        return distributed.greedy_pg2_ranking(model, X, sigma, perturbation=perturbation, background=background,
-                                              output=output, n_jobs=n_jobs)
-    forest, X, _ = _prepare(model, X, allow_nan=False)
-    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
-    splits = split_boundaries(forest)
-    table = cdf_table(splits, X, noise, range(forest.n_features))
-    c = None if output is None else resolve_output(forest.output_names, output)
-    weight = np.ones(forest.n_outputs)
-    if c is not None:
-        weight = np.zeros(forest.n_outputs)
-        weight[c] = 1.0
-    ranking, path = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, X, table, weight, n_jobs=n_jobs,
-                                       prune_rtol=PRUNE_RTOL if prune else 0.0)
-    return GreedyRanking(ranking.astype(np.int64), path)
+    step = max(1, -(-n_rows // 50))
+    parts = []
+    with tqdm(total=n_rows, desc=what, unit="row") as bar:
+        for a in range(0, n_rows, step):
+            parts.append(call(a, min(a + step, n_rows)))
+            bar.update(min(step, n_rows - a))
+    return tuple(np.concatenate(p) if isinstance(p[0], np.ndarray) else sum(p) for p in zip(*parts))
