@@ -5,6 +5,8 @@ so the header stays the single description of the tree layout and the API.
 """
 
 import os
+import sys
+import sysconfig
 from pathlib import Path
 
 from cffi import FFI
@@ -20,9 +22,23 @@ def cdef_block(header: str) -> str:
     return header[start:end]
 
 
-# XAI_SANITIZE=1 builds with AddressSanitizer + UBSan (see .ci/sanitize); never for a release build
-SANITIZE = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
-    if os.environ.get("XAI_SANITIZE") == "1" else []
+def uses_msvc() -> bool:
+    """True where setuptools compiles with MSVC: Windows Pythons, except MinGW builds."""
+    return sys.platform == "win32" and not sysconfig.get_platform().startswith("mingw")
+
+
+def build_options() -> dict:
+    """Compiler and linker options for this platform: C11 and optimisation in the compiler's own
+    spelling; libm only where it is a library of its own (not on Windows, where the C runtime has
+    it); with XAI_SANITIZE=1 (gcc/clang, see .ci/sanitize) AddressSanitizer + UBSan, never for a release."""
+    if uses_msvc():
+        return dict(extra_compile_args=["/std:c11", "/O2", "/W3"], extra_link_args=[], libraries=[])
+    sanitize = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"] \
+        if os.environ.get("XAI_SANITIZE") == "1" else []
+    # -Wno-unused-parameter: cffi's generated wrappers have unused parameters
+    return dict(extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"] + sanitize,
+                extra_link_args=sanitize, libraries=[] if sys.platform == "win32" else ["m"])
+
 
 def make_builder(root: Path = Path(".")) -> FFI:
     """The cffi builder; sources are named relative to ``root`` (setuptools wants relative paths)."""
@@ -33,9 +49,7 @@ def make_builder(root: Path = Path(".")) -> FFI:
         '#include "xai.h"',
         sources=[str(root / "csrc" / name) for name in SOURCES],
         include_dirs=[str(root / "csrc")],
-        extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"] + SANITIZE,
-        extra_link_args=SANITIZE,
-        libraries=["m"],
+        **build_options(),
     )
     return builder
 
@@ -43,6 +57,4 @@ def make_builder(root: Path = Path(".")) -> FFI:
 ffibuilder = make_builder()
 
 if __name__ == "__main__":  # python csrc/build_ffi.py OUTDIR: build xai_plugins/_core into OUTDIR
-    import sys
-
     make_builder(HERE.parent).compile(tmpdir=sys.argv[1] if len(sys.argv) > 1 else ".", verbose=False)

@@ -6,13 +6,44 @@
 
 int xai_abi_version(void) { return XAI_ABI_VERSION; }
 
+const char *xai_strerror(int status)
+{
+    switch (status) {
+    case XAI_OK:
+        return "success";
+    case XAI_E_SIZE:
+        return "a count or buffer size is invalid (negative, zero where it must not be, or too small)";
+    case XAI_E_INDEX:
+        return "an index (child, feature, rank, leaf, tree or output) is out of range";
+    case XAI_E_STRUCTURE:
+        return "the trees are not well-formed binary trees rooted at node 0 (in-degree, reachability "
+               "or depth)";
+    case XAI_E_VALUE:
+        return "a value is NaN or infinite where it must be finite (a NaN threshold, a leaf value or impurity, "
+               "NaN in a perturbed feature, or an invalid CDF table)";
+    case XAI_E_UNSUPPORTED:
+        return "this model lacks what the computation needs, or the settings are not implemented";
+    case XAI_E_NOMEM:
+        return "the C core ran out of memory";
+    default:
+        return "unknown status code";
+    }
+}
+
+/* MSVC spells C11's _Thread_local as __declspec(thread). */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define XAI_THREAD_LOCAL __declspec(thread)
+#else
+#define XAI_THREAD_LOCAL _Thread_local
+#endif
+
 /* The calling thread's record of its last API call (see xai_last_error). */
 typedef struct {
     int status;
     int64_t tree, node, row;
 } error_record;
 
-static _Thread_local error_record last_error = {XAI_OK, -1, -1, -1};
+static XAI_THREAD_LOCAL error_record last_error = {XAI_OK, -1, -1, -1};
 
 void xai_error_clear(void)
 {
@@ -148,7 +179,7 @@ static int validate(const xai_forest *f)
         return XAI_E_UNSUPPORTED;
     if (f->aggregate != XAI_AGGREGATE_SUM && f->aggregate != XAI_AGGREGATE_MEAN)
         return XAI_E_UNSUPPORTED;
-    if (f->tree_offset[0] != 0 || f->tree_offset[f->n_trees] != f->n_nodes)
+    if (f->tree_offset[0] != 0 || f->tree_offset[f->n_trees] != f->n_nodes) /* sizes >= 1 below: increasing */
         return XAI_E_SIZE;
     if (!(f->zero_threshold >= 0.0) || isinf(f->zero_threshold))
         return XAI_E_VALUE;
@@ -166,7 +197,7 @@ static int validate(const xai_forest *f)
         if (size > largest)
             largest = size;
         const int32_t target = f->tree_target[t];
-        if (target < 0 || target + f->leaf_width > f->n_outputs) {
+        if (target < 0 || (int64_t)target + f->leaf_width > f->n_outputs) {
             xai_error_at(t, -1, -1);
             return XAI_E_INDEX;
         }
@@ -174,9 +205,9 @@ static int validate(const xai_forest *f)
     }
     if (f->aggregate == XAI_AGGREGATE_MEAN && first_output_trees * f->n_outputs != (int64_t)f->n_trees * f->leaf_width)
         return XAI_E_STRUCTURE;      /* the outputs of a mean do not all get the same number of trees */
-    uint8_t *seen = malloc((size_t)largest);
-    int32_t *stack_node = malloc(sizeof(int32_t) * (size_t)(largest + 2));
-    int32_t *stack_depth = malloc(sizeof(int32_t) * (size_t)(largest + 2));
+    uint8_t *seen = xai_alloc(largest, 1);
+    int32_t *stack_node = xai_alloc(largest + 2, sizeof(int32_t));
+    int32_t *stack_depth = xai_alloc(largest + 2, sizeof(int32_t));
     int status = (seen && stack_node && stack_depth) ? XAI_OK : XAI_E_NOMEM;
     for (int32_t t = 0; t < f->n_trees && status == XAI_OK; t++) {
         memset(seen, 0, (size_t)(f->tree_offset[t + 1] - f->tree_offset[t]));

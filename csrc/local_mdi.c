@@ -18,7 +18,7 @@ static int local_mdi(const xai_forest *f, const double *X, int64_t n_rows,
     if (f->impurity == NULL)
         return XAI_E_UNSUPPORTED;
     const int32_t d = f->n_features;
-    double *block = malloc((size_t)BLOCK_ROWS * (size_t)d * sizeof(double));
+    double *block = xai_alloc((int64_t)BLOCK_ROWS * d, sizeof(double));
     if (block == NULL)
         return XAI_E_NOMEM;
     const double plain = 1.0 / f->n_trees;

@@ -38,62 +38,93 @@ static void changed_boxes(const xai_forest *f, int32_t t, const int32_t *slot, i
     }
 }
 
-static int reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_rows,
-                   const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
-                   int32_t *leaf, int64_t *moved, int64_t *n_moved,
-                   const double *node_value, int32_t width, double *acc)
+/* The argument checks of xai_reroute that need no allocation. */
+static int check_args(const xai_forest *f, const xai_reroute_args *a)
 {
-    if (f == NULL || X == NULL || changed == NULL || start_leaf == NULL || leaf == NULL || moved == NULL ||
-        n_moved == NULL || n_rows < 0 || n_changed < 1 || n_changed > f->n_features ||
-        (acc != NULL && (node_value == NULL || width < 1)))
+    if (f == NULL || a == NULL || a->X == NULL || a->changed == NULL || a->start_leaf == NULL ||
+        a->leaf == NULL || a->moved == NULL || a->n_rows < 0 || a->n_changed < 1 ||
+        a->n_changed > f->n_features || (a->acc != NULL && (a->node_value == NULL || a->width < 1)))
         return XAI_E_SIZE;
-    if (tree < 0 || tree >= f->n_trees)
+    if (f->n_nodes > INT32_MAX)
+        return XAI_E_UNSUPPORTED; /* global leaf ids are int32 */
+    if (a->tree < 0 || a->tree >= f->n_trees)
         return XAI_E_INDEX;
-    const int64_t base = f->tree_offset[tree];
-    const int64_t m = f->tree_offset[tree + 1] - base;
-    for (int64_t i = 0; i < n_rows; i++)
-        if (start_leaf[i] < base || start_leaf[i] >= base + m || f->left_child[start_leaf[i]] >= 0) {
-            xai_error_at(tree, -1, i);
+    const int64_t base = f->tree_offset[a->tree], end = f->tree_offset[a->tree + 1];
+    for (int64_t i = 0; i < a->n_rows; i++) {
+        const int32_t g = a->start_leaf[i];
+        if (g < base || g >= end || f->left_child[g] >= 0) {
+            xai_error_at(a->tree, -1, i);
             return XAI_E_INDEX;
         }
-    int32_t *slot = malloc(sizeof(int32_t) * (size_t)f->n_features);
-    int32_t *stack = malloc(sizeof(int32_t) * (size_t)(m + 1));
-    double *lo = malloc(sizeof(double) * (size_t)(m * n_changed));
-    double *hi = malloc(sizeof(double) * (size_t)(m * n_changed));
-    int status = (slot && stack && lo && hi) ? XAI_OK : XAI_E_NOMEM;
-    if (status == XAI_OK) {
-        for (int32_t j = 0; j < f->n_features; j++)
-            slot[j] = -1;
-        for (int32_t k = 0; k < n_changed && status == XAI_OK; k++) {
-            if (changed[k] < 0 || changed[k] >= f->n_features || slot[changed[k]] >= 0)
-                status = XAI_E_INDEX; /* out of range or listed twice */
-            else
-                slot[changed[k]] = k;
-        }
     }
-    if (status == XAI_OK) {
-        changed_boxes(f, tree, slot, n_changed, lo, hi, stack);
-        const int strict_left = f->split_rule == XAI_LEFT_IF_LT; /* left: x < t, so a box is [lo, hi) */
-        int64_t count = 0;
-        for (int64_t i = 0; i < n_rows; i++) {
-            const double *x = X + i * f->n_features;
-            const int64_t node = start_leaf[i] - base;
-            int inside = 1;
-            for (int32_t k = 0; k < n_changed && inside; k++) {
-                const double v = xai_input_value(f, x[changed[k]]);
-                const double a = lo[k * m + node], b = hi[k * m + node];
-                inside = strict_left ? (v >= a && v < b) : (v > a && v <= b); /* false for NaN */
-            }
-            leaf[i] = inside ? start_leaf[i] : (int32_t)xai_leaf_of(f, tree, x); /* < n_nodes */
-            if (leaf[i] == start_leaf[i])
-                continue;
-            moved[count++] = i;
-            if (acc != NULL)
-                for (int32_t c = 0; c < width; c++)
-                    acc[i * width + c] += node_value[(int64_t)leaf[i] * width + c] -
-                                          node_value[(int64_t)start_leaf[i] * width + c];
+    return XAI_OK;
+}
+
+/* slot[j] = position of feature j in changed, -1 when unchanged; XAI_E_INDEX when a feature is
+ * out of range or listed twice. */
+static int changed_slots(const xai_forest *f, const int32_t *changed, int32_t n_changed, int32_t *slot)
+{
+    for (int32_t j = 0; j < f->n_features; j++)
+        slot[j] = -1;
+    for (int32_t k = 0; k < n_changed; k++) {
+        if (changed[k] < 0 || changed[k] >= f->n_features || slot[changed[k]] >= 0)
+            return XAI_E_INDEX;
+        slot[changed[k]] = k;
+    }
+    return XAI_OK;
+}
+
+/* The leaves, moved rows and accumulator of xai_reroute, given the boxes of changed_boxes. The
+ * arguments are read into locals once: stores into leaf could otherwise alias them. */
+static void route_rows(const xai_forest *f, xai_reroute_args *a, const double *lo, const double *hi)
+{
+    const int64_t n_rows = a->n_rows;
+    const int32_t tree = a->tree, n_changed = a->n_changed, width = a->width;
+    const int32_t *changed = a->changed, *start_leaf = a->start_leaf;
+    const double *X = a->X, *node_value = a->node_value;
+    int32_t *leaf = a->leaf;
+    int64_t *moved = a->moved;
+    double *acc = a->acc;
+    const int64_t base = f->tree_offset[tree];
+    const int64_t m = f->tree_offset[tree + 1] - base;
+    const int strict_left = f->split_rule == XAI_LEFT_IF_LT; /* left: x < t, so a box is [lo, hi) */
+    int64_t count = 0;
+    for (int64_t i = 0; i < n_rows; i++) {
+        const double *x = X + i * f->n_features;
+        const int32_t start = start_leaf[i];
+        const int64_t node = start - base;
+        int inside = 1;
+        for (int32_t k = 0; k < n_changed && inside; k++) {
+            const double v = xai_input_value(f, x[changed[k]]);
+            const double l = lo[k * m + node], h = hi[k * m + node];
+            inside = strict_left ? (v >= l && v < h) : (v > l && v <= h); /* false for NaN */
         }
-        *n_moved = count;
+        const int32_t now = inside ? start : (int32_t)xai_leaf_of(f, tree, x); /* n_nodes <= INT32_MAX */
+        leaf[i] = now;
+        if (now == start)
+            continue;
+        moved[count++] = i;
+        if (acc != NULL)
+            for (int32_t c = 0; c < width; c++)
+                acc[i * width + c] += node_value[(int64_t)now * width + c] - node_value[(int64_t)start * width + c];
+    }
+    a->n_moved = count;
+}
+
+static int reroute(const xai_forest *f, xai_reroute_args *a)
+{
+    int status = check_args(f, a);
+    if (status != XAI_OK)
+        return status;
+    const int64_t m = f->tree_offset[a->tree + 1] - f->tree_offset[a->tree];
+    int32_t *slot = xai_alloc(f->n_features, sizeof(int32_t));
+    int32_t *stack = xai_alloc(m + 1, sizeof(int32_t));
+    double *lo = xai_alloc(m * a->n_changed, sizeof(double));
+    double *hi = xai_alloc(m * a->n_changed, sizeof(double));
+    status = (slot && stack && lo && hi) ? changed_slots(f, a->changed, a->n_changed, slot) : XAI_E_NOMEM;
+    if (status == XAI_OK) {
+        changed_boxes(f, a->tree, slot, a->n_changed, lo, hi, stack);
+        route_rows(f, a, lo, hi);
     }
     free(slot);
     free(stack);
@@ -102,12 +133,8 @@ static int reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n
     return status;
 }
 
-int xai_reroute(const xai_forest *f, int32_t tree, const double *X, int64_t n_rows,
-                const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
-                int32_t *leaf, int64_t *moved, int64_t *n_moved,
-                const double *node_value, int32_t width, double *acc)
+int xai_reroute(const xai_forest *f, xai_reroute_args *args)
 {
     xai_error_clear();
-    return xai_error_return(reroute(f, tree, X, n_rows, changed, n_changed, start_leaf, leaf, moved, n_moved,
-                                    node_value, width, acc));
+    return xai_error_return(reroute(f, args));
 }

@@ -10,6 +10,12 @@
  * the GIL around each call). Each also records its status, and where a failure was found,
  * for xai_last_error in the calling thread. The block between the cffi markers is fed verbatim to
  * cffi's cdef, so it holds plain declarations only.
+ *
+ * Only xai_validate checks the forest itself. Every other function assumes a forest that
+ * xai_validate accepted (and that has not changed since): it checks its own arguments (sizes,
+ * indices, NULL buffers) but reads the forest's arrays without bounds checks, so an unvalidated
+ * forest is undefined behaviour. The code is portable C11; compiler extensions appear only behind
+ * feature tests, with a plain C11 path elsewhere.
  */
 #ifndef XAI_H
 #define XAI_H
@@ -22,9 +28,9 @@
 enum {
     XAI_OK = 0,
     XAI_E_SIZE = 1,        /* a count or buffer size is negative, zero where it must not be, or too small */
-    XAI_E_INDEX = 2,       /* a child, feature, rank or output index is out of range */
+    XAI_E_INDEX = 2,       /* a child, feature, rank, tree, leaf or output index is out of range */
     XAI_E_STRUCTURE = 3,   /* a tree is not a binary tree rooted at node 0 (in-degree, reachability, depth) */
-    XAI_E_VALUE = 4,       /* a threshold, leaf value, impurity or input is NaN/inf where it must be finite */
+    XAI_E_VALUE = 4,       /* a NaN threshold, or a leaf value, impurity or input NaN/inf where it must be finite */
     XAI_E_UNSUPPORTED = 5, /* a combination of settings the core does not implement */
     XAI_E_NOMEM = 6        /* malloc failed */
 };
@@ -42,7 +48,7 @@ enum {
 
 typedef struct {
     int32_t n_trees;
-    int32_t n_nodes;        /* total over all trees */
+    int64_t n_nodes;        /* total over all trees (each tree has at most INT32_MAX nodes) */
     int32_t n_features;
     int32_t n_outputs;
     int32_t leaf_width;     /* values per node: n_outputs (vector leaves, tree_target all 0) or 1 */
@@ -59,7 +65,10 @@ typedef struct {
     const int32_t *left_child;     /* [n_nodes], local id, -1 for a leaf */
     const int32_t *right_child;    /* [n_nodes], local id, -1 for a leaf */
     const int32_t *feature;        /* [n_nodes], split feature, ignored at leaves */
-    const double *threshold;       /* [n_nodes], bit-identical to the model's own value */
+    const double *threshold;       /* [n_nodes], bit-identical to the model's own value; not NaN at
+                                      internal nodes, ignored at leaves. +-inf is allowed and compares as
+                                      in IEEE 754: scikit-learn stores +inf for a split that sends only
+                                      the missing values (NaN) right */
     const uint8_t *missing_left;   /* [n_nodes], 1 when NaN goes left */
     const double *value;           /* [n_nodes * leaf_width], leaf outputs (internal nodes ignored) */
     const double *impurity;        /* [n_nodes] node impurity, or NULL (local MDI needs it) */
@@ -73,6 +82,10 @@ typedef struct {
 
 int xai_abi_version(void);
 
+/* A static, NUL-terminated English description of a status code (never NULL; an unknown code
+ * gets a text saying so). */
+const char *xai_strerror(int status);
+
 /* The status of the last call of this API made by the calling thread (XAI_OK after a success),
  * and where that call found the problem: the tree, the node (local id within that tree) and the
  * row (index into that call's X) it concerns, each -1 when unknown or irrelevant. Any pointer may
@@ -80,7 +93,9 @@ int xai_abi_version(void);
 int xai_last_error(int64_t *tree, int64_t *node, int64_t *row);
 
 /* Checks the structure once per model: sizes, index ranges, in-degree 1, every node reachable
- * from its tree's root, depth <= max_depth, finite thresholds and leaf values. */
+ * from its tree's root, depth <= max_depth, thresholds not NaN (+-inf allowed), finite leaf
+ * values, impurities and base scores, and the PG2 ranks when present. The only function that
+ * checks the forest. */
 int xai_validate(const xai_forest *forest);
 
 /* out[i * n_outputs + o] = model output o for row i of X[n_rows * n_features] (margin space).
@@ -121,22 +136,44 @@ int xai_greedy_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
  * tree_weight[i * n_trees + t] gives w(i, t); NULL means 1 / n_trees (the plain average). */
 int xai_local_mdi(const xai_forest *forest, const double *X, int64_t n_rows,
                   const double *tree_weight, double *out);
-/* Leaves of tree `tree` after the features changed[0 .. n_changed) of the rows of X took new
- * values (no feature listed twice): start_leaf[i] is the global leaf row i reached with its old
- * values, which differ from X only in the changed features. A row whose new values pass every
- * split on a changed feature along start_leaf[i]'s path keeps that leaf without a traversal;
- * the others (NaN included) are routed from the root. leaf[i] receives the global leaf;
- * moved[0 .. *n_moved) the rows whose leaf changed, in increasing order (moved: n_rows slots).
- * When acc is not NULL, acc[i * width + c] += node_value[leaf[i] * width + c]
- * - node_value[start_leaf[i] * width + c] for every moved row (node_value: n_nodes * width). */
-int xai_reroute(const xai_forest *forest, int32_t tree, const double *X, int64_t n_rows,
-                const int32_t *changed, int32_t n_changed, const int32_t *start_leaf,
-                int32_t *leaf, int64_t *moved, int64_t *n_moved,
-                const double *node_value, int32_t width, double *acc);
+/* Arguments of xai_reroute: the leaves of tree `tree` after the features changed[0 .. n_changed)
+ * of the rows of X[n_rows * n_features] took new values (no feature listed twice). start_leaf[i]
+ * is the global leaf row i reached with its old values, which differ from X only in the changed
+ * features. Global leaf ids are int32, so the forest must have at most INT32_MAX nodes. */
+typedef struct {
+    int32_t tree;
+    const double *X;            /* [n_rows * n_features], the rows with their new values */
+    int64_t n_rows;
+    const int32_t *changed;     /* [n_changed], 1 <= n_changed <= n_features */
+    int32_t n_changed;
+    const int32_t *start_leaf;  /* [n_rows], global leaves of tree `tree` */
+    int32_t *leaf;              /* out [n_rows]: the global leaf each row reaches now */
+    int64_t *moved;             /* out [n_rows slots]: the rows whose leaf changed, increasing */
+    int64_t n_moved;            /* out: how many entries of moved were written */
+    const double *node_value;   /* [n_nodes * width], read only when acc is not NULL */
+    int32_t width;              /* >= 1 when acc is not NULL */
+    double *acc;                /* [n_rows * width] or NULL */
+} xai_reroute_args;
+
+/* Fills args->leaf, args->moved and args->n_moved: a row whose new values pass every split on a
+ * changed feature along start_leaf[i]'s path keeps that leaf without a traversal; the others (NaN
+ * included) are routed from the root. When acc is not NULL, for every moved row
+ * acc[i * width + c] += node_value[leaf[i] * width + c] - node_value[start_leaf[i] * width + c]. */
+int xai_reroute(const xai_forest *forest, xai_reroute_args *args);
 /* cffi-cdef-end */
 
 /* Shared by the .c files, not part of the Python-facing API. */
 #include <math.h>
+#include <stdlib.h>
+
+/* malloc(count * elem), or NULL when count is negative or the byte count overflows size_t (so
+ * an impossible size reads as XAI_E_NOMEM, never as a short buffer). */
+static inline void *xai_alloc(int64_t count, size_t elem)
+{
+    if (count < 0 || elem == 0 || (uint64_t)count > SIZE_MAX / elem)
+        return NULL;
+    return malloc((size_t)count * elem);
+}
 
 /* x as the model compares it: 0.0 when |x| <= zero_threshold, then rounded to float32 when the
  * model casts its input; NaN kept. */

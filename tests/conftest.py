@@ -1,8 +1,115 @@
-"""Fixtures shared by several test files."""
+"""Fixtures shared by several test files: data sets, small models, predictors, figure cleanup.
 
+Session-scoped data are read-only, so that no test can change what the next one sees.
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 import pytest
+from sklearn.datasets import load_diabetes
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor
 
-from xai_plugins.forest import Forest
+from xai_plugins.forest import Forest, import_model
+
+#: column names of the ``named_frame`` data and of the models fitted on it
+NAMES = ["a", "b", "c", "d"]
+
+
+def _read_only(*arrays):
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays
+
+
+def pytest_configure(config):
+    """Draw figures off screen, whatever the user's default matplotlib backend."""
+    plt.switch_backend("Agg")
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Close every matplotlib figure a test opened."""
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="session")
+def diabetes():
+    """The diabetes data as numpy arrays (X (442, 10), y), as scikit-learn ships them."""
+    return _read_only(*load_diabetes(return_X_y=True))
+
+
+@pytest.fixture(scope="session")
+def diabetes_std(diabetes):
+    """The diabetes data with each column standardised to mean 0, standard deviation 1."""
+    X, y = diabetes
+    return _read_only((X - X.mean(0)) / X.std(0), y.copy())
+
+
+@pytest.fixture(scope="session")
+def diabetes_frame():
+    """The diabetes data as a DataFrame and a Series (named columns: age, sex, bmi, ...)."""
+    return load_diabetes(return_X_y=True, as_frame=True)
+
+
+@pytest.fixture(scope="session")
+def xgb_regressor(diabetes_frame):
+    """A small XGBoost regressor (15 trees, depth 3) fitted on ``diabetes_frame``."""
+    xgboost = pytest.importorskip("xgboost")
+    X, y = diabetes_frame
+    return xgboost.XGBRegressor(n_estimators=15, max_depth=3, random_state=0).fit(X, y)
+
+
+@pytest.fixture(scope="session")
+def named_frame():
+    """(X, y, y2, labels): a 160-row DataFrame with columns a, b, c, d, two regression targets and
+    three string classes cut from y."""
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame(rng.normal(size=(160, 4)), columns=NAMES)
+    y = (2 * X.a + X.b ** 2 - X.c + 0.5 * X.d * X.a + 0.1 * rng.normal(size=160)).to_numpy()
+    y2 = (X.d ** 2 - X.a + 0.1 * rng.normal(size=160)).to_numpy()
+    labels = np.array(["cat", "dog", "eel"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
+    return X, *_read_only(y, y2, labels)
+
+
+@pytest.fixture(scope="session")
+def small_model():
+    """A factory of small unfitted models by kind ("rf", "rf_clf", "gb", "xgb", "lgbm"), seeded and
+    single-threaded, with any hyperparameter overridden."""
+
+    def make(kind, **overrides):
+        if kind == "xgb":
+            return pytest.importorskip("xgboost").XGBRegressor(
+                **{"n_estimators": 6, "max_depth": 3, "random_state": 0, "n_jobs": 1, **overrides})
+        if kind == "lgbm":
+            return pytest.importorskip("lightgbm").LGBMRegressor(
+                **{"n_estimators": 6, "num_leaves": 8, "min_child_samples": 5, "random_state": 0, "n_jobs": 1,
+                   "verbose": -1, **overrides})
+        sklearn = {"rf": RandomForestRegressor, "rf_clf": RandomForestClassifier, "gb": GradientBoostingRegressor}
+        depth = 3 if kind == "gb" else 4
+        return sklearn[kind](**{"n_estimators": 6, "max_depth": depth, "random_state": 0, **overrides})
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def oracle_predictor():
+    """``oracle_predictor(model, kind)``: the f the grid oracle integrates. The library's own float64
+    output where it has one (kind "model": predict, "proba": predict_proba, "decision":
+    decision_function); otherwise ("forest": XGBoost float32 sums, LightGBM) the C predict, whose
+    parity with the libraries is tested in test_forest."""
+
+    def predictor(model, kind):
+        if kind == "model":
+            return lambda Z: np.asarray(model.predict(Z), dtype=np.float64).reshape(len(Z), -1)
+        if kind == "proba":
+            return model.predict_proba
+        if kind == "decision":
+            return lambda Z: np.asarray(model.decision_function(Z), dtype=np.float64).reshape(len(Z), -1)
+        return import_model(model).predict
+
+    return predictor
 
 
 @pytest.fixture

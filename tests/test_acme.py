@@ -208,7 +208,13 @@ def test_per_class_importances_sum_to_total_and_match_each_probability():
     assert g.values.shape == (3, 3) and loc.values.shape == (2, 3, 3)
     np.testing.assert_allclose(g.total, g.values.sum(axis=1))
     np.testing.assert_allclose(g.importances.loc[g.feature_names, "importance"], g.total)
-    assert g.output_names == ["0", "1", "2"]
+    np.testing.assert_array_equal(loc.total, loc.values[..., 0] + loc.values[..., 1] + loc.values[..., 2])
+    np.testing.assert_array_equal(loc.importances.to_numpy(), loc.total)
+    assert g.output_names == loc.output_names == ["0", "1", "2"] and loc.feature_names == g.feature_names
+    single = AcME(Fn(lambda Z: clf.predict_proba(Z)[:, 0]), X, 10)
+    one_g, one_l = single.explain_global(), single.explain_local(X[:2])
+    assert one_g.output_names is None and one_g.total.shape == (3,) and one_l.total.shape == (2, 3)
+    np.testing.assert_array_equal(one_l.total, one_l.values)
     for c in range(3):
         one = AcME(Fn(lambda Z, c=c: clf.predict_proba(Z)[:, c]), X, 10)
         np.testing.assert_allclose(g.values[:, c], one.explain_global().values, rtol=1e-12)
@@ -367,6 +373,8 @@ def test_classification_and_local_plots():
     assert len(loc.plot(row=0).patches) == 9
     with pytest.raises(InputIndexError):
         loc.plot(row=5)
+    with pytest.raises(InputError, match="'whatif' or 'bar'"):
+        loc.plot(kind="summary")
     plt.close("all")
 
 

@@ -10,14 +10,13 @@ ragged; bad values raise the package's InputError / InputTypeError (ValueError /
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
-import lightgbm
 import numpy as np
 import pandas as pd
 import pytest
 import shap
-import xgboost
-from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
 import xai_plugins as xp
 from xai_plugins import interpret as xi
@@ -37,24 +36,15 @@ N_ROWS = 6
 
 
 @pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(7)
-    X = pd.DataFrame(rng.normal(size=(160, 4)), columns=NAMES)
-    y = (2 * X.a + X.b ** 2 - X.c + 0.5 * X.d * X.a + 0.1 * rng.normal(size=160)).to_numpy()
-    labels = np.array(["cat", "dog", "eel"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
+def data(named_frame):
+    X, y, _, labels = named_frame
     return X, y, labels
 
 
 @pytest.fixture(scope="module")
-def models(data):
+def models(data, small_model):
     X, y, labels = data
-    return {
-        "rf": RandomForestRegressor(n_estimators=8, max_depth=4, random_state=0).fit(X, y),
-        "xgb": xgboost.XGBRegressor(n_estimators=8, max_depth=3, random_state=0, n_jobs=1).fit(X, y),
-        "lgbm": lightgbm.LGBMRegressor(n_estimators=8, num_leaves=8, min_child_samples=5, random_state=0,
-                                       n_jobs=1, verbose=-1).fit(X, y),
-        "rf_clf": RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(X, labels),
-    }
+    return {kind: small_model(kind).fit(X, labels if kind == "rf_clf" else y) for kind in MODELS}
 
 
 def _rows(data):
@@ -372,10 +362,10 @@ def test_complex_data_is_an_input_type_error(models, data):
     complex_array = X.to_numpy().astype(complex)
     complex_frame = X[REVERSED].astype(complex)
     for bad in (complex_array, complex_frame):
-        for call in (lambda: xp.pg2(model, bad, [0]), lambda: xp.pgi2(model, bad, [0, 1, 2, 3]),
-                     lambda: xp.greedy_pg2_ranking(model, bad), lambda: xp.local_mdi(model, bad),
-                     lambda: import_model(model).predict(bad)):
-            exc = _raises(InputTypeError, call, match="complex")
+        for call in (lambda Z: xp.pg2(model, Z, [0]), lambda Z: xp.pgi2(model, Z, [0, 1, 2, 3]),
+                     lambda Z: xp.greedy_pg2_ranking(model, Z), lambda Z: xp.local_mdi(model, Z),
+                     lambda Z: import_model(model).predict(Z)):
+            exc = _raises(InputTypeError, partial(call, bad), match="complex")
             assert isinstance(exc, TypeError)
 
 
@@ -388,8 +378,8 @@ def test_n_jobs_convention(models, data):
              lambda n: xp.greedy_pg2_ranking(model, X, n_jobs=n), lambda n: xp.local_mdi(model, X, n_jobs=n)]
     for call in calls:
         for bad in ("x", 1.5, True):
-            assert isinstance(_raises(InputTypeError, lambda: call(bad), match="n_jobs"), TypeError)
-        assert isinstance(_raises(InputError, lambda: call(0), match="n_jobs"), ValueError)
+            assert isinstance(_raises(InputTypeError, partial(call, bad), match="n_jobs"), TypeError)
+        assert isinstance(_raises(InputError, partial(call, 0), match="n_jobs"), ValueError)
 
 
 def test_bad_values_are_input_errors(models, data):
@@ -441,7 +431,7 @@ def test_unknown_feature_names_and_out_of_range_indices(models, data):
 def test_boosting_model_without_impurities_is_refused_by_local_mdi(models, data):
     X = _rows(data)
     for name in ("xgb", "lgbm"):
-        exc = _raises(xp.UnsupportedModelError, lambda: xp.local_mdi(models[name], X[REVERSED]))
+        exc = _raises(xp.UnsupportedModelError, partial(xp.local_mdi, models[name], X[REVERSED]))
         assert isinstance(exc, TypeError)
     gb = GradientBoostingRegressor(n_estimators=3, max_depth=2, random_state=0).fit(data[0], data[1])
     np.testing.assert_array_equal(xp.local_mdi(gb, X[REVERSED]), xp.local_mdi(gb, X))

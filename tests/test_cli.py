@@ -95,3 +95,84 @@ def test_demo_models_cover_every_section():
         assert type(model).__name__.startswith("RandomForest") and model.bootstrap is False
         assert model.n_estimators == 100 and len(X_test) + len(X_train) == len(y_test) + len(y_train)
         assert np.isfinite(X_test.to_numpy()).all() and isinstance(X_train, pd.DataFrame)
+
+
+def test_unwritable_out_fails_before_any_work(files, capsys, monkeypatch):
+    import xai_plugins.cli as cli
+
+    monkeypatch.setattr(cli, "load_model", lambda *a: pytest.fail("the model was loaded before --out was checked"))
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "y",
+                        "--out", files / "test.csv" / "reports")
+    assert code == 2 and "output folder" in err and "not a writable folder" in err
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "y",
+                        "--out", files / "test.csv")
+    assert code == 2 and "is a file" in err
+
+
+def test_json_that_is_not_a_model(files, capsys):
+    (files / "config.json").write_text('{"learning_rate": 0.1, "trees": []}')
+    code, _, err = _run(capsys, "--model", files / "config.json", "--data", files / "test.csv", "--target", "y")
+    assert code == 2
+    assert "it is JSON but not an XGBoost model" in err and "save_model" in err
+    assert "Stack trace" not in err and "[bt]" not in err and "Invalid cast" not in err
+
+
+def test_separator_is_suggested_and_used(files, capsys):
+    test = pd.read_csv(files / "test.csv")
+    test.to_csv(files / "semicolon.csv", sep=";", index=False)
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "semicolon.csv", "--target", "y")
+    assert code == 2 and "pass --sep ';'" in err
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "semicolon.csv", "--target", "y",
+                        "--sep", ";", "--out", files / "out_sep", "--explainers", "pg2", "--sections", "faithfulness",
+                        "--mc-pairs", "0", "--max-rows", "4", "--no-pdf", "--quiet")
+    assert code == 0, err
+
+
+def test_target_must_fit_the_task(files, capsys):
+    test = pd.read_csv(files / "test.csv").assign(label=lambda f: np.where(f["y"] > 150, "high", "low"))
+    test.to_csv(files / "labelled.csv", index=False)
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "labelled.csv",
+                        "--target", "label")
+    assert code == 2 and "regressor" in err and "not numeric" in err
+    X = test[["age", "sex", "bmi", "bp", "s1"]]
+    clf = xgboost.XGBClassifier(n_estimators=3, max_depth=2).fit(X, (test["y"] > 150).astype(int))
+    clf.save_model(files / "clf.json")
+    code, _, err = _run(capsys, "--model", files / "clf.json", "--data", files / "labelled.csv", "--target", "y")
+    assert code == 2 and "classifier of classes ['0', '1']" in err
+
+
+def test_protected_columns_and_model_card_are_checked(files, capsys):
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "y",
+                        "--protected", "race")
+    assert code == 2 and "--protected column(s) ['race'] not in --data test.csv" in err
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "y",
+                        "--model-card", files / "absent.yaml")
+    assert code == 2 and "--model-card file" in err and "does not exist" in err
+
+
+def test_option_errors_name_the_flag(files, capsys):
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "y",
+                        "--time-budget", "-1")
+    assert code == 2 and "--time-budget must be a positive number" in err
+    code, _, err = _run(capsys, "--model", files / "model.json", "--data", files / "test.csv", "--target", "y",
+                        "--positive-class", "1")
+    assert code == 2 and "--positive-class applies to classifiers" in err
+
+
+def test_flags_and_defaults_come_from_audit_options():
+    from xai_plugins.cli import build_parser
+    from xai_plugins.report import AuditOptions
+    from xai_plugins.report.options import cli_fields
+
+    parser = build_parser()
+    flags = {a.dest: a for a in parser._actions}
+    assert {f.name for f in cli_fields()} <= set(flags)
+    assert f"(default: {AuditOptions().max_rows})" in flags["max_rows"].help
+    args = parser.parse_args(["--model", "m.json"])
+    assert not any(hasattr(args, f.name) for f in cli_fields())     # unset flags leave AuditOptions' defaults
+    from xai_plugins.cli import audit_options
+
+    argv = ["--sigma", "0.2", "--max-rows", "7", "--strict", "--quiet"]
+    options = audit_options(parser.parse_args(argv), argv)
+    assert options == AuditOptions(sigma=(0.2,), max_rows=7, strict=True, progress=False,
+                                   command_line="xai-audit " + " ".join(argv))

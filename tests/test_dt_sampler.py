@@ -263,9 +263,10 @@ def test_unreachable_threshold_is_unsatisfiable():
 
 
 def test_time_budget_warns_with_estimate():
-    with pytest.warns(TimeBudgetWarning, match=r"estimated to take \d+ s"):
+    with pytest.warns(TimeBudgetWarning, match=r"estimated to take \d+ s") as record:
         DTSampler(n_branch_nodes=2, min_accuracy=0.8, n_samples=3, time_budget=1e-9, progress=False,
                   random_state=0).fit(X_TOY, Y_TOY)
+    assert record[0].filename == __file__   # the warning points at the caller of fit
 
 
 def test_nan_constant_and_bad_parameters():
@@ -292,7 +293,7 @@ def test_nan_constant_and_bad_parameters():
 def test_wilson_interval_contains_the_estimate():
     """At p = 0 and p = 1 the textbook formula leaves rounding error outside [low, high]; the
     interval must still contain p (matplotlib refuses negative error bars)."""
-    from xai_plugins.dt_sampler.estimator import wilson_interval
+    from xai_plugins.dt_sampler import wilson_interval
 
     for n in range(1, 60):
         p = np.arange(n + 1) / n

@@ -1,7 +1,7 @@
 """The exact column sums behind order-independent means, against Python's Fraction arithmetic."""
 
-from fractions import Fraction
 import math
+from fractions import Fraction
 
 import numpy as np
 from hypothesis import given, settings

@@ -3,26 +3,14 @@
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-import xgboost
 from interpret.api.templates import FeatureValueExplanation
-from sklearn.datasets import load_diabetes, load_iris
+from sklearn.datasets import load_iris
 from sklearn.ensemble import ExtraTreesRegressor, RandomForestClassifier
 from sklearn.linear_model import LinearRegression
 
 import xai_plugins as xp
 from xai_plugins.acme import AcME
 from xai_plugins.interpret import AcMEExplainer, LocalMDIExplainer, PG2Explainer
-
-
-@pytest.fixture(scope="module")
-def diabetes():
-    return load_diabetes(return_X_y=True, as_frame=True)
-
-
-@pytest.fixture(scope="module")
-def xgb_regressor(diabetes):
-    X, y = diabetes
-    return xgboost.XGBRegressor(n_estimators=10, max_depth=3, random_state=0).fit(X, y)
 
 
 def test_entry_points_register_the_explainers():
@@ -34,8 +22,8 @@ def test_entry_points_register_the_explainers():
     assert PG2Explainer.explainer_type == "specific" and AcMEExplainer.explainer_type == "blackbox"
 
 
-def test_pg2_local_and_global(diabetes, xgb_regressor):
-    X, y = diabetes
+def test_pg2_local_and_global(diabetes_frame, xgb_regressor):
+    X, y = diabetes_frame
     explainer = PG2Explainer(xgb_regressor, X, sigma=0.3, max_global_rows=40)
     local = explainer.explain_local(X.iloc[:3], y.iloc[:3])
     assert isinstance(local, FeatureValueExplanation) and local.explanation_type == "local"
@@ -54,16 +42,16 @@ def test_pg2_local_and_global(diabetes, xgb_regressor):
     np.testing.assert_allclose(overall.data()["scores"], np.mean([rows.data(i)["scores"] for i in range(40)], axis=0))
 
 
-def test_local_mdi_global_is_global_mdi(diabetes):
-    X, y = diabetes
+def test_local_mdi_global_is_global_mdi(diabetes_frame):
+    X, y = diabetes_frame
     model = ExtraTreesRegressor(n_estimators=5, max_depth=5, random_state=0).fit(X, y)  # no bootstrap
     overall = LocalMDIExplainer(model, X, max_global_rows=len(X)).explain_global()
     np.testing.assert_allclose(overall.data()["scores"], xp.global_mdi(model), rtol=1e-12)
     assert isinstance(overall.visualize(0), go.Figure)
 
 
-def test_acme_global_is_acme(diabetes):
-    X, y = diabetes
+def test_acme_global_is_acme(diabetes_frame):
+    X, y = diabetes_frame
     model = LinearRegression().fit(X, y)
     overall = AcMEExplainer(model, X, n_quantiles=10).explain_global()
     np.testing.assert_allclose(overall.data()["scores"], AcME(model, X, n_quantiles=10).explain_global().values)
@@ -83,11 +71,11 @@ def test_multiclass_needs_an_output():
         PG2Explainer(model, X, output="setosa").explain_local(X[:1])
 
 
-def test_show_and_preserve_render(tmp_path, diabetes, xgb_regressor):
+def test_show_and_preserve_render(tmp_path, diabetes_frame, xgb_regressor):
     import interpret
     from interpret.provider import InlineProvider
 
-    X, y = diabetes
+    X, y = diabetes_frame
     explainer = PG2Explainer(xgb_regressor, X, max_global_rows=20)
     local, overall = explainer.explain_local(X.iloc[:2], y.iloc[:2]), explainer.explain_global()
     interpret.preserve(local, 0, file_name=str(tmp_path / "local.html"))
@@ -99,8 +87,8 @@ def test_show_and_preserve_render(tmp_path, diabetes, xgb_regressor):
     interpret.show(local)
 
 
-def test_bad_input(diabetes, xgb_regressor):
-    X, y = diabetes
+def test_bad_input(diabetes_frame, xgb_regressor):
+    X, y = diabetes_frame
     with pytest.raises(xp.UnsupportedModelError):
         LocalMDIExplainer(xgb_regressor, X)
     with pytest.raises(ValueError, match="background data"):

@@ -4,17 +4,12 @@ Oracles: the PG² gains are rebuilt from independent ``xp.pg2`` calls on each gr
 MDI against the tree-only global MDI identity; plots drawn by shap itself on the Agg backend.
 """
 
-import matplotlib
-
-matplotlib.use("Agg")
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
 import shap
-import xgboost
-from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.linear_model import LinearRegression
 
@@ -24,29 +19,11 @@ from xai_plugins.shap import AcMEExplainer, LocalMDIExplainer, PG2Explainer
 
 
 @pytest.fixture(scope="module")
-def diabetes():
-    X, y = load_diabetes(return_X_y=True, as_frame=True)
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def xgb_regressor(diabetes):
-    X, y = diabetes
-    return xgboost.XGBRegressor(n_estimators=15, max_depth=3, random_state=0).fit(X, y)
-
-
-@pytest.fixture(scope="module")
 def rf_classifier():
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     X = X.iloc[:, :8]
     model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(X, y)
     return model, X, y
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
 
 
 def prefix_pg2(model, X, ranking, sigma, background=None, output=None):
@@ -60,8 +37,8 @@ def prefix_pg2(model, X, ranking, sigma, background=None, output=None):
     return out
 
 
-def test_pg2_explainer_gains_are_prefix_differences(diabetes, xgb_regressor):
-    X, _ = diabetes
+def test_pg2_explainer_gains_are_prefix_differences(diabetes_frame, xgb_regressor):
+    X, _ = diabetes_frame
     rows = X.iloc[:4]
     e = PG2Explainer(xgb_regressor, sigma=0.5, background=X)(rows)
     assert isinstance(e, shap.Explanation) and isinstance(PG2Explainer(xgb_regressor), shap.Explainer)
@@ -79,7 +56,7 @@ def test_pg2_explainer_gains_are_prefix_differences(diabetes, xgb_regressor):
     # the greedy order really is greedy: each step takes the best remaining feature
     for i in range(4):
         chosen = []
-        for step in range(3):
+        for _step in range(3):
             rest = [j for j in range(X.shape[1]) if j not in chosen]
             scores = [xp.pg2(xgb_regressor, rows.iloc[[i]], chosen + [j], sigma=0.5, background=X).value[0]
                       for j in rest]
@@ -99,8 +76,8 @@ def test_pg2_explainer_classifier_has_one_ranking_per_class(rf_classifier):
         np.testing.assert_allclose(e.pgi2[:, c], paths.mean(axis=1), rtol=1e-10)
 
 
-def test_local_mdi_explainer_mean_is_global_mdi():
-    X, y = load_diabetes(return_X_y=True)
+def test_local_mdi_explainer_mean_is_global_mdi(diabetes):
+    X, y = diabetes
     model = RandomForestRegressor(n_estimators=8, bootstrap=False, max_features=0.5, random_state=0).fit(X, y)
     e = LocalMDIExplainer(model)(X)
     assert e.values.shape == X.shape and e.base_values is None
@@ -108,8 +85,8 @@ def test_local_mdi_explainer_mean_is_global_mdi():
     np.testing.assert_allclose(e.values.mean(axis=0), xp.global_mdi(model), rtol=1e-12)
 
 
-def test_acme_explainer_matches_acme(diabetes):
-    X, y = diabetes
+def test_acme_explainer_matches_acme(diabetes_frame):
+    X, y = diabetes_frame
     model = LinearRegression().fit(X, y)
     e = AcMEExplainer(model, X, n_quantiles=20)(X.iloc[:5])
     np.testing.assert_allclose(e.values, AcME(model, X, n_quantiles=20).explain_local(X.iloc[:5]).values)
@@ -135,8 +112,8 @@ def test_shap_plots_draw(make, rf_classifier):
         shap.plots.waterfall(one[0], show=False)
 
 
-def test_faithfulness_scores_treeshap_exactly(diabetes, xgb_regressor):
-    X, _ = diabetes
+def test_faithfulness_scores_treeshap_exactly(diabetes_frame, xgb_regressor):
+    X, _ = diabetes_frame
     rows = X.iloc[:5]
     explanation = shap.TreeExplainer(xgb_regressor)(rows)
     score = xp.faithfulness(xgb_regressor, explanation, sigma=0.4)
@@ -159,8 +136,8 @@ def test_faithfulness_per_class(rf_classifier):
         np.testing.assert_allclose(score[:, c], xp.pgi2(model, X.iloc[:4], order, sigma=0.3, background=X)[:, c])
 
 
-def test_faithfulness_bad_input(diabetes, xgb_regressor):
-    X, _ = diabetes
+def test_faithfulness_bad_input(diabetes_frame, xgb_regressor):
+    X, _ = diabetes_frame
     values = np.ones((3, X.shape[1]))
     with pytest.raises(ValueError, match="no data"):
         xp.faithfulness(xgb_regressor, shap.Explanation(values), sigma=0.3)
@@ -172,8 +149,8 @@ def test_faithfulness_bad_input(diabetes, xgb_regressor):
         xp.faithfulness(xgb_regressor, values, X=X.iloc[:3], sigma=0.0)
 
 
-def test_bad_input(diabetes, xgb_regressor):
-    X, y = diabetes
+def test_bad_input(diabetes_frame, xgb_regressor):
+    X, y = diabetes_frame
     with pytest.raises(Exception, match="(?i)fitted"):
         PG2Explainer(RandomForestRegressor())
     with pytest.raises(xp.UnsupportedModelError, match="impurit"):
@@ -191,8 +168,8 @@ def test_bad_input(diabetes, xgb_regressor):
         PG2Explainer(xgb_regressor)(nan_row)
 
 
-def test_masker_background_warns(diabetes, xgb_regressor):
-    X, _ = diabetes
+def test_masker_background_warns(diabetes_frame, xgb_regressor):
+    X, _ = diabetes_frame
     masker = shap.maskers.Independent(X, max_samples=100)
     with pytest.warns(UserWarning, match="100 rows"):
         explainer = PG2Explainer(xgb_regressor, background=masker)

@@ -3,10 +3,16 @@ NaN rows included where the model routes missing values; bad models and inputs r
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_diabetes
-from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
-                              GradientBoostingRegressor, HistGradientBoostingClassifier,
-                              HistGradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
@@ -19,9 +25,8 @@ lgb = pytest.importorskip("lightgbm")
 
 
 @pytest.fixture(scope="module")
-def data():
-    X, y = load_diabetes(return_X_y=True)
-    X = (X - X.mean(0)) / X.std(0)
+def data(diabetes_std):
+    X, y = diabetes_std
     y2 = (y > np.median(y)).astype(int)
     y3 = np.digitize(y, np.quantile(y, [0.33, 0.66]))
     Xn = X.copy()
@@ -154,10 +159,12 @@ def test_reroute_matches_a_full_traversal(data, kind):
     rng = np.random.default_rng(1)
     if kind == "sklearn":
         model = RandomForestRegressor(n_estimators=5, max_depth=6, random_state=0).fit(Xn, y)
-        leaves = lambda A: np.stack([e.tree_.apply(A.astype(np.float32)) for e in model.estimators_], axis=1)
+        def leaves(A):
+            return np.stack([e.tree_.apply(A.astype(np.float32)) for e in model.estimators_], axis=1)
     else:  # XGBoost numbers nodes differently: walk the imported arrays in Python (x < t, NaN by default)
         model = xgb.XGBRegressor(n_estimators=5, max_depth=4, tree_method="hist").fit(Xn, y)
-        leaves = lambda A: np.array([[_walk(forest, t, row) for t in range(forest.n_trees)] for row in A])
+        def leaves(A):
+            return np.array([[_walk(forest, t, row) for t in range(forest.n_trees)] for row in A])
     forest = import_model(model)
     before = leaves(Xn)
     for changed in ([2], [0, 3, 8]):

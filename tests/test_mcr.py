@@ -1,6 +1,7 @@
 """RF-MCR: the paper's XOR ground truth, surrogate and equivalence guarantees, reproducibility and
 input checks."""
 
+import copy
 import json
 
 import matplotlib
@@ -16,7 +17,11 @@ from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.linear_model import LinearRegression  # noqa: E402
 
 from xai_plugins.forest import import_model  # noqa: E402
-from xai_plugins.mcr import MCRResult, _Context, fit_rashomon_forest, model_class_reliance  # noqa: E402
+from xai_plugins.mcr import MCRResult, _tables, fit_rashomon_forest, model_class_reliance  # noqa: E402
+from xai_plugins.mcr._loss import make_loss  # noqa: E402
+from xai_plugins.mcr._parallel import OrderedMap  # noqa: E402
+from xai_plugins.mcr._rashomon import RashomonSwaps, neighbourhoods  # noqa: E402
+from xai_plugins.mcr._tables import ForestTables  # noqa: E402
 
 
 def mcr(model, X, y, **kw):
@@ -118,24 +123,105 @@ def test_transformed_trees_keep_training_leaves(correlated):
     X, y = correlated
     model = RandomForestRegressor(10, bootstrap=False, max_features=0.5, min_samples_leaf=2,
                                   random_state=0).fit(X, y)
+    untouched = copy.deepcopy(model.estimators_)
     X32 = X.astype(np.float32)
-    ctx = _Context(import_model(model), model.estimators_, X32, y, None, None, "squared_error", 1)
+    tables = ForestTables(import_model(model), model.estimators_, X32, is_classifier=False)
+    loss = make_loss("squared_error", tables.node_pred, y)
+    surrogates = tables.survey(loss, OrderedMap(None, 1)).surrogates
     n_changed = 0
     for j in range(X.shape[1]):
-        Xp = ctx._permuted([j], 0)
+        Xp = tables.permuted([j], 0)
         for plus in (True, False):
-            trees, changed, uses, below = ctx._variant([j], plus)
-            n_changed += changed.sum()
-            for t in np.flatnonzero(changed):
-                np.testing.assert_array_equal(trees[t].apply(X32), ctx.trees[t].apply(X32))
-                assert not np.array_equal(trees[t].feature, ctx.trees[t].feature)
+            variant = surrogates.transform(tables, [j], plus)
+            n_changed += variant.changed.sum()
+            for t in np.flatnonzero(variant.changed):
+                np.testing.assert_array_equal(variant.trees[t].apply(X32), tables.trees[t].apply(X32))
+                assert not np.array_equal(variant.trees[t].feature, tables.trees[t].feature)
                 # on permuted data only rows passing a changed node may move
-                orig = ctx.trees[t].apply(Xp)
-                same = ~below[orig + ctx.offsets[t]]
-                np.testing.assert_array_equal(trees[t].apply(Xp)[same], orig[same])
+                orig = tables.trees[t].apply(Xp)
+                same = ~variant.below[orig + tables.offsets[t]]
+                np.testing.assert_array_equal(variant.trees[t].apply(Xp)[same], orig[same])
             if not plus:  # S- removes the feature wherever a surrogate exists
-                assert all(uses <= ctx._uses(ctx.master[2], [j]))
+                assert all(variant.uses <= tables.uses(tables.feature, [j]))
     assert n_changed > 0
+    # the transforms work on copies: the model's own trees still predict as before
+    np.testing.assert_array_equal(model.predict(X), np.mean([e.predict(X) for e in model.estimators_], axis=0))
+    assert [e.tree_.feature.tolist() for e in model.estimators_] == [e.tree_.feature.tolist() for e in untouched]
+
+
+def test_tables_read_from_the_forest_match_the_trees(xor):
+    """Node arrays come from the imported Forest; they must be the scikit-learn trees' own."""
+    X, y = xor
+    model = RandomForestClassifier(8, bootstrap=False, max_features=1, min_samples_leaf=30, random_state=0).fit(X, y)
+    tables = ForestTables(import_model(model), model.estimators_, X.to_numpy(np.float32), is_classifier=True)
+    internal = np.concatenate([e.tree_.children_left >= 0 for e in model.estimators_])
+    for name, attr in (("left", "children_left"), ("right", "children_right"), ("feature", "feature"),
+                       ("threshold", "threshold")):
+        own = np.concatenate([getattr(e.tree_, attr) for e in model.estimators_])
+        np.testing.assert_array_equal(getattr(tables, name)[internal], own[internal])
+    np.testing.assert_array_equal(tables.internal, internal)
+    proba = np.concatenate([e.tree_.value[:, 0, :] for e in model.estimators_])
+    np.testing.assert_allclose(tables.node_pred, proba / proba.sum(axis=1, keepdims=True), rtol=1e-15)
+    for t, est in enumerate(model.estimators_):  # leaves' predictions are the tree's predict_proba
+        np.testing.assert_allclose(tables.node_pred[tables.leaves(t, X.to_numpy(np.float32))],
+                                   est.predict_proba(X.to_numpy()), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["zero_one", "log_loss", "squared_error", "absolute_error"])
+def test_losses_match_scikit_learn_metrics(correlated, name):
+    from sklearn.metrics import log_loss, mean_absolute_error, mean_squared_error, zero_one_loss
+
+    X, yr = correlated
+    clf = name in ("zero_one", "log_loss")
+    y = np.digitize(yr, [-1.0, 1.0]) if clf else yr
+    cls = RandomForestClassifier if clf else RandomForestRegressor
+    model = cls(6, bootstrap=False, max_features=0.5, min_samples_leaf=15, random_state=0).fit(X, y)
+    X32 = X.astype(np.float32)
+    tables = ForestTables(import_model(model), model.estimators_, X32, is_classifier=clf)
+    loss = make_loss(name, tables.node_pred, y, y if clf else None, model.classes_ if clf else None)
+    metric = {"zero_one": lambda t, p: zero_one_loss(t, p.argmax(axis=1)),
+              "log_loss": lambda t, p: log_loss(t, np.clip(p, 1e-15, None), labels=[0, 1, 2]),
+              "squared_error": mean_squared_error, "absolute_error": mean_absolute_error}[name]
+    P = model.predict_proba(X) if clf else model.predict(X)
+    if name != "log_loss":   # scikit-learn renormalises clipped probabilities; equal when none is 0
+        np.testing.assert_allclose(loss.forest_mean(P), metric(y, P), rtol=1e-12)
+    rows = np.arange(0, len(y), 3)
+    for t, est in enumerate(model.estimators_):
+        Pt = est.predict_proba(X[rows]) if clf else est.predict(X[rows])
+        leaves = tables.leaves(t, X32)[rows]
+        np.testing.assert_allclose(loss.tree_sum(leaves, rows), metric(y[rows], Pt) * len(rows), rtol=1e-10)
+
+
+def test_equivalence_classes_and_neighbourhoods_against_brute_force(correlated):
+    X, y = correlated
+    model = RandomForestRegressor(12, bootstrap=False, max_features=1, max_depth=2, random_state=0).fit(X, y)
+    X32 = X.astype(np.float32)
+    tables = ForestTables(import_model(model), model.estimators_, X32, is_classifier=False)
+    survey = tables.survey(make_loss("squared_error", tables.node_pred, y), OrderedMap(None, 1))
+    P = np.array([e.predict(X) for e in model.estimators_])
+    mse = ((P[:, None, :] - P[None, :, :]) ** 2).mean(axis=2)
+    swap = RashomonSwaps(survey.digests)
+    same = (P[:, None, :] == P[None, :, :]).all(axis=2)
+    np.testing.assert_array_equal(swap.group[:, None] == swap.group[None, :], same)
+    eps = float(np.median(mse))
+    near = neighbourhoods(tables, eps, False, OrderedMap(None, 1))
+    np.testing.assert_array_equal(near, mse <= eps + 1e-12)
+    score = np.random.default_rng(0).normal(size=len(P))
+    best = RashomonSwaps(survey.digests, near).best(score)
+    np.testing.assert_array_equal(best, [np.flatnonzero(row)[np.argmax(score[row])] for row in near])
+    best = swap.best(score)
+    np.testing.assert_array_equal(best, [np.flatnonzero(row)[np.argmax(score[row])] for row in same])
+
+
+def test_without_the_leaf_cache_results_are_the_same(correlated, monkeypatch):
+    """Training leaves recomputed a block at a time (forests too big to cache) give the same table."""
+    X, y = correlated
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=40, random_state=0, min_samples_leaf=3)
+    cached = mcr(model, X, y, n_permutations=2, epsilon=0.3, n_jobs=2).table
+    monkeypatch.setattr(_tables, "LEAF_CACHE_BYTES", 0)
+    tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=False)
+    assert not tables.caches_leaves
+    pd.testing.assert_frame_equal(mcr(model, X, y, n_permutations=2, epsilon=0.3, n_jobs=2).table, cached)
 
 
 def test_groups_and_ratio(xor):

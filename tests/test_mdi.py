@@ -5,9 +5,14 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_diabetes
-from sklearn.ensemble import (ExtraTreesClassifier, GradientBoostingClassifier, GradientBoostingRegressor,
-                              RandomForestClassifier, RandomForestRegressor)
+from sklearn.datasets import load_breast_cancer
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
 from sklearn.tree import DecisionTreeClassifier
 
 import xai_plugins as xp
@@ -45,8 +50,8 @@ def test_local_mdi_matches_decision_path(cancer, make):
     np.testing.assert_allclose(xp.local_mdi(model, X[:60]), decision_path_mdi(model, X[:60]), rtol=1e-12, atol=1e-15)
 
 
-def test_local_mdi_regression_and_gradient_boosting():
-    X, y = load_diabetes(return_X_y=True)
+def test_local_mdi_regression_and_gradient_boosting(diabetes):
+    X, y = diabetes
     for model in (RandomForestRegressor(n_estimators=5, max_depth=5, random_state=0).fit(X, y),
                   GradientBoostingRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)):
         np.testing.assert_allclose(xp.local_mdi(model, X[:40]), decision_path_mdi(model, X[:40]),
@@ -81,8 +86,8 @@ def test_bootstrap_needs_in_bag_weights(cancer):
     np.testing.assert_allclose(xp.global_mdi(model, X, in_bag=True), expected, rtol=1e-12, atol=1e-16)
 
 
-def test_regression_identity_and_sample_weight():
-    X, y = load_diabetes(return_X_y=True)
+def test_regression_identity_and_sample_weight(diabetes):
+    X, y = diabetes
     model = RandomForestRegressor(n_estimators=6, bootstrap=False, max_features=0.6, random_state=0).fit(X, y)
     np.testing.assert_allclose(xp.global_mdi(model, X), _unnormalised_mean(model), rtol=1e-12)
     w = np.arange(len(X)) % 3
@@ -90,9 +95,9 @@ def test_regression_identity_and_sample_weight():
     np.testing.assert_allclose(xp.global_mdi(model, X, sample_weight=w), manual, rtol=1e-14)
 
 
-def test_models_without_impurity_are_refused():
+def test_models_without_impurity_are_refused(diabetes):
     xgb = pytest.importorskip("xgboost")
-    X, y = load_diabetes(return_X_y=True)
+    X, y = diabetes
     model = xgb.XGBRegressor(n_estimators=2).fit(X, y)
     with pytest.raises(UnsupportedModelError, match="node impurities"):
         xp.local_mdi(model, X)

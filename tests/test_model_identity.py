@@ -6,12 +6,9 @@ from __future__ import annotations
 import dataclasses
 import gc
 
-import lightgbm
 import numpy as np
-import pandas as pd
 import pytest
-import xgboost
-from sklearn.ensemble import (GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
+from sklearn.ensemble import RandomForestClassifier
 
 import xai_plugins as xp
 import xai_plugins.forest as forest_module
@@ -22,29 +19,6 @@ from xai_plugins.forest import clear_model_cache, import_model
 NAMES = ["a", "b", "c", "d"]
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(3)
-    X = pd.DataFrame(rng.normal(size=(150, 4)), columns=NAMES)
-    y = (X.a - 2 * X.b + X.c * X.d + 0.1 * rng.normal(size=150)).to_numpy()
-    y2 = (X.d ** 2 - X.a + 0.1 * rng.normal(size=150)).to_numpy()
-    labels = np.array(["cat", "dog", "eel"])[np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))]
-    return X, y, y2, labels
-
-
-def _make(kind, warm=False):
-    if kind == "rf":
-        return RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0, warm_start=warm)
-    if kind == "xgb":
-        return xgboost.XGBRegressor(n_estimators=6, max_depth=3, random_state=0, n_jobs=1)
-    if kind == "lgbm":
-        return lightgbm.LGBMRegressor(n_estimators=6, num_leaves=8, min_child_samples=5, random_state=0, n_jobs=1,
-                                      verbose=-1)
-    if kind == "gb":
-        return GradientBoostingRegressor(n_estimators=5, max_depth=3, random_state=0, warm_start=warm)
-    raise ValueError(kind)
-
-
 def _in_cache(forest) -> bool:
     return any(entry[2] is forest for entry in forest_module._CACHE.values())
 
@@ -52,9 +26,9 @@ def _in_cache(forest) -> bool:
 # ------------------------------------------------------------------ the cache
 
 @pytest.mark.parametrize("kind", ["rf", "xgb", "lgbm", "gb"])
-def test_a_model_is_imported_once(data, kind):
-    X, y, _, _ = data
-    model = _make(kind).fit(X, y)
+def test_a_model_is_imported_once(small_model, named_frame, kind):
+    X, y, _, _ = named_frame
+    model = small_model(kind).fit(X, y)
     forest = import_model(model)
     assert import_model(model) is forest
     assert _in_cache(forest)
@@ -64,9 +38,9 @@ def test_a_model_is_imported_once(data, kind):
 
 @pytest.mark.parametrize("kind, how", [("rf", "refit"), ("xgb", "refit"), ("lgbm", "refit"), ("gb", "refit"),
                                        ("gb", "warm_start"), ("rf", "warm_start")])
-def test_refit_gives_a_new_forest(data, kind, how):
-    X, y, y2, _ = data
-    model = _make(kind, warm=how == "warm_start").fit(X, y)
+def test_refit_gives_a_new_forest(small_model, named_frame, kind, how):
+    X, y, y2, _ = named_frame
+    model = (small_model(kind, warm_start=True) if how == "warm_start" else small_model(kind)).fit(X, y)
     old = import_model(model)
     old_prediction = old.predict(X)
     np.testing.assert_allclose(old_prediction[:, 0], model.predict(X), rtol=1e-5, atol=1e-6)
@@ -91,9 +65,9 @@ def test_refit_gives_a_new_forest(data, kind, how):
 
 
 @pytest.mark.parametrize("kind", ["rf", "xgb", "lgbm"])
-def test_a_collected_model_leaves_the_cache(data, kind):
-    X, y, _, _ = data
-    model = _make(kind).fit(X, y)
+def test_a_collected_model_leaves_the_cache(small_model, named_frame, kind):
+    X, y, _, _ = named_frame
+    model = small_model(kind).fit(X, y)
     forest = import_model(model)
     want = model.predict(X)
     own = forest.predict_fn(X.to_numpy())
@@ -113,9 +87,9 @@ def test_a_collected_model_leaves_the_cache(data, kind):
         xp.pg2(forest, X.iloc[:3], ["a", "b"], method="monte_carlo", n_samples=10, random_state=0)
 
 
-def test_clear_model_cache(data):
-    X, y, _, _ = data
-    model = _make("rf").fit(X, y)
+def test_clear_model_cache(small_model, named_frame):
+    X, y, _, _ = named_frame
+    model = small_model("rf").fit(X, y)
     first = import_model(model)
     clear_model_cache()
     assert not _in_cache(first)
@@ -126,9 +100,9 @@ def test_clear_model_cache(data):
 
 # ------------------------------------------------------------------ the frozen Forest
 
-def test_forest_is_immutable(data):
-    X, y, _, _ = data
-    model = _make("rf").fit(X, y)
+def test_forest_is_immutable(small_model, named_frame):
+    X, y, _, _ = named_frame
+    model = small_model("rf").fit(X, y)
     forest = import_model(model)
     with pytest.raises(dataclasses.FrozenInstanceError):
         forest.n_features = 3
@@ -144,11 +118,11 @@ def test_forest_is_immutable(data):
     np.testing.assert_allclose(forest.predict(X)[:, 0], model.predict(X), rtol=1e-12)
 
 
-def test_explainer_on_a_three_output_model_imports_it_once(data, monkeypatch):
+def test_explainer_on_a_three_output_model_imports_it_once(named_frame, monkeypatch):
     from xai_plugins import interpret as xi
     from xai_plugins import shap as xs
 
-    X, _, _, labels = data
+    X, _, _, labels = named_frame
     model = RandomForestClassifier(n_estimators=6, max_depth=4, random_state=0).fit(X, labels)
     clear_model_cache()
     calls = []
@@ -195,14 +169,14 @@ def test_c_errors_carry_the_package_exception_types(stump_forest):
     assert issubclass(errors.FeatureMismatchError, errors.InputError)
 
 
-def test_unsupported_model_error(data):
+def test_unsupported_model_error(small_model, named_frame):
     from xai_plugins.mcr import model_class_reliance
 
-    X, y, _, _ = data
+    X, y, _, _ = named_frame
     assert xp.UnsupportedModelError is errors.UnsupportedModelError
     assert xp.XaiError is errors.XaiError
     assert issubclass(xp.UnsupportedModelError, TypeError) and issubclass(xp.UnsupportedModelError, xp.XaiError)
-    gb = _make("gb").fit(X, y)
+    gb = small_model("gb").fit(X, y)
     with pytest.raises(xp.UnsupportedModelError, match="boosting"):
         model_class_reliance(gb, X, y, n_permutations=1, progress=False)
     with pytest.raises(xp.UnsupportedModelError):
@@ -235,10 +209,10 @@ def test_resolve_output_accepts_labels_and_indices():
         resolve_output(["output"], "dog")
 
 
-def test_outputs_by_label_in_the_entry_points(data):
+def test_outputs_by_label_in_the_entry_points(named_frame):
     from xai_plugins import interpret as xi
 
-    X, _, _, labels = data
+    X, _, _, labels = named_frame
     model = RandomForestClassifier(n_estimators=6, max_depth=4, random_state=0).fit(X, labels)
     rows = X.iloc[:5]
     by_label = xp.greedy_pg2_ranking(model, rows, output="eel")
@@ -255,9 +229,9 @@ def test_outputs_by_label_in_the_entry_points(data):
                                   [same.data(i)["scores"] for i in range(5)])
 
 
-def test_random_state_convention(data):
-    X, y, _, _ = data
-    model = _make("xgb").fit(X, y)
+def test_random_state_convention(small_model, named_frame):
+    X, y, _, _ = named_frame
+    model = small_model("xgb").fit(X, y)
     rows = X.iloc[:2]
 
     def estimate(random_state, n=400):

@@ -18,6 +18,7 @@ An objective whose link is unknown must be refused with ``UnsupportedModelError`
 objectives below have a known link, so ``REFUSED`` is empty.
 """
 
+import inspect
 import re
 
 import numpy as np
@@ -297,8 +298,11 @@ def test_early_stopped_models_import_the_trees_their_predict_uses():
     y = X[:, 0] + 0.1 * rng.normal(size=400)
     xgb_model = xgb.XGBRegressor(n_estimators=200, learning_rate=0.9, early_stopping_rounds=3, n_jobs=1).fit(
         X[:300], y[:300], eval_set=[(X[300:], y[300:])], verbose=False)
+    # LightGBM >= 4.7 takes the validation rows as eval_X / eval_y and deprecates eval_set
+    new_api = "eval_X" in inspect.signature(lgb.LGBMRegressor.fit).parameters
+    lgb_eval = {"eval_X": X[300:], "eval_y": y[300:]} if new_api else {"eval_set": [(X[300:], y[300:])]}
     lgb_model = lgb.LGBMRegressor(n_estimators=200, learning_rate=0.9, verbose=-1, n_jobs=1).fit(
-        X[:300], y[:300], eval_set=[(X[300:], y[300:])], callbacks=[lgb.early_stopping(3, verbose=False)])
+        X[:300], y[:300], callbacks=[lgb.early_stopping(3, verbose=False)], **lgb_eval)
     for model, rounds in ((xgb_model, xgb_model.best_iteration + 1), (lgb_model, lgb_model.best_iteration_)):
         forest = xp.import_model(model)
         assert forest.n_trees == rounds < 200

@@ -3,9 +3,12 @@
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.datasets import load_diabetes
-from sklearn.ensemble import (GradientBoostingClassifier, HistGradientBoostingRegressor,
-                              RandomForestClassifier, RandomForestRegressor)
+from sklearn.ensemble import (
+    GradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
 from sklearn.tree import DecisionTreeRegressor
 
 import xai_plugins as xp
@@ -18,10 +21,10 @@ lgb = pytest.importorskip("lightgbm")
 
 
 @pytest.fixture(scope="module")
-def diabetes():
-    X, y = load_diabetes(return_X_y=True)
-    X = (X - X.mean(0)) / X.std(0)
-    return X[:, :4].copy(), y
+def diabetes4(diabetes_std):
+    """The first four standardised diabetes features."""
+    X, y = diabetes_std
+    return X[:, :4], y
 
 
 def _small_models(X, y):
@@ -41,33 +44,20 @@ def _small_models(X, y):
     }
 
 
-def _predictor(model, kind):
-    """The grid oracle's f: the library's own float64 predictor where it has one; for XGBoost
-    and LightGBM (float32 / raw margins) the C predict, whose parity is tested in test_forest."""
-    if kind == "model":
-        return lambda Z: np.asarray(model.predict(Z), dtype=np.float64).reshape(len(Z), -1)
-    if kind == "proba":
-        return model.predict_proba
-    if kind == "decision":
-        return lambda Z: np.asarray(model.decision_function(Z)).reshape(len(Z), -1)
-    return import_model(model).predict
-
-
 @pytest.mark.parametrize("S", [[1], [0, 2], [0, 1, 3]])
-def test_exact_matches_grid_integration(diabetes, S):
-    X, y = diabetes
+def test_exact_matches_grid_integration(diabetes4, oracle_predictor, S):
+    X, y = diabetes4
     rows = X[[0, 7, 42]]
     for name, (model, kind) in _small_models(X, y).items():
         exact = np.atleast_2d(np.asarray(xp.pg2(model, rows, S, sigma=0.4)).T).T
         for i, x in enumerate(rows):
-            ref = grid_pg2(model, _predictor(model, kind), x, S, [gaussian(0.4)] * 4)
+            ref = grid_pg2(model, oracle_predictor(model, kind), x, S, [gaussian(0.4)] * 4)
             np.testing.assert_allclose(exact[i].reshape(-1), ref, rtol=1e-12, atol=1e-12 * max(1, ref.max()),
                                        err_msg=f"{name}, S={S}, row {i}")
 
 
-def test_exact_matches_leaf_pair_reference_on_larger_model():
-    X, y = load_diabetes(return_X_y=True)
-    X = (X - X.mean(0)) / X.std(0)
+def test_exact_matches_leaf_pair_reference_on_larger_model(diabetes_std):
+    X, y = diabetes_std
     model = xgb.XGBRegressor(n_estimators=6, max_depth=3, tree_method="hist", random_state=1).fit(X, y)
     forest = import_model(model)
     sigma = np.linspace(0.2, 0.8, 10)
@@ -78,8 +68,8 @@ def test_exact_matches_leaf_pair_reference_on_larger_model():
             np.testing.assert_allclose(exact[i], ref[0], rtol=1e-12)
 
 
-def test_monte_carlo_million_samples_within_four_standard_errors(diabetes):
-    X, y = diabetes
+def test_monte_carlo_million_samples_within_four_standard_errors(diabetes4):
+    X, y = diabetes4
     model = RandomForestRegressor(n_estimators=10, max_depth=4, random_state=0).fit(X, y)
     exact = xp.pg2(model, X[:2], [0, 2], sigma=0.5).value
     mc = xp.pg2(model, X[:2], [0, 2], sigma=0.5, method="monte_carlo", n_samples=1_000_000, random_state=0)
@@ -87,8 +77,8 @@ def test_monte_carlo_million_samples_within_four_standard_errors(diabetes):
     assert np.all(mc.stderr > 0)
 
 
-def test_qmc_and_auto(diabetes):
-    X, y = diabetes
+def test_qmc_and_auto(diabetes4):
+    X, y = diabetes4
     model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
     exact = xp.pg2(model, X[:2], [1, 3], sigma=0.3).value
     q = xp.pg2(model, X[:2], [1, 3], sigma=0.3, method="qmc", n_samples=20_000, random_state=3)
@@ -100,13 +90,13 @@ def test_qmc_and_auto(diabetes):
     np.testing.assert_array_equal(auto.value, exact)
 
 
-def test_general_distribution_and_background_units(diabetes):
-    X, y = diabetes
+def test_general_distribution_and_background_units(diabetes4, oracle_predictor):
+    X, y = diabetes4
     model = DecisionTreeRegressor(max_depth=5, random_state=0).fit(X, y)
     lap = stats.laplace(scale=0.3)
     exact = xp.pg2(model, X[:3], [0, 2], perturbation=lap).value
     for i in range(3):
-        ref = grid_pg2(model, _predictor(model, "model"), X[i], [0, 2], [lap.cdf] * 4)
+        ref = grid_pg2(model, oracle_predictor(model, "model"), X[i], [0, 2], [lap.cdf] * 4)
         np.testing.assert_allclose(exact[i], ref[0], rtol=1e-12)
     bg = X * np.array([1.0, 2.0, 3.0, 4.0])
     scaled = xp.pg2(model, X[:3], [0, 2], sigma=0.1, background=bg).value
@@ -141,8 +131,8 @@ def test_tie_on_threshold_keeps_half_probability_as_sigma_vanishes(kind):
     assert xp.pg2(model, x_on + 0.1, [0], sigma=1e-3).value[0] < 1e-12 * gap
 
 
-def test_nan_in_unperturbed_feature_follows_default_direction(diabetes):
-    X, y = diabetes
+def test_nan_in_unperturbed_feature_follows_default_direction(diabetes4):
+    X, y = diabetes4
     Xn = X.copy()
     Xn[::7, 1] = np.nan
     model = xgb.XGBRegressor(n_estimators=5, max_depth=3, random_state=0).fit(Xn, y)
@@ -155,8 +145,8 @@ def test_nan_in_unperturbed_feature_follows_default_direction(diabetes):
         xp.pg2(model, x[None, :], [1], sigma=0.3)
 
 
-def test_empty_set_gives_zero_and_outputs_have_the_right_shape(diabetes):
-    X, y = diabetes
+def test_empty_set_gives_zero_and_outputs_have_the_right_shape(diabetes4):
+    X, y = diabetes4
     models = _small_models(X, y)
     assert np.all(xp.pg2(models["xgb_hist"][0], X[:5], [], sigma=0.3).value == 0.0)
     proba = xp.pg2(models["sklearn_rf_proba"][0], X[:5], [0, 1], sigma=0.3).value
@@ -165,8 +155,8 @@ def test_empty_set_gives_zero_and_outputs_have_the_right_shape(diabetes):
     assert margins.shape == (5, 3)
 
 
-def test_pgi2_is_the_mean_over_prefixes(diabetes):
-    X, y = diabetes
+def test_pgi2_is_the_mean_over_prefixes(diabetes4):
+    X, y = diabetes4
     model = _small_models(X, y)["xgb_hist"][0]
     rng = np.random.default_rng(0)
     ranking = np.array([rng.permutation(4) for _ in range(6)])
@@ -177,8 +167,8 @@ def test_pgi2_is_the_mean_over_prefixes(diabetes):
 
 
 @pytest.mark.parametrize("name", ["xgb_hist", "sklearn_rf_proba"])
-def test_stacked_rankings_share_prefixes_and_equal_separate_calls(diabetes, name):
-    X, y = diabetes
+def test_stacked_rankings_share_prefixes_and_equal_separate_calls(diabetes4, name):
+    X, y = diabetes4
     model = _small_models(X, y)[name][0]
     rng = np.random.default_rng(1)
     rankings = np.array([[rng.permutation(4) for _ in range(5)] for _ in range(3)])
@@ -192,9 +182,8 @@ def test_stacked_rankings_share_prefixes_and_equal_separate_calls(diabetes, name
         xp.pgi2(model, X[:5], rankings[:, :4], sigma=0.3)
 
 
-def test_greedy_ranking_matches_a_python_greedy_and_breaks_ties_by_index():
-    X, y = load_diabetes(return_X_y=True)
-    X = (X - X.mean(0)) / X.std(0)
+def test_greedy_ranking_matches_a_python_greedy_and_breaks_ties_by_index(diabetes_std):
+    X, y = diabetes_std
     X = np.hstack([X[:, :5], np.zeros((len(X), 2))])  # features 5 and 6 are never split on
     model = xgb.XGBRegressor(n_estimators=8, max_depth=3, random_state=0).fit(X, y)
     greedy = xp.greedy_pg2_ranking(model, X[:4], sigma=0.3)
@@ -213,8 +202,8 @@ def test_greedy_ranking_matches_a_python_greedy_and_breaks_ties_by_index():
     assert np.all(position[:, 5] + 1 == position[:, 6])  # equal gains: lowest index first, side by side
 
 
-def test_results_do_not_depend_on_thread_count(diabetes):
-    X, y = diabetes
+def test_results_do_not_depend_on_thread_count(diabetes4):
+    X, y = diabetes4
     model = RandomForestRegressor(n_estimators=20, max_depth=4, random_state=0).fit(X, y)
     from xai_plugins import _native
     from xai_plugins.perturbation import cdf_table, make_perturbation

@@ -3,15 +3,14 @@
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.datasets import load_diabetes
 from sklearn.ensemble import RandomForestRegressor
 
 import xai_plugins as xp
 
 
 @pytest.fixture(scope="module")
-def fitted():
-    X, y = load_diabetes(return_X_y=True)
+def fitted(diabetes):
+    X, y = diabetes
     return RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(X, y), X[:5].copy()
 
 

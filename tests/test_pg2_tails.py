@@ -27,24 +27,23 @@ GAUSS_K = [5.6, 6.5, 7.3, 8.0]
 LOGISTIC_K = [18.4, 23.0, 29.0, 34.5]
 
 
+def _with_predictors(fitted, oracle_predictor):
+    """{name: (model, kind)} -> {name: (model, the grid oracle's f for it)}."""
+    return {name: (model, oracle_predictor(model, kind)) for name, (model, kind) in fitted.items()}
+
+
 @pytest.fixture(scope="module")
-def models():
+def models(oracle_predictor):
     rng = np.random.default_rng(7)
     X = rng.normal(size=(400, 3))
     y = 3.0 * np.tanh(2 * X[:, 0]) + X[:, 1] * (X[:, 0] > 0.3) + 0.5 * X[:, 2] + 0.1 * rng.normal(size=400)
-    return X, {
+    return X, _with_predictors({
         # mean aggregation, float32 inputs, x <= t: many trees share feature 0 (the leaf-pair loop)
         "sklearn_rf": (RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(X, y), "model"),
         # sum aggregation, float32 inputs, x < t
         "xgb": (xgb.XGBRegressor(n_estimators=8, max_depth=3, tree_method="hist", random_state=0).fit(X, y),
                 "forest"),
-    }
-
-
-def _predictor(model, kind):
-    if kind == "model":
-        return lambda Z: np.asarray(model.predict(Z), dtype=np.float64).reshape(len(Z), -1)
-    return import_model(model).predict  # C predict, whose parity with XGBoost is tested in test_forest
+    }, oracle_predictor)
 
 
 def _tail_row(model, X, side, k, scale, features):
@@ -57,9 +56,9 @@ def _tail_row(model, X, side, k, scale, features):
     return x
 
 
-def _check(model, kind, x, S, noise, sigma=None, perturbation=None, tail=None):
+def _check(model, f, x, S, noise, sigma=None, perturbation=None, tail=None):
     exact = np.asarray(xp.pg2(model, x[None, :], S, sigma=sigma, perturbation=perturbation).value).reshape(-1)
-    ref = grid_pg2(model, _predictor(model, kind), x, S, [noise] * len(x))
+    ref = grid_pg2(model, f, x, S, [noise] * len(x))
     assert 0.0 < ref[0] < 1e-5, ref  # the test really is in the tail
     if tail is not None:  # PG² = sum of crossing masses (about `tail`) x squared gaps
         assert ref[0] < tail * 1e4, (ref, tail)
@@ -73,14 +72,14 @@ def _check(model, kind, x, S, noise, sigma=None, perturbation=None, tail=None):
 def test_one_feature_tails(models, name, side, family, k):
     """Gaussian (sigma 0.05) and logistic (scale 0.02) noise, k scales away from the boundaries."""
     X, fitted = models
-    model, kind = fitted[name]
+    model, f = fitted[name]
     scale = 0.05 if family == "gaussian" else 0.02
     x = _tail_row(model, X, side, k, scale, [0])
     if family == "gaussian":
-        _check(model, kind, x, [0], gaussian(scale), sigma=scale, tail=special.ndtr(-k))
+        _check(model, f, x, [0], gaussian(scale), sigma=scale, tail=special.ndtr(-k))
     else:
         noise = stats.logistic(scale=scale)
-        _check(model, kind, x, [0], noise, perturbation=noise, tail=np.exp(-k))
+        _check(model, f, x, [0], noise, perturbation=noise, tail=np.exp(-k))
 
 
 @pytest.mark.parametrize("k", [5.6, 7.3])
@@ -88,11 +87,11 @@ def test_two_features_in_opposite_tails(models, k):
     """Feature 0 far above its boundaries, feature 1 far below: both tails in one PG², and the
     leaf-pair loop over two shared features (tree boxes around and away from the median)."""
     X, fitted = models
-    model, kind = fitted["sklearn_rf"]
+    model, f = fitted["sklearn_rf"]
     sigma = 0.05
     x = _tail_row(model, X, "lower", k, sigma, [0])
     x[1] = _tail_row(model, X, "upper", k, sigma, [1])[1]
-    _check(model, kind, x, [0, 1], gaussian(sigma), sigma=sigma, tail=special.ndtr(-k))
+    _check(model, f, x, [0, 1], gaussian(sigma), sigma=sigma, tail=special.ndtr(-k))
     forest = import_model(model)
     exact = xp.pg2(model, x[None, :], [0, 1], sigma=sigma).value
     ref = leaf_pair_pg2(forest, x, [0, 1], [gaussian(sigma)] * 3)
@@ -104,13 +103,13 @@ def test_row_between_two_far_boundaries(models, k):
     """The row in the widest gap of feature 0's boundaries, k sigma from both ends: crossings in
     both tails of the same feature, the row's own interval containing the median."""
     X, fitted = models
-    model, kind = fitted["xgb"]
+    model, f = fitted["xgb"]
     b = split_boundaries(import_model(model)).boundaries[0]
     i = int(np.argmax(np.diff(b)))
     sigma = (b[i + 1] - b[i]) / (2 * k)
     x = X[0].copy()
     x[0] = (b[i] + b[i + 1]) / 2
-    _check(model, kind, x, [0], gaussian(sigma), sigma=sigma, tail=special.ndtr(-k))
+    _check(model, f, x, [0], gaussian(sigma), sigma=sigma, tail=special.ndtr(-k))
 
 
 def test_table_survival_half_is_computed_directly(models):
@@ -138,24 +137,24 @@ def test_oracle_cell_points_are_inside_their_cells():
 
 
 @pytest.fixture(scope="module")
-def huge():
+def huge(oracle_predictor):
     rng = np.random.default_rng(3)
     X = np.column_stack([rng.uniform(-1.2e30, 1.2e30, 300), rng.normal(size=300)])
     y = np.where(X[:, 0] > 5e29, 4.0, 0.0) - np.where(X[:, 0] < -5e29, 3.0, 0.0) + X[:, 1] + 0.1 * rng.normal(size=300)
     lgb = pytest.importorskip("lightgbm")
-    return X, {
+    return X, _with_predictors({
         "sklearn_tree": (DecisionTreeRegressor(max_depth=4, random_state=0).fit(X, y), "model"),
         "xgb": (xgb.XGBRegressor(n_estimators=4, max_depth=3, tree_method="hist", random_state=0).fit(X, y),
                 "forest"),
         "lgbm": (lgb.LGBMRegressor(n_estimators=4, num_leaves=6, min_child_samples=5, verbose=-1,
                                    random_state=0).fit(X, y), "forest"),
-    }
+    }, oracle_predictor)
 
 
 @pytest.mark.parametrize("name", ["sklearn_tree", "xgb", "lgbm"])
 def test_extreme_thresholds_and_inputs(huge, name):
     X, fitted = huge
-    model, kind = fitted[name]
+    model, f = fitted[name]
     b = split_boundaries(import_model(model)).boundaries[0]
     assert np.max(np.abs(b)) > 1e29  # thresholds where the old oracle's b ± 1 rounded back onto b
     sigma = np.array([3e29, 0.5])
@@ -163,5 +162,5 @@ def test_extreme_thresholds_and_inputs(huge, name):
     for S in ([0], [0, 1]):
         exact = np.asarray(xp.pg2(model, rows, S, sigma=sigma).value).reshape(len(rows), -1)
         for i, x in enumerate(rows):
-            ref = grid_pg2(model, _predictor(model, kind), x, S, [gaussian(s) for s in sigma])
+            ref = grid_pg2(model, f, x, S, [gaussian(s) for s in sigma])
             np.testing.assert_allclose(exact[i], ref, rtol=1e-12, err_msg=f"{name}, S={S}, row {i}")

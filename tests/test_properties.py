@@ -13,8 +13,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,
-                              GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor)
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import xai_plugins as xp
@@ -276,7 +282,8 @@ def test_xgboost_objectives_import_to_the_margin(objective, data):
     label_kind, (lo, hi) = XGB_OBJECTIVES[objective]
     X = draw_X(data, nan=True)
     n = len(X)
-    y = data.draw(hnp.arrays(np.float64, n, elements=st.sampled_from(LABELS[label_kind]), fill=st.nothing()), label="label")
+    y = data.draw(hnp.arrays(np.float64, n, elements=st.sampled_from(LABELS[label_kind]), fill=st.nothing()),
+                  label="label")
     if label_kind in ("bin", "multi"):
         k = 3 if label_kind == "multi" else 2
         y[:k] = np.arange(k)

@@ -1,4 +1,4 @@
-"""Audit report (issue 7): gathered numbers, HTML escaping, PDF content, no network access."""
+"""Audit report: gathered numbers, HTML escaping, PDF content, no network access."""
 
 import json
 import re
@@ -7,10 +7,12 @@ import socket
 import numpy as np
 import pandas as pd
 import pytest
+from markupsafe import escape
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.ensemble import RandomForestClassifier
 
-from xai_plugins.report import OPTIONAL_SECTIONS, SECTION_TITLES, SECTIONS, audit
+from xai_plugins.report import OPTIONAL_SECTIONS, RENDER_ORDER, audit
+from xai_plugins.report.sections import title
 from xai_plugins.report.context import make_context
 from xai_plugins.report.render import DataOnlyFetcher, RefusedURLError, fmt, html_to_pdf
 
@@ -48,10 +50,11 @@ def pdf_text(report):
 
 def test_every_section_is_present_and_computed(report):
     a, html = report
-    assert list(a.sections) == list(SECTIONS)
+    assert list(a.sections) == list(RENDER_ORDER)
     for key, section in a.sections.items():
-        assert SECTION_TITLES[key] in html
-        assert section.status == "ok", (key, section.reason)
+        assert title(key) in html
+        expected = "skipped" if key == "fairness" else "ok"          # no protected attribute named
+        assert section.status == expected, (key, section.reason)
     for key in ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr"):
         assert a.methods[key].status == "ok", (key, a.methods[key].reason)
 
@@ -70,8 +73,8 @@ def test_html_shows_the_audit_numbers(report):
 
 def test_pgi2_beats_random_and_greedy_wins_at_its_sigma(report):
     table = report[0].sections["faithfulness"].data["pgi2"].set_index(["method", "sigma"])["mean"]
-    assert table[("PG² greedy", 0.3)] > table[("random", 0.3)]
-    assert table[("PG² greedy", 0.3)] >= table[("SHAP", 0.3)] * 0.999
+    assert table[("PG² greedy (ceiling)", 0.3)] > table[("random", 0.3)]
+    assert table[("PG² greedy (ceiling)", 0.3)] >= table[("SHAP", 0.3)] * 0.999
 
 
 def test_user_text_is_escaped(report):
@@ -91,7 +94,7 @@ def test_html_is_self_contained(report):
 def test_audit_exports_json(report):
     a = report[0]
     payload = json.loads(a.to_json())
-    assert set(payload["sections"]) == set(SECTIONS)
+    assert set(payload["sections"]) == set(RENDER_ORDER)
     assert payload["sections"]["faithfulness"]["data"]["rows"] == 12
     assert payload["methods"]["shap"]["importance"][EVIL] >= 0
 
@@ -100,8 +103,8 @@ def test_pdf_pages_and_text(pdf_text):
     n_pages, text = pdf_text
     assert 8 <= n_pages <= 30
     flat = re.sub(r"\s+", " ", text)
-    for title in SECTION_TITLES.values():
-        assert title in flat, title
+    for key in RENDER_ORDER:
+        assert title(key) in flat, key
     assert "Page 1 of" in flat
 
 
@@ -147,7 +150,7 @@ def test_skipped_sections_and_inapplicable_methods_are_reported():
     assert a.methods["local_mdi"].status == "not applicable"
     assert "regression" in a.methods["dt_sampler"].reason
     assert a.sections["mcr"].status == "not applicable" and "RandomForest" in a.sections["mcr"].reason
-    assert "Not applicable: " + a.sections["mcr"].reason in html
+    assert "Not applicable: " + str(escape(a.sections["mcr"].reason)) in html
 
 
 def test_bad_options_are_refused(data):
@@ -162,7 +165,7 @@ def test_bad_options_are_refused(data):
     reordered = make_context(model, X_test.iloc[:, ::-1], y_test, X_train=X_train.iloc[:, ::-1])
     pd.testing.assert_frame_equal(reordered.X_test, make_context(model, X_test, y_test).X_test)
     assert list(reordered.X_train.columns) == list(X_train.columns)
-    assert set(OPTIONAL_SECTIONS) < set(SECTIONS)
+    assert set(OPTIONAL_SECTIONS) < set(RENDER_ORDER)
 
 
 def test_boosted_classifiers_are_explained_on_the_margin():
@@ -179,7 +182,7 @@ def test_mcr_ranges_are_reported(report):
     table = a.sections["mcr"].data["table"]
     assert list(table.columns[:3]) == ["mcr_minus", "model_reliance", "mcr_plus"]
     assert (table["mcr_minus"] <= table["mcr_plus"] + 1e-12).all()
-    assert "Features with the widest MCR ranges" in html
+    assert "Features with the widest model class reliance ranges" in html
     assert fmt(table["model_reliance"].iloc[0]) in html
 
 
@@ -213,7 +216,7 @@ def test_mcr_epsilon_reaches_the_rashomon_set(data):
                   mcr_permutations=2, progress=False)
     exact = audit(model, X_test, y_test, **kwargs).sections["mcr"]
     loose = audit(model, X_test, y_test, mcr_epsilon=0.05, **kwargs).sections["mcr"]
-    assert exact.data["params"]["epsilon"] == 0 and loose.data["params"]["epsilon"] == 0.05
+    assert exact.data["params"]["Rashomon tolerance ε"] == 0 and loose.data["params"]["Rashomon tolerance ε"] == 0.05
     width = lambda section: (section.data["table"]["mcr_plus"] - section.data["table"]["mcr_minus"]).sum()
     assert width(loose) > width(exact)
 
@@ -247,3 +250,31 @@ def test_a_failing_computation_is_reported_not_fatal(monkeypatch):
     assert a.sections["data"].data["missing values"] == 1
     html = a.to_html()
     assert "Failed: RuntimeError: boom" in html and "Predictive performance: not computed (ValueError" in html
+
+
+def test_summary_means_carry_intervals_and_counts(report):
+    a, html = report
+    findings = {row["finding"]: row["result"] for row in a.sections["summary"].data["findings"]}
+    agreement = findings["Do the methods agree?"]
+    assert "6 features" in agreement and "95% CI [" in agreement and "12 rows" in agreement
+    faithful = [v for k, v in findings.items() if k.startswith("Most faithful explainer at σ = 0.3")][0]
+    assert faithful.count("95% CI [") == 3                  # the winner, the random floor, the greedy ceiling
+    per_row = a.sections["faithfulness"].raw["pgi2"][0.3]["random"]
+    assert f"random floor {fmt(float(np.mean(per_row)))} (95% CI [" in faithful
+    assert "greedy" not in faithful.split(":")[0].lower()   # the ceiling is never named the most faithful
+
+
+def test_importing_the_report_keeps_the_users_backend():
+    import subprocess
+    import sys
+
+    code = ("import matplotlib; matplotlib.use('svg'); import xai_plugins.report, xai_plugins.report.figures; "
+            "print(matplotlib.get_backend())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "svg"
+
+
+def test_audit_leaves_no_pyplot_figure_open(report):
+    import matplotlib.pyplot as plt
+
+    assert plt.get_fignums() == []          # the module fixture drew every figure, waterfall and AcME included

@@ -78,7 +78,8 @@ def test_predict_parity_at_and_around_the_zero_threshold(model):
 def test_pg2_routes_unperturbed_tiny_values_as_zero(model):
     """A row whose unperturbed feature 0 is -K_ZERO has the PG² of the row with 0.0 there, and
     both match the grid oracle over LightGBM's own predictor."""
-    own = lambda Z: model.booster_.predict(Z, raw_score=True).reshape(len(Z), -1)
+    def own(Z):
+        return model.booster_.predict(Z, raw_score=True).reshape(len(Z), -1)
     for v in (-K_ZERO, K_ZERO, -1e-36, np.nextafter(-K_ZERO, -np.inf)):
         x = np.array([v, 0.2])
         zero = np.array([0.0 if abs(v) <= K_ZERO else v, 0.2])
@@ -97,7 +98,8 @@ def test_pg2_routes_unperturbed_tiny_values_as_zero(model):
 def test_pg2_with_noise_on_the_scale_of_the_zero_threshold(model, x0):
     """Perturbing feature 0 by noise of sigma 1e-35: the cells around ±K_ZERO, against the grid
     oracle over LightGBM's own predictor (which reads the middle cell's point, 0, as 0)."""
-    own = lambda Z: model.booster_.predict(Z, raw_score=True).reshape(len(Z), -1)
+    def own(Z):
+        return model.booster_.predict(Z, raw_score=True).reshape(len(Z), -1)
     x = np.array([x0, -0.3])
     exact = xp.pg2(model, x[None, :], [0], sigma=1e-35).value
     ref = grid_pg2(model, own, x, [0], [gaussian(1e-35)] * 2)

@@ -10,7 +10,7 @@ Heavy submodules are imported on first use so that ``import xai_plugins`` stays 
 
 from importlib import import_module
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written: pyproject.toml reads it from here
 
 # public name -> submodule that defines it
 _LAZY = {

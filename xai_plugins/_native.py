@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ._validation import check_n_jobs
-from .errors import (InputError, InputIndexError, ModelStructureError, NativeMemoryError,
-                     UnsupportedModelError, XaiError)
+from .errors import InputError, InputIndexError, ModelStructureError, NativeMemoryError, UnsupportedModelError, XaiError
 
 try:
     from . import _core
@@ -30,24 +29,25 @@ if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the bu
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
 
+#: C status -> the package exception raised for it (the message is the C core's xai_strerror)
 _ERRORS = {
-    lib.XAI_E_SIZE: (InputError, "a size or buffer length is invalid"),
-    lib.XAI_E_INDEX: (InputIndexError, "an index (child, feature, rank or output) is out of range"),
-    lib.XAI_E_STRUCTURE: (ModelStructureError, "the trees are not well-formed binary trees rooted at node 0"),
-    lib.XAI_E_VALUE: (InputError, "a value is NaN or infinite where it must be finite (e.g. NaN in a "
-                                  "perturbed feature, or an invalid CDF table)"),
-    lib.XAI_E_UNSUPPORTED: (UnsupportedModelError, "this model lacks what the computation needs"),
-    lib.XAI_E_NOMEM: (NativeMemoryError, "the C core ran out of memory"),
+    lib.XAI_E_SIZE: InputError,
+    lib.XAI_E_INDEX: InputIndexError,
+    lib.XAI_E_STRUCTURE: ModelStructureError,
+    lib.XAI_E_VALUE: InputError,
+    lib.XAI_E_UNSUPPORTED: UnsupportedModelError,
+    lib.XAI_E_NOMEM: NativeMemoryError,
 }
 
 
 def _check(status: int, what: str, first_row: int = 0) -> None:
-    """Raise the package exception matching a C status, saying where the C core found the problem
-    (``first_row``: the index in the caller's X of the chunk's first row)."""
+    """Raise the package exception matching a C status, with the C core's description of it and
+    where the C core found the problem (``first_row``: the index in the caller's X of the chunk's
+    first row)."""
     if status == lib.XAI_OK:
         return
-    kind, message = _ERRORS.get(status, (XaiError, f"unknown status {status}"))
-    raise kind(f"{what}: {message}{_error_location(first_row)}")
+    message = ffi.string(lib.xai_strerror(status)).decode()
+    raise _ERRORS.get(status, XaiError)(f"{what}: {message}{_error_location(first_row)}")
 
 
 def _error_location(first_row: int) -> str:
@@ -204,13 +204,13 @@ def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, n
             acc=None) -> tuple[np.ndarray, np.ndarray]:
     """Leaves of tree ``tree`` for the rows of X (float64, C order) whose features ``changed``
     took new values, given the global leaves ``start_leaf`` they reached before: ``(leaf, moved)``,
-    every row's global leaf (int32, like node ids in the C layout) and the rows whose leaf changed. With ``acc`` (n, width) and
-    ``node_value`` (n_nodes, width), both float64 C-ordered, adds every moved row's change of node
-    value to ``acc`` in place. One call, no thread pool: callers run trees in parallel."""
+    every row's global leaf (int32, like node ids in the C layout) and the rows whose leaf changed.
+    With ``acc`` (n, width) and ``node_value`` (n_nodes, width), both float64 C-ordered, adds every
+    moved row's change of node value to ``acc`` in place. One call, no thread pool: callers run
+    trees in parallel."""
     n = len(X)
     leaf = np.empty(n, dtype=np.int32)
     moved = np.empty(n, dtype=np.int64)
-    count = ffi.new("int64_t *")
     changed = np.ascontiguousarray(changed, dtype=np.int32)
     start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
     if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
@@ -222,8 +222,10 @@ def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, n
         for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
             if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
                 raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
-    _check(lib.xai_reroute(c_forest(forest).ptr, int(tree), _ptr("double *", X), n, _ptr("int32_t *", changed),
-                           len(changed), _ptr("int32_t *", start_leaf), _ptr("int32_t *", leaf),
-                           _ptr("int64_t *", moved), count, _ptr("double *", node_value), width,
-                           _ptr("double *", acc)), "reroute")
-    return leaf, moved[:count[0]]
+    args = ffi.new("xai_reroute_args *", dict(
+        tree=int(tree), X=_ptr("double *", X), n_rows=n, changed=_ptr("int32_t *", changed),
+        n_changed=len(changed), start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
+        moved=_ptr("int64_t *", moved), node_value=_ptr("double *", node_value), width=width,
+        acc=_ptr("double *", acc)))
+    _check(lib.xai_reroute(c_forest(forest).ptr, args), "reroute")
+    return leaf, moved[:args.n_moved]

@@ -1,8 +1,16 @@
 """``xai-audit``: write an explanation audit (HTML, PDF, JSON) of a saved tree model.
 
     xai-audit --model model.json --data test.csv --target y --out reports/ [--train train.csv]
+              [--sep ";"] [--protected race sex] [--model-card card.yaml] [--run-id R-42] [--strict]
               [--sections explanations faithfulness ...] [--sigma 0.1 0.3 1.0] [--trust-pickle]
     xai-audit --model model.json --data "test/*.parquet" --target y --scheduler tcp://host:8786
+
+Every audit setting is a flag derived from :class:`~xai_plugins.report.options.AuditOptions` (same
+names, same defaults as :func:`xai_plugins.report.audit`). Everything the command line names is
+checked before any computation: the output folder is writable, the model file is a model, the data
+files are readable with ``--sep``, the target column fits the model's task, and the ``--protected``
+columns exist. A section or method that fails is printed to stderr as a one-line warning; with
+``--strict`` the exit status is then 1.
 
 With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
 ``client``): ``--data`` may be a glob of parquet or CSV files, read with ``dask.dataframe`` on the
@@ -12,7 +20,8 @@ and ``--time-budget`` are ignored for the row count).
 The model is an XGBoost JSON/UBJSON file, or — only with ``--trust-pickle``, because unpickling
 runs arbitrary code — a pickled / joblib scikit-learn, XGBoost or LightGBM model. With no
 arguments it writes a demo audit of two models trained on scikit-learn's embedded diabetes
-(regression) and breast-cancer (classification) data to ``reports/``.
+(regression, with ``sex`` audited as a protected attribute) and breast-cancer (classification)
+data to ``reports/``.
 """
 
 from __future__ import annotations
@@ -20,16 +29,24 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
+import shlex
 import sys
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import XaiError
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 XGBOOST_SUFFIXES = (".json", ".ubj")
+#: exit statuses: success, a failed section or method under --strict, a user error
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: the demo's protected attribute (a column of scikit-learn's diabetes data, also a model feature there)
+DEMO_PROTECTED = {"demo_diabetes_regression": ("sex",)}
 
 
 class CLIError(XaiError):
@@ -37,46 +54,42 @@ class CLIError(XaiError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``xai-audit``."""
-    from .report import EXPLAINERS, OPTIONAL_SECTIONS
+    """The argument parser of ``xai-audit``: the file flags, then one flag per audit option (see
+    :func:`~xai_plugins.report.options.cli_fields`), whose default is left to :class:`AuditOptions`."""
+    from .report.options import AuditOptions, cli_fields, flag
 
     parser = argparse.ArgumentParser(
         prog="xai-audit", description="Audit the explanations of a tree-ensemble model (HTML + PDF report). "
         "Without arguments: a demo audit of two models on scikit-learn's diabetes and breast-cancer data.")
-    parser.add_argument("--model", help="XGBoost .json/.ubj model, or .pkl/.joblib with --trust-pickle")
-    parser.add_argument("--data", help="CSV of the test data (features + target column); with --scheduler, a "
-                        "glob of parquet (.parquet/.pq or a folder) or CSV files read by dask.dataframe")
-    parser.add_argument("--target", help="name of the target column in --data (and --train)")
-    parser.add_argument("--train", help="CSV of the training data (same columns): noise scale, AcME, MCR")
-    parser.add_argument("--out", default="reports", help="output folder (default: reports/)")
-    parser.add_argument("--sections", nargs="+", choices=OPTIONAL_SECTIONS, metavar="SECTION",
-                        help=f"optional sections to compute (default all): {', '.join(OPTIONAL_SECTIONS)}")
-    parser.add_argument("--explainers", nargs="+", choices=EXPLAINERS, metavar="METHOD",
-                        help=f"explainers to run (default all): {', '.join(EXPLAINERS)}")
-    parser.add_argument("--sigma", nargs="+", type=float, default=[0.1, 0.3, 1.0],
-                        help="noise levels in training standard deviations (default: 0.1 0.3 1.0)")
-    parser.add_argument("--max-rows", type=int, default=50,
-                        help="most test rows given the per-row methods (default 50)")
-    parser.add_argument("--time-budget", type=float, default=20.0,
-                        help="seconds for the per-row PG² work; fewer rows when it would take longer "
-                             "(default 20; 0: always --max-rows, a machine-independent row count)")
-    parser.add_argument("--title", help="report title (default: from the model file name)")
-    parser.add_argument("--positive-class", help="class explained by classifiers (default: the last)")
-    parser.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
-    parser.add_argument("--trust-pickle", action="store_true",
-                        help="allow loading a pickled/joblib model (unpickling runs arbitrary code)")
-    parser.add_argument("--mcr-epsilon", type=float, default=0.0,
-                        help="tolerance of the MCR Rashomon set: share of training rows (classifiers) or MSE "
-                             "(regressors) by which swapped trees may differ (default 0: identical predictions)")
-    parser.add_argument("--mcr-fit-forest", action="store_true",
-                        help="for a model RF-MCR does not support (boosting, bootstrap forests), fit a bootstrap-free "
-                             "random forest on --train and report its MCR ranges")
-    parser.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-    parser.add_argument("--n-jobs", type=int, default=-1, help="threads (default -1: every core)")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="address of a Dask scheduler (e.g. tcp://host:8786): run the per-row methods and the "
-                             "faithfulness section on every test row on that cluster (needs xai_plugins[dask])")
+    files = parser.add_argument_group("files")
+    files.add_argument("--model", help="XGBoost .json/.ubj model, or .pkl/.joblib with --trust-pickle")
+    files.add_argument("--data", help="CSV of the test data (features + target column, and any --protected "
+                       "columns); with --scheduler, a glob of parquet (.parquet/.pq or a folder) or CSV files")
+    files.add_argument("--target", help="name of the target column in --data (and --train)")
+    files.add_argument("--train", help="CSV of the training data (same columns): noise scale, AcME, MCR")
+    files.add_argument("--sep", default=",", help="column separator of the CSV files (default: ',')")
+    files.add_argument("--out", default="reports", help="output folder (default: reports/)")
+    files.add_argument("--trust-pickle", action="store_true",
+                       help="allow loading a pickled/joblib model (unpickling runs arbitrary code)")
+    audit = parser.add_argument_group("audit settings (defaults: those of xai_plugins.report.AuditOptions)")
+    audit.add_argument("--title", default=argparse.SUPPRESS, help="report title (default: from the model file name)")
+    defaults = AuditOptions()
+    for f in cli_fields():
+        kwargs = dict(f.metadata["cli"])
+        default = getattr(defaults, f.name)
+        shown = "none" if default in (None, ()) else " ".join(map(str, default)) if isinstance(default, tuple) \
+            else default
+        if isinstance(default, bool):
+            kwargs["action"] = "store_true"
+        text = f.metadata["help"] if "default" in f.metadata["help"] else f"{f.metadata['help']} (default: {shown})"
+        audit.add_argument(flag(f.name), dest=f.name, default=argparse.SUPPRESS, help=text, **kwargs)
+    run = parser.add_argument_group("running")
+    run.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--n-jobs", type=int, default=-1, help="threads (default -1: every core)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="address of a Dask scheduler (e.g. tcp://host:8786): run the per-row methods and the "
+                          "faithfulness section on every test row on that cluster (needs xai_plugins[dask])")
     return parser
 
 
@@ -114,26 +127,102 @@ def _load_xgboost(path: Path):
         import xgboost
     except ImportError as exc:
         raise CLIError("reading an XGBoost model needs the xgboost package (pip install xgboost)") from exc
+    if path.suffix.lower() == ".json":
+        _check_xgboost_json(path)
     try:
         booster = xgboost.Booster(model_file=str(path))
         objective = json.loads(booster.save_config())["learner"]["objective"]["name"]
+        model = (xgboost.XGBClassifier if objective.startswith(("binary:", "multi:")) else xgboost.XGBRegressor)()
+        model.load_model(str(path))
     except Exception as exc:  # noqa: BLE001 - xgboost raises its own error types for corrupt files
-        raise CLIError(f"cannot read model file {path.name} as an XGBoost model: {exc}") from exc
-    model = (xgboost.XGBClassifier if objective.startswith(("binary:", "multi:")) else xgboost.XGBRegressor)()
-    model.load_model(str(path))
+        raise CLIError(f"cannot read model file {path.name} as an XGBoost model: {_native_message(exc)}") from exc
     return model
 
 
-def read_table(path, target: str, label: str) -> tuple[pd.DataFrame, pd.Series]:
-    """Features and target of a CSV; :class:`CLIError` when unreadable or without the target column."""
+def _check_xgboost_json(path: Path) -> None:
+    """Refuse a .json file that is not JSON, or JSON that is not an XGBoost model, with a message that
+    says what to do (xgboost's own error would be a C++ cast error and stack trace)."""
     try:
-        frame = pd.read_csv(path)
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"cannot read model file {path.name}: it is not UTF-8 text (a binary model must be "
+                       f"saved as .ubj)") from exc
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"cannot read model file {path.name}: it is not valid JSON ({exc})") from exc
+    if not (isinstance(payload, dict) and isinstance(payload.get("learner"), dict)):
+        keys = list(payload)[:5] if isinstance(payload, dict) else type(payload).__name__
+        raise CLIError(f"cannot read model file {path.name}: it is JSON but not an XGBoost model (no \"learner\" "
+                       f"object; found {keys}). Save the fitted model with model.save_model('model.json'), or pass "
+                       f"a pickled scikit-learn / LightGBM model with --trust-pickle")
+
+
+def _native_message(exc: Exception) -> str:
+    """The message of a native library's exception without its C++ stack trace."""
+    text = str(exc).split("Stack trace:")[0].strip()
+    return re.sub(r"^\[[0-9:]+\] \S+: ", "", text)
+
+
+def read_table(path, target: str, label: str, sep: str = ",") -> tuple[pd.DataFrame, pd.Series]:
+    """Features and target of a CSV; :class:`CLIError` when unreadable, apparently read with the
+    wrong ``sep``, or without the target column."""
+    try:
+        frame = pd.read_csv(path, sep=sep)
     except (OSError, ValueError) as exc:
         raise CLIError(f"cannot read {label} {str(path)!r}: {exc}") from exc
     if target not in frame.columns:
+        if len(frame.columns) == 1:
+            other = next((s for s in (";", "\t", "|", ",") if s != sep and s in str(frame.columns[0])), None)
+            if other is not None:
+                raise CLIError(f"{label} {Path(path).name} reads as one column with --sep {sep!r}; its header "
+                               f"contains {other!r}: pass --sep {shlex.quote(other)}")
         shown = ", ".join(map(str, frame.columns[:20])) + (" ..." if len(frame.columns) > 20 else "")
         raise CLIError(f"target column {target!r} is not in {label} {Path(path).name} (columns: {shown})")
     return frame.drop(columns=[target]), frame[target]
+
+
+def check_target(model, y: pd.Series, label: str) -> None:
+    """:class:`CLIError` when the target column does not fit the model's task: a non-numeric target
+    for a regressor, labels the classifier does not know for a classifier."""
+    classes = getattr(model, "classes_", None)
+    if classes is None and not hasattr(model, "predict_proba"):
+        if not pd.api.types.is_numeric_dtype(y):
+            raise CLIError(f"the model is a regressor but the target column {y.name!r} of {label} is not numeric "
+                           f"(e.g. {y.dropna().iloc[0]!r})")
+        return
+    known = {str(c) for c in (classes if classes is not None else [])}
+    if known:
+        unknown = sorted({str(v) for v in pd.unique(y.dropna())} - known)
+        if unknown:
+            raise CLIError(f"the model is a classifier of classes {sorted(known)} but the target column {y.name!r} "
+                           f"of {label} holds {unknown[:5]}{' ...' if len(unknown) > 5 else ''}: is --target the "
+                           "right column, and the model a classifier?")
+
+
+def check_columns(frame, columns, label: str, flag: str) -> None:
+    """:class:`CLIError` naming the ``columns`` (given with ``flag``) missing from ``frame``."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        shown = ", ".join(map(str, list(frame.columns)[:20]))
+        raise CLIError(f"{flag} column(s) {missing} not in {label} (columns: {shown})")
+
+
+def check_out(out: Path) -> None:
+    """Check, before any computation and without creating anything, that the output folder can be
+    written: an existing folder takes a test file; otherwise its nearest existing parent is a
+    writable folder."""
+    out = Path(out)
+    if out.exists():
+        if not out.is_dir():
+            raise CLIError(f"the output folder {str(out)!r} is a file")
+        try:
+            with tempfile.NamedTemporaryFile(dir=out, prefix=".xai-audit-"):
+                pass
+        except OSError as exc:
+            raise CLIError(f"cannot write to the output folder {str(out)!r}: {exc.strerror or exc}") from exc
+        return
+    parent = next(p for p in out.absolute().parents if p.exists())
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise CLIError(f"cannot create the output folder {str(out)!r}: {str(parent)!r} is not a writable folder")
 
 
 def connect(address: str):
@@ -148,12 +237,11 @@ def connect(address: str):
         raise CLIError(f"cannot connect to the Dask scheduler at {address!r}: {exc}") from exc
 
 
-def read_dask_table(pattern: str, target: str):
+def read_dask_table(pattern: str, target: str, sep: str = ","):
     """Features and target of a glob of parquet or CSV files as a lazy dask DataFrame / Series, and
     a description of the files for the appendix; :class:`CLIError` when nothing matches or the
     target column is missing. Parquet: a .parquet/.pq pattern or a folder; CSV otherwise."""
     import glob
-    import os
 
     import dask.dataframe as dd
 
@@ -163,7 +251,7 @@ def read_dask_table(pattern: str, target: str):
         raise CLIError(f"--data {pattern!r} matches no file")
     parquet = pattern.rstrip("/*").lower().endswith((".parquet", ".pq")) or (not remote and os.path.isdir(pattern))
     try:
-        frame = dd.read_parquet(pattern) if parquet else dd.read_csv(pattern)
+        frame = dd.read_parquet(pattern) if parquet else dd.read_csv(pattern, sep=sep)
     except (OSError, ValueError) as exc:
         raise CLIError(f"cannot read --data {pattern!r}: {exc}") from exc
     if target not in frame.columns:
@@ -176,14 +264,17 @@ def read_dask_table(pattern: str, target: str):
     return frame.drop(columns=[target]), frame[target], described
 
 
-def align_features(forest, X: pd.DataFrame, label: str) -> pd.DataFrame:
+def align_features(forest, X: pd.DataFrame, label: str, keep=()) -> pd.DataFrame:
     """``X`` with the model's columns in the model's order (aligned by name where the model knows
-    its feature names, by position otherwise); :class:`CLIError` on any mismatch."""
+    its feature names, by position otherwise), plus the ``keep`` columns that are not features
+    (protected attributes); :class:`CLIError` on any mismatch."""
+    extra = [c for c in keep if c not in (forest.feature_names or ())]
     try:
-        rows, names = forest.rows(X, what=label, allow_nan=True)
+        rows, names = forest.rows(X.drop(columns=extra), what=label, allow_nan=True)
     except XaiError as exc:
         raise CLIError(str(exc)) from exc
-    return pd.DataFrame(rows, columns=names, index=X.index)
+    aligned = pd.DataFrame(rows, columns=names, index=X.index)
+    return pd.concat([aligned, X[extra]], axis=1) if extra else aligned
 
 
 def _slug(text: str) -> str:
@@ -202,64 +293,103 @@ def write_audit(result, out: Path, stem: str, pdf: bool = True) -> list:
     return paths
 
 
-def run_files(args) -> list:
-    """Audit the model and CSV files named on the command line."""
-    from .forest import import_model
-    from .report import audit
+def audit_options(args, argv, **fixed):
+    """The :class:`~xai_plugins.report.options.AuditOptions` of the flags given (the others keep their
+    defaults), the command line and ``fixed`` settings; :class:`CLIError` on an invalid value."""
+    from .report.options import AuditOptions, cli_fields
 
+    given = {f.name: getattr(args, f.name) for f in cli_fields() if hasattr(args, f.name)}
+    if hasattr(args, "title"):
+        given["title"] = args.title
+    given.update(fixed)
+    try:
+        return AuditOptions(progress=not args.quiet, command_line=shlex.join(["xai-audit", *argv]), **given)
+    except (XaiError, ValueError, TypeError) as exc:
+        raise CLIError(_flagged(str(exc))) from exc
+
+
+def _flagged(message: str) -> str:
+    """An AuditOptions error message with the option names written as CLI flags."""
+    from .report.options import cli_fields, flag
+
+    for f in cli_fields():
+        message = re.sub(rf"\b{f.name}\b", flag(f.name), message)
+    return message
+
+
+def prepare_files(args, argv) -> dict:
+    """Load and check everything the command line names, before any computation: the output folder,
+    the model, the data (with ``--sep``), the target column against the model's task, the
+    ``--protected`` columns, the model card and the positive class. Returns the audit's arguments."""
+    from .forest import import_model
+
+    check_out(Path(args.out))
     model = load_model(args.model, args.trust_pickle)
     try:
         forest = import_model(model)
     except (XaiError, ValueError) as exc:
-        raise CLIError(f"cannot audit {Path(args.model).name}: {exc}") from exc
+        raise CLIError(f"cannot audit {Path(args.model).name}: {_native_message(exc)}") from exc
+    card = getattr(args, "model_card", None)
+    if card is not None and not Path(card).is_file():
+        raise CLIError(f"--model-card file {card!r} does not exist")
+    if card is not None:
+        from .report.governance import read_model_card
+
+        try:
+            read_model_card(card)
+        except XaiError as exc:
+            raise CLIError(f"--model-card: {exc}") from exc
+    protected = tuple(getattr(args, "protected", ()))
     provenance = {"model file": f"{Path(args.model).name} (sha256 {sha256_file(args.model)})"}
-    client = None
     if args.scheduler:
-        X, y, provenance["test files"] = read_dask_table(args.data, args.target)
+        X, y, provenance["test files"] = read_dask_table(args.data, args.target, args.sep)
+        check_columns(X, protected, "--data", "--protected")
     else:
-        X, y = read_table(args.data, args.target, "--data")
-        X = align_features(forest, X, "--data")
+        X, y = read_table(args.data, args.target, "--data", args.sep)
+        check_columns(X, protected, f"--data {Path(args.data).name}", "--protected")
+        check_target(model, y, f"--data {Path(args.data).name}")
+        X = align_features(forest, X, "--data", keep=protected)
         provenance["test file"] = f"{Path(args.data).name} (sha256 {sha256_file(args.data)})"
     X_train = y_train = None
     if args.train:
-        X_train, y_train = read_table(args.train, args.target, "--train")
-        X_train = align_features(forest, X_train, "--train")
+        X_train, y_train = read_table(args.train, args.target, "--train", args.sep)
+        check_target(model, y_train, f"--train {Path(args.train).name}")
+        X_train = align_features(forest, X_train, "--train", keep=[c for c in protected if c in X_train.columns])
         provenance["training file"] = f"{Path(args.train).name} (sha256 {sha256_file(args.train)})"
-    positive = _positive_class(model, args.positive_class)
-    title = args.title or f"Explanation audit of {Path(args.model).name}"
-    if args.scheduler:
-        client = connect(args.scheduler)
+    fixed = {"provenance": provenance, "positive_class": _positive_class(model, getattr(args, "positive_class", None))}
+    if not hasattr(args, "title"):
+        fixed["title"] = f"Explanation audit of {Path(args.model).name}"
+    return {"model": model, "X_test": X, "y_test": y, "X_train": X_train, "y_train": y_train,
+            "options": audit_options(args, argv, **fixed)}
+
+
+def run_files(args, argv) -> list:
+    """Audit the model and data files named on the command line; returns the Audit and its paths."""
+    from .report import audit
+
+    prepared = prepare_files(args, argv)
+    client = connect(args.scheduler) if args.scheduler else None
     try:
-        result = audit(model, X, y, X_train=X_train, y_train=y_train, title=title, positive_class=positive,
-                       provenance=provenance, client=client, **_audit_options(args))
+        result = audit(**prepared, client=client, n_jobs=args.n_jobs)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
     finally:
         if client is not None:
             client.close()
-    return write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf)
-
-
-def _audit_options(args) -> dict:
-    """Keyword arguments of :func:`~xai_plugins.report.audit` shared by the demo and a user's files."""
-    if args.max_rows < 1:
-        raise CLIError(f"--max-rows must be at least 1; got {args.max_rows}")
-    return {"sigma": args.sigma, "explainers": args.explainers or None, "sections": args.sections,
-            "random_state": args.random_state, "max_rows": args.max_rows,
-            "time_budget": args.time_budget if args.time_budget > 0 else None,
-            "mcr_epsilon": args.mcr_epsilon, "mcr_fit_forest": args.mcr_fit_forest, "progress": not args.quiet,
-            "n_jobs": args.n_jobs}
+    return [(result, write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf))]
 
 
 def _positive_class(model, value):
     """``--positive-class`` converted to the type of the model's class labels."""
     if value is None:
         return None
-    for label in getattr(model, "classes_", []):
-        if str(label) == value:
+    classes = list(getattr(model, "classes_", None) if getattr(model, "classes_", None) is not None else [])
+    if not classes:
+        raise CLIError("--positive-class applies to classifiers; this model is a regressor")
+    for label in classes:
+        if str(label) == str(value):
             return label
-    raise CLIError(f"--positive-class {value!r} is not one of the model's classes "
-                   f"{list(getattr(model, 'classes_', []))}")
+    raise CLIError(f"--positive-class {value!r} is not one of the model's classes {[str(c) for c in classes]}")
 
 
 def demo_models(random_state: int = 0) -> list:
@@ -284,25 +414,41 @@ def demo_models(random_state: int = 0) -> list:
     return out
 
 
-def run_demo(args) -> list:
-    """Write the two demo audits to ``args.out``."""
+def run_demo(args, argv) -> list:
+    """Write the two demo audits to ``args.out``; returns each Audit with its paths."""
     from .report import audit
 
-    paths = []
+    check_out(Path(args.out))
+    results = []
     client = connect(args.scheduler) if args.scheduler else None
     try:
-        for name, title, model, X_test, y_test, X_train, y_train in demo_models(args.random_state):
-            result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, title=title, client=client,
-                           **_audit_options(args))
-            paths += write_audit(result, Path(args.out), name, pdf=not args.no_pdf)
+        for name, title, model, X_test, y_test, X_train, y_train in demo_models(getattr(args, "random_state", 0)):
+            fixed = {"title": title}
+            if not hasattr(args, "protected"):
+                fixed["protected"] = DEMO_PROTECTED.get(name, ())
+            options = audit_options(args, argv, **fixed)
+            result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, options=options, client=client,
+                           n_jobs=args.n_jobs)
+            results.append((result, write_audit(result, Path(args.out), name, pdf=not args.no_pdf)))
     finally:
         if client is not None:
             client.close()
-    return paths
+    return results
+
+
+def report_problems(result, strict: bool) -> int:
+    """Print one stderr line per failed or warning section / method; the exit status (1 when
+    something failed and ``strict``)."""
+    for p in result.problems:
+        word = "failed" if p["status"] == "failed" else "warns"
+        print(f"xai-audit: warning: {result.title}: {p['what']} {word}: {p['reason']}", file=sys.stderr)
+    return EXIT_FAILED if strict and result.failed else EXIT_OK
 
 
 def main(argv=None) -> int:
-    """Entry point of ``xai-audit``; returns the exit status (0 ok, 2 user error)."""
+    """Entry point of ``xai-audit``; returns the exit status (0 ok, 1 a failure under ``--strict``,
+    2 user error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     given = {"--model": args.model, "--data": args.data, "--target": args.target}
@@ -310,18 +456,21 @@ def main(argv=None) -> int:
         if not any(given.values()):
             if args.train:
                 raise CLIError("--train needs --model, --data and --target")
-            paths = run_demo(args)
+            results = run_demo(args, argv)
         elif not all(given.values()):
             raise CLIError(f"{', '.join(k for k, v in given.items() if not v)} missing: --model, --data and "
                            "--target go together (or give none of them for the demo)")
         else:
-            paths = run_files(args)
+            results = run_files(args, argv)
     except CLIError as exc:
         print(f"xai-audit: error: {exc}", file=sys.stderr)
-        return 2
-    for path in paths:
-        print(f"wrote {path}")
-    return 0
+        return EXIT_USAGE
+    status = EXIT_OK
+    for result, paths in results:
+        for path in paths:
+            print(f"wrote {path}")
+        status = max(status, report_problems(result, getattr(args, "strict", False)))
+    return status
 
 
 if __name__ == "__main__":

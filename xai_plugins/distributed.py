@@ -46,10 +46,10 @@ from . import attributions, mdi, prediction_gap, ranking_faithfulness
 from ._validation import default_feature_names, feature_order, is_dask, resolve_output
 from .acme import AcMELocal
 from .attributions import Attribution, _output_names
-from .errors import InputError, ModelGoneError, XaiWarning
+from .errors import InputError, ModelGoneError
 from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from .forest import import_model
-from .mdi import _subsampled, require_impurities
+from .mdi import _warn_if_resampled, require_impurities
 from .perturbation import make_perturbation
 from .prediction_gap import (AUTO_PAIR_BUDGET, METHODS, GreedyRanking, PG2Estimate, _check_perturbed_finite,
                              _check_ranking, _sampled_pg2, _set_masks, row_seed)
@@ -542,21 +542,12 @@ def global_mdi(model, X, sample_weight=None, *, in_bag=False, n_jobs=None):
         "sample_weight")
     if w is not None and w.ndim != 1:
         raise InputError(f"sample_weight must be (n,) (one per row of X); got {w.ndim} dimensions")
-    _warn_subsampled(_subsampled(model))
+    _warn_if_resampled(model, stacklevel=4)   # the caller of xai_plugins.global_mdi
     shipped = _ship(forest)
     xs = Xd.to_delayed().ravel()
     ws = [None] * len(xs) if w is None else list(w.to_delayed().ravel())
     parts = [dask.delayed(_gmdi_block, pure=True)(shipped, x, wb) for x, wb in zip(xs, ws)]
     return _exact_reduce(parts, _gmdi_finish, (forest.n_features,), da)
-
-
-def _warn_subsampled(why):
-    import warnings
-
-
-    if why:
-        warnings.warn(f"the mean of local MDI over X is not the model's MDI ({why}: each tree was grown on its "
-                      "own resample); see xai_plugins.global_mdi", XaiWarning, stacklevel=3)
 
 
 def _mean_finish(total, k):
@@ -639,7 +630,7 @@ def acme_local(acme, X):
     Xd, _ = _aligned(X, acme._align_names, d, lambda rows: (acme._check_rows(rows), list(acme.feature_names_)),
                      "X_rows")
     R = acme.grid_.values.size
-    k = acme._predict(acme.baseline_[None, :]).shape[1]
+    k = acme._scorer(acme.baseline_[None, :]).shape[1]
     out = _map_rows(_acme_block, Xd, ship(acme, "xai-acme"), [], 2 * d + k * (1 + 2 * R + d))
     n = Xd.shape[0]
     edges = np.cumsum([0, d, d, k, R * k, R * k, d * k])
@@ -648,9 +639,9 @@ def acme_local(acme, X):
     def shaped(a, width):
         return a.reshape(n, width) if k == 1 else a.reshape(n, width, k)
 
-    return DaskAcMELocal(grid=acme.grid_, output_names=acme._output_names(k), variant=acme.variant, X=parts[0],
-                        row_levels=parts[1], row_predictions=parts[2][:, 0] if k == 1 else parts[2],
-                        predictions=shaped(parts[3], R), effects=shaped(parts[4], R), values=shaped(parts[5], d))
+    return DaskAcMELocal(grid=acme.grid_, output_names=acme._scorer.output_names(k), variant=acme.variant,
+                         X=parts[0], row_levels=parts[1], row_predictions=parts[2][:, 0] if k == 1 else parts[2],
+                         predictions=shaped(parts[3], R), effects=shaped(parts[4], R), values=shaped(parts[5], d))
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,15 +19,18 @@ from functools import partial
 
 import numpy as np
 import pandas as pd
-from interpret.api.base import ExplainerMixin
-from interpret.api.templates import FeatureValueExplanation
 
+from ._extras import needs
 from ._validation import check_random_state, resolve_output
 from .attributions import (Attribution, acme_attribution, background_data, local_mdi_attribution,
                            pg2_attribution)
 from .errors import InputError
 from .forest import import_model
 from .mdi import require_impurities
+
+with needs("interpret", "The InterpretML explainers"):
+    from interpret.api.base import ExplainerMixin
+    from interpret.api.templates import FeatureValueExplanation
 
 
 class AttributionExplanation(FeatureValueExplanation):

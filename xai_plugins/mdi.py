@@ -63,10 +63,12 @@ def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
 
 
 def _is_in_bag_model(model) -> bool:
+    """Whether ``model`` is a scikit-learn forest whose bootstrap draws can be replayed."""
     return type(model).__module__.startswith("sklearn.") and type(model).__name__ in _IN_BAG_MODELS
 
 
 def _require_in_bag_model(model) -> None:
+    """UnsupportedModelError unless ``in_bag=True`` can replay the bootstrap draws of ``model``."""
     if not _is_in_bag_model(model):
         raise UnsupportedModelError(
             f"in_bag=True replays the bootstrap draws of a fitted scikit-learn {', '.join(_IN_BAG_MODELS)}; "
@@ -135,8 +137,9 @@ def _check_in_bag_fit(model, X: np.ndarray, counts: np.ndarray) -> None:
             raise InputError(f"X is not the training data of this forest with in_bag=True: {why}; " + _IN_BAG_HOW)
 
 
-def _subsampled(model) -> str | None:
-    """Why the mean of local MDI over data is not this model's MDI (each tree saw a resample), or None."""
+def _resampling(model) -> str | None:
+    """The resampling each tree of ``model`` was grown on ("bootstrap", "subsample"), or None when
+    every tree saw every training row (then the mean of local MDI over them is the model's MDI)."""
     if _is_in_bag_model(model) and getattr(model, "bootstrap", False):
         return "bootstrap"
     name = type(model).__name__
@@ -144,6 +147,22 @@ def _subsampled(model) -> str | None:
             and getattr(model, "subsample", 1.0) < 1.0:
         return "subsample"
     return None
+
+
+def _warn_if_resampled(model, stacklevel: int) -> None:
+    """An :class:`~xai_plugins.errors.XaiWarning` (at ``stacklevel``) when the trees of ``model``
+    were grown on resamples, so that the mean of local MDI over data is not the model's MDI."""
+    resampling = _resampling(model)
+    if resampling == "bootstrap":
+        warnings.warn("the mean of local MDI over X is not the forest's MDI for a bootstrap forest (each tree "
+                      "was grown on its own bootstrap sample): pass in_bag=True with the exact training data, "
+                      "or X=None for the MDI from the trees alone (local_mdi(model, X).mean(axis=0) averages "
+                      "over X without this warning)", XaiWarning, stacklevel=stacklevel)
+    elif resampling == "subsample":
+        warnings.warn("the mean of local MDI over X is not the model's MDI for gradient boosting with "
+                      "subsample < 1 (each tree was grown on its own subsample): pass X=None for the MDI from "
+                      "the trees alone (local_mdi(model, X).mean(axis=0) averages over X without this "
+                      "warning)", XaiWarning, stacklevel=stacklevel)
 
 
 def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) -> np.ndarray:
@@ -179,7 +198,7 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
         if sample_weight is not None or in_bag:
             raise InputError("sample_weight and in_bag need the data X; global_mdi(model) without them "
                              "gives the MDI from the trees alone")
-        return _tree_mdi(forest)
+        return _mdi_from_trees(forest)
     X, _ = model_rows(X, forest.feature_names, forest.n_features, allow_nan=True)
     n = len(X)
     if in_bag:
@@ -188,44 +207,37 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
         _require_in_bag_model(model)
         counts = in_bag_counts(model, n)
         _check_in_bag_fit(model, X, counts)
-        weight = counts / counts.sum(axis=0, keepdims=True) / forest.n_trees  # per tree: mean over its sample
-        return _native.local_mdi(forest, X, tree_weight=np.ascontiguousarray(weight), n_jobs=n_jobs).sum(axis=0)
+        row_weight = counts / counts.sum(axis=0, keepdims=True) / forest.n_trees  # per tree: mean over its sample
+        return _native.local_mdi(forest, X, tree_weight=np.ascontiguousarray(row_weight), n_jobs=n_jobs).sum(axis=0)
     if sample_weight is None:
-        w = np.ones(n)
+        row_weight = np.ones(n)
     else:
         try:
-            w = np.asarray(sample_weight, dtype=np.float64)
+            row_weight = np.asarray(sample_weight, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise InputError(f"sample_weight must be numeric ({exc})") from exc
-    if w.shape != (n,) or np.any(w < 0) or not np.all(np.isfinite(w)) or w.sum() <= 0:
+    if row_weight.shape != (n,) or np.any(row_weight < 0) or not np.all(np.isfinite(row_weight)) \
+            or row_weight.sum() <= 0:
         raise InputError(f"sample_weight must be ({n},) (one per row of X), finite, non-negative, and not all "
-                         f"zero; got shape {w.shape}")
-    why = _subsampled(model)
-    if why == "bootstrap":
-        warnings.warn("the mean of local MDI over X is not the forest's MDI for a bootstrap forest (each tree "
-                      "was grown on its own bootstrap sample): pass in_bag=True with the exact training data, "
-                      "or X=None for the MDI from the trees alone (local_mdi(model, X).mean(axis=0) averages "
-                      "over X without this warning)", XaiWarning, stacklevel=2)
-    elif why == "subsample":
-        warnings.warn("the mean of local MDI over X is not the model's MDI for gradient boosting with "
-                      "subsample < 1 (each tree was grown on its own subsample): pass X=None for the MDI from "
-                      "the trees alone (local_mdi(model, X).mean(axis=0) averages over X without this "
-                      "warning)", XaiWarning, stacklevel=2)
-    weighted = w[:, None] * _native.local_mdi(forest, X, n_jobs=n_jobs)
-    return exact_mean(exact_column_sums(weighted), exact_column_sums(w[:, None])[0])
+                         f"zero; got shape {row_weight.shape}")
+    _warn_if_resampled(model, stacklevel=3)
+    weighted_local = row_weight[:, None] * _native.local_mdi(forest, X, n_jobs=n_jobs)
+    return exact_mean(exact_column_sums(weighted_local), exact_column_sums(row_weight[:, None])[0])
 
 
-def _tree_mdi(forest: Forest) -> np.ndarray:
+def _mdi_from_trees(forest: Forest) -> np.ndarray:
+    """(d,) unnormalised MDI from the trees alone: the mean over trees of the weighted impurity
+    decreases of their splits, per split feature."""
     if forest.weight is None:
         raise UnsupportedModelError("global MDI without data needs per-node sample weights, which "
                                     f"{forest.model_type} does not store")
-    out = np.zeros(forest.n_features)
+    mdi = np.zeros(forest.n_features)
     for t in range(forest.n_trees):
         a, b = forest.tree_offset[t], forest.tree_offset[t + 1]
         left, right = forest.left_child[a:b], forest.right_child[a:b]
-        imp, w = forest.impurity[a:b], forest.weight[a:b]
-        internal = np.flatnonzero(left >= 0)
-        decrease = (w[internal] * imp[internal] - w[left[internal]] * imp[left[internal]]
-                    - w[right[internal]] * imp[right[internal]]) / w[0]
-        out += np.bincount(forest.feature[a:b][internal], weights=decrease, minlength=forest.n_features)
-    return out / forest.n_trees
+        impurity, node_weight = forest.impurity[a:b], forest.weight[a:b]
+        split = np.flatnonzero(left >= 0)
+        decrease = (node_weight[split] * impurity[split] - node_weight[left[split]] * impurity[left[split]]
+                    - node_weight[right[split]] * impurity[right[split]]) / node_weight[0]
+        mdi += np.bincount(forest.feature[a:b][split], weights=decrease, minlength=forest.n_features)
+    return mdi / forest.n_trees

@@ -4,12 +4,15 @@
 exposes ``emergence_probability_`` (DataFrame indexed by original feature name, columns
 ``probability, ci_low, ci_high``), ``tree_fraction_``, ``trees_`` and ``plot()``.
 Modules: :mod:`.binarize` (binary tests), :mod:`.encoding` (the CNF), :mod:`.samplers`
-(UniGen3 / exact enumeration), :mod:`.tree` (a sampled tree), :mod:`.estimator`.
+(UniGen3 / exact enumeration), :mod:`.space` (encode, check and draw the accurate trees),
+:mod:`.tree` (a sampled tree), :mod:`.emergence` (importances and their intervals),
+:mod:`.plots`, :mod:`.estimator` (the scikit-learn estimator shell).
 """
 
 from .binarize import BinaryTest
+from .emergence import wilson_interval
 from .encoding import encode_trees
-from .estimator import DTSampler, wilson_interval
+from .estimator import DTSampler
 from .samplers import TimeBudgetWarning, UnsatisfiableError
 from .tree import SampledTree
 

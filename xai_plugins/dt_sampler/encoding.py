@@ -40,9 +40,13 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from pysat.card import CardEnc, EncType
-from pysat.formula import IDPool
+
+from .._extras import needs
 from ..errors import InputError
+
+with needs("dt-sampler", "DT-Sampler"):
+    from pysat.card import CardEnc, EncType
+    from pysat.formula import IDPool
 
 #: Cardinality encodings of :mod:`pysat.card` accepted for the accuracy constraint (6).  The
 #: default, ``mtotalizer``, sampled fastest on the costlier benchmark case (breast cancer, N = 5:

@@ -2,40 +2,25 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 import time
 import warnings
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 from sklearn.base import BaseEstimator, clone
 
 from .._validation import check_is_fitted, check_random_state, model_rows
-from .binarize import DEFAULT_QUANTILES, apply_tests, fit_tests
-from .encoding import CARDINALITY_ENCODINGS, encode_trees
-from .samplers import UnsatisfiableError, enumerate_projected, is_satisfiable, unigen_samples
-from .tree import SampledTree
 from ..errors import InputError, InputTypeError
+from .binarize import DEFAULT_QUANTILES, apply_tests, fit_tests
+from .emergence import emergence
+from .encoding import CARDINALITY_ENCODINGS
+from .plots import plot_emergence, plot_emergence_path
+from .samplers import UnsatisfiableError
+from .space import draw_trees
 
 SAMPLERS = ("unigen", "exact")
 LEAF_LABELS = ("majority", "sampled")
-
-
-def wilson_interval(p, n: int, confidence: float = 0.95):
-    """Wilson score interval for a proportion ``p`` estimated from ``n`` independent trees.
-
-    ``(p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)`` with ``z`` the normal quantile.
-    It is also valid (conservative) for a mean of per-tree shares in [0, 1], whose variance
-    is at most ``p(1-p)``.
-    """
-    p = np.asarray(p, dtype=float)
-    z = stats.norm.ppf(0.5 + confidence / 2)
-    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
-    # the interval contains p by construction; clip the rounding error at p = 0 and p = 1
-    return np.clip(np.minimum(centre - half, p), 0, 1), np.clip(np.maximum(centre + half, p), 0, 1)
 
 
 class DTSampler(BaseEstimator):
@@ -91,34 +76,13 @@ class DTSampler(BaseEstimator):
         self.time_budget = time_budget
         self.progress = progress
 
-    def _check_params(self) -> None:
-        def is_int(v):
-            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-
-        if not is_int(self.n_branch_nodes) or self.n_branch_nodes < 1:
-            raise InputError(f"n_branch_nodes must be an integer >= 1; got {self.n_branch_nodes!r}")
-        if not is_int(self.n_samples) or self.n_samples < 1:
-            raise InputError(f"n_samples must be an integer >= 1; got {self.n_samples!r}")
-        if not (isinstance(self.min_accuracy, numbers.Real) and 0 <= self.min_accuracy <= 1):
-            raise InputError(f"min_accuracy must be a number in [0, 1]; got {self.min_accuracy!r}")
-        if self.sampler not in SAMPLERS:
-            raise InputError(f"sampler must be one of {SAMPLERS}; got {self.sampler!r}")
-        if self.leaf_labels not in LEAF_LABELS:
-            raise InputError(f"leaf_labels must be one of {LEAF_LABELS}; got {self.leaf_labels!r}")
-        if self.cardinality not in CARDINALITY_ENCODINGS:
-            raise InputError(f"cardinality must be one of {sorted(CARDINALITY_ENCODINGS)}; got {self.cardinality!r}")
-        if not 0 < self.confidence < 1:
-            raise InputError(f"confidence must lie strictly between 0 and 1; got {self.confidence!r}")
-        if self.time_budget is not None and not self.time_budget > 0:
-            raise InputError(f"time_budget must be a positive number of seconds or None; got {self.time_budget!r}")
-
     def fit(self, X, y) -> "DTSampler":
         """Binarise ``X``, encode the accurate trees, draw them and compute emergence probabilities.
 
         Raises :class:`UnsatisfiableError` when no tree reaches ``min_accuracy``; warns
         (:class:`TimeBudgetWarning`) when the run is estimated to exceed ``time_budget``.
         """
-        self._check_params()
+        _check_params(self)
         start = time.perf_counter()
         Xa, names = model_rows(X, None, None)
         self._named_columns = hasattr(X, "columns")     # predict aligns DataFrames by name only then
@@ -127,34 +91,22 @@ class DTSampler(BaseEstimator):
         self.n_features_in_ = Xa.shape[1]
         self.tests_ = fit_tests(Xa, names, self.quantiles, self.thresholds)
         Xb = apply_tests(self.tests_, Xa)
-        n_rows, n_tests = Xb.shape
-        self.min_correct_ = math.ceil(round(self.min_accuracy * n_rows, 9))
-        encoding = encode_trees(Xb, y_index, self.n_branch_nodes, self.min_correct_,
-                                leaf_labels=self.leaf_labels == "sampled", cardinality=self.cardinality)
-        self.cnf_stats_ = {"n_vars": encoding.n_vars, "n_clauses": len(encoding.clauses),
-                           "sampling_set_size": len(encoding.sampling_set)}
-        if not is_satisfiable(encoding.clauses):
-            raise UnsatisfiableError(
-                f"no decision tree with {self.n_branch_nodes} branch nodes over {n_tests} binary tests "
-                f"classifies at least {self.min_correct_} of the {n_rows} training rows correctly "
-                f"(min_accuracy={self.min_accuracy}): lower min_accuracy or change n_branch_nodes")
-        if self.sampler == "unigen":
-            models, self.model_count_, self.seconds_per_sample_ = unigen_samples(
-                encoding.clauses, encoding.sampling_set, self.n_samples, check_random_state(self.random_state),
-                time_budget=self.time_budget, progress=self.progress)
-        else:
-            models = enumerate_projected(encoding.clauses, encoding.sampling_set,
-                                         time_budget=self.time_budget, progress=self.progress)
-            self.model_count_ = len(models)
-            self.seconds_per_sample_ = (time.perf_counter() - start) / len(models)
-        default_class = int(np.argmax(np.bincount(y_index, minlength=2)))
-        self.trees_ = [SampledTree(encoding.decode(m), self.tests_, self.classes_, Xb, y_index, default_class)
-                       for m in models]
-        self._summarise()
+        draw = draw_trees(Xb, y_index, self.classes_, self.tests_, self.n_branch_nodes, self.min_accuracy,
+                          leaf_labels=self.leaf_labels, cardinality=self.cardinality, sampler=self.sampler,
+                          n_samples=self.n_samples, rng=check_random_state(self.random_state),
+                          time_budget=self.time_budget, progress=self.progress)
+        self.trees_, self.min_correct_, self.model_count_ = draw.trees, draw.min_correct, draw.model_count
+        self.cnf_stats_, self.seconds_per_sample_ = draw.cnf_stats, draw.seconds_per_sample
+        tables = emergence(self.trees_, self.tests_, self.feature_names_in_, self.n_branch_nodes, self.confidence,
+                           exact=self.sampler == "exact")
+        self.emergence_probability_, self.tree_fraction_ = tables.probability, tables.tree_fraction
+        self.test_emergence_probability_, self.test_tree_fraction_ = tables.test_probability, tables.test_tree_fraction
+        self.uniform_probability_ = tables.uniform
         self.fit_time_ = time.perf_counter() - start
         return self
 
     def _encode_target(self, y, n_rows: int) -> np.ndarray:
+        """Each row's class index in ``classes_`` (set here), checking ``y`` is one of two classes."""
         if y is None:
             raise InputTypeError("y is None; DTSampler needs the binary class of each training row")
         y = np.asarray(y)
@@ -169,33 +121,6 @@ class DTSampler(BaseEstimator):
                 f"{len(self.classes_)} class(es) {self.classes_.tolist()[:10]}. For more classes fit one "
                 "sampler per class on a one-vs-rest target (y == c)")
         return y_index
-
-    def _summarise(self) -> None:
-        """Emergence probability and tree fraction per binary test and per original feature."""
-        n_trees, N = len(self.trees_), self.n_branch_nodes
-        n_tests = len(self.tests_)
-        counts = np.array([np.bincount(t.test, minlength=n_tests) for t in self.trees_])   # (trees, tests)
-        owner = np.array([t.feature for t in self.tests_])
-        per_feature = np.stack([counts[:, owner == f].sum(axis=1) for f in range(self.n_features_in_)], axis=1)
-        test_names = [t.name for t in self.tests_]
-
-        def table(hits, index):
-            p = hits.mean(axis=0)
-            if self.sampler == "exact":
-                low, high = p, p
-            else:
-                low, high = wilson_interval(p, n_trees, self.confidence)
-            return pd.DataFrame({"probability": p, "ci_low": low, "ci_high": high},
-                                index=pd.Index(index, name="feature"))
-
-        self.test_emergence_probability_ = table(counts / N, test_names)
-        self.test_tree_fraction_ = table(counts > 0, test_names)
-        for frame in (self.test_emergence_probability_, self.test_tree_fraction_):
-            frame.insert(0, "original_feature", self.feature_names_in_[owner])
-        self.emergence_probability_ = table(per_feature / N, list(self.feature_names_in_))
-        self.tree_fraction_ = table(per_feature > 0, list(self.feature_names_in_))
-        self.uniform_probability_ = pd.Series(np.bincount(owner, minlength=self.n_features_in_) / n_tests,
-                                              index=self.emergence_probability_.index, name="uniform")
 
     def predict(self, X) -> np.ndarray:
         """Majority vote of the sampled trees (ties go to ``classes_[1]``)."""
@@ -232,39 +157,36 @@ class DTSampler(BaseEstimator):
     def plot(self, ax=None):
         """Horizontal bars of ``emergence_probability_`` with their intervals; ticks mark the
         ``min_accuracy = 0`` (uniform) level of each feature.  Returns the Axes."""
-        import matplotlib.pyplot as plt
-
         check_is_fitted(self)
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 0.35 * self.n_features_in_ + 1.5))
-        table = self.emergence_probability_.assign(uniform=self.uniform_probability_)
-        table = table.sort_values("probability")
-        y = np.arange(len(table))
-        err = np.vstack([table["probability"] - table["ci_low"], table["ci_high"] - table["probability"]])
-        ax.barh(y, table["probability"], xerr=err, color="tab:blue", alpha=0.8, capsize=2,
-                label=f"emergence ({self.confidence:.0%} interval)")
-        ax.scatter(table["uniform"], y, marker="|", s=200, color="tab:red", label="min_accuracy = 0")
-        ax.set_yticks(y, [str(v) for v in table.index])
-        ax.set_xlabel("share of branch nodes testing the feature")
-        ax.set_title(f"DT-Sampler: {len(self.trees_)} trees, {self.n_branch_nodes} branch nodes, "
-                     f"accuracy >= {self.min_accuracy:g}", fontsize="medium")
-        ax.legend(loc="lower right", fontsize="small")
-        return ax
+        return plot_emergence(self.emergence_probability_, self.uniform_probability_, len(self.trees_),
+                              self.n_branch_nodes, self.min_accuracy, self.confidence, ax)
 
     def plot_path(self, ax=None):
         """Emergence probability of each feature against ``min_accuracy`` (after :meth:`emergence_path`),
         with interval bands.  Returns the Axes."""
-        import matplotlib.pyplot as plt
-
         if not hasattr(self, "path_"):
             raise AttributeError("no path yet: call emergence_path(X, y, min_accuracies) first")
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
-        for name, frame in self.path_.groupby("feature", sort=False):
-            line, = ax.plot(frame["min_accuracy"], frame["probability"], marker="o", label=str(name))
-            ax.fill_between(frame["min_accuracy"], frame["ci_low"], frame["ci_high"],
-                            color=line.get_color(), alpha=0.15)
-        ax.set_xlabel("min_accuracy")
-        ax.set_ylabel("emergence probability")
-        ax.legend(fontsize="small", ncol=2)
-        return ax
+        return plot_emergence_path(self.path_, ax)
+
+
+def _check_params(est) -> None:
+    """Clear errors for unusable DTSampler parameters."""
+    def is_int(v):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    if not is_int(est.n_branch_nodes) or est.n_branch_nodes < 1:
+        raise InputError(f"n_branch_nodes must be an integer >= 1; got {est.n_branch_nodes!r}")
+    if not is_int(est.n_samples) or est.n_samples < 1:
+        raise InputError(f"n_samples must be an integer >= 1; got {est.n_samples!r}")
+    if not (isinstance(est.min_accuracy, numbers.Real) and 0 <= est.min_accuracy <= 1):
+        raise InputError(f"min_accuracy must be a number in [0, 1]; got {est.min_accuracy!r}")
+    if est.sampler not in SAMPLERS:
+        raise InputError(f"sampler must be one of {SAMPLERS}; got {est.sampler!r}")
+    if est.leaf_labels not in LEAF_LABELS:
+        raise InputError(f"leaf_labels must be one of {LEAF_LABELS}; got {est.leaf_labels!r}")
+    if est.cardinality not in CARDINALITY_ENCODINGS:
+        raise InputError(f"cardinality must be one of {sorted(CARDINALITY_ENCODINGS)}; got {est.cardinality!r}")
+    if not 0 < est.confidence < 1:
+        raise InputError(f"confidence must lie strictly between 0 and 1; got {est.confidence!r}")
+    if est.time_budget is not None and not est.time_budget > 0:
+        raise InputError(f"time_budget must be a positive number of seconds or None; got {est.time_budget!r}")

@@ -6,10 +6,13 @@ import time
 import warnings
 
 import numpy as np
-from pysat.solvers import Solver
 from tqdm.auto import tqdm
 
+from .._extras import needs, require
 from ..errors import InputError, XaiWarning
+
+with needs("dt-sampler", "DT-Sampler"):
+    from pysat.solvers import Solver
 
 #: Seconds before a progress bar appears (quick runs stay silent).
 PROGRESS_DELAY = 2.0
@@ -32,7 +35,7 @@ def is_satisfiable(clauses) -> bool:
 
 
 def _unigen(clauses, sampling_set, num: int, seed: int, cell_hash_count=None):
-    from pyunigen import Sampler
+    Sampler = require("pyunigen", "dt-sampler", "DT-Sampler's UniGen3 sampler").Sampler
 
     sampler = Sampler(seed=int(seed))
     for clause in clauses:
@@ -45,7 +48,7 @@ def _unigen(clauses, sampling_set, num: int, seed: int, cell_hash_count=None):
 def _warn_budget(what: str, estimate: float, budget: float | None, advice: str) -> None:
     if budget is not None and estimate > budget:
         warnings.warn(f"{what} is estimated to take {estimate:.0f} s, more than time_budget={budget:g} s; "
-                      f"{advice}", TimeBudgetWarning, stacklevel=4)
+                      f"{advice}", TimeBudgetWarning, stacklevel=5)  # the caller of DTSampler.fit
 
 
 def unigen_samples(clauses, sampling_set, n_samples: int, rng: np.random.Generator, *,

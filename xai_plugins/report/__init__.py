@@ -6,8 +6,11 @@
 >>> a.to_html("reports/model.html"); a.to_pdf("reports/model.pdf")
 """
 
-from .audit import OPTIONAL_SECTIONS, SECTION_TITLES, SECTIONS, Audit, Section, Table, audit
+from .audit import Audit, audit
 from .explainers import EXPLAINERS, MethodResult
+from .options import OPTIONAL_SECTIONS, AuditOptions
+from .section import Section, Table
+from .sections import COMPUTE_ORDER, RENDER_ORDER, register
 
-__all__ = ["audit", "Audit", "Section", "Table", "MethodResult", "EXPLAINERS", "SECTIONS", "OPTIONAL_SECTIONS",
-           "SECTION_TITLES"]
+__all__ = ["audit", "Audit", "AuditOptions", "Section", "Table", "MethodResult", "EXPLAINERS", "OPTIONAL_SECTIONS",
+           "COMPUTE_ORDER", "RENDER_ORDER", "register"]

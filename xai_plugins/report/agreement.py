@@ -59,6 +59,19 @@ def local_agreement(scores: dict, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return _matrix(methods, mean_tau), _matrix(methods, mean_overlap)
 
 
+def per_row_tau(scores: dict) -> np.ndarray:
+    """Per explained row, the mean Kendall τ-b over every pair of methods (``{method: (n, d)}``);
+    NaN for a row where no pair has a defined τ."""
+    methods = list(scores)
+    n = len(next(iter(scores.values())))
+    out = np.full(n, np.nan)
+    for i in range(n):
+        taus = [_tau(scores[a][i], scores[b][i]) for j, a in enumerate(methods) for b in methods[j + 1:]]
+        if np.isfinite(taus).any():
+            out[i] = float(np.nanmean(taus))
+    return out
+
+
 def mean_off_diagonal(matrix: pd.DataFrame) -> float:
     """Average over distinct method pairs (NaN entries ignored)."""
     values = matrix.to_numpy(dtype=float)

@@ -295,7 +295,8 @@ def _local_rows(candidates, n_local: int) -> list:
     return extremes_first(both[np.lexsort((both[:, 1], both[:, 0])), 1].astype(np.int64), n_local)
 
 
-def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_local, in_memory_calls) -> tuple:
+def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_local, in_memory_calls,
+                binary_sigma=None) -> tuple:
     """Every per-row method of ``wanted`` on every complete row, in one pass over the data.
 
     Returns ``(methods, local_labels, agreement_rows)``: the MethodResults (per-row ``ranking``: a
@@ -323,7 +324,7 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
                                          scorer=Scorer(None, ctx.output, scorer.columns))
             elif key == "pg2":
                 output = ctx.output if ctx.forest.n_outputs > 1 else None
-                noise = xd._noise(ctx.forest, sigma_ref, None, ctx.background)
+                noise = xd._noise(ctx.forest, ctx.sigma_vector(sigma_ref, binary_sigma), None, ctx.background)
                 lazy[key] = xd._map_rows(_pg2_block, X, xd._ship(ctx.forest), [], 3 * d, output=output, **noise)
                 extra[key] = {"sigma": sigma_ref, "sigma units": "training-data standard deviations"}
             elif key == "local_mdi":
@@ -335,10 +336,10 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
             elif key == "acme":
                 from ..acme import AcME
 
-                background = ctx.X_train if ctx.X_train is not None else ctx.X_test
+                background = runners.acme_background(ctx)
                 acme = AcME(None, background, n_quantiles=acme_quantiles, score_function=scorer)
                 lazy[key] = xd._map_rows(_acme_block, X, xd.ship(acme, "xai-acme", cache=False), [], 2 * d)
-                extra[key] = {"acme": acme, "params": {"n_quantiles": acme_quantiles,
+                extra[key] = {"acme": acme, "params": {"quantile grid points": acme_quantiles,
                                                        "background rows": len(background)}}
             else:
                 results[key] = runners.run(key, in_memory_calls[key])
@@ -347,7 +348,7 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
         except Exception as exc:  # noqa: BLE001 - reported, as in memory
             results[key] = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
 
-    rng = np.random.default_rng(ctx.random_state)
+    rng = ctx.rng("agreement rows")
     agreement_rows = np.sort(rng.permutation(n)[:min(n, cl.sample_size)])
     scores_and_index = xd._map_rows(_score_block, X, xd.ship(scorer, "xai-scorer", cache=False), [], 2)
     candidates = [dask.delayed(_extremes, pure=True)(b, max(n_local, 1))
@@ -397,7 +398,8 @@ def _finish(key, result, ctx, extra, local_X, local_labels) -> None:
     if key == "pg2":
         result.params.update(extra)
     elif key == "shap":
-        result.params["algorithm"] = "TreeExplainer (path-dependent)"
+        result.params["algorithm"] = ("TreeSHAP; absent features follow the training data's paths through the "
+                                      "trees (no background sample)")
         if local_X is not None:
             import shap
 
@@ -418,10 +420,11 @@ def _finish(key, result, ctx, extra, local_X, local_labels) -> None:
 # faithfulness on every complete row
 # --------------------------------------------------------------------------------------------
 
-def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref) -> tuple[pd.DataFrame, pd.Series]:
+def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref, exclude=("random",),
+                binary_sigma=None) -> tuple[pd.DataFrame, pd.Series]:
     """The faithfulness table (as :func:`.faithfulness.pgi2_scores`, the same floats) and the win
-    rates at ``sigma_ref``, from the exact PGI² of every ranking on every complete row: the scores
-    are persisted on the cluster, reduced there, and released."""
+    rates at ``sigma_ref`` (methods in ``exclude`` left out), from the exact PGI² of every ranking on
+    every complete row: the scores are persisted on the cluster, reduced there, and released."""
     import dask.array as da
 
     from ..prediction_gap import pgi2
@@ -430,7 +433,8 @@ def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref) -> tupl
     stacked = da.stack([rankings[m] for m in methods])
     columns, keys = [], []
     for sigma in sigmas:
-        scores = pgi2(ctx.forest, cl.X, stacked, sigma=sigma, background=ctx.background)
+        scores = pgi2(ctx.forest, cl.X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma),
+                      background=ctx.background)
         if scores.ndim == 3:
             scores = scores[..., ctx.output]
         columns.append(scores.T)
@@ -439,15 +443,19 @@ def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref) -> tupl
     try:
         n = cl.n_complete
         means = faith.column_means(cl.runner.one(xd.block_reduce(values, faith.column_sums)))
-        wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m != "random"]
-        squares, shares = cl.runner.compute(xd.block_reduce(values, faith.squared_deviation_sums, means),
-                                            xd.block_reduce(values, faith.share_sums, wins))
+        wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
+        reductions = [xd.block_reduce(values, faith.squared_deviation_sums, means)]
+        if wins:
+            reductions.append(xd.block_reduce(values, faith.share_sums, wins))
+        squares, *shares = cl.runner.compute(*reductions)
         sds = faith.column_sds(squares, n)
         medians = _medians(values, len(keys), n, cl.runner)
     finally:
         del values
     table = faith.score_table(keys, means, sds, medians, n, methods, sigmas)
-    return table, pd.Series(faith.column_means(shares), index=[keys[j][0] for j in wins])
+    if not wins:
+        return table, pd.Series(dtype=float)
+    return table, pd.Series(faith.column_means(shares[0]), index=[keys[j][0] for j in wins])
 
 
 def _medians(values, n_columns: int, n: int, runner: Runner) -> list:

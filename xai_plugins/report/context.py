@@ -2,13 +2,16 @@
 
 :class:`AuditContext` holds the fitted model, its imported :class:`~xai_plugins.forest.Forest`,
 the test (and optional training) data as DataFrames with the model's feature names, the task,
-the one scalar output every method explains, and the row samples used by the per-row sections.
+the one scalar output every method explains, the protected attributes, the random streams and the
+row samples used by the per-row sections.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -39,11 +42,52 @@ class AuditContext:
     output_label: str
     positive_class: object
     random_state: int | None
+    #: protected attributes of the test / training rows (index-aligned with X_test / X_train), whether
+    #: or not they are model features; None when no ``protected`` column was named
+    protected: pd.DataFrame | None = None
+    protected_train: pd.DataFrame | None = None
+    #: the model's classes (classification), in the order of its outputs
+    classes: list = field(default_factory=list)
+    #: the Dask facts and rows of an audit on a cluster (see :mod:`.cluster`); None in memory
+    cluster: object = None
+    root_seed: np.random.SeedSequence = None
+
+    def __post_init__(self):
+        if self.root_seed is None:
+            self.root_seed = np.random.SeedSequence(self.random_state)
+
+    def seed(self, stream: str) -> np.random.SeedSequence:
+        """The seed of one named random stream (a section's name, or "rows"): derived from
+        ``random_state`` and the name only, so one section's draws never shift another's."""
+        return derive_seed(self.root_seed, stream)
+
+    def rng(self, stream: str) -> np.random.Generator:
+        """A fresh generator of the named stream (see :meth:`seed`)."""
+        return np.random.default_rng(self.seed(stream))
+
+    def seed_int(self, stream: str) -> int:
+        """The named stream as one int, for APIs that take an integer ``random_state``."""
+        return int(self.seed(stream).generate_state(1, np.uint32)[0])
 
     @property
     def background(self) -> np.ndarray:
         """Rows whose per-feature standard deviation is the unit of σ."""
         return (self.X_train if self.X_train is not None else self.X_test).to_numpy(dtype=float)
+
+    @functools.cached_property
+    def binary_features(self) -> np.ndarray:
+        """Boolean mask of the features whose background values are all 0 or 1 (one-hot and
+        indicator columns), where Gaussian noise produces values the data never has."""
+        bg = self.background
+        return np.array([np.isin(col[~np.isnan(col)], (0.0, 1.0)).all() and np.unique(col[~np.isnan(col)]).size == 2
+                         for col in bg.T], dtype=bool)
+
+    def sigma_vector(self, sigma: float, binary_sigma: float | None = None):
+        """The noise level of every feature, in background standard deviations: ``sigma``, except
+        ``binary_sigma`` on the 0/1 columns when it is given (a scalar when every feature has the same σ)."""
+        if binary_sigma is None or not self.binary_features.any():
+            return float(sigma)
+        return np.where(self.binary_features, float(binary_sigma), float(sigma))
 
     @property
     def n_features(self) -> int:
@@ -65,8 +109,9 @@ class AuditContext:
         return self.scorer()(X)
 
     def row_label(self, i: int) -> str:
-        """How the report names test row ``i`` (by position): its index label in ``X_test``."""
-        return str(self.X_test.index[i])
+        """How the report names test row ``i``: its position among the test rows (1-based, so
+        "row 3 of 171") and, separately, its label in the DataFrame's index."""
+        return f"{i + 1} of {len(self.X_test)} (index {self.X_test.index[i]})"
 
     @property
     def complete_rows(self) -> np.ndarray:
@@ -77,8 +122,14 @@ class AuditContext:
         """Sorted positions of ``min(n, n_complete)`` complete test rows, the first ones of one seeded
         permutation, so a smaller sample is always a subset of a larger one."""
         complete = self.complete_rows
-        order = np.random.default_rng(self.random_state).permutation(len(complete))
+        order = self.rng("rows").permutation(len(complete))
         return np.sort(complete[order[:n]])
+
+
+def derive_seed(root: np.random.SeedSequence, stream: str) -> np.random.SeedSequence:
+    """The child of ``root`` for the named ``stream`` (keyed on a CRC-32 of the name, which unlike
+    ``hash`` is the same in every process)."""
+    return np.random.SeedSequence(root.entropy, spawn_key=(zlib.crc32(stream.encode("utf-8")),))
 
 
 class Scorer:
@@ -101,10 +152,22 @@ class Scorer:
         return np.asarray(out, dtype=float).reshape(len(X), -1)[:, self.output]
 
 
-def _frame(forest, X, label: str) -> pd.DataFrame:
-    """``X`` as a DataFrame in the model's feature order (aligned by column name), index kept."""
-    arr, names = forest.rows(X, what=label, allow_nan=True)
-    return pd.DataFrame(arr, columns=names, index=getattr(X, "index", None))
+def _frame(forest, X, label: str, protected=()) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``X`` as a DataFrame in the model's feature order (aligned by column name), index kept, and
+    its ``protected`` columns (None when there are none); protected columns that are not model
+    features are dropped from the features."""
+    extra = []
+    if protected:
+        if not isinstance(X, pd.DataFrame):
+            raise InputError(f"protected attributes {list(protected)} are column names: pass {label} as a DataFrame")
+        missing = [c for c in protected if c not in X.columns]
+        if missing:
+            raise InputError(f"protected column(s) {missing} not in {label} (columns: {list(map(str, X.columns))})")
+        features = set(map(str, forest.feature_names or ()))
+        extra = [c for c in protected if str(c) not in features]
+    groups = X[list(protected)].copy() if protected else None
+    arr, names = forest.rows(X.drop(columns=extra) if extra else X, what=label, allow_nan=True)
+    return pd.DataFrame(arr, columns=names, index=getattr(X, "index", None)), groups
 
 
 def _target(y, n_rows: int, label: str) -> np.ndarray | None:
@@ -117,8 +180,13 @@ def _target(y, n_rows: int, label: str) -> np.ndarray | None:
 
 
 def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, positive_class=None,
-                 random_state=None) -> AuditContext:
+                 random_state=None, protected=(), cluster=None, root_seed=None) -> AuditContext:
     """Import the model and check the data against it (numeric; DataFrame columns aligned by name).
+
+    ``protected``: column names of ``X_test`` (and ``X_train`` when it has them) held apart as
+    :attr:`AuditContext.protected`; those that are not model features are not passed to the model.
+    ``positive_class`` defaults to the last class of a binary classifier and to the most frequent
+    test class (else the last) of a multi-class one.
 
     Raises :class:`~xai_plugins.UnsupportedModelError` for a model the importers refuse and
     ``ValueError`` for data that does not fit the model.
@@ -126,9 +194,12 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     forest = import_model(model)
     if forest.predict_fn is None:
         raise InputError("the imported model carries no predictor; pass the fitted model itself")
-    X_test_f = _frame(forest, X_test, "X_test")
+    protected = tuple(protected or ())
+    X_test_f, groups = _frame(forest, X_test, "X_test", protected)
     names = list(X_test_f.columns)
-    X_train_f = None if X_train is None else _frame(forest, X_train, "X_train")
+    train_protected = tuple(c for c in protected if isinstance(X_train, pd.DataFrame) and c in X_train.columns)
+    X_train_f, groups_train = (None, None) if X_train is None else _frame(forest, X_train, "X_train",
+                                                                          train_protected)
     if X_train_f is not None and list(X_train_f.columns) != names:
         raise FeatureMismatchError(f"X_train columns {list(X_train_f.columns)} differ from X_test's {names}")
     y_test = _target(y_test, len(X_test_f), "y_test")
@@ -136,7 +207,7 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     if forest.task == "classification":
         classes = list(getattr(model, "classes_", range(max(forest.n_outputs, 2))))
         if positive_class is None:
-            positive_class = classes[-1]
+            positive_class = _default_class(classes, y_test)
         if forest.n_outputs == 1 and positive_class != classes[-1]:
             raise InputError(f"the single margin of a binary boosted model is the log-odds of class {classes[-1]!r}; "
                              f"positive_class must be {classes[-1]!r}")
@@ -150,5 +221,15 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
             label = f"the margin (log-odds) of class {positive_class}"
     else:
         output, label = 0, "the regression output"
+        classes = []
     return AuditContext(model, forest, X_test_f, y_test, X_train_f, y_train, names, forest.task, output, label,
-                        positive_class, random_state)
+                        positive_class, random_state, groups, groups_train, classes, cluster, root_seed)
+
+
+def _default_class(classes: list, y) -> object:
+    """The last class of a binary model; the most frequent test class (ties: the later class; no
+    target: the last class) of a multi-class one."""
+    if len(classes) <= 2 or y is None:
+        return classes[-1]
+    counts = [int(np.sum(np.asarray(y) == c)) for c in classes]
+    return classes[len(counts) - 1 - int(np.argmax(counts[::-1]))]

@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn import metrics
 
 PACKAGES = ("xai_plugins", "numpy", "scipy", "pandas", "scikit-learn", "xgboost", "lightgbm", "shap", "matplotlib",
-            "jinja2", "weasyprint", "python-sat", "pyunigen")
+            "jinja2", "weasyprint", "fairlearn", "python-sat", "pyunigen")
 
 
 def model_card(ctx) -> dict:
@@ -31,7 +31,8 @@ def model_card(ctx) -> dict:
 
 def performance(ctx) -> pd.DataFrame:
     """Test (and training) metrics: R², RMSE, MAE for regression; accuracy, balanced accuracy,
-    ROC AUC and log-loss of the positive class for classification."""
+    ROC AUC and log-loss for classification (ROC AUC of the positive class against the others for
+    a binary model, the one-vs-rest macro average over classes for a multi-class one)."""
     frames = {"test": (ctx.X_test, ctx.y_test), "training": (ctx.X_train, ctx.y_train)}
     rows = {}
     for name, (X, y) in frames.items():
@@ -53,12 +54,44 @@ def _metrics(ctx, X, y) -> dict:
     if hasattr(ctx.model, "predict_proba"):
         proba = np.asarray(ctx.model.predict_proba(X))
         classes = list(ctx.model.classes_)
-        positive = proba[:, classes.index(ctx.positive_class)]
-        target = np.asarray(y) == ctx.positive_class
-        if 0 < target.sum() < len(target):
-            out["ROC AUC"] = metrics.roc_auc_score(target, positive)
+        if len(classes) > 2:
+            present = np.isin(classes, np.unique(y))
+            if present.all():
+                out["ROC AUC (one-vs-rest, macro)"] = metrics.roc_auc_score(y, proba, multi_class="ovr",
+                                                                            labels=classes)
+        else:
+            target = np.asarray(y) == ctx.positive_class
+            if 0 < target.sum() < len(target):
+                out[f"ROC AUC (class {ctx.positive_class})"] = metrics.roc_auc_score(
+                    target, proba[:, classes.index(ctx.positive_class)])
         out["log-loss"] = metrics.log_loss(y, proba, labels=classes)
     return out
+
+
+def per_class(ctx, most: int = 10) -> tuple[pd.DataFrame, str]:
+    """Per-class test metrics of a classifier (precision, recall, F1, support, one-vs-rest ROC AUC),
+    for every class, or the ``most`` most frequent test classes when there are more; and a note
+    saying which classes are shown."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        X = ctx.model_input(ctx.X_test.to_numpy())
+        predicted = np.asarray(ctx.model.predict(X))
+        proba = np.asarray(ctx.model.predict_proba(X)) if hasattr(ctx.model, "predict_proba") else None
+    classes = list(ctx.classes)
+    y = np.asarray(ctx.y_test)
+    precision, recall, f1, support = metrics.precision_recall_fscore_support(y, predicted, labels=classes,
+                                                                             zero_division=0)
+    table = pd.DataFrame({"precision": precision, "recall": recall, "F1": f1, "test rows": support.astype(int)},
+                         index=pd.Index([str(c) for c in classes], name="class"))
+    if proba is not None:
+        table["ROC AUC (one-vs-rest)"] = [metrics.roc_auc_score(y == c, proba[:, j]) if 0 < (y == c).sum() < len(y)
+                                          else np.nan for j, c in enumerate(classes)]
+    table = table.sort_values("test rows", ascending=False, kind="stable")
+    note = f"every class ({len(classes)})"
+    if len(table) > most:
+        note = f"the {most} most frequent of {len(classes)} classes"
+        table = table.head(most)
+    return table, note
 
 
 def data_summary(ctx) -> pd.DataFrame:

@@ -82,14 +82,21 @@ def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_r
 
     explainer = shap.TreeExplainer(ctx.model)
     explanation = explainer(ctx.model_input(ctx.X_test.to_numpy()[shap_rows]))
+    per_class = None
     if explanation.values.ndim == 3:
+        if explanation.values.shape[2] > 2 and len(ctx.classes) == explanation.values.shape[2]:
+            per_class = pd.DataFrame(np.abs(explanation.values).mean(axis=0), index=ctx.feature_names,
+                                     columns=[str(c) for c in ctx.classes])
         explanation = explanation[..., ctx.output]
     values = np.asarray(explanation.values, dtype=float)
     importance = pd.Series(np.abs(values).mean(axis=0), index=ctx.feature_names)
     position = np.searchsorted(shap_rows, rows)
     scores, ranking = _local(values[position])
     result = MethodResult("shap", importance=importance, local_scores=scores, ranking=ranking,
-                          params={"rows": len(shap_rows), "algorithm": "TreeExplainer (path-dependent)"})
+                          params={"rows": len(shap_rows), "algorithm": "TreeSHAP; absent features follow "
+                                  "the training data's paths through the trees (no background sample)"})
+    if per_class is not None:
+        result.extras["per class"] = per_class
     for row in local_rows:
         result.figures.append(shap_figure(ctx, ctx.row_label(row), explanation[int(np.searchsorted(shap_rows, row))]))
     return result
@@ -97,28 +104,27 @@ def run_shap(ctx: AuditContext, rows: np.ndarray, shap_rows: np.ndarray, local_r
 
 def shap_figure(ctx: AuditContext, label: str, row_explanation):
     """The SHAP waterfall figure of one test row (``row_explanation``: its shap.Explanation)."""
-    return figures.drawn(
+    return figures.pyplot_drawn(
         f"SHAP waterfall of test row {label}: contributions to {ctx.output_label}, from the mean "
         f"over the training data to this row's value.",
-        lambda ax: _waterfall(row_explanation, ax), scale=0.7)
+        lambda ax: _waterfall(row_explanation), scale=0.7)
 
 
 def acme_figure(ctx: AuditContext, label: str, local, i: int):
     """The AcME what-if figure of row ``i`` of the in-memory AcMELocal ``local`` (test row ``label``)."""
-    return figures.drawn(
+    return figures.pyplot_drawn(
         f"AcME what-if of test row {label}: {ctx.output_label} when one feature at a time is set "
         f"to each quantile of its background distribution (large marker: the row's own value; dashed: its "
         f"prediction).",
-        lambda ax: local.plot(row=i, ax=ax).set_title(f"AcME what-if, test row {label}"),
+        lambda ax: figures.legend_outside(local.plot(row=i, ax=ax), title=f"AcME what-if, test row {label}",
+                                          below=True),
         width=6.0, height=0.16 * min(ctx.n_features, 30) + 1.4)
 
 
-def _waterfall(explanation, ax) -> None:
-    """shap's waterfall plot on ``ax``'s figure (shap sizes the figure itself, with large type)."""
-    import matplotlib.pyplot as plt
+def _waterfall(explanation) -> None:
+    """shap's waterfall plot on pyplot's current figure (shap sizes the figure itself, with large type)."""
     import shap
 
-    plt.sca(ax)
     shap.plots.waterfall(explanation, max_display=10, show=False)
 
 
@@ -135,9 +141,10 @@ def extremes_first(order, n_local: int) -> list:
     return picks
 
 
-def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma: float) -> MethodResult:
-    """Greedy PG² ranking at ``sigma`` on ``rows``: per-row gains (the increase of PG² when the
-    feature joins the perturbed set) and the greedy order itself as the ranking."""
+def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma, sigma_label: float | None = None) -> MethodResult:
+    """Greedy PG² ranking at ``sigma`` (a scalar or one σ per feature) on ``rows``: per-row gains
+    (the increase of PG² when the feature joins the perturbed set; ``extras["per_row"]``) and the
+    greedy order itself as the ranking. ``sigma_label``: the σ named in the parameters."""
     X = ctx.X_test.to_numpy()[rows]
     output = ctx.output if ctx.forest.n_outputs > 1 else None
     greedy = greedy_pg2_ranking(ctx.forest, X, sigma=sigma, background=ctx.background, output=output)
@@ -145,9 +152,12 @@ def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma: float) -> MethodResult:
     gains = greedy_gains(ranking, greedy.pg2_path)
     position = np.empty_like(ranking)
     np.put_along_axis(position, ranking, np.arange(ctx.n_features)[None, :], axis=1)
-    return MethodResult("pg2", importance=pd.Series(gains.mean(axis=0), index=ctx.feature_names),
-                        local_scores=-position.astype(float), ranking=ranking,
-                        params={"rows": len(rows), "sigma": sigma, "sigma units": "training-data standard deviations"})
+    result = MethodResult("pg2", importance=pd.Series(gains.mean(axis=0), index=ctx.feature_names),
+                          local_scores=-position.astype(float), ranking=ranking,
+                          params={"rows": len(rows), "σ (training standard deviations)":
+                                  sigma if sigma_label is None else sigma_label})
+    result.extras["per_row"] = gains
+    return result
 
 
 def run_local_mdi(ctx: AuditContext, rows: np.ndarray) -> MethodResult:
@@ -164,17 +174,35 @@ def run_local_mdi(ctx: AuditContext, rows: np.ndarray) -> MethodResult:
 def run_acme(ctx: AuditContext, rows: np.ndarray, local_rows: list, n_quantiles: int) -> MethodResult:
     """AcME on the explained output: global importances over the background's quantile grid and
     local importances / what-if curves of ``rows``."""
-    background = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    background = acme_background(ctx)
     acme = AcME(None, background, n_quantiles=n_quantiles, score_function=ctx.score)
     global_ = acme.explain_global()
     local = acme.explain_local(ctx.X_test.iloc[rows])
     scores, ranking = _local(local.values)
     result = MethodResult("acme", importance=pd.Series(global_.values, index=ctx.feature_names),
                           local_scores=scores, ranking=ranking,
-                          params={"n_quantiles": n_quantiles, "rows": len(rows), "background rows": len(background)})
+                          params={"quantile grid points": n_quantiles, "rows": len(rows),
+                                  "background rows": _background_rows(ctx, background)})
     for row in local_rows:
         result.figures.append(acme_figure(ctx, ctx.row_label(row), local, int(np.searchsorted(rows, row))))
     return result
+
+
+def acme_background(ctx: AuditContext) -> pd.DataFrame:
+    """AcME's background: the complete rows of the training data (else of the test data). AcME's
+    quantile grid needs values in every column, while tree models (LightGBM, XGBoost, scikit-learn
+    ≥ 1.3) accept missing values, so rows with one are left out."""
+    source = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    complete = source.dropna()
+    if complete.empty:
+        raise NotApplicable("every background row has a missing value; AcME's quantile grid needs complete rows")
+    return complete
+
+
+def _background_rows(ctx: AuditContext, background) -> str:
+    source = ctx.X_train if ctx.X_train is not None else ctx.X_test
+    left_out = len(source) - len(background)
+    return f"{len(background)}" + (f" ({left_out} with missing values left out)" if left_out else "")
 
 
 def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_nodes: int, n_samples: int,
@@ -187,7 +215,7 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     if ctx.task != "classification":
         raise NotApplicable("DT-Sampler samples small classification trees; this is a regression model")
     source = ctx.X_train if ctx.X_train is not None else ctx.X_test
-    rows = np.sort(np.random.default_rng(ctx.random_state).permutation(len(source))[:n_rows])
+    rows = np.sort(ctx.rng("dt_sampler rows").permutation(len(source))[:n_rows])
     X = source.iloc[rows]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -200,7 +228,7 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     last_error = None
     for min_accuracy in (0.9, 0.8, 0.7):
         sampler = DTSampler(n_branch_nodes=n_branch_nodes, min_accuracy=min_accuracy, n_samples=n_samples,
-                            random_state=ctx.random_state, time_budget=time_budget, progress=False)
+                            random_state=ctx.seed_int("dt_sampler"), time_budget=time_budget, progress=False)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -215,15 +243,20 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     importance[columns] = probability.to_numpy()
     result = MethodResult("dt_sampler", importance=importance,
                           params={"rows": len(rows), "features": len(columns), "branch nodes": n_branch_nodes,
-                                  "trees sampled": len(sampler.trees_), "min accuracy": sampler.min_accuracy})
+                                  "trees sampled": len(sampler.trees_), "accuracy of every tree at least":
+                                  sampler.min_accuracy})
     result.extras["features"] = columns
-    result.figures.append(figures.emergence(
+
+    def draw(ax):
+        sampler.plot(ax=ax)
+        figures.legend_outside(ax, {"min_accuracy = 0": "level with no accuracy constraint"})
+
+    result.figures.append(figures.drawn(
         f"DT-Sampler emergence probability: share of branch nodes testing each feature among "
         f"{len(sampler.trees_)} near-uniformly sampled trees with {n_branch_nodes} branch nodes that reproduce "
         f"the model's predicted class on at least {sampler.min_accuracy:.0%} of {len(rows)} rows (bars: 95% "
-        f"Wilson intervals over the sampled trees).", sampler.emergence_probability_, sampler.uniform_probability_,
-        f"DT-Sampler: {len(sampler.trees_)} trees, {n_branch_nodes} branch nodes, "
-        f"accuracy ≥ {sampler.min_accuracy:g}"))
+        f"intervals over the sampled trees; ticks: the level with no accuracy constraint).", draw,
+        width=6.5, height=0.3 * len(columns) + 1.3))
     return result
 
 
@@ -251,21 +284,32 @@ def run_mcr(ctx: AuditContext, *, n_permutations: int, epsilon: float = 0.0,
     elif fit_forest:
         X_train = ctx.X_train
         forest = fit_rashomon_forest(X_train, ctx.y_train, task=ctx.task, n_estimators=100,
-                                     random_state=ctx.random_state)
-        origin = (f"a 100-tree bootstrap=False random forest fitted on the training data for this audit ({reason}; "
-                  f"the ranges describe that forest's Rashomon set, not the audited model)")
+                                     random_state=ctx.seed_int("mcr forest"))
+        origin = (f"a 100-tree random forest without bootstrap samples, fitted on the training data for this audit "
+                  f"({reason}; the ranges describe that forest's Rashomon set, not the audited model)")
     else:
-        raise NotApplicable(reason + " (audit(..., mcr_fit_forest=True) fits a Rashomon forest on the same data)")
+        raise NotApplicable(reason + " (the option to fit a Rashomon forest on the same data — --mcr-fit-forest, or "
+                            "mcr_fit_forest=True in Python — reports that forest's ranges instead)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         res = model_class_reliance(forest, X_train, ctx.y_train, n_permutations=n_permutations, epsilon=epsilon,
-                                   random_state=ctx.random_state, progress=False)
+                                   random_state=ctx.seed_int("mcr"), progress=False)
     table = res.table.loc[ctx.feature_names, ["mcr_minus", "model_reliance", "mcr_plus"]].astype(float)
-    params = {"forest": origin, "n_permutations": n_permutations, "rows": len(ctx.X_train), "loss": res.loss,
-              "reliance": res.reliance, "epsilon": res.epsilon}
+    params = {"forest": origin, "permutations per feature": n_permutations, "training rows": len(ctx.X_train),
+              "reliance": reliance_unit(res.loss, res.reliance), "Rashomon tolerance ε": res.epsilon}
     result = MethodResult("mcr", importance=table["model_reliance"].copy(), params=params)
-    result.extras["table"] = table
+    result.extras.update({"table": table, "result": res})
     return result
+
+
+def reliance_unit(loss, reliance: str) -> str:
+    """What RF-MCR's reliance numbers measure, in words (``loss`` and ``reliance`` as
+    :func:`~xai_plugins.mcr.model_class_reliance` names them)."""
+    loss = {"zero_one": "misclassification rate", "log_loss": "log-loss", "squared_error": "mean squared error",
+            "absolute_error": "mean absolute error"}.get(str(loss), f"loss ({loss})")
+    if reliance == "ratio":
+        return f"{loss} with the feature scrambled divided by the {loss} without"
+    return f"increase in {loss} when the feature is scrambled"
 
 
 def run(key: str, fn, *args, **kwargs) -> MethodResult:

@@ -1,8 +1,9 @@
 """Faithfulness section: exact PGI² of every method's per-row ranking, and exact vs Monte Carlo PG².
 
 PGI²(x, π) is computed exactly (:func:`xai_plugins.pgi2`) for each method's ranking of each
-explained row, at every σ, next to a random-ranking baseline. Higher PGI² = perturbing the
-features a method ranks first moves the prediction more = a more faithful ranking.
+explained row, at every σ, next to a random-ranking baseline (the floor) and the greedy PG² ranking
+(the ceiling). Higher PGI² = perturbing the features a method ranks first moves the prediction more
+= a more faithful ranking.
 """
 
 from __future__ import annotations
@@ -21,24 +22,27 @@ def _column(ctx, values) -> np.ndarray:
     return values if values.ndim == 1 else values[:, ctx.output]
 
 
-def random_rankings(ctx, n_rows: int) -> np.ndarray:
-    """One uniformly random feature order per row (seeded by the audit's random state)."""
-    rng = np.random.default_rng(ctx.random_state)
+def random_rankings(ctx, n_rows: int, seed: int) -> np.ndarray:
+    """One uniformly random feature order per row: ``argsort`` of the rows of
+    ``default_rng(seed).random((n_rows, d))`` (the same draw as :func:`xai_plugins.distributed.random_rankings`)."""
+    rng = np.random.default_rng(seed)
     return np.argsort(rng.random((n_rows, ctx.n_features)), axis=1)
 
 
-def pgi2_scores(ctx, rows: np.ndarray, rankings: dict, sigmas) -> tuple[pd.DataFrame, dict]:
-    """Exact PGI² of each ranking (``{method: (n_rows, d) int}``) at each σ.
+def pgi2_scores(ctx, rows: np.ndarray, rankings: dict, sigmas, labels=None,
+                binary_sigma=None) -> tuple[pd.DataFrame, dict]:
+    """Exact PGI² of each ranking (``{key: (n_rows, d) int}``) at each σ (``binary_sigma``: σ of the
+    0/1 columns, see :meth:`~.context.AuditContext.sigma_vector`).
 
-    Returns a long table (method, sigma, mean, sd, median, rows; see :func:`score_table`) and the
-    per-row values ``{(method, sigma): (n_rows,)}``.
+    Returns a long table (method, sigma, mean, sd, median, rows; see :func:`score_table`; methods
+    named by ``labels[key]``, default the key) and the per-row values ``{(method, sigma): (n_rows,)}``.
     """
     X = ctx.X_test.to_numpy()[rows]
-    methods = list(rankings)
-    stacked = np.stack([rankings[m] for m in methods])   # one call per σ: shared prefixes computed once
+    methods = [key if labels is None else labels[key] for key in rankings]
+    stacked = np.stack(list(rankings.values()))   # one call per σ: shared prefixes computed once
     per_row = {}
     for sigma in sigmas:
-        scores = pgi2(ctx.forest, X, stacked, sigma=sigma, background=ctx.background)
+        scores = pgi2(ctx.forest, X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background)
         for method, values in zip(methods, scores):
             per_row[(method, sigma)] = _column(ctx, values)
     keys = list(per_row)
@@ -97,30 +101,36 @@ def share_sums(values, columns) -> list:
     return column_sums(best / best.sum(axis=1, keepdims=True))
 
 
-def winners(table: pd.DataFrame) -> dict:
-    """Per σ, the method (random baseline excluded) with the highest mean PGI²."""
-    ranked = table[table["method"] != "random"]
+def winners(table: pd.DataFrame, exclude=("random",)) -> dict:
+    """Per σ, the method with the highest mean PGI² (the methods in ``exclude`` — the random floor,
+    the greedy ceiling — left out)."""
+    ranked = table[~table["method"].isin(list(exclude))]
     return {sigma: group.loc[group["mean"].idxmax(), "method"] for sigma, group in ranked.groupby("sigma")}
 
 
-def win_rates(per_row: dict, sigma) -> pd.Series:
-    """Share of rows on which each method has the highest PGI² at ``sigma`` (random excluded; ties
-    shared), the correctly rounded mean over rows."""
-    methods = [m for (m, s) in per_row if s == sigma and m != "random"]
+def win_rates(per_row: dict, sigma, exclude=("random",)) -> pd.Series:
+    """Share of rows on which each method has the highest PGI² at ``sigma`` (``exclude`` left out;
+    ties shared), the correctly rounded mean over rows."""
+    methods = [m for (m, s) in per_row if s == sigma and m not in exclude]
+    if not methods:
+        return pd.Series(dtype=float)
     values = np.column_stack([per_row[(m, sigma)] for m in methods])
     return pd.Series(column_means(share_sums(values, range(len(methods)))), index=methods)
 
 
-def monte_carlo_convergence(ctx, rows: np.ndarray, sigma: float, n_pairs: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Exact PG² against Monte Carlo for ``n_pairs`` random (row, S) pairs at ``sigma``.
+def monte_carlo_convergence(ctx, rows: np.ndarray, sigma: float, n_pairs: int, seed: int, binary_sigma=None,
+                            equal_time: bool = False) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Exact PG² against Monte Carlo for ``n_pairs`` random (row, S) pairs at ``sigma``, every draw
+    from ``seed``.
 
     Returns the convergence table (pair, row, |S|, n_samples, exact, mc, stderr, relative_error,
-    seconds, exact_seconds) and the equal-time table: Monte Carlo with as many samples as fit in
-    the exact method's time on the same pair.
+    seconds, exact_seconds; the sample counts are fixed, so every number but the seconds is the same
+    on any machine) and, with ``equal_time``, the equal-time table: Monte Carlo with as many samples
+    as fit in the exact method's time on the same pair (a machine-dependent count), else None.
     """
-    rng = np.random.default_rng(ctx.random_state)
+    rng = np.random.default_rng(seed)
     X = ctx.X_test.to_numpy()
-    noise = dict(sigma=sigma, background=ctx.background)
+    noise = dict(sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background)
     records, equal = [], []
     for pair in range(n_pairs):
         row = int(rows[rng.integers(len(rows))])
@@ -138,6 +148,8 @@ def monte_carlo_convergence(ctx, rows: np.ndarray, sigma: float, n_pairs: int) -
             records.append({"pair": pair, "row": row, "|S|": size, "n_samples": n, "exact": truth, "mc": value,
                             "stderr": float(_column(ctx, mc.stderr)[0]), "relative_error": _relative(value, truth),
                             "seconds": mc.seconds, "exact_seconds": exact.seconds})
+        if not equal_time:
+            continue
         n_equal = int(exact.seconds / per_sample[-1])
         if n_equal >= 2:
             mc = pg2(ctx.forest, x, S, method="monte_carlo", n_samples=n_equal, random_state=rng, **noise)
@@ -147,7 +159,7 @@ def monte_carlo_convergence(ctx, rows: np.ndarray, sigma: float, n_pairs: int) -
         else:
             equal.append({"pair": pair, "row": row, "|S|": size, "exact": truth, "exact_seconds": exact.seconds,
                           "n_samples": n_equal, "mc": np.nan, "relative_error": np.nan})
-    return pd.DataFrame.from_records(records), pd.DataFrame.from_records(equal)
+    return pd.DataFrame.from_records(records), pd.DataFrame.from_records(equal) if equal_time else None
 
 
 def _relative(value: float, truth: float) -> float:

@@ -3,6 +3,9 @@
 Every function draws one figure from plain arrays (no explainer objects) or from a callable
 that draws on a given Axes, and returns a :class:`Figure`: caption plus embedded PNG. The HTML
 report is then one file with no external resource, and weasyprint needs no network to render it.
+Figures are drawn on standalone Agg canvases, never through pyplot's global state, so importing
+the report leaves the user's matplotlib backend alone (only shap's waterfall, which draws through
+pyplot, gets a pyplot figure that is closed at once).
 """
 
 from __future__ import annotations
@@ -12,10 +15,9 @@ import io
 from dataclasses import dataclass
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure as MplFigure
 
 #: a compact, print-friendly style shared by every audit figure
 STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
@@ -54,40 +56,87 @@ def to_data_uri(fig) -> str:
     drawn as glyph paths, and the report stays readable in print at this resolution."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+    if getattr(fig, "number", None) is not None:   # a pyplot figure (shap's waterfall): release it
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1):
+    """A standalone figure (Agg canvas, not registered with pyplot) and its (nrows, ncols) axes;
+    call inside ``matplotlib.rc_context(STYLE)``."""
+    fig = MplFigure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(nrows, ncols, squeeze=False)
+
+
 def _figure(width: float, height: float, ncols: int = 1):
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(1, ncols, figsize=(width, height), squeeze=False)
+    fig, axes = new_figure(width, height, 1, ncols)
     return fig, axes[0]
 
 
 def drawn(caption: str, draw, width: float = 6.0, height: float = 3.5, scale: float = 1.0) -> Figure:
     """A figure made by ``draw(ax)`` (e.g. an explainer's own ``plot(ax=...)`` method) on a
     ``width`` × ``height`` inch canvas (which the drawing function may resize), shown at ``scale``."""
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(width, height)
         draw(ax)
         fig.tight_layout()
         return Figure(caption, to_data_uri(fig), scale)
 
 
+def pyplot_drawn(caption: str, draw, width: float = 6.0, height: float = 3.5, scale: float = 1.0) -> Figure:
+    """A figure made by ``draw(ax)`` on pyplot's current figure, for plotting functions that draw
+    through pyplot (shap's waterfall, colour bars); the figure is closed once embedded."""
+    import matplotlib.pyplot as plt
+
+    with matplotlib.rc_context(STYLE):
+        fig = plt.figure(figsize=(width, height))
+        try:
+            draw(fig.add_subplot())
+            fig = plt.gcf()
+            fig.tight_layout()
+            return Figure(caption, to_data_uri(fig), scale)
+        finally:
+            plt.close(fig)
+
+
+#: the x-axis label of each method's global importance
+IMPORTANCE_UNITS = {"SHAP": "mean |SHAP value|", "PG² greedy": "mean PG² gain", "local MDI": "mean impurity decrease",
+                    "AcME": "mean standardised effect", "DT-Sampler": "emergence probability",
+                    "MCR": "model reliance"}
+
+
+def legend_outside(ax, rename=None, title=None, below=False):
+    """Move ``ax``'s legend outside the plotting area (right of it, or ``below`` it) so it covers no
+    data, with labels renamed by ``rename`` ({old: new}); set ``title`` when given. Returns ``ax``."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        labels = [(rename or {}).get(label, label) for label in labels]
+        where = (dict(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(handles)) if below
+                 else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)))
+        ax.legend(handles, labels, frameon=False, **where)
+    if title is not None:
+        ax.set_title(title)
+    return ax
+
+
 def importance_bars(caption: str, importances: dict, top: int = 12) -> Figure:
     """One horizontal bar chart per method of its global importances (``{method: pandas.Series}``),
-    each showing its ``top`` features, largest on top."""
+    each showing its ``top`` features, largest on top, the x axis labelled with the importance's unit."""
     methods = list(importances)
     ncols = min(3, len(methods))
     nrows = int(np.ceil(len(methods) / ncols))
     n_bars = min(top, max(len(s) for s in importances.values()))
-    with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(nrows, ncols, figsize=(2.4 * ncols, (0.16 * n_bars + 0.7) * nrows), squeeze=False)
+    with matplotlib.rc_context(STYLE):
+        fig, axes = new_figure(2.4 * ncols, (0.16 * n_bars + 0.95) * nrows, nrows, ncols)
         for ax, method in zip(axes.flat, methods):
             series = importances[method].sort_values(ascending=False).head(top)[::-1]
             ax.barh(np.arange(len(series)), series.to_numpy(), color=METHOD_COLOURS.get(method, "#444444"))
             ax.set_yticks(np.arange(len(series)), [_short(n) for n in series.index])
             ax.set_title(method)
+            ax.set_xlabel(IMPORTANCE_UNITS.get(method, "importance"))
             ax.tick_params(axis="y", length=0)
         for ax in list(axes.flat)[len(methods):]:
             ax.axis("off")
@@ -97,7 +146,7 @@ def importance_bars(caption: str, importances: dict, top: int = 12) -> Figure:
 
 def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
     """Mean PGI² per method against σ (log scale), with ± one standard error of the mean over rows."""
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(6.0, 2.8)
         methods = list(dict.fromkeys(table["method"]))
         offsets = np.linspace(-0.12, 0.12, len(methods))
@@ -105,11 +154,14 @@ def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
             rows = table[table["method"] == method].set_index("sigma").loc[list(sigmas)]
             mean = rows["mean"].to_numpy()
             se = rows["sd"].to_numpy() / np.sqrt(rows["rows"].to_numpy())
+            base = method.replace(" (global)", "").replace(" (ceiling)", "")
+            colour = "black" if "(ceiling)" in method else METHOD_COLOURS.get(base)
             ax.errorbar(np.arange(len(sigmas)) + offset, mean, yerr=[np.minimum(se, mean * 0.999), se], marker="o",
-                        ms=3, capsize=2, lw=1, label=method, color=METHOD_COLOURS.get(method.replace(" (global)", "")),
-                        ls="--" if method == "random" or "(global)" in method else "-")
+                        ms=3, capsize=2, lw=1, label=method, color=colour,
+                        ls="--" if method == "random" or "(" in method else "-")
         ax.set_xticks(np.arange(len(sigmas)), [f"σ = {s:g}" for s in sigmas])
-        ax.set_yscale("log")
+        if (table["mean"] > 0).all():
+            ax.set_yscale("log")
         ax.set_ylabel("mean PGI² (± s.e.)")
         ax.legend(frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
         fig.tight_layout()
@@ -119,21 +171,22 @@ def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
 def convergence(caption: str, frame, equal_time) -> Figure:
     """Relative Monte Carlo error |MC − exact| / exact against the number of samples, one line per
     (row, S) pair, with the 1/√n rate and the error reached in the exact method's time (stars)."""
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, (ax,) = _figure(5.5, 3.0)
         for _, group in frame.groupby("pair"):
-            ax.plot(group["n_samples"], group["relative_error"], marker="o", ms=2.5, lw=0.8, alpha=0.8)
+            ax.plot(group["n_samples"], group["relative_error"], marker="o", ms=2.5, lw=0.8, alpha=0.8,
+                    label=f"row {int(group['row'].iloc[0]) + 1}, {int(group['|S|'].iloc[0])} features perturbed")
         n = np.array(sorted(frame["n_samples"].unique()), dtype=float)
         ref = frame["relative_error"].median() * np.sqrt(np.median(n)) / np.sqrt(n)
         ax.plot(n, ref, "k--", lw=1, label="∝ 1/√n")
-        if len(equal_time):
+        if equal_time is not None and len(equal_time):
             ax.scatter(equal_time["n_samples"], np.maximum(equal_time["relative_error"], 1e-6), marker="*", s=50,
                        color="k", zorder=3, label="MC in the exact method's time")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("Monte Carlo samples")
         ax.set_ylabel("|MC − exact| / exact")
-        ax.legend(frameon=False)
+        legend_outside(ax)
         fig.tight_layout()
         return Figure(caption, to_data_uri(fig))
 
@@ -142,7 +195,7 @@ def heatmaps(caption: str, matrices: dict, vmin: float = -1.0) -> Figure:
     """Side-by-side annotated method × method heatmaps (``{title: DataFrame}``)."""
     n = len(matrices)
     size = max(len(m) for m in matrices.values())
-    with plt.rc_context(STYLE):
+    with matplotlib.rc_context(STYLE):
         fig, axes = _figure(min(3.1 * n, 7.0), 0.32 * size + 1.6, ncols=n)
         for ax, (title, matrix) in zip(axes, matrices.items()):
             values = matrix.to_numpy(dtype=float)
@@ -153,47 +206,12 @@ def heatmaps(caption: str, matrices: dict, vmin: float = -1.0) -> Figure:
             for i in range(len(labels)):
                 for j in range(len(labels)):
                     if np.isfinite(values[i, j]):
+                        low = vmin if "τ" in title else 0.0
+                        shade = abs(values[i, j] - (low + 1.0) / 2) / ((1.0 - low) / 2)   # 0 centre, 1 extremes
                         ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                                color="white" if abs(values[i, j]) > 0.6 else "black")
+                                color="white" if shade > 0.5 else "black")
             ax.set_title(title)
             ax.spines[:].set_visible(False)
-        fig.tight_layout()
-        return Figure(caption, to_data_uri(fig))
-
-
-def ranges(caption: str, table) -> Figure:
-    """MCR: one horizontal interval [mcr_minus, mcr_plus] per feature with the fitted model's
-    reliance marked, widest-importance features on top."""
-    table = table.sort_values("model_reliance").tail(15)
-    y = np.arange(len(table))
-    with plt.rc_context(STYLE):
-        fig, (ax,) = _figure(5.5, 0.2 * len(table) + 1.0)
-        ax.hlines(y, table["mcr_minus"], table["mcr_plus"], color=METHOD_COLOURS["MCR"], lw=4, alpha=0.6,
-                  label="[MCR−, MCR+]")
-        ax.scatter(table["model_reliance"], y, color="k", s=12, zorder=3, label="this model")
-        ax.set_yticks(y, [_short(n) for n in table.index])
-        ax.set_xlabel("model reliance")
-        ax.legend(frameon=False, loc="lower right")
-        fig.tight_layout()
-        return Figure(caption, to_data_uri(fig))
-
-
-def emergence(caption: str, table, uniform, title: str) -> Figure:
-    """DT-Sampler emergence probabilities (``table``: probability, ci_low, ci_high per feature) as
-    bars with their intervals, and ticks at the ``uniform`` (no accuracy constraint) level."""
-    table = table.assign(uniform=uniform).sort_values("probability")
-    y = np.arange(len(table))
-    p = table["probability"].to_numpy()
-    err = np.clip(np.vstack([p - table["ci_low"].to_numpy(), table["ci_high"].to_numpy() - p]), 0, None)
-    with plt.rc_context(STYLE):
-        fig, (ax,) = _figure(6.0, 0.22 * len(table) + 1.3)
-        ax.barh(y, p, xerr=err, color=METHOD_COLOURS["DT-Sampler"], alpha=0.85, capsize=2,
-                label="emergence probability (95% interval)")
-        ax.scatter(table["uniform"], y, marker="|", s=150, color="k", label="level with no accuracy constraint")
-        ax.set_yticks(y, [_short(n) for n in table.index])
-        ax.set_xlabel("share of branch nodes testing the feature")
-        ax.set_title(title)
-        ax.legend(frameon=False, loc="lower right")
         fig.tight_layout()
         return Figure(caption, to_data_uri(fig))
 

@@ -13,9 +13,12 @@ import math
 import numbers
 from importlib import resources
 
-import jinja2
-from weasyprint import HTML
-from weasyprint.urls import URLFetcher
+from .._extras import needs
+
+with needs("report", "The audit report"):
+    import jinja2
+    from weasyprint import HTML
+    from weasyprint.urls import URLFetcher
 
 TEMPLATE_PACKAGE = "xai_plugins.templates"
 

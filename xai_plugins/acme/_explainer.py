@@ -1,0 +1,160 @@
+"""The AcME estimator shell: settings, background, grid, and the model calls of an explanation."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .._validation import is_dask, model_feature_names, model_rows
+from ..errors import InputError, XaiWarning
+from ._effects import local_effects, segment_effects
+from ._grid import build_grid, categorical_mask, global_baseline
+from ._results import AcMEGlobal, AcMELocal
+from ._scoring import TASKS, Scorer, infer_task, is_classifier
+
+_VARIANTS = ("paper", "reference")
+_ROWS_PER_CALL = 1 << 16        # default cap on perturbed rows per local predict call
+
+
+class AcME:
+    """Accelerated model-agnostic explanations (AcME) of a fitted model.
+
+    Parameters
+    ----------
+    model : fitted estimator with ``predict`` (regression) or ``predict_proba`` (classification);
+        may be None when ``score_function`` is given.
+    X_background : (N, d) array or DataFrame, numeric, no NaN: the data whose quantiles (and mean
+        or mode) define the perturbations. A DataFrame's columns are aligned by name to the
+        model's feature names (:func:`~xai_plugins._validation.model_rows`); so are the rows
+        given to :meth:`explain_local`.
+    n_quantiles : Q >= 2, grid points per numeric feature.
+    task : None (default: inferred from the model), "regression" (``model.predict``) or
+        "classification" (``model.predict_proba``, one importance per class, outputs named by
+        ``model.classes_``). Inferred as "classification" for a scikit-learn classifier
+        (``sklearn.base.is_classifier``) or, without ``score_function``, any model with a callable
+        ``predict_proba``; "regression" otherwise. ``task="regression"`` on a classifier explains
+        its predicted labels and warns (:class:`~xai_plugins.errors.XaiWarning`).
+    score_function : optional callable ``X -> scores`` of shape (n,) or (n, k) used instead of the
+        model's own method, e.g. ``IsolationForest(...).fit(X).score_samples``.
+    categorical_features : names or indices (in the model's feature order) of numerically coded
+        categorical features.
+    robust : use quantile levels in [0.05, 0.95] instead of [0, 1].
+    variant : "paper" (eq. 2 and 3, the default) or "reference" (the authors' released code; see
+        the module docstring for the difference).
+    batch_size : rows per predict call in :meth:`explain_local` (default: as many as keep one call
+        under 65 536 perturbed rows).
+    """
+
+    def __init__(self, model, X_background, n_quantiles: int = 50, task: str | None = None, *,
+                 score_function=None, categorical_features=None, robust: bool = False,
+                 variant: str = "paper", batch_size: int | None = None):
+        _check_settings(n_quantiles, task, variant, batch_size)
+        inferred = task is None
+        if inferred:
+            task = infer_task(model, score_function)
+        elif task == "regression" and score_function is None and model is not None and (
+                is_classifier(model) or callable(getattr(model, "predict_proba", None))):
+            warnings.warn(f"task='regression' on the classifier {type(model).__name__}: AcME explains its "
+                          "predicted labels (model.predict), not its class probabilities; leave task=None "
+                          "(or pass task='classification') to explain predict_proba per class",
+                          XaiWarning, stacklevel=2)
+        self.model = model
+        self.n_quantiles = int(n_quantiles)
+        self.task = task
+        self.robust = bool(robust)
+        self.variant = variant
+        self.batch_size = batch_size
+        scorer = Scorer(model, task, score_function, inferred=inferred)   # checks the model first
+
+        model_names = model_feature_names(model)
+        n_features = len(model_names) if model_names is not None else getattr(model, "n_features_in_", None)
+        if n_features is None:
+            n_features = int(np.shape(X_background)[-1]) if np.ndim(X_background) else 0
+        X, self.feature_names_ = model_rows(X_background, model_names, int(n_features), what="X_background",
+                                            min_rows=2)
+        # rows given later are aligned to these names: the model's, else the background's columns
+        self._align_names = model_names if model_names is not None else (
+            list(self.feature_names_) if hasattr(X_background, "columns") else None)
+        # a DataFrame for models fitted with feature names, or for non-sklearn models given a DataFrame
+        use_frame = model_names is not None or (hasattr(X_background, "columns")
+                                                and getattr(model, "n_features_in_", None) is None)
+        scorer.columns = pd.Index(self.feature_names_) if use_frame else None
+        self._scorer = scorer
+        self.background_ = X
+        categorical = categorical_mask(categorical_features, self.feature_names_)
+        constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
+        if constant.size:
+            raise InputError(f"X_background has constant column(s) {[self.feature_names_[j] for j in constant]}: "
+                             "their quantiles cannot be perturbed; drop them before explaining")
+        self.baseline_ = global_baseline(X, categorical)
+        self.grid_ = build_grid(X, self.feature_names_, categorical, self.baseline_, self.n_quantiles,
+                                self.robust, variant)
+
+    def _check_rows(self, X_rows) -> np.ndarray:
+        """``X_rows`` (a DataFrame aligned by column name) as (n, d) rows in the model's feature order;
+        categorical features must take levels seen in the background."""
+        rows, _ = model_rows(X_rows, self._align_names, len(self.feature_names_), what="X_rows")
+        for j in np.flatnonzero(self.grid_.categorical):
+            known = self.grid_.values[self.grid_.segment(j)]
+            unknown = ~np.isin(rows[:, j], known)
+            if unknown.any():
+                i = int(np.flatnonzero(unknown)[0])
+                raise InputError(f"row {i} has level {rows[i, j]!r} of categorical feature "
+                                 f"{self.feature_names_[j]!r}, unseen in X_background (levels {known.tolist()})")
+        return rows
+
+    def explain_global(self) -> AcMEGlobal:
+        """Global importances around the mean/mode baseline, from a single model call on R + 1 rows."""
+        pred = self._scorer(self.grid_.perturb(self.baseline_[None, :]))
+        base, grid_pred = pred[:1], pred[1:][None]
+        effects, importances = segment_effects(grid_pred, base, self.grid_.offsets, self.variant)
+        k = pred.shape[1]
+        squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
+        return AcMEGlobal(grid=self.grid_, output_names=self._scorer.output_names(k), variant=self.variant,
+                          baseline=self.baseline_.copy(), baseline_prediction=squeeze(base[0]),
+                          predictions=squeeze(grid_pred[0]), effects=squeeze(effects[0]),
+                          values=squeeze(importances[0]))
+
+    def explain_local(self, X_rows) -> AcMELocal:
+        """What-if predictions and local importances of each row, one model call per batch of rows.
+
+        A dask array / DataFrame ``X_rows`` gives a lazy ``DaskAcMELocal`` whose ``.compute()`` is
+        bitwise this explanation of the same rows, each block explained on a worker (see
+        :func:`xai_plugins.distributed.acme_local`)."""
+        if is_dask(X_rows):
+            from .. import distributed
+
+            return distributed.acme_local(self, X_rows)
+        rows = self._check_rows(X_rows)
+        g = self.grid_
+        R, n = g.values.size, rows.shape[0]
+        batch = self.batch_size or max(1, _ROWS_PER_CALL // (R + 1))
+        row_pred, grid_pred = [], []
+        for start in range(0, n, batch):
+            block = rows[start:start + batch]
+            pred = self._scorer(g.perturb(block))
+            row_pred.append(pred[:block.shape[0]])
+            grid_pred.append(pred[block.shape[0]:].reshape(block.shape[0], R, -1))
+        row_pred, grid_pred = np.concatenate(row_pred), np.concatenate(grid_pred)
+        effects, importances = local_effects(g, row_pred, grid_pred, self.variant)
+        k = row_pred.shape[1]
+        squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
+        return AcMELocal(grid=g, output_names=self._scorer.output_names(k), variant=self.variant, X=rows,
+                         row_levels=g.row_levels(rows, self.background_), row_predictions=squeeze(row_pred),
+                         predictions=squeeze(grid_pred), effects=squeeze(effects), values=squeeze(importances))
+
+
+def _check_settings(n_quantiles, task, variant, batch_size) -> None:
+    """Clear errors for unusable AcME settings."""
+    if not isinstance(n_quantiles, numbers.Integral) or isinstance(n_quantiles, bool) or n_quantiles < 2:
+        raise InputError(f"n_quantiles must be an integer >= 2; got {n_quantiles!r}")
+    if task is not None and task not in TASKS:
+        raise InputError(f"task must be None (inferred from the model) or one of {TASKS}; got {task!r}")
+    if variant not in _VARIANTS:
+        raise InputError(f"variant must be one of {_VARIANTS}; got {variant!r}")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)
+                                   or batch_size < 1):
+        raise InputError(f"batch_size must be a positive integer or None; got {batch_size!r}")

@@ -1,0 +1,188 @@
+"""RF-MCR entry points: fit the reference forest, and compute every feature's MCR range."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .._validation import (check_is_fitted, check_matrix, check_random_state, feature_index, model_feature_names,
+                           model_rows)
+from ..errors import InputError, InputTypeError, UnsupportedModelError
+from ..forest import import_model
+from ._loss import check_loss, make_loss, model_reliance
+from ._parallel import tree_threads
+from ._passes import Reference, boundary_forest, permutation_pass
+from ._rashomon import RashomonSwaps, neighbourhoods
+from ._result import MCRResult
+from ._tables import ForestTables
+
+
+def fit_rashomon_forest(X, y, task: str = "classification", n_estimators: int = 500, random_state=0,
+                        n_jobs=None, **params):
+    """Fit the reference forest RF-MCR needs: a random forest with ``bootstrap=False``.
+
+    Randomness comes only from the features considered at each split (``max_features``; default
+    ``"sqrt"`` for classification and ``1/3`` for regression, as in Breiman's forests). Extra
+    keyword arguments go to ``RandomForestClassifier`` / ``RandomForestRegressor``.
+    """
+    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+    if task not in ("classification", "regression"):
+        raise InputError(f"task must be 'classification' or 'regression', got {task!r}")
+    if params.pop("bootstrap", False):
+        raise InputError("RF-MCR needs bootstrap=False: every tree must see all training rows")
+    cls = RandomForestClassifier if task == "classification" else RandomForestRegressor
+    params.setdefault("max_features", "sqrt" if task == "classification" else 1.0 / 3.0)
+    model = cls(n_estimators=n_estimators, bootstrap=False, random_state=random_state, n_jobs=n_jobs,
+                **params)
+    arr = check_matrix(X, name="X")
+    return model.fit(X if hasattr(X, "columns") else arr, y)
+
+
+def model_class_reliance(model, X, y, features=None, groups=None, n_permutations: int = 10,
+                         epsilon: float = 0.0, random_state=0, loss: str | Callable = None,
+                         reliance: str = "difference", n_jobs=None, progress: bool = True) -> MCRResult:
+    """RF-MCR ranges [MCR-, MCR+] of every feature (or group) of a bootstrap-free forest.
+
+    ``model`` must have been fitted on exactly ``X, y`` (checked against the trees' node counts).
+    ``loss``: ``"zero_one"`` (default, accuracy drop) or ``"log_loss"`` for classifiers,
+    ``"squared_error"`` (default) or ``"absolute_error"`` for regressors, or a callable
+    ``loss(y_true, y_pred) -> per-row losses`` (y_pred: class probabilities (n, C) or values (n,)).
+    ``reliance``: ``"difference"`` (paper, eq. 1) or ``"ratio"`` (Fisher et al.).
+    ``groups={"name": [cols]}`` permutes each set jointly. Results do not depend on ``n_jobs``.
+    """
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    estimators, is_clf = _check_model(model)
+    _check_settings(n_permutations, epsilon, reliance)
+    loss = check_loss(loss, "classification" if is_clf else "regression")
+    Xc, names = model_rows(X, model_feature_names(model), int(model.n_features_in_), allow_nan=False)
+    X32 = np.ascontiguousarray(Xc, dtype=np.float32)   # scikit-learn trees compare float32(x) <= t
+    units = _units(features, groups, names)
+    y, y_index = _check_target(model, y, X32.shape[0], is_clf)
+    seeds = check_random_state(random_state).integers(0, 2**63 - 1, size=n_permutations)
+
+    tables = ForestTables(import_model(model), estimators, X32, is_clf)
+    loss_fn = make_loss(loss, tables.node_pred, y, y_index, model.classes_ if is_clf else None)
+    with tree_threads(n_jobs) as pmap:
+        survey = tables.survey(loss_fn, pmap)
+        fit = survey.forest_sum / tables.T
+        ref = Reference(tables, loss_fn, survey.tree_loss, survey.forest_sum, fit, loss_fn.forest_mean(fit), pmap)
+        swap = RashomonSwaps(survey.digests, neighbourhoods(tables, epsilon, is_clf, pmap) if epsilon > 0 else None)
+        rows = [_feature_row(ref, survey.surrogates, swap, cols, seeds, epsilon, reliance)
+                for _, cols in tqdm(units, desc="RF-MCR", unit="feature", disable=not progress)]
+    table = pd.DataFrame(rows, index=pd.Index([u[0] for u in units], name="feature"))
+    loss_name = getattr(loss, "__name__", "callable") if callable(loss) else loss
+    return MCRResult(table=table, loss=loss_name, reliance=reliance, epsilon=float(epsilon),
+                     n_permutations=int(n_permutations), n_trees=len(estimators),
+                     n_groups=swap.n_groups, groups={u[0]: [names[c] for c in u[1]] for u in units if len(u[1]) > 1})
+
+
+def _feature_row(ref: Reference, surrogates, swap, cols, seeds, epsilon, reliance) -> dict:
+    """One row of the result table for the feature set ``cols``: both passes, then the bounds."""
+    variants = {"plus": surrogates.transform(ref.tables, cols, plus=True),
+                "minus": surrogates.transform(ref.tables, cols, plus=False)}
+    first = permutation_pass(ref, cols, seeds, variants)
+    T, K = ref.tables.T, len(seeds)
+    ref_perm = sum(ref.loss.forest_mean(r / T) - ref.fit_loss for r in first.forest_sums["reference"])
+    out = {"mcr_minus": np.nan, "model_reliance": float(model_reliance(ref_perm / K, ref.fit_loss, reliance)),
+           "mcr_plus": np.nan}
+    for v, sign in (("minus", -1.0), ("plus", 1.0)):
+        bound = boundary_forest(ref, cols, seeds, variants[v], first.tree_delta[v], first.forest_sums[v], swap,
+                                sign, epsilon, reliance)
+        out[f"mr_{v}_forest"], out[f"loss_{v}_forest"], out[f"deviation_{v}"] = \
+            bound["mr"], bound["loss"], bound["deviation"]
+    if reliance == "difference":  # incremental sums leave rounding noise around exact zeros
+        for key in ("model_reliance", "mr_minus_forest", "mr_plus_forest"):
+            out[key] = 0.0 if abs(out[key]) < 1e-12 else out[key]
+    out["mcr_minus"] = min(out["mr_minus_forest"], out["model_reliance"])
+    out["mcr_plus"] = max(out["mr_plus_forest"], out["model_reliance"])
+    out["reference_loss"] = ref.fit_loss
+    tol = epsilon + 1e-12
+    out["within_rashomon"] = bool(out["loss_minus_forest"] <= ref.fit_loss + tol
+                                  and out["loss_plus_forest"] <= ref.fit_loss + tol
+                                  and (epsilon > 0 or max(out["deviation_minus"], out["deviation_plus"]) <= 1e-9))
+    return out
+
+
+def _check_settings(n_permutations, epsilon, reliance) -> None:
+    """Clear errors for an unusable ``n_permutations``, ``epsilon`` or ``reliance``."""
+    if isinstance(n_permutations, (bool, np.bool_)) or not isinstance(n_permutations, (int, np.integer)):
+        raise InputTypeError(f"n_permutations must be an int, got {type(n_permutations).__name__}")
+    if n_permutations < 1:
+        raise InputError(f"n_permutations must be >= 1, got {n_permutations}")
+    if not np.isfinite(epsilon) or epsilon < 0:
+        raise InputError(f"epsilon must be a finite number >= 0, got {epsilon}")
+    if reliance not in ("difference", "ratio"):
+        raise InputError(f"reliance must be 'difference' or 'ratio', got {reliance!r}")
+
+
+def _check_target(model, y, n: int, is_clf: bool):
+    """``(y, y_index)``: the targets as a flat array (float64 for regression) and, for a classifier,
+    each row's class index in ``model.classes_`` (None for a regressor)."""
+    y = np.asarray(y).ravel()
+    if y.shape[0] != n:
+        raise InputError(f"y has {y.shape[0]} entries but X has {n} rows")
+    if not is_clf:
+        y = y.astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise InputError("y contains NaN or infinite values")
+        return y, None
+    classes = model.classes_
+    y_index = np.searchsorted(classes, y).clip(0, len(classes) - 1)
+    if not np.array_equal(classes[y_index], y):
+        raise InputError("y contains labels the forest was not fitted on; pass its training targets")
+    return y, y_index
+
+
+def _check_model(model):
+    """Return (estimators, is_classifier) for a supported fitted forest or raise a clear error."""
+    from sklearn import ensemble
+
+    name = type(model).__name__
+    boosting = ("GradientBoosting", "HistGradientBoosting", "XGB", "LGBM", "Booster", "AdaBoost", "CatBoost")
+    if any(b in name for b in boosting):
+        raise UnsupportedModelError(f"{name} is a boosting model, which RF-MCR does not support: the method swaps "
+                        "predictively equivalent trees of an averaging forest. Use "
+                        "fit_rashomon_forest() or a RandomForest*/ExtraTrees* model with bootstrap=False")
+    forests = (ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
+               ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor)
+    if not isinstance(model, forests):
+        raise UnsupportedModelError(f"unsupported model {name}; RF-MCR needs a fitted RandomForestClassifier/Regressor "
+                        "or ExtraTreesClassifier/Regressor grown with bootstrap=False (see fit_rashomon_forest)")
+    check_is_fitted(model)
+    if model.bootstrap:
+        raise InputError(f"{name} was grown with bootstrap=True: each tree saw a different resample, so its "
+                         "surrogate splits and training predictions cannot be recomputed and predictively "
+                         "equivalent trees cannot be matched. Refit with bootstrap=False (randomness from "
+                         "max_features), e.g. with xai_plugins.mcr.fit_rashomon_forest")
+    if model.n_outputs_ != 1:
+        raise InputError(f"{name} with {model.n_outputs_} outputs is not supported; fit one output")
+    return model.estimators_, hasattr(model, "classes_")
+
+
+def _units(features, groups, names):
+    """List of (name, column indices) to permute: the groups, then single features."""
+    d = len(names)
+
+    def col(c):
+        return feature_index(c, names, d)
+
+    units = []
+    if groups is not None:
+        if not isinstance(groups, dict):
+            raise InputTypeError("groups must be a dict {name: [columns...]}")
+        for gname, cols in groups.items():
+            cols = [cols] if isinstance(cols, (str, int, np.integer)) else list(cols)
+            if not cols:
+                raise InputError(f"group {gname!r} is empty")
+            units.append((str(gname), sorted({col(c) for c in cols})))
+    if features is not None or groups is None:
+        feats = range(d) if features is None else ([features] if isinstance(features, (str, int, np.integer))
+                                                   else list(features))
+        units.extend((names[j], [j]) for j in (col(c) for c in feats))
+    if not units:
+        raise InputError("no features or groups to evaluate")
+    return units

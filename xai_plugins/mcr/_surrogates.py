@@ -1,0 +1,124 @@
+"""Exact surrogate splits and the S+ / S- transforms of RF-MCR (eq. 5 and 11).
+
+At an internal node another feature g is an exact surrogate when some threshold on g reproduces
+the node's partition of the training rows that reach it, in either orientation, under
+scikit-learn's ``float32(x) <= t`` rule. S+ replaces a node's feature by a surrogate from the
+permuted set X1; S- replaces an X1 feature by a surrogate outside X1. Every training row reaches
+the same leaf in the transformed tree, so the transformed trees predict the training data exactly
+as before.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def tree_surrogates(tree, X32, leaf):
+    """Exact surrogate splits of every internal node of the scikit-learn ``tree``, whose training
+    rows ``X32`` reach the (local) leaves ``leaf``: arrays (node, feature, threshold, flipped),
+    sorted by node then feature. ``flipped`` means the surrogate sends the node's left rows to
+    ``x > threshold``; the threshold is the midpoint between the two children's rows on g."""
+    left, right, feat = tree.children_left, tree.children_right, tree.feature
+    n_nodes, d = tree.node_count, X32.shape[1]
+    order = np.argsort(leaf.astype(np.uint16) if n_nodes <= 2**16 else leaf, kind="stable")  # radix sort
+    sleaf = leaf[order]
+    starts = np.flatnonzero(np.r_[True, sleaf[1:] != sleaf[:-1]])
+    xs = X32[order]
+    lo = np.empty((n_nodes, d), dtype=np.float32)   # per node: the box of the training rows reaching it
+    hi = np.empty((n_nodes, d), dtype=np.float32)
+    lo[sleaf[starts]] = np.minimum.reduceat(xs, starts, axis=0)
+    hi[sleaf[starts]] = np.maximum.reduceat(xs, starts, axis=0)
+    levels, frontier = [], np.array([0])
+    while frontier.size:
+        inner = frontier[left[frontier] >= 0]
+        if inner.size:
+            levels.append(inner)
+        frontier = np.concatenate([left[inner], right[inner]])
+    for inner in reversed(levels):  # children before parents
+        lo[inner] = np.minimum(lo[left[inner]], lo[right[inner]])
+        hi[inner] = np.maximum(hi[left[inner]], hi[right[inner]])
+    inner = np.flatnonzero(left >= 0)
+    L, R = left[inner], right[inner]
+    own = np.zeros((inner.size, d), dtype=bool)
+    own[np.arange(inner.size), feat[inner]] = True
+    parts = []
+    for flipped, (a, b) in ((False, (L, R)), (True, (R, L))):
+        # rows of child a all <= rows of child b on g: threshold between them sends a left
+        ok = (hi[a] < lo[b]) & ~own
+        i, g = np.nonzero(ok)
+        thr = (hi[a][i, g].astype(np.float64) + lo[b][i, g].astype(np.float64)) / 2.0
+        parts.append((inner[i], g, thr, np.full(i.size, flipped)))
+    node, g, thr, flip = (np.concatenate(p) for p in zip(*parts))
+    o = np.lexsort((g, node))
+    return node[o], g[o], thr[o], flip[o]
+
+
+@dataclass(frozen=True)
+class TransformedForest:
+    """S+ or S- of every tree of a forest for one feature set X1.
+
+    ``trees``: scikit-learn ``Tree`` objects (rebuilt where ``changed``, the originals elsewhere);
+    ``changed`` (T,): S± changed some node of the tree; ``uses`` (T,): the transformed tree splits
+    on X1; ``below`` (n_nodes,): the node was changed or lies under a changed node. A row whose
+    original leaf is not ``below`` reaches the same leaf in the transformed tree.
+    """
+
+    trees: list
+    changed: np.ndarray
+    uses: np.ndarray
+    below: np.ndarray
+
+
+@dataclass(frozen=True)
+class SurrogateSplits:
+    """The exact surrogate splits of every internal node of a forest, sorted by (node, feature):
+    global ``node`` id, surrogate ``feature``, ``threshold`` and ``flipped`` (see
+    :func:`tree_surrogates`)."""
+
+    node: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    flipped: np.ndarray
+
+    def transform(self, tables, cols, plus: bool) -> TransformedForest:
+        """S+ (``plus``) or S- of every tree of ``tables`` (a :class:`ForestTables`) for the
+        feature set ``cols``: each node takes its first eligible surrogate (lowest feature id)."""
+        node_in = np.isin(tables.feature[self.node], cols)
+        sur_in = np.isin(self.feature, cols)
+        cand = (sur_in & ~node_in) if plus else (~sur_in & node_in)
+        nodes, first = np.unique(self.node[cand], return_index=True)   # sorted, so grouped by tree
+        pick = np.flatnonzero(cand)[first]
+        feat = tables.feature.copy()
+        feat[nodes] = self.feature[pick]
+        changed = np.bincount(tables.tree_of[nodes], minlength=tables.T) > 0
+        bounds = np.searchsorted(nodes, np.r_[tables.offsets, len(tables.feature)])
+        trees = list(tables.trees)
+        for t in np.flatnonzero(changed):
+            at = pick[bounds[t]:bounds[t + 1]]
+            trees[t] = _with_splits(trees[t], nodes[bounds[t]:bounds[t + 1]] - tables.offsets[t],
+                                    self.feature[at], self.threshold[at], self.flipped[at])
+        return TransformedForest(trees, changed, tables.uses(feat, cols), _below(tables, nodes))
+
+
+def _with_splits(tree, nodes, feature, threshold, flipped):
+    """A copy of the scikit-learn ``Tree`` ``tree`` whose internal ``nodes`` (local ids) split on
+    ``feature`` at ``threshold``, their children swapped where ``flipped``; same leaves."""
+    new = copy.deepcopy(tree)
+    new.feature[nodes], new.threshold[nodes] = feature, threshold
+    swap = nodes[flipped]
+    new.children_left[swap], new.children_right[swap] = tree.children_right[swap], tree.children_left[swap]
+    return new
+
+
+def _below(tables, nodes):
+    """Bool per global node: it is one of ``nodes`` or lies under one."""
+    below = np.zeros(len(tables.left), dtype=bool)
+    below[nodes] = True
+    for inner in tables.levels:   # parents before children
+        off = tables.offsets[tables.tree_of[inner]]
+        below[tables.left[inner] + off] |= below[inner]
+        below[tables.right[inner] + off] |= below[inner]
+    return below

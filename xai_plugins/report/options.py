@@ -1,0 +1,188 @@
+"""Every parameter of an audit, with its default written once.
+
+:class:`AuditOptions` is what :func:`~xai_plugins.report.audit` builds from its keyword arguments and
+what ``xai-audit`` builds from its flags (the CLI derives its flags, types, choices and defaults from
+the fields' metadata, see :func:`cli_fields`). Each field carries a readable ``label`` (with its
+unit) that the report's parameter table shows, so the reader never sees a Python argument name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InputError, InputTypeError
+from .explainers import EXPLAINERS
+
+#: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
+OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
+
+
+def _option(default, label: str, help: str | None = None, *, factory=None, **cli):
+    """A dataclass field with its report ``label`` and, when ``help`` is given, a CLI flag
+    (``cli``: argparse keywords such as ``type``, ``nargs``, ``choices``)."""
+    metadata = {"label": label, "help": help, "cli": cli}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """The settings of one audit (see :func:`~xai_plugins.report.audit` for their meaning).
+
+    Built once and never changed: ``dataclasses.replace(options, max_rows=100)`` (or
+    :meth:`replace`) gives a modified copy. Every random draw of the audit derives from
+    ``random_state`` and the drawing section's name, so the same inputs and options give the same
+    numbers on any machine; only ``time_budget`` (opt-in) makes the row count machine-dependent.
+    """
+
+    sigma: tuple = _option((0.1, 0.3, 1.0), "noise levels σ (training standard deviations)",
+                           "noise levels in training standard deviations", type=float, nargs="+")
+    explainers: tuple = _option(EXPLAINERS, "explanation methods", "explainers to run",
+                                nargs="+", choices=EXPLAINERS, metavar="METHOD")
+    sections: tuple = _option(OPTIONAL_SECTIONS, "optional sections computed", "optional sections to compute",
+                              nargs="+", choices=OPTIONAL_SECTIONS, metavar="SECTION")
+    title: str = _option("Model audit", "report title")
+    random_state: int | None = _option(0, "random seed", "seed of every random draw", type=int)
+    positive_class: object = _option(
+        None, "class explained in the detailed pages",
+        "class explained in the detailed pages (default: the last class of a binary model, the most frequent "
+        "test class of a multi-class model)")
+    max_rows: int = _option(50, "test rows given the per-row methods (at most)",
+                            "most test rows given the per-row methods", type=int)
+    max_shap_rows: int = _option(200, "test rows of TreeSHAP's global importance (at most)",
+                                 "most test rows of TreeSHAP's global importance", type=int)
+    time_budget: float | None = _option(
+        None, "time budget for the per-row PG² work (s)",
+        "opt-in: seconds for the per-row PG² work, fewer rows when it would take longer (makes the row count "
+        "depend on the machine's speed; default: none)", type=float)
+    binary_sigma: float | None = _option(
+        None, "noise level of 0/1 columns (training standard deviations)",
+        "noise level for 0/1 (binary) columns in training standard deviations, instead of --sigma "
+        "(default: the same σ as every other feature)", type=float)
+    n_local: int = _option(2, "rows shown with local explanations", "rows shown with local explanations", type=int)
+    top_k: int = _option(5, "k of the top-k overlap", "k of the top-k overlap", type=int)
+    acme_quantiles: int = _option(30, "AcME quantile grid points", "AcME quantile grid points", type=int)
+    mc_pairs: int = _option(4, "Monte Carlo comparison (row, feature set) pairs",
+                            "(row, feature set) pairs of the exact-vs-Monte-Carlo comparison", type=int)
+    mcr_permutations: int = _option(5, "MCR permutations per feature", "MCR permutations per feature", type=int)
+    mcr_epsilon: float = _option(
+        0.0, "MCR Rashomon tolerance ε",
+        "tolerance of the MCR Rashomon set: share of training rows (classifiers) or MSE (regressors) by which "
+        "swapped trees may differ (default 0: identical predictions)", type=float)
+    mcr_fit_forest: bool = _option(
+        False, "fit a Rashomon forest for MCR when the model is not one",
+        "for a model RF-MCR does not support (boosting, bootstrap forests), fit a bootstrap-free random forest "
+        "on --train and report its MCR ranges")
+    dt_sampler_rows: int = _option(60, "DT-Sampler rows", "rows DT-Sampler fits its small trees on", type=int)
+    dt_sampler_features: int = _option(8, "DT-Sampler features", "features DT-Sampler may split on", type=int)
+    dt_sampler_samples: int = _option(20, "DT-Sampler sampled trees", "trees DT-Sampler samples", type=int)
+    model_card: object = _option(
+        None, "model card", "model card (JSON or YAML file): name, version, owner, intended use, data provenance")
+    protected: tuple = _option((), "protected attributes",
+                               "protected attribute columns of the data (need not be model features)",
+                               nargs="+", metavar="COL")
+    run_id: str | None = _option(None, "run id", "your identifier of this run, printed on the report")
+    strict: bool = _option(False, "strict (a failed section fails the run)",
+                           "exit with status 1 when a section or a method failed")
+    command_line: str | None = _option(None, "command line")
+    provenance: dict | None = _option(None, "provenance")
+    progress: bool = _option(True, "progress bars")
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen dataclass
+        sigma = (self.sigma,) if isinstance(self.sigma, numbers.Real) else tuple(self.sigma)
+        try:
+            sigma = tuple(float(s) for s in sigma)
+        except (TypeError, ValueError) as exc:
+            raise InputTypeError(f"sigma must hold numbers; got {self.sigma!r}") from exc
+        if not sigma or not all(s > 0 for s in sigma) or not all(s < float("inf") for s in sigma):
+            raise InputError(f"sigma must hold positive noise levels; got {self.sigma!r}")
+        set_("sigma", sigma)
+        set_("explainers", _choices(self.explainers, EXPLAINERS, "explainers"))
+        set_("sections", _choices(self.sections, OPTIONAL_SECTIONS, "sections"))
+        set_("protected", _choices(self.protected, None, "protected"))
+        for name in ("max_rows", "max_shap_rows", "acme_quantiles", "mcr_permutations", "dt_sampler_rows",
+                     "dt_sampler_features", "dt_sampler_samples", "top_k"):
+            _positive_int(self, name)
+        for name in ("n_local", "mc_pairs"):
+            _positive_int(self, name, minimum=0)
+        for name in ("time_budget", "binary_sigma"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, numbers.Real) and 0 < value < float("inf")):
+                raise InputError(f"{name} must be a positive number or None; got {value!r}")
+        if self.random_state is not None and not isinstance(self.random_state, numbers.Integral):
+            raise InputTypeError(f"random_state must be an int or None; got {self.random_state!r}")
+        if self.model_card is not None and not isinstance(self.model_card, (str, Path, dict)):
+            raise InputTypeError(f"model_card must be a path or a dict; got {type(self.model_card).__name__}")
+
+    def replace(self, **changes) -> "AuditOptions":
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def sigma_ref(self) -> float:
+        """The middle noise level: the greedy PG² ranking and the Monte Carlo comparison use it."""
+        return sorted(self.sigma)[len(self.sigma) // 2]
+
+    @property
+    def machine_dependent(self) -> bool:
+        """Whether the report's numbers may depend on the machine's speed (only with ``time_budget``)."""
+        return self.time_budget is not None
+
+    def describe(self, cli: bool = False) -> dict:
+        """The settings for the report's appendix: readable label → value, with the CLI flag
+        (``cli``) or the Python argument in parentheses so the reader can change it."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name in ("command_line", "provenance", "progress", "title", "model_card"):
+                continue
+            handle = flag(f.name) if cli else f"{f.name}="
+            out[f"{f.metadata['label']} ({handle})"] = self._readable(f.name)
+        return out
+
+    def _readable(self, name: str):
+        """The value of option ``name`` as the report shows it (method and section names in words)."""
+        from .explainers import LABELS
+        from .sections import title
+
+        value = getattr(self, name)
+        if name == "explainers":
+            return ", ".join(LABELS[k] for k in value)
+        if name == "sections":
+            return ", ".join(title(k) for k in value)
+        if value is None:
+            return "default" if name == "positive_class" else "none"
+        return value
+
+
+def flag(name: str) -> str:
+    """The ``xai-audit`` flag of option ``name``."""
+    return "--" + name.replace("_", "-")
+
+
+def cli_fields() -> list:
+    """The :class:`AuditOptions` fields ``xai-audit`` exposes as flags (those with a ``help``)."""
+    return [f for f in dataclasses.fields(AuditOptions) if f.metadata.get("help")]
+
+
+def _choices(values, allowed, name) -> tuple:
+    if values is None:
+        return tuple(allowed or ())
+    values = (values,) if isinstance(values, str) else tuple(values)
+    if allowed is not None:
+        unknown = [v for v in values if v not in allowed]
+        if unknown:
+            raise InputError(f"unknown {name} {unknown}; choose from {list(allowed)}")
+    elif not all(isinstance(v, str) for v in values):
+        raise InputTypeError(f"{name} must be column names; got {values!r}")
+    return tuple(dict.fromkeys(values))
+
+
+def _positive_int(options, name: str, minimum: int = 1) -> None:
+    value = getattr(options, name)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InputError(f"{name} must be an integer ≥ {minimum}; got {value!r}")

@@ -1,0 +1,177 @@
+"""Explanations section: run every requested explainer on the same rows of the test data.
+
+The per-row methods (TreeSHAP, greedy PG², local MDI, AcME) explain the same ``max_rows`` complete
+test rows, a seeded sample that depends only on the data and ``random_state`` — unless the user
+opts into a ``time_budget``, which may lower the row count on a slow machine (the report then says
+it is machine-dependent). ``raw`` holds what the other sections read: ``methods`` (key →
+:class:`~xai_plugins.report.explainers.MethodResult`), ``rows`` (explained row positions),
+``importances`` (method key → (rows, features) per-row importance: |SHAP|, |AcME|, |local MDI|,
+greedy PG² gains) and ``agreement_rows`` (rows of the per-row agreement).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from ...prediction_gap import greedy_pg2_ranking, pgi2
+from .. import explainers as runners
+from .. import figures
+from ..section import SKIPPED, Table
+from . import new, register
+
+#: the sections that read the explainers' results
+CONSUMERS = ("explanations", "faithfulness", "agreement", "mcr")
+
+
+@register("explanations", "Explanations by method")
+def build(ctx, results, options):
+    """Run the explainers (when any consumer section is requested) and show their importances."""
+    section = new("explanations")
+    if not set(CONSUMERS) & set(options.sections):
+        section.status, section.reason = "skipped", SKIPPED
+        section.raw = {"methods": {}, "rows": np.arange(0), "importances": {}, "agreement_rows": 0}
+        return section
+    if ctx.cluster is not None:
+        _run_on_cluster(ctx, options, section)
+    else:
+        _run_in_memory(ctx, options, section)
+    methods = section.raw["methods"]
+    section.raw["importances"] = {key: m.extras.get("per_row", m.local_scores) for key, m in methods.items()
+                                  if m.status == "ok" and m.local_scores is not None}
+    if "explanations" not in options.sections:
+        section.status, section.reason = "skipped", SKIPPED
+        return section
+    failed = [m for m in methods.values() if m.status == "failed"]
+    if failed:
+        section.status = "warn"
+        section.reason = "; ".join(f"{m.label} failed ({m.reason})" for m in failed)
+    _show(ctx, section, options)
+    return section
+
+
+def _run_in_memory(ctx, options, section) -> None:
+    rows, calibration = choose_rows(ctx, options)
+    local_rows = local_row_positions(ctx, rows, options.n_local)
+    shap_rows = ctx.sample_rows(max(options.max_shap_rows, len(rows)))
+    sigma = ctx.sigma_vector(options.sigma_ref, options.binary_sigma)
+    calls = {
+        "shap": lambda: runners.run_shap(ctx, rows, shap_rows, local_rows),
+        "pg2": lambda: runners.run_pg2(ctx, rows, sigma, options.sigma_ref),
+        "local_mdi": lambda: runners.run_local_mdi(ctx, rows),
+        "acme": lambda: runners.run_acme(ctx, rows, local_rows, options.acme_quantiles),
+        **in_memory_calls(ctx, options),
+    }
+    methods = {key: runners.run(key, calls[key]) if key in options.explainers
+               else runners.MethodResult(key, status="skipped", reason=SKIPPED) for key in runners.EXPLAINERS}
+    section.raw = {"methods": methods, "rows": rows, "local_rows": local_rows, "agreement_rows": len(rows),
+                   "local labels": [ctx.row_label(r) for r in local_rows]}
+    section.data = {"explained rows": len(rows), "rows scope": "test rows drawn at random (seeded)",
+                    "complete test rows (sampled from)": len(ctx.complete_rows), "row-count calibration": calibration}
+
+
+def in_memory_calls(ctx, options) -> dict:
+    """The methods that always run in memory (they do not explain test rows one by one)."""
+    return {
+        "dt_sampler": lambda: runners.run_dt_sampler(
+            ctx, n_rows=options.dt_sampler_rows, n_features=options.dt_sampler_features, n_branch_nodes=3,
+            n_samples=options.dt_sampler_samples, time_budget=options.time_budget),
+        "mcr": lambda: runners.run_mcr(ctx, n_permutations=options.mcr_permutations, epsilon=options.mcr_epsilon,
+                                       fit_forest=options.mcr_fit_forest),
+    }
+
+
+def _run_on_cluster(ctx, options, section) -> None:
+    from .. import cluster
+
+    cl = ctx.cluster
+    methods, local_labels, agreement_rows = cluster.run_methods(
+        ctx, cl, options.explainers, sigma_ref=options.sigma_ref, acme_quantiles=options.acme_quantiles,
+        n_local=options.n_local, in_memory_calls=in_memory_calls(ctx, options))
+    section.raw = {"methods": methods, "rows": ctx.sample_rows(len(ctx.X_test)), "local_rows": [],
+                   "agreement_rows": agreement_rows, "local labels": local_labels}
+    section.data = {
+        "explained rows": cl.n_complete,
+        "rows scope": (f"test rows: every complete test row ({cl.n_rows - cl.n_complete} of the {cl.n_rows} have a "
+                       "missing value), computed on the Dask cluster (max_rows and time_budget do not apply); the "
+                       f"per-row agreement uses a random sample of {agreement_rows} of them"),
+        "complete test rows (sampled from)": cl.n_complete,
+        "row-count calibration": {"rows": cl.n_complete, "time budget": "none: every complete test row, on the "
+                                  "Dask cluster (max_rows and time_budget ignored)"}}
+
+
+def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
+    """Explained rows: ``max_rows`` seeded complete test rows. Only with the opt-in ``time_budget``,
+    fewer (never fewer than 10, or all) when a timed probe on two rows estimates the PG² work
+    (greedy ranking plus every ranking's exact PGI² at every σ) to exceed it."""
+    candidates = ctx.sample_rows(options.max_rows)
+    if options.time_budget is None:
+        return candidates, {"rows": len(candidates), "time budget": "none (the row count depends only on the "
+                            "data and the options)"}
+    probe = ctx.X_test.to_numpy()[candidates[:2]]
+    sigma = ctx.sigma_vector(options.sigma_ref, options.binary_sigma)
+    per_row = 0.0
+    try:
+        if "pg2" in options.explainers:
+            t = time.perf_counter()
+            ranking = greedy_pg2_ranking(ctx.forest, probe, sigma=sigma, background=ctx.background).ranking
+            per_row += (time.perf_counter() - t) / len(probe)
+        else:
+            ranking = np.tile(np.arange(ctx.n_features), (len(probe), 1))
+        if "faithfulness" in options.sections:  # every method's ranking and the random one, scored together
+            rng = ctx.rng("row-count probe")
+            stacked = np.stack([ranking] + [np.argsort(rng.random(ranking.shape), axis=1) for _ in options.explainers])
+            t = time.perf_counter()
+            pgi2(ctx.forest, probe, stacked, sigma=sigma, background=ctx.background)
+            per_row += (time.perf_counter() - t) / len(probe) * len(options.sigma)
+    except Exception as exc:  # noqa: BLE001 - the methods themselves will report the problem
+        return candidates, {"rows": len(candidates), "probe failed": f"{type(exc).__name__}: {exc}"}
+    if per_row == 0:
+        return candidates, {"estimated seconds per row": per_row, "rows": len(candidates)}
+    n = int(np.clip(int(options.time_budget / per_row), min(10, options.max_rows), options.max_rows))
+    return ctx.sample_rows(n), {"estimated seconds per row": per_row, "rows": n,
+                                "time budget": f"{options.time_budget:g} s (machine-dependent row count)"}
+
+
+def local_row_positions(ctx, rows, n_local: int) -> list:
+    """Explained rows with the highest and lowest output, alternating, ``n_local`` in all."""
+    if n_local <= 0 or len(rows) == 0:
+        return []
+    order = rows[np.argsort(ctx.score(ctx.X_test.to_numpy()[rows]), kind="stable")]
+    return runners.extremes_first(order, n_local)
+
+
+def _show(ctx, section, options) -> None:
+    methods = section.raw["methods"]
+    ok = {m.label: m.importance for m in methods.values() if m.status == "ok" and m.importance is not None
+          and m.key != "mcr"}
+    section.data.update({"local rows": section.raw["local labels"],
+                         "methods": {m.label: {"status": m.status, "reason": m.reason, "params": m.params}
+                                     for m in methods.values()}})
+    if ok:
+        section.figures.append(figures.importance_bars(
+            f"Global importance of the top features by method (explained output: {ctx.output_label}). SHAP: mean "
+            f"|SHAP value|; PG² greedy: mean increase of PG² when the feature joins the perturbed set (negative "
+            f"when adding it lowers PG²: PG² is not monotone in the perturbed set); local MDI: mean impurity "
+            f"decrease; AcME: mean standardised effect; DT-Sampler: emergence probability.", ok))
+        table = pd.DataFrame(ok)
+        table.index.name = "feature"
+        lead = next(iter(ok))
+        section.tables.append(Table(f"Global importances of every feature, sorted by {lead}.",
+                                    table.sort_values(lead, ascending=False)))
+    per_class = methods["shap"].extras.get("per class") if "shap" in methods else None
+    if per_class is not None:
+        top = per_class.mean(axis=1).sort_values(ascending=False).head(12).index
+        shown = per_class.loc[top]
+        shown.index.name = "feature"
+        section.data["SHAP per class"] = per_class
+        section.tables.append(Table(f"Mean |SHAP value| per class (every one of the {per_class.shape[1]} classes; "
+                                    f"the 12 features with the highest mean over classes): the multi-class summary "
+                                    f"behind the detailed pages, which explain class {ctx.positive_class}.", shown))
+    section.raw["global figures"] = list(section.figures)
+    if "dt_sampler" in methods:
+        section.raw["global figures"] += methods["dt_sampler"].figures
+    section.raw["local figures"] = [f for key in ("shap", "acme") if key in methods for f in methods[key].figures]
+    section.figures = section.raw["global figures"] + section.raw["local figures"]

@@ -1,0 +1,344 @@
+"""Fairness section: each protected attribute's groups, disparities, explanations, reliance and proxies.
+
+For every name in ``options.protected`` (a column of the data that need not be a model feature,
+held in ``ctx.protected``) the section shows, with the computations of :mod:`..fairness`: the
+groups and their sizes; predictive performance per group and the disparity metrics (fairlearn);
+the mean |importance| per feature and group of every per-row explanation method, as a grouped bar
+chart; when the attribute (or an encoding of it) is a model input, the model's reliance on it and,
+from the MCR section, its range over the Rashomon set; and the features that predict it (proxies).
+The section warns when a threshold of :data:`..fairness.THRESHOLDS` is crossed, quoting it.
+``data["attributes"][name]`` holds every number; ``raw["attributes"]`` the per-attribute findings and
+``blocks`` (tables and figures in display order) the partial shows.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib
+import numpy as np
+import pandas as pd
+
+from .. import fairness as fair
+from .. import figures
+from ..explainers import LABELS
+from ..render import fmt
+from ...errors import InputError
+from ..section import Table
+from . import new, register
+from .mcr import reliance_unit
+
+#: per-row importances shown, in this order (greedy PG² gains last: they may be negative)
+IMPORTANCE_ORDER = ("shap", "acme", "local_mdi", "pg2")
+#: features shown per panel of the grouped bar chart, fewer when there are many groups (at most
+#: ``MAX_BARS`` bars per panel, at least 3 features)
+TOP_FEATURES = 10
+MAX_BARS = 30
+#: permutations of the model's own reliance on the attribute's columns (test data)
+N_PERMUTATIONS = 5
+
+
+@register("fairness", "Fairness towards protected attributes")
+def build(ctx, results, options):
+    """Assess every protected attribute; "warn" when a disparity, importance difference, reliance
+    or proxy threshold is crossed, "not applicable" when no attribute has two groups."""
+    section = new("fairness")
+    if not options.protected:
+        section.status = "skipped"
+        section.reason = "no protected attribute named (name the columns with the protected attributes option)"
+        return section
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        predictions = np.asarray(ctx.model.predict(ctx.model_input(ctx.X_test.to_numpy())))
+    assessed = [_assess(ctx, results, options, name, predictions) for name in options.protected]
+    section.data = {"attributes": {a["name"]: a["data"] for a in assessed},
+                    "thresholds": dict(fair.THRESHOLDS)}
+    section.raw = {"attributes": assessed}
+    blocks = [b for a in assessed for b in a["blocks"]]
+    section.tables = [b for b in blocks if isinstance(b, Table)]
+    section.figures = [b for b in blocks if isinstance(b, figures.Figure)]
+    warned = [f"{a['name']}: {w}" for a in assessed for w in a["warnings"]]
+    if all(a["not assessed"] for a in assessed):
+        section.status = "not applicable"
+        section.reason = "; ".join(f"{a['name']}: {a['not assessed']}" for a in assessed)
+    elif warned:
+        section.status, section.reason = "warn", "; ".join(warned)
+    return section
+
+
+def _assess(ctx, results, options, name, predictions) -> dict:
+    """Tables, figures, findings (plain text) and warnings of one protected attribute."""
+    values = ctx.protected[name].reset_index(drop=True)
+    grouping = fair.make_grouping(values, name)
+    labels = grouping.labels(values)
+    sizes = labels.value_counts().sort_index()
+    out = {"name": name, "grouping": grouping.description, "blocks": [], "findings": [],
+           "warnings": [], "not assessed": "",
+           "data": {"groups": f"{name} grouped by {grouping.description}", "group sizes": sizes.to_dict()}}
+    if len(sizes) < 2:
+        out["not assessed"] = (f"not assessed: every test row is in the one group {sizes.index[0]!r}, so there is "
+                               "nothing to compare")
+        out["findings"].append(out["not assessed"])
+        return out
+    if ctx.cluster is not None:
+        out["findings"].append(f"Audit on a Dask cluster: this section uses the in-memory random sample of "
+                               f"{len(ctx.X_test)} test rows.")
+    seed = ctx.seed_int(f"fairness:{name}")
+    _performance(ctx, out, labels, predictions, seed)
+    _importances(ctx, results, out, labels)
+    # encodings and proxies are read on the training rows when they carry the attribute (more rows)
+    train = ctx.protected_train is not None and name in ctx.protected_train.columns and ctx.X_train is not None
+    X = (ctx.X_train if train else ctx.X_test).reset_index(drop=True)
+    source = grouping.labels((ctx.protected_train if train else ctx.protected)[name].reset_index(drop=True))
+    encodings = fair.encoding_columns(X, name, source)
+    _reliance(ctx, results, out, encodings, seed)
+    _proxies(out, X, source, "training" if train else "test", encodings, seed)
+    return out
+
+
+def _performance(ctx, out, labels, predictions, seed) -> None:
+    """Per-group metrics and disparities. When some groups have fewer than ``SMALL_GROUP`` test rows
+    and at least two have more, the warnings judge the disparities between the larger groups (a
+    rate over a handful of rows is mostly noise); the disparities over every group are shown too."""
+    perf = fair.performance_by_group(ctx.y_test, predictions, labels, ctx.task, ctx.positive_class, random_state=seed)
+    large = perf.by_group.index[perf.by_group["rows"] >= fair.SMALL_GROUP].tolist()
+    judged, scope = perf, ""
+    shown = perf.disparities.assign(groups="all")
+    if 2 <= len(large) < len(perf.by_group):
+        keep = labels.isin(large).to_numpy()
+        judged = fair.performance_by_group(None if ctx.y_test is None else np.asarray(ctx.y_test)[keep],
+                                           predictions[keep], labels[keep].reset_index(drop=True), ctx.task,
+                                           ctx.positive_class, random_state=seed)
+        scope = f" (groups of ≥ {fair.SMALL_GROUP} test rows)"
+        shown = pd.concat([shown, judged.disparities.assign(groups=f"≥ {fair.SMALL_GROUP} rows")])
+        out["data"][f"disparities (groups of ≥ {fair.SMALL_GROUP} rows)"] = judged.disparities
+    out["data"].update({"by group": perf.by_group, "disparities": perf.disparities})
+    what = (f"positive class {ctx.positive_class} against the rest" if ctx.task == "classification"
+            else "regression output")
+    out["blocks"].append(Table(f"{out['name']}: group sizes and predictive performance per group on the test data "
+                               f"({what}; fairlearn MetricFrame).", perf.by_group))
+    shown["95% interval"] = [f"[{fmt(a)}, {fmt(b)}]" if np.isfinite(a) else "–"
+                             for a, b in zip(shown["ci_low"], shown["ci_high"])]
+    shown = shown.rename(columns={"threshold": "warn above"})[
+        (["groups"] if judged is not perf else []) + ["value", "95% interval", "warn above"]]
+    out["blocks"].append(Table(
+        f"{out['name']}: disparities between groups (largest minus smallest group value; 95% percentile-bootstrap "
+        "interval over the test rows where given)" + (f"; the warnings use the groups of at least {fair.SMALL_GROUP} "
+                                                      "rows." if judged is not perf else "."), shown))
+    d = judged.disparities
+    for metric, row in d.iterrows():
+        if row["exceeded"]:
+            out["warnings"].append(f"{metric}{scope} {fmt(row['value'])} is above {fmt(row['threshold'])}")
+    if ctx.task == "classification":
+        out["findings"].append(
+            f"Share of rows predicted as class {ctx.positive_class}: " + ", ".join(
+                f"{g}: {fmt(r, 3)}" for g, r in perf.by_group["selection rate"].items()) +
+            f"; the demographic-parity difference{scope} is {fmt(d.loc['demographic parity difference', 'value'])} "
+            f"(warning above {fmt(fair.THRESHOLDS['demographic parity difference'])}).")
+        if "equalized odds difference" in d.index:
+            out["findings"].append(
+                f"The largest gap between groups{scope} in the true-positive or false-positive rate "
+                f"(equalized-odds difference) is {fmt(d.loc['equalized odds difference', 'value'])} (warning above "
+                f"{fmt(fair.THRESHOLDS['equalized odds difference'])}).")
+    else:
+        out["findings"].append(
+            "Mean prediction per group: " + ", ".join(
+                f"{g}: {fmt(v)}" for g, v in perf.by_group["mean prediction"].items()) +
+            f"; the gap{scope} is {fmt(d.loc['mean prediction gap (sd of predictions)', 'value'])} standard "
+            f"deviations of the predictions (warning above "
+            f"{fmt(fair.THRESHOLDS['mean prediction gap (sd of predictions)'])}).")
+        if "MAE ratio (worst / best group)" in d.index:
+            out["findings"].append(
+                f"The worst-served group's mean absolute error{scope} is "
+                f"{fmt(d.loc['MAE ratio (worst / best group)', 'value'])} times the best-served group's (warning "
+                f"above {fmt(fair.THRESHOLDS['MAE ratio (worst / best group)'])}).")
+    if ctx.y_test is None:
+        out["findings"].append("Error rates per group need the test target, which was not given.")
+    out["findings"].extend(note[0].upper() + note[1:] + ("; the warnings leave them out." if judged is not perf
+                                                         else ".") for note in perf.notes)
+
+
+def _importances(ctx, results, out, labels) -> None:
+    explanations = results.get("explanations")
+    raw = explanations.raw if explanations is not None else {}
+    rows = np.asarray(raw.get("rows", []), dtype=int)
+    per_row = {LABELS[k]: np.asarray(raw["importances"][k], dtype=float) for k in IMPORTANCE_ORDER
+               if k in raw.get("importances", {})
+               and np.shape(raw["importances"][k]) == (len(rows), ctx.n_features)}
+    if not per_row or len(rows) == 0:
+        out["findings"].append("Per-group explanation importances: not computed (no per-row explanation ran).")
+        return
+    row_groups = labels.iloc[rows].reset_index(drop=True)
+    means, summary = fair.importance_by_group(per_row, ctx.feature_names, row_groups)
+    counts = row_groups.value_counts().sort_index()
+    out["data"].update({"explained rows per group": counts.to_dict(), "importance by group": means,
+                        "importance profiles": summary})
+    out["blocks"].append(_grouped_bars(out["name"],
+        f"{out['name']}: mean |importance| of the "
+        f"{_shown_features(ctx.n_features, len(counts))} features most important "
+        f"overall, per group, over the {len(rows)} explained test rows ("
+        + ", ".join(f"{g}: {n} rows" for g, n in counts.items()) + "). Each panel is one method in its own units"
+        + ("; greedy PG²: the increase of PG² when the feature joins the perturbed set." if LABELS["pg2"] in means
+           else "."), means))
+    shown = summary.drop(columns=["threshold", "exceeded"]).rename(
+        columns={"importance profile distance": "profile distance (0 same, 1 disjoint)"})
+    out["blocks"].append(Table(
+        f"{out['name']}: do the methods see different features as important for different groups? Profile distance: "
+        "total-variation distance between two groups' importance shares (largest over pairs of groups with at "
+        f"least {fair.MIN_EXPLAINED_ROWS} explained rows); warning above "
+        f"{fmt(fair.THRESHOLDS['importance profile distance'])}.", shown))
+    top = pd.DataFrame({method: {g: ", ".join(map(str, table[g].sort_values(ascending=False, kind="stable")
+                                                   .head(3).index)) for g in table.columns}
+                        for method, table in means.items()})
+    top.index.name = "group"
+    out["blocks"].append(Table(f"{out['name']}: the three features with the largest mean |importance| in each group, "
+                               "by method.", top))
+    for method, row in summary.iterrows():
+        if row["exceeded"]:
+            out["warnings"].append(f"the {method} importance profiles of {row['groups compared']} differ by "
+                                   f"{fmt(row['importance profile distance'])} (above "
+                                   f"{fmt(row['threshold'])})")
+    distances = summary["importance profile distance"].dropna()
+    if len(distances):
+        out["findings"].append(
+            "Explanations per group: the largest difference between two groups' importance profiles is "
+            f"{fmt(distances.max())} ({distances.idxmax()}; 0 = the same features matter in the same proportions, "
+            f"1 = entirely different features; warning above {fmt(fair.THRESHOLDS['importance profile distance'])}).")
+    else:
+        out["findings"].append(f"Explanations per group: no two groups have {fair.MIN_EXPLAINED_ROWS} explained "
+                               "rows each, so their importance profiles are shown but not compared.")
+
+
+def _shown_features(n_features: int, n_groups: int) -> int:
+    """Features per panel of the grouped bar chart."""
+    return min(TOP_FEATURES, n_features, max(3, MAX_BARS // n_groups))
+
+
+def _grouped_bars(attribute, caption, means: dict):
+    """One horizontal grouped bar chart per method: features (rows, most important on top) × groups
+    (bars, first group on top), the legend above the panels."""
+    methods = list(means)
+    groups = list(means[methods[0]].columns)
+    ncols = min(2, len(methods))
+    nrows = int(np.ceil(len(methods) / ncols))
+    n_feat = _shown_features(len(means[methods[0]]), len(groups))
+    panel = 0.06 * n_feat * max(len(groups), 2) + 0.7
+    legend = 0.5
+    colours = matplotlib.colormaps["tab10"].colors
+    with matplotlib.rc_context(figures.STYLE):
+        fig, axes = figures.new_figure(3.3 * ncols, panel * nrows + legend, nrows, ncols)
+        for ax, method in zip(axes.flat, methods):
+            table = means[method]
+            top = table.mean(axis=1).sort_values(ascending=False, kind="stable").head(n_feat).index[::-1]
+            y = np.arange(len(top))
+            width = 0.8 / len(groups)
+            for k, g in enumerate(groups):
+                ax.barh(y + ((len(groups) - 1) / 2 - k) * width, table.loc[top, g].to_numpy(), height=width,
+                        color=colours[k % len(colours)], label=str(g))
+            ax.set_yticks(y, [str(n) for n in top])
+            ax.set_title(method)
+            ax.set_xlabel("mean |importance|")
+            ax.tick_params(axis="y", length=0)
+        for ax in list(axes.flat)[len(methods):]:
+            ax.axis("off")
+        handles, names = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, names, loc="upper center", ncols=min(len(groups), 6), frameon=False,
+                   title=f"groups of {attribute}", bbox_to_anchor=(0.5, 1.0))
+        fig.tight_layout(rect=(0, 0, 1, 1 - legend / (panel * nrows + legend)))
+        return figures.Figure(caption, figures.to_data_uri(fig))
+
+
+def _reliance(ctx, results, out, encodings, seed) -> None:
+    name = out["name"]
+    out["data"]["model features encoding it"] = dict(encodings)
+    if not encodings:
+        out["findings"].append(f"{name} is not a model input and no model feature is a function of it: the model "
+                               "can use it only through correlated features (see the proxy check).")
+        return
+    direct = [c for c, how in encodings.items() if how != "determined by it"]
+    others = [f"{c} ({how})" for c, how in encodings.items() if how == "determined by it"]
+    listed = ", ".join(map(str, direct + others))
+    parts = ([f"is a model input{' (' + ', '.join(map(str, direct)) + ')' if direct != [name] else ''}"]
+             if direct else []) + ([f"is encoded by the model input{'s' if len(others) > 1 else ''} {', '.join(others)}"]
+                                   if others else [])
+    what = " and ".join(parts)
+    out["warnings"].append(f"it {what}")
+    rows = {}
+    if ctx.y_test is not None:
+        loss, unit = ((lambda y, p: float(np.mean(np.asarray(y) != np.asarray(p))), "misclassification rate")
+                      if ctx.task == "classification" else
+                      (lambda y, p: float(np.mean((np.asarray(y, dtype=float) - np.asarray(p, dtype=float)) ** 2)),
+                       "mean squared error"))
+
+        def predict(X):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return ctx.model.predict(ctx.model_input(X.to_numpy()))
+
+        joint = fair.permutation_reliance(loss, predict, ctx.X_test.reset_index(drop=True), ctx.y_test,
+                                          list(encodings), N_PERMUTATIONS, seed)
+        rows[f"{', '.join(map(str, encodings))} (scrambled together, test data)"] = {"this model's reliance": joint}
+        out["findings"].append(
+            f"{name} {what}. Scrambling {'this column' if len(encodings) == 1 else 'these columns'}"
+            f" ({listed}) across the test rows changes the {unit} by {fmt(joint)} (mean of {N_PERMUTATIONS} "
+            "permutations; a value near 0 or below means the model's test error does not depend on it).")
+    mcr = results.get("mcr")
+    table = mcr.data.get("table") if mcr is not None and mcr.status == "ok" else None
+    if table is not None and all(c in table.index for c in encodings):
+        unit = reliance_unit(mcr.data.get("params", {}))
+        for c in encodings:
+            rows[f"{c} (training data, Rashomon set)"] = {
+                "lowest reliance (MCR−)": table.loc[c, "mcr_minus"],
+                "this model's reliance": table.loc[c, "model_reliance"],
+                "highest reliance (MCR+)": table.loc[c, "mcr_plus"]}
+            out["findings"].append(
+                f"Over the Rashomon set of equally accurate forests, the reliance on {c} ranges from "
+                f"{fmt(table.loc[c, 'mcr_minus'])} to {fmt(table.loc[c, 'mcr_plus'])} ({unit}). A lowest value near 0 "
+                "means an equally accurate model need not use it (other features can stand in); a high highest "
+                "value means some equally accurate model leans on it heavily.")
+    else:
+        why = ("the Rashomon-set analysis did not run" if mcr is None else
+               {"skipped": "the Rashomon-set analysis was not computed", "not applicable":
+                "the Rashomon-set analysis does not apply to this model", "failed": "the Rashomon-set analysis failed"}
+               .get(mcr.status, "the Rashomon-set analysis covers other columns") + (f": {mcr.reason}" if mcr.reason
+                                                                                     else ""))
+        out["findings"].append(f"How much an equally accurate model could rely on {name}: not assessed ({why}).")
+    if rows:
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        frame.index.name = "columns"
+        out["data"]["reliance"] = frame
+        out["blocks"].append(Table(f"{name}: the model's reliance on the columns that encode it (increase of the "
+                                   "loss when they are scrambled) and, where available, its range over the "
+                                   "Rashomon set.", frame))
+
+
+def _proxies(out, X, labels, where, encodings, seed) -> None:
+    name = out["name"]
+    try:
+        proxy = fair.proxy_check(X, labels, encodings, seed)
+    except InputError as exc:
+        out["findings"].append(f"Proxy check: not assessed ({exc}).")
+        return
+    out["data"]["proxies"] = {"data": where, "rows": proxy.rows, "folds": proxy.folds, "auc": proxy.auc,
+                              "table": proxy.table, "top": proxy.top(), "note": proxy.note}
+    out["blocks"].append(Table(
+        f"{name}: the model features sharing the most information with it ({proxy.rows} complete {where} rows). "
+        "Share of its entropy: mutual information divided by the attribute's entropy (1: the feature determines "
+        "the group).", proxy.table.head(8).replace({"encodes the attribute": {"": "–"}})))
+    indirect = proxy.auc.get("features other than its encodings", proxy.auc.get("all features") if not encodings
+                             else None)
+    shares = proxy.table["share of the attribute's entropy"]
+    strongest = ", ".join(f"{c} ({fmt(100 * shares[c], 2)}% of its entropy)" for c in proxy.top())
+    text = (f"Proxy check: the features that carry the most information about {name} are {strongest}"
+            + ("; every one of them carries little of it." if shares[proxy.top()].max() < 0.1 else "."))
+    if proxy.auc:
+        text += (" A small random-forest classifier predicts the group with a cross-validated ROC AUC of "
+                 + "; ".join(f"{fmt(v, 3)} from {k}" for k, v in proxy.auc.items())
+                 + f" ({proxy.folds}-fold; 0.5 = no better than chance; warning above "
+                   f"{fmt(fair.THRESHOLDS['proxy AUC'])}).")
+    else:
+        text += f" {proxy.note[0].upper() + proxy.note[1:]}."
+    out["findings"].append(text)
+    if indirect is not None and indirect > fair.THRESHOLDS["proxy AUC"]:
+        out["warnings"].append(f"the model features predict it indirectly (AUC {fmt(indirect, 3)} above "
+                               f"{fmt(fair.THRESHOLDS['proxy AUC'])}; strongest: {', '.join(proxy.top())})")

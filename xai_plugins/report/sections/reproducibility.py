@@ -1,0 +1,33 @@
+"""Reproducibility appendix: seeds, hashes, settings, timings and package versions."""
+
+from __future__ import annotations
+
+from .. import describe
+from . import new, register
+
+
+@register("reproducibility", "Reproducibility appendix")
+def build(ctx, results, options):
+    """Seed, data and model hashes, the settings (readable labels with the flag or argument that
+    sets them), the row facts, and the package versions. Timings are added by the audit."""
+    section = new("reproducibility")
+    cl = ctx.cluster
+    test_label = ("test data (sha256)" if cl is None
+                  else f"test data: the in-memory sample of {len(ctx.X_test)} rows (sha256)")
+    explained = results["explanations"].data
+    section.data = {
+        "versions": describe.versions(),
+        "seed": options.random_state,
+        "hashes": {"model (sha256 of the tree arrays)": describe.sha256_of_model(ctx.forest),
+                   test_label: describe.sha256_of_data(ctx.X_test, ctx.y_test),
+                   "training data (sha256)": describe.sha256_of_data(ctx.X_train, ctx.y_train),
+                   **(options.provenance or {})},
+        "settings": options.describe(cli=options.command_line is not None),
+        "rows": {"explained test rows": explained.get("explained rows", 0),
+                 "complete test rows (sampled from)": explained.get("complete test rows (sampled from)", 0),
+                 "row count": explained.get("row-count calibration", {})},
+        "machine-dependent": options.machine_dependent,
+    }
+    if options.command_line is not None:
+        section.data["command line"] = options.command_line
+    return section

@@ -1,0 +1,130 @@
+"""Summary section: the key findings on one page, and every failure the audit met.
+
+``data["problems"]`` lists each section or method that failed or warns (the CLI prints them to
+stderr, and ``--strict`` turns a failure into exit status 1); ``data["findings"]`` the findings.
+Means over rows carry a 95 % bootstrap confidence interval over those rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..options import flag
+from ..render import fmt
+from ..section import Table
+from ..verdict import bootstrap_ci
+from . import new, register
+
+
+@register("summary", "Summary of key findings")
+def build(ctx, results, options):
+    """Findings from the other sections, and the failures and warnings among them."""
+    section = new("summary")
+    methods = results["explanations"].raw.get("methods", {})
+    problems = collect_problems(results, methods)
+    seed = ctx.seed_int("summary")
+    rows = _method_rows(methods) + _agreement_rows(results["agreement"], seed) + \
+        _faithfulness_rows(results["faithfulness"], seed) + _mcr_rows(results["mcr"]) + \
+        _performance_rows(results["model"])
+    section.data = {"findings": rows, "problems": problems, "explained output": ctx.output_label}
+    if ctx.task == "classification" and len(ctx.classes) > 2:
+        handle = flag("positive_class") if options.command_line is not None else "positive_class="
+        chosen = "chosen" if options.positive_class is not None else "by default the most frequent test class"
+        section.data["classes"] = (f"{len(ctx.classes)} classes; the detailed pages explain class "
+                                   f"{ctx.positive_class} ({chosen}; choose another with {handle}); the performance "
+                                   "and explanations sections summarise every class")
+    if any(p["status"] == "failed" for p in problems):
+        section.status = "warn"
+        section.reason = "; ".join(p["what"] for p in problems if p["status"] == "failed") + " failed"
+    section.tables.append(Table(f"Key findings. Every method explains {ctx.output_label}.", pd.DataFrame(rows),
+                                index=False))
+    return section
+
+
+def collect_problems(results, methods) -> list:
+    """``{"what", "status", "reason"}`` of every section and method that failed or warns."""
+    out = [{"what": f"section “{s.title}”", "status": s.status, "reason": s.reason}
+           for s in results.values() if s.status in ("failed", "warn")]
+    out += [{"what": f"method {m.label}", "status": m.status, "reason": m.reason}
+            for m in methods.values() if m.status == "failed"]
+    return out
+
+
+def mean_with_ci(values, seed) -> str:
+    """“mean (95% CI [low, high], n rows)” of per-row values."""
+    values = np.asarray(values, dtype=float)
+    ci = bootstrap_ci(values, random_state=seed)
+    return f"{fmt(float(np.mean(values)))} ({ci}, {len(values)} rows)"
+
+
+def _method_rows(methods) -> list:
+    rows = []
+    for m in methods.values():
+        if m.status == "ok" and m.importance is not None:
+            top = m.importance.sort_values(ascending=False, kind="stable").head(3).index.tolist()
+            rows.append({"finding": f"Top features: {m.label}", "result": ", ".join(map(str, top))})
+        elif m.status != "skipped":
+            rows.append({"finding": f"Top features: {m.label}", "result": f"{m.status}: {m.reason}"})
+    return rows
+
+
+def _agreement_rows(section, seed) -> list:
+    data = section.data
+    if "mean global tau" not in data:
+        return []
+    tau = data["mean global tau"]
+    strength = "strong" if tau >= 0.6 else "moderate" if tau >= 0.3 else "weak"
+    text = (f"{strength}: mean pairwise Kendall τ of the global importances {fmt(tau)} and mean top-{data['k']} "
+            f"overlap {fmt(data['mean global overlap'])} ({len(data['methods'])} methods, {data['features']} features)")
+    per_row = section.raw.get("per-row tau")
+    if per_row is not None and np.isfinite(per_row).sum() >= 2:
+        text += f"; per row: mean pairwise τ {mean_with_ci(per_row[np.isfinite(per_row)], seed)}"
+    return [{"finding": "Do the methods agree?", "result": text}]
+
+
+def _faithfulness_rows(section, seed) -> list:
+    data = section.data
+    if not data.get("winners"):
+        return []
+    table = data["pgi2"].set_index(["method", "sigma"])["mean"]
+    per_row = section.raw.get("pgi2", {})
+    labels = section.raw.get("labels", {})
+    by_label = {label: key for key, label in labels.items()}
+    rows = []
+    for sigma, method in data["winners"].items():
+        def shown(label):
+            key = by_label.get(label)
+            if key is not None and sigma in per_row and key in per_row[sigma]:
+                return mean_with_ci(per_row[sigma][key], seed)
+            return fmt(table[(label, sigma)])
+        ceiling = data.get("ceiling")
+        text = f"{method}: mean PGI² {shown(method)}; random floor {shown('random')}"
+        if ceiling:
+            text += f"; greedy PG² ceiling {shown(ceiling)}"
+        rows.append({"finding": f"Most faithful explainer at σ = {sigma:g} (highest mean PGI²; the greedy PG² "
+                                "ranking is the ceiling, not a contestant)", "result": text})
+    return rows
+
+
+def _mcr_rows(section) -> list:
+    if section.status == "ok":
+        table = section.data["table"]
+        result = "; ".join(f"{f} [{fmt(table.loc[f, 'mcr_minus'])}, {fmt(table.loc[f, 'mcr_plus'])}]"
+                           for f in section.data["widest"])
+    elif section.status == "skipped":
+        result = f"not computed ({section.reason})"
+    else:
+        result = f"{section.status}: {section.reason}"
+    return [{"finding": "Features with the widest model class reliance ranges", "result": result}]
+
+
+def _performance_rows(section) -> list:
+    frame = section.data.get("performance")
+    if frame is None or frame.empty:
+        return []
+    first = frame.index[0]
+    result = fmt(frame.loc[first, "test"])
+    if "training" in frame.columns:
+        result += f" (training: {fmt(frame.loc[first, 'training'])})"
+    return [{"finding": f"Test {first}", "result": result}]
