@@ -19,6 +19,7 @@
  * is 1 in a feature it leaves whole). The leaves of all of t's partners u are laid end to end in
  * chunks, so that each leaf l of t costs one vector pass per feature of C_l over many m. */
 #include <float.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,13 +140,19 @@ typedef struct {
     int status;
 } workspace;
 
+/* Makes *buf hold at least need elements of elem bytes (doubling), without overflowing the size. */
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return XAI_OK;
     size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need)
+    while (cap2 < need) {
+        if (cap2 > SIZE_MAX / 2)
+            return XAI_E_NOMEM;
         cap2 *= 2;
+    }
+    if (elem != 0 && cap2 > SIZE_MAX / elem)
+        return XAI_E_NOMEM;
     void *p = realloc(*buf, cap2 * elem);
     if (p == NULL)
         return XAI_E_NOMEM;
@@ -938,13 +945,15 @@ int xai_pg2(const xai_forest *f, const double *X, int64_t n_rows,
 /* The objective sum_o weight[o] * PG2_o(x, S + {j}) of the current row, S + {j} given by mask. */
 static int greedy_objective(workspace *w, const uint8_t *mask, const double *weight, double *value, double *objective)
 {
+    *objective = 0.0;
     int status = set_from_mask(w, mask);
     if (status == XAI_OK)
         status = pg2_one(w, value);
-    *objective = 0.0;
+    if (status != XAI_OK)
+        return status; /* value is not written */
     for (int32_t o = 0; o < w->f->n_outputs; o++)
         *objective += weight[o] * value[o];
-    return status;
+    return XAI_OK;
 }
 
 /* One greedy step of the current row: the feature j outside mask maximising the objective, lowest

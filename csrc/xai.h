@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 5
+#define XAI_ABI_VERSION 6
 
 /* cffi-cdef-begin */
 enum {

@@ -242,7 +242,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     if is_dask(X, S):
         from . import distributed
         return distributed.pg2(model, X, S, sigma, perturbation=perturbation, background=background, method=method,
-                               n_samples=n_samples, random_state=random_state, n_jobs=n_jobs)
+                               n_samples=n_samples, rtol=rtol, random_state=random_state, prune=prune, n_jobs=n_jobs)
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest, X, names = _prepare(model, X)
@@ -335,3 +335,181 @@ def _batched(n_rows: int, seconds: float, verbose: bool, what: str, call) -> tup
             parts.append(call(a, min(a + step, n_rows)))
             bar.update(min(step, n_rows - a))
     return tuple(np.concatenate(p) if isinstance(p[0], np.ndarray) else sum(p) for p in zip(*parts))
+
+
+def row_seed(random_state) -> np.random.SeedSequence:
+    """The root SeedSequence of a Monte Carlo run: from an int seed or a SeedSequence directly,
+    from fresh entropy for None, and from 128 bits drawn from a Generator / RandomState.
+
+    Row i (its index in ``X``) draws from ``default_rng(SeedSequence(root.entropy,
+    spawn_key=root.spawn_key + (i,)))`` -- the i-th child of ``root.spawn`` -- so each row's
+    stream is independent of the other rows and of how the rows are split into blocks.
+    """
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if random_state is None or (isinstance(random_state, numbers.Integral)
+                                and not isinstance(random_state, (bool, np.bool_))):
+        return np.random.SeedSequence(random_state)
+    rng = check_random_state(random_state)
+    return np.random.SeedSequence([int(v) for v in rng.integers(0, 2**32, size=4, dtype=np.uint64)])
+
+
+def _row_rng(root: np.random.SeedSequence, i: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (i,),
+                                                        pool_size=root.pool_size))
+
+
+def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=200_000, row_offset=0):
+    """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor; row i
+    draws from its own generator (:func:`row_seed`), row index ``row_offset + i``."""
+    if forest.predict_fn is None:
+        raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
+    n, d = X.shape
+    k = forest.n_outputs
+    mean = np.zeros((n, k))
+    stderr = np.zeros((n, k))
+    base = np.asarray(forest.predict_fn(X)).reshape(n, k)
+    replicates = 8 if method == "qmc" else 1
+    per_rep = max(n_samples // replicates, 1)
+    for i in range(n):
+        feats = np.flatnonzero(masks[i])
+        if len(feats) == 0:
+            continue
+        rng = _row_rng(root, row_offset + i)
+        if method == "monte_carlo":
+            eps = np.column_stack([noise.sample(j, n_samples, rng) for j in feats])
+        else:
+            blocks = []
+            for _ in range(replicates):
+                u = qmc.Halton(d=len(feats), scramble=True, seed=rng).random(per_rep)
+                u = np.clip(u, 1e-16, 1 - 1e-16)
+                blocks.append(np.column_stack([noise.ppf(j, u[:, c]) for c, j in enumerate(feats)]))
+            eps = np.vstack(blocks)
+        gaps = np.empty((len(eps), k))
+        for a in range(0, len(eps), batch_rows):
+            xp = np.repeat(X[i:i + 1], min(batch_rows, len(eps) - a), axis=0)
+            xp[:, feats] += eps[a:a + batch_rows]
+            gaps[a:a + batch_rows] = (np.asarray(forest.predict_fn(xp)).reshape(-1, k) - base[i]) ** 2
+        if method == "monte_carlo":
+            mean[i] = gaps.mean(axis=0)
+            stderr[i] = gaps.std(axis=0, ddof=1) / np.sqrt(len(gaps))
+        else:
+            rep_means = gaps.reshape(replicates, per_rep, k).mean(axis=1)
+            mean[i] = rep_means.mean(axis=0)
+            stderr[i] = rep_means.std(axis=0, ddof=1) / np.sqrt(replicates)
+    return mean, stderr
+
+
+def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndarray:
+    """(m, n, d) int64 rankings from a (d,), (n, d) or (m, n, d) array of feature orders (indices
+    in the model's feature order, or feature names)."""
+    r = np.asarray(getattr(ranking, "ranking", ranking))
+    if r.dtype.kind in "OUS":
+        lookup = np.vectorize(lambda f: feature_index(f, names, n_features), otypes=[np.int64])
+        r = lookup(r) if r.size else r.astype(np.int64)
+    if r.ndim == 1:
+        r = np.broadcast_to(r, (n_rows, len(r)))
+    if r.ndim == 2:
+        r = r[None]
+    if r.ndim != 3 or r.shape[1:] != (n_rows, n_features) or r.shape[0] < 1:
+        raise InputError(f"ranking must have shape ({n_features},), ({n_rows}, {n_features}) or "
+                         f"(m, {n_rows}, {n_features}); got {np.shape(r)}")
+    if not np.issubdtype(r.dtype, np.integer):
+        raise InputTypeError(f"ranking must hold integer feature indices or feature names; got dtype {r.dtype}")
+    if not np.all(np.sort(r, axis=2) == np.arange(n_features)):
+        raise InputError("every ranking row must be a permutation of 0..d-1")
+    return r.astype(np.int64)
+
+
+def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True, verbose=True,
+         n_jobs=None) -> np.ndarray:
+    """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
+    feature indices in the model's feature order (or feature names).
+
+    Returns (n,) for single-output models, (n, k) otherwise. ``ranking`` may also stack m
+    rankings of the same rows, (m, n, d), to score several explanations at once: the result
+    gains a leading axis of length m, and a prefix set that several rankings of a row share (the
+    full set always, often the first few) is computed once. ``prune`` and ``verbose`` as for
+    :func:`pg2`.
+
+    A dask ``X`` and/or ``ranking`` gives a lazy dask array (see :mod:`xai_plugins.distributed`).
+    """
+    if is_dask(X, getattr(ranking, "ranking", ranking)):
+        from . import distributed
+        return distributed.pgi2(model, X, ranking, sigma, perturbation=perturbation, background=background,
+                                prune=prune, n_jobs=n_jobs)
+    forest, X, names = _prepare(model, X, allow_nan=False)
+    d = forest.n_features
+    r = _check_ranking(ranking, len(X), d, names)
+    stacked = np.ndim(getattr(ranking, "ranking", ranking)) == 3
+    m, n = r.shape[:2]
+    position = np.empty_like(r)
+    np.put_along_axis(position, r, np.broadcast_to(np.arange(d), r.shape), axis=2)
+    # sets[i, a * d + k, j] = 1 iff feature j is among the first k+1 of ranking a of row i
+    sets = (position[:, :, None, :] <= np.arange(d)[None, None, :, None]).astype(np.uint8)
+    sets = sets.transpose(1, 0, 2, 3).reshape(n, m * d, d)
+    if m == 1:      # one ranking: its d prefix sets are distinct, nothing to share
+        mask, where = np.ascontiguousarray(sets), np.broadcast_to(np.arange(d), (n, d))
+    else:
+        mask, where = _shared_sets(sets)
+    noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
+    splits = split_boundaries(forest)
+    table = cdf_table(splits, X, noise, range(d))
+    seconds = m * len(X) * sum(exact_seconds(forest, k) for k in range(1, d + 1))
+    values, _ = _batched(n, seconds, verbose, "PGI²", lambda a, b: _native.pg2(
+        splits.c_forest, splits.cdf_offset, X[a:b], mask[a:b], table[a:b], n_jobs=n_jobs,
+        prune_rtol=PRUNE_RTOL if prune else 0.0))
+    per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
+    scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
+    out = _squeeze(forest, scores)
+    return out if stacked else out[0]
+
+
+def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the distinct sets among ``sets`` (n, s, d) padded with empty sets (PG² = 0), and
+    where each of the s sets is among them: ``(mask (n, u, d), where (n, s))``."""
+    n, s, d = sets.shape
+    unique, where = [], np.empty((n, s), dtype=np.int64)
+    for i in range(n):
+        u, inverse = np.unique(sets[i], axis=0, return_inverse=True)
+        where[i] = inverse.reshape(-1)
+        unique.append(u)
+    mask = np.zeros((n, max(len(u) for u in unique), d), dtype=np.uint8)
+    for i, u in enumerate(unique):
+        mask[i, :len(u)] = u
+    return mask, where
+
+
+def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
+                       verbose=True, n_jobs=None) -> GreedyRanking:
+    """Greedy PG² ranking per row, most important first: step k adds the feature j maximising
+    PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` — an index or name — only);
+    ties go to the lowest feature index (features the model never reaches tie at the end in
+    index order).
+
+    Returns a :class:`GreedyRanking`: ``.ranking`` (n, d) feature indices in the model's feature
+    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``; ``prune`` and
+    ``verbose`` as for :func:`pg2` (with pruning, each step first screens its candidates with a
+    looser certified bound and evaluates again only those that could still be the best, so the
+    ranking is the one the all-pairs sums give). A dask ``X``
+    gives a lazy GreedyRanking of dask arrays (see :mod:`xai_plugins.distributed`).
+    """
+    if is_dask(X):
+        from . import distributed
+        return distributed.greedy_pg2_ranking(model, X, sigma, perturbation=perturbation, background=background,
+                                              output=output, prune=prune, n_jobs=n_jobs)
+    forest, X, _ = _prepare(model, X, allow_nan=False)
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
+    splits = split_boundaries(forest)
+    table = cdf_table(splits, X, noise, range(forest.n_features))
+    c = None if output is None else resolve_output(forest.output_names, output)
+    weight = np.ones(forest.n_outputs)
+    if c is not None:
+        weight = np.zeros(forest.n_outputs)
+        weight[c] = 1.0
+    d = forest.n_features
+    seconds = len(X) * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
+    ranking, path = _batched(len(X), seconds, verbose, "greedy PG² ranking", lambda a, b: _native.greedy_pg2(
+        splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight, n_jobs=n_jobs,
+        prune_rtol=PRUNE_RTOL if prune else 0.0))
+    return GreedyRanking(ranking.astype(np.int64), path)
