@@ -19,6 +19,7 @@
  * is 1 in a feature it leaves whole). The leaves of all of t's partners u are laid end to end in
  * chunks, so that each leaf l of t costs one vector pass per feature of C_l over many m. */
 #include <float.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,8 +49,9 @@
  * and (g, h), the interval as an outer leaf of the leaf-pair loop uses it (see band). */
 enum { BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_MASS, BOX_INV, BOX_G, BOX_H, BOX_BLOCKS };
 
-/* The columns of an inner leaf in a chunk of the leaf-pair loop, per feature. */
-enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
+/* The columns of the inner leaves in the leaf-pair loop, per feature: F(lo), F(hi), -S(lo), -S(hi),
+ * 1 / mass and -1 / mass. */
+enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_NINV, COL_BLOCKS };
 
 /* The cases of an outer interval (lo, hi] in the leaf-pair loop: bit 0 set when its differences
  * are taken in -S values (it lies above the median), bit 1 when it contains the median and has
@@ -57,9 +59,11 @@ enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
  * end; CASE_AROUND: it contains the median and both ends are finite. */
 enum { CASE_F = 0, CASE_S = 1, CASE_F_KEEP = 2, CASE_S_KEEP = 3, CASE_AROUND = 4 };
 
-/* Inner leaves per chunk (its columns stay in the first cache levels), and the padding of a
- * chunk (entries that add nothing), so that the vector loops need no tails. */
-enum { CHUNK = 256, PAD = 8 };
+/* The pruning bound with which a greedy step screens its candidates (greedy_step). */
+#define SCREEN_RTOL 1e-3
+
+/* Inner leaves per block of the leaf-pair loop (its columns stay in the first cache levels). */
+enum { CHUNK = 256 };
 
 typedef struct {
     int32_t tree;         /* tree index */
@@ -70,6 +74,18 @@ typedef struct {
     int32_t n_used;       /* perturbed features (S positions) this tree constrains */
     int32_t used_start;   /* their S positions, sorted, in ws->used_pos */
 } tree_rec;
+
+/* The share of an inner leaf's mass inside an outer leaf's interval, as a band (see fused_bands). */
+typedef struct {
+    double keep, g_a, h_a, g_b, h_b;
+    const double *x_a, *y_a, *x_b, *y_b, *inv;
+} band;
+
+/* A leaf (global index) and its pruning key. */
+typedef struct {
+    double key;
+    int64_t leaf;
+} leaf_key;
 
 /* Growable buffers reused across rows and sets of one call. */
 typedef struct {
@@ -102,28 +118,41 @@ typedef struct {
     int64_t n_leaf;
     double *box; size_t box_cap; int64_t n_box; /* BOX_BLOCKS values per (leaf, used feature) */
     uint8_t *kind; size_t kind_cap;       /* [n_box] the CASE_ of each (leaf, used feature) */
-    int32_t *rank; size_t rank_cap;       /* the current tree's (lo, hi] ranks per (leaf, used feature) */
+    int32_t *rank; size_t rank_cap;       /* [2 * n_box]: (lo, hi] ranks per (leaf, used feature) */
+    double *sq; size_t sq_cap;            /* [n_rec * width] E[c_t^2] */
+    double *bound_max;      /* [n_outputs]: sum over trees of max |c| (prune_leaves) */
+    leaf_key *order; size_t order_cap;    /* [n_leaf]: the leaves by pruning key */
+    double prune_rtol;      /* 0: every leaf pair; > 0: certified relative error bound (prune_leaves) */
+    int64_t n_pruned;       /* leaves dropped by prune_leaves over the call */
     /* the leaf-pair loop */
-    int32_t *partner;       /* [n_trees]: the partners of the current tree */
-    int32_t *slot;          /* [n_features]: a position's slot in the current chunk's columns, or -1 */
-    uint64_t *chunk_bits;   /* [n_words]: positions of t some tree of the chunk constrains */
-    double *col; size_t col_cap;          /* [n_slots * COL_BLOCKS * chunk]: the chunk's columns */
-    double *chunk_b; size_t chunk_b_cap;  /* [chunk * width]: c_m p_m of its leaves */
-    double *prob; size_t prob_cap;        /* [chunk]: prod over C_l of frac_k(l, m) */
+    int32_t *tree_order;    /* [n_trees]: the trees by target, then index (records follow it) */
+    int32_t *slot;          /* [n_features]: an S position's columns in col, or -1 */
+    double *col; size_t col_cap;          /* [n_slots * COL_BLOCKS * n_leaf]: see lay_columns */
+    uint64_t *block_bits; size_t block_bits_cap; /* [blocks * n_words]: positions constrained in a block */
+    double *after_mean; size_t after_mean_cap;   /* [n_rec * width]: sum of E[c_u] over later u, same target */
+    int64_t *group_end; size_t group_end_cap;    /* [n_rec]: end of the leaves of those later u */
+    band *bands;            /* [n_features]: an outer leaf's bands against a block */
+    double *prob;           /* [CHUNK]: prod over C_l of frac_k(l, m) */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
-    double *pair;           /* [leaf_width]: the covariances of one tree with its partners */
-    double *vec;            /* [3 * leaf_width]: sums over a chunk, over the partners' means, one leaf's weight */
+    double *pair;           /* [leaf_width]: the covariances of one tree with the later ones */
+    double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
     int64_t pair_terms;
     int status;
 } workspace;
 
+/* Makes *buf hold at least need elements of elem bytes (doubling), without overflowing the size. */
 static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap)
         return XAI_OK;
     size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need)
+    while (cap2 < need) {
+        if (cap2 > SIZE_MAX / 2)
+            return XAI_E_NOMEM;
         cap2 *= 2;
+    }
+    if (elem != 0 && cap2 > SIZE_MAX / elem)
+        return XAI_E_NOMEM;
     void *p = realloc(*buf, cap2 * elem);
     if (p == NULL)
         return XAI_E_NOMEM;
@@ -137,14 +166,16 @@ static void ws_free(workspace *w)
     free(w->checked); free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->top); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
     free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->kind); free(w->rank);
-    free(w->partner); free(w->slot); free(w->chunk_bits); free(w->col); free(w->chunk_b); free(w->prob);
-    free(w->sum_mean); free(w->pair); free(w->vec);
+    free(w->tree_order); free(w->slot); free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
+    free(w->bands); free(w->prob);
+    free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order);
 }
 
-static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
+static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
 {
     memset(w, 0, sizeof(*w));
     w->f = f;
+    w->prune_rtol = prune_rtol;
     w->cdf_offset = cdf_offset;
     w->row = -1;
     w->width = f->leaf_width;
@@ -156,15 +187,22 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset)
     w->box_hi = malloc(d * sizeof(int32_t));
     w->top = malloc(d * sizeof(int32_t));
     w->used = malloc(d);
-    w->partner = malloc((size_t)f->n_trees * sizeof(int32_t));
+    w->tree_order = malloc((size_t)f->n_trees * sizeof(int32_t));
     w->slot = malloc(d * sizeof(int32_t));
-    w->chunk_bits = malloc((d + 63) / 64 * sizeof(uint64_t));
+    w->bands = malloc(d * sizeof(band));
+    w->prob = malloc(CHUNK * sizeof(double));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc(W * sizeof(double));
-    w->vec = malloc(3 * W * sizeof(double));
-    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->used || !w->partner ||
-        !w->slot || !w->chunk_bits || !w->sum_mean || !w->pair || !w->vec)
+    w->vec = malloc(2 * W * sizeof(double));
+    w->bound_max = malloc((size_t)f->n_outputs * sizeof(double));
+    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->used ||
+        !w->tree_order || !w->slot || !w->bands || !w->prob || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
         return XAI_E_NOMEM;
+    int32_t k = 0; /* trees by target (outputs in order), then index */
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        for (int32_t t = 0; t < f->n_trees; t++)
+            if (f->tree_target[t] == o)
+                w->tree_order[k++] = t;
     return XAI_OK;
 }
 
@@ -200,7 +238,7 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
             nonzero |= f->value[g * w->width + o] - x_value[o] != 0.0;
         if (!nonzero)
             return; /* adds nothing to any sum */
-        const int64_t k_box = w->n_box - r->box_start; /* this tree's (leaf, used) entries so far */
+        const int64_t k_box = w->n_box; /* (leaf, used) entries so far, over all trees */
         if (grow((void **)&w->leaf_c, &w->leaf_c_cap, (size_t)(w->n_leaf + 1) * w->width, sizeof(double)) ||
             grow((void **)&w->rank, &w->rank_cap, (size_t)2 * (k_box + r->n_used), sizeof(int32_t))) {
             w->status = XAI_E_NOMEM;
@@ -241,16 +279,15 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
 }
 
 /* After the walk of tree r: each leaf's probability (leaves below DBL_MIN are dropped: too small
- * to matter, and it keeps every 1 / mass finite), then the box columns of the leaves from their
- * ranks (feature-major), their cases, bits, c * p and the tree's mean. */
-static int finish_tree(workspace *w, tree_rec *r)
+ * to matter, and it keeps every 1 / mass finite), the tree's E[c_t] and E[c_t^2], and the largest
+ * |c| of its leaves per output, added into w->bound_max (for prune_leaves). */
+static int tree_moments(workspace *w, tree_rec *r)
 {
-    const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used;
-    const int32_t L0 = r->n_leaf;
+    const int32_t W = w->width, n_used = r->n_used, L0 = r->n_leaf;
     if (grow((void **)&w->leaf_p, &w->leaf_p_cap, (size_t)(r->leaf_start + L0), sizeof(double)))
         return XAI_E_NOMEM;
     double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
-    int32_t *rank = w->rank;
+    int32_t *rank = w->rank + 2 * r->box_start;
     for (int32_t l = 0; l < L0; l++)
         p[l] = 1.0;
     for (int32_t q = 0; q < n_used; q++) {
@@ -260,6 +297,13 @@ static int finish_tree(workspace *w, tree_rec *r)
             const int32_t lo = rank[2 * ((size_t)l * n_used + q)], hi = rank[2 * ((size_t)l * n_used + q) + 1];
             p[l] *= interval_mass(F[lo], F[hi], S[lo], S[hi]);
         }
+    }
+    double *bound_max = w->bound_max + w->f->tree_target[r->tree];
+    for (int32_t o = 0; o < W; o++) {
+        double largest = 0.0;
+        for (int32_t l = 0; l < L0; l++)
+            largest = fmax(largest, fabs(c[(size_t)l * W + o]));
+        bound_max[o] += largest;
     }
     int32_t L = 0; /* drop the improbable leaves, moving the others down */
     for (int32_t l = 0; l < L0; l++) {
@@ -273,8 +317,26 @@ static int finish_tree(workspace *w, tree_rec *r)
         L++;
     }
     r->n_leaf = L;
-    if (L == 0)
-        return XAI_OK; /* the caller drops the tree */
+    double *m = w->mean + (size_t)w->n_rec * W, *sq = w->sq + (size_t)w->n_rec * W;
+    for (int32_t o = 0; o < W; o++) {
+        m[o] = 0.0;
+        sq[o] = 0.0;
+    }
+    for (int32_t l = 0; l < L; l++)
+        for (int32_t o = 0; o < W; o++) {
+            const double cp = c[(size_t)l * W + o] * p[l];
+            m[o] += cp;
+            sq[o] += c[(size_t)l * W + o] * cp;
+        }
+    w->n_leaf = r->leaf_start + L;
+    w->n_box = r->box_start + (int64_t)L * n_used;
+    return XAI_OK;
+}
+
+/* The box columns of tree r's leaves from their ranks (feature-major), their cases, bits and c * p. */
+static int tree_boxes(workspace *w, const tree_rec *r)
+{
+    const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used, L = r->n_leaf;
     const int64_t n_leaf = r->leaf_start + L;
     if (grow((void **)&w->leaf_b, &w->leaf_b_cap, (size_t)n_leaf * W, sizeof(double)) ||
         grow((void **)&w->leaf_bits, &w->leaf_bits_cap, (size_t)n_leaf * n_words, sizeof(uint64_t)) ||
@@ -282,6 +344,8 @@ static int finish_tree(workspace *w, tree_rec *r)
              sizeof(double)) ||
         grow((void **)&w->kind, &w->kind_cap, (size_t)(r->box_start + (int64_t)L * n_used), 1))
         return XAI_E_NOMEM;
+    const double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
+    const int32_t *rank = w->rank + 2 * r->box_start;
     double *b = w->leaf_b + r->leaf_start * W, *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
     uint8_t *kind = w->kind + r->box_start;
     uint64_t *bits = w->leaf_bits + (size_t)r->leaf_start * n_words;
@@ -329,21 +393,100 @@ static int finish_tree(workspace *w, tree_rec *r)
                 bits[(size_t)l * n_words + (pos >> 6)] |= (uint64_t)1 << (pos & 63);
         }
     }
-    double *m = w->mean + (size_t)w->n_rec * W;
-    for (int32_t o = 0; o < W; o++)
-        m[o] = 0.0;
     for (int32_t l = 0; l < L; l++)
-        for (int32_t o = 0; o < W; o++) {
+        for (int32_t o = 0; o < W; o++)
             b[(size_t)l * W + o] = c[(size_t)l * W + o] * p[l];
-            m[o] += b[(size_t)l * W + o];
-        }
-    w->n_leaf = n_leaf;
-    w->n_box = r->box_start + (int64_t)L * n_used;
     return XAI_OK;
 }
 
-/* Collect every tree's reachable leaves for the current (x, S); drop trees whose centred
- * values are all zero (they add nothing). */
+static int by_key(const void *a, const void *b)
+{
+    const leaf_key *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->leaf > y->leaf) - (x->leaf < y->leaf);
+}
+
+/* Certified pruning of the leaf-pair sums. Write C = sum_t c_t, and let D = sum_t d_t be the part
+ * of C carried by a set of dropped leaves (d_t = c_t when t's leaf is dropped, else 0). The
+ * diagonal terms and the means E[c_t] keep every leaf; only the dependent-pair sums use the kept
+ * leaves, replacing E[c_t c_u] by E[(c_t - d_t)(c_u - d_u)]. Over the pairs t != u that changes the
+ * result by sum_{t != u} E[d_t c_u + (c_t - d_t) d_u], whose size is at most
+ *   sum_t E|d_t| * sum_u max|c_u| + sum_u E|d_u| * sum_t max|c_t| = 2 M sum_{dropped l} |c_l| p_l,
+ * M = sum_t max_l |c_l| (per output). By Jensen, PG2 = E[C^2] >= (E[C])^2 = (sum_t E[c_t])^2, so
+ * dropping the leaves of smallest |c_l| p_l while 2 M sum |c_l| p_l <= rtol (sum_t E[c_t])^2
+ * keeps the relative error of every output below rtol. Rows where sum_t E[c_t] = 0 prune nothing.
+ * Each leaf's key is its share of the budget of its worst output; the leaves are dropped in
+ * increasing key order (ties by position, so the choice is deterministic) while the keys add up
+ * to at most 1, then the kept leaves are moved down. */
+static int prune_leaves(workspace *w)
+{
+    const xai_forest *f = w->f;
+    const int32_t W = w->width;
+    double *inv_budget = w->sum_mean; /* per output: 1 / its budget of sum |c_l| p_l */
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        inv_budget[o] = 0.0;
+    for (int32_t i = 0; i < w->n_rec; i++)
+        for (int32_t o = 0; o < W; o++)
+            inv_budget[f->tree_target[w->rec[i].tree] + o] += w->mean[(size_t)i * W + o];
+    for (int32_t o = 0; o < f->n_outputs; o++) {
+        const double lower = inv_budget[o] * inv_budget[o];
+        inv_budget[o] = lower > 0.0 ? 2.0 * w->bound_max[o] / (w->prune_rtol * lower) : INFINITY;
+    }
+    if (grow((void **)&w->order, &w->order_cap, (size_t)w->n_leaf, sizeof(leaf_key)))
+        return XAI_E_NOMEM;
+    int64_t n = 0;
+    for (int32_t i = 0; i < w->n_rec; i++) {
+        const tree_rec *r = &w->rec[i];
+        const double *inv = inv_budget + f->tree_target[r->tree];
+        for (int32_t l = 0; l < r->n_leaf; l++) {
+            const int64_t g = r->leaf_start + l;
+            double key = 0.0;
+            for (int32_t o = 0; o < W; o++) {
+                const double a = fabs(w->leaf_c[g * W + o]) * w->leaf_p[g];
+                if (a > 0.0)
+                    key = fmax(key, a * inv[o]);
+            }
+            w->order[n++] = (leaf_key){key, g};
+        }
+    }
+    qsort(w->order, (size_t)n, sizeof(leaf_key), by_key);
+    double spent = 0.0;
+    for (int64_t k = 0; k < n && spent + w->order[k].key <= 1.0; k++) {
+        spent += w->order[k].key;
+        w->leaf_p[w->order[k].leaf] = 0.0; /* kept leaves have p >= DBL_MIN */
+    }
+    int64_t leaf_at = 0, box_at = 0;
+    for (int32_t i = 0; i < w->n_rec; i++) {
+        tree_rec *r = &w->rec[i];
+        const int32_t n_used = r->n_used;
+        int32_t L = 0;
+        for (int32_t l = 0; l < r->n_leaf; l++) {
+            const int64_t g = r->leaf_start + l;
+            if (w->leaf_p[g] == 0.0)
+                continue;
+            const int64_t to = leaf_at + L;
+            w->leaf_p[to] = w->leaf_p[g];
+            memmove(w->leaf_c + to * W, w->leaf_c + g * W, (size_t)W * sizeof(double));
+            memmove(w->rank + 2 * (box_at + (int64_t)L * n_used), w->rank + 2 * (r->box_start + (int64_t)l * n_used),
+                    2 * (size_t)n_used * sizeof(int32_t));
+            L++;
+        }
+        w->n_pruned += r->n_leaf - L;
+        r->leaf_start = leaf_at;
+        r->box_start = box_at;
+        r->n_leaf = L;
+        leaf_at += L;
+        box_at += (int64_t)L * n_used;
+    }
+    w->n_leaf = leaf_at;
+    w->n_box = box_at;
+    return XAI_OK;
+}
+
+/* Collect every tree's reachable leaves for the current (x, S), with their moments; drop trees
+ * whose centred values are all zero (they add nothing); prune (see prune_leaves); lay out the
+ * kept leaves' boxes. */
 static int collect(workspace *w)
 {
     const xai_forest *f = w->f;
@@ -351,10 +494,14 @@ static int collect(workspace *w)
     w->n_leaf = 0;
     w->n_box = 0;
     w->n_used_total = 0;
-    for (int32_t t = 0; t < f->n_trees && w->status == XAI_OK; t++) {
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        w->bound_max[o] = 0.0;
+    for (int32_t k = 0; k < f->n_trees && w->status == XAI_OK; k++) {
+        const int32_t t = w->tree_order[k];
         if (grow((void **)&w->rec, &w->rec_cap, (size_t)w->n_rec + 1, sizeof(tree_rec)) ||
             grow((void **)&w->used_pos, &w->used_cap, (size_t)(w->n_used_total + w->n_s), sizeof(int32_t)) ||
             grow((void **)&w->mean, &w->mean_cap, (size_t)(w->n_rec + 1) * w->width, sizeof(double)) ||
+            grow((void **)&w->sq, &w->sq_cap, (size_t)(w->n_rec + 1) * w->width, sizeof(double)) ||
             grow((void **)&w->bits, &w->bits_cap, (size_t)(w->n_rec + 1) * w->n_words, sizeof(uint64_t)))
             return XAI_E_NOMEM;
         const int64_t x_leaf = xai_leaf_of(f, t, w->x);
@@ -381,7 +528,7 @@ static int collect(workspace *w)
         if (w->status != XAI_OK)
             return w->status;
         if (r->n_leaf > 0) {
-            const int status = finish_tree(w, r);
+            const int status = tree_moments(w, r);
             if (status != XAI_OK)
                 return status;
         }
@@ -393,6 +540,10 @@ static int collect(workspace *w)
         w->n_used_total += r->n_used;
         w->n_rec++;
     }
+    if (w->status == XAI_OK && w->prune_rtol > 0.0)
+        w->status = prune_leaves(w);
+    for (int32_t i = 0; i < w->n_rec && w->status == XAI_OK; i++)
+        w->status = tree_boxes(w, &w->rec[i]);
     return w->status;
 }
 
@@ -412,234 +563,227 @@ XAI_INLINE double overlap(double lo_a, double hi_a, double lo_b, double hi_b)
  *   (lo, hi] above it (CASE_S):              the same in -S values;
  *   (-inf, hi], hi above it (CASE_S_KEEP):   frac = 1 - (overlap of m with (hi, inf) in -S values) * inv_m;
  *   (lo, inf), lo below it (CASE_F_KEEP):    frac = 1 - (overlap of m with (-inf, lo] in F values) * inv_m;
- *   (lo, hi] around it (CASE_AROUND):        band_around.
- * The first four share one loop, frac = keep + sign * overlap((g, h], (x_m, y_m]) * inv_m, with
- * (x, y) the F or -S columns of the inner leaves and (g, h) precomputed by finish_tree. */
-XAI_INLINE void band(double *restrict prob, int first, double keep, double sign, double g, double h,
-                     const double *restrict x, const double *restrict y, const double *restrict inv, int32_t n)
-{
-    if (first)
-        for (int32_t m = 0; m < n; m++)
-            prob[m] = keep + sign * (overlap(g, h, x[m], y[m]) * inv[m]);
-    else
-        for (int32_t m = 0; m < n; m++)
-            prob[m] *= keep + sign * (overlap(g, h, x[m], y[m]) * inv[m]);
-}
+ *   (lo, hi] around it (CASE_AROUND):        1 less both: the share of m at or below lo (F values) and
+ *                                            above hi (-S values).
+ * One form covers them all: frac = keep + (overlap((g_a, h_a], (x_a, y_a]) + overlap((g_b, h_b],
+ * (x_b, y_b])) * inv_m, with (x, y) columns of the inner leaves and inv_m = +-1 / mass_m (minus where
+ * the overlaps are taken off 1); the second overlap is needed only around the median (struct band, before the workspace). */
 
-/* frac for an outer interval (lo, hi] with lo below the median and hi above it: 1 less the
- * shares of m at or below lo (F values) and above hi (-S values). */
-XAI_INLINE void band_around(double *restrict prob, int first, double f_lo, double ns_hi, const double *restrict col,
+/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of frac(m), m < n; K, two
+ * (whether the bands need their second overlap) and first are constants where it is inlined, so
+ * that the compiler unrolls the bands inside one vectorised pass over m. */
+XAI_INLINE void fused_bands(double *restrict prob, const band *restrict bands, int K, int two, int first,
                             int32_t n)
 {
-    const double *restrict a = col + (size_t)COL_FLO * n, *restrict b = col + (size_t)COL_FHI * n;
-    const double *restrict c = col + (size_t)COL_NSLO * n, *restrict d = col + (size_t)COL_NSHI * n;
-    const double *restrict inv = col + (size_t)COL_INV * n;
-    if (first)
-        for (int32_t m = 0; m < n; m++)
-            prob[m] = 1.0 - overlap(0.0, f_lo, a[m], b[m]) * inv[m] - overlap(ns_hi, 0.0, c[m], d[m]) * inv[m];
-    else
-        for (int32_t m = 0; m < n; m++)
-            prob[m] *= 1.0 - overlap(0.0, f_lo, a[m], b[m]) * inv[m] - overlap(ns_hi, 0.0, c[m], d[m]) * inv[m];
+    for (int32_t m = 0; m < n; m++) {
+        double product = first ? 1.0 : prob[m];
+        for (int q = 0; q < K; q++) {
+            const band *c = &bands[q];
+            double share = overlap(c->g_a, c->h_a, c->x_a[m], c->y_a[m]);
+            if (two)
+                share += overlap(c->g_b, c->h_b, c->x_b[m], c->y_b[m]);
+            product *= c->keep + share * c->inv[m];
+        }
+        prob[m] = product;
+    }
 }
 
-/* sum_m a[m] * b[m], n a multiple of PAD, in eight partial sums: independent chains the compiler
- * can put in vectors, in an order that does not depend on the vector width. */
+#define FUSED_MAX 6
+#define FUSED_CASE(k, two)                                          \
+    case k:                                                         \
+        if (first)                                                  \
+            fused_bands(prob, bands, k, two, 1, n);                 \
+        else                                                        \
+            fused_bands(prob, bands, k, two, 0, n);                 \
+        break;
+
+/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of frac(m), FUSED_MAX bands
+ * per pass; two as for fused_bands. */
+XAI_INLINE void band_passes(double *restrict prob, const band *bands, int K, int two, int first, int32_t n)
+{
+    for (; K > 0; first = 0) {
+        const int k = K < FUSED_MAX ? K : FUSED_MAX;
+        if (two) {
+            switch (k) { FUSED_CASE(1, 1) FUSED_CASE(2, 1) FUSED_CASE(3, 1) FUSED_CASE(4, 1) FUSED_CASE(5, 1)
+                         FUSED_CASE(6, 1) }
+        } else {
+            switch (k) { FUSED_CASE(1, 0) FUSED_CASE(2, 0) FUSED_CASE(3, 0) FUSED_CASE(4, 0) FUSED_CASE(5, 0)
+                         FUSED_CASE(6, 0) }
+        }
+        bands += k;
+        K -= k;
+    }
+}
+
+/* prob[m] = prod over the bands of frac(m): the n_one bands with one overlap first (bands[0 ..
+ * n_one)), then the n_two around the median (the last n_two of the K slots, see block_pairs). */
+XAI_INLINE void band_product(double *restrict prob, const band *bands, int n_one, int n_two, int K, int32_t n)
+{
+    band_passes(prob, bands, n_one, 0, 1, n);
+    band_passes(prob, bands + K - n_two, n_two, 1, n_one == 0, n);
+}
+
+/* sum_m a[m] * b[m] in eight partial sums over the leading multiple of 8, then the rest in order:
+ * the order of the additions does not depend on the vector width. */
 XAI_INLINE double dot(const double *restrict a, const double *restrict b, int32_t n)
 {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, s6 = 0.0, s7 = 0.0;
-    for (int32_t m = 0; m < n; m += 8) {
-        s0 += a[m] * b[m];
-        s1 += a[m + 1] * b[m + 1];
-        s2 += a[m + 2] * b[m + 2];
-        s3 += a[m + 3] * b[m + 3];
-        s4 += a[m + 4] * b[m + 4];
-        s5 += a[m + 5] * b[m + 5];
-        s6 += a[m + 6] * b[m + 6];
-        s7 += a[m + 7] * b[m + 7];
-    }
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+    double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    const int32_t n8 = n - n % 8;
+    for (int32_t m = 0; m < n8; m += 8)
+        for (int r = 0; r < 8; r++)
+            part[r] += a[m + r] * b[m + r];
+    double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    for (int32_t m = n8; m < n; m++)
+        sum += a[m] * b[m];
+    return sum;
 }
 
-/* Lays the leaves of partners part[0 .. n_part) end to end: for each position of tree t some of
- * them constrains (chunk_bits), a slot of COL_BLOCKS columns (a partner leaving that feature whole
- * gets the whole line: F 0 .. 1, -S -1 .. 0, inv 1), and their c * p. Returns the padded length. */
-static int64_t lay_chunk(workspace *w, const tree_rec *rt, const int32_t *part, int32_t n_part)
+/* The inner side of the leaf-pair loop, laid out once per (row, S): for every S position some
+ * tree constrains (its slot), COL_BLOCKS columns over all kept leaves in record order (a leaf that
+ * leaves the feature whole gets the whole line: F 0 .. 1, -S -1 .. 0, inv 1); per block of CHUNK
+ * leaves, the positions some leaf of the block constrains; per record, the sum of the means of
+ * the later records with its target and where those records' leaves end. */
+static int lay_columns(workspace *w)
 {
+    const xai_forest *f = w->f;
     const int32_t W = w->width, n_words = w->n_words;
-    const uint64_t *bt = w->bits + (size_t)(rt - w->rec) * n_words;
-    int64_t n = 0;
-    for (int32_t q = 0; q < n_words; q++)
-        w->chunk_bits[q] = 0;
-    for (int32_t i = 0; i < n_part; i++) {
-        n += w->rec[part[i]].n_leaf;
+    const int64_t n = w->n_leaf, n_blocks = (n + CHUNK - 1) / CHUNK;
+    int32_t n_slots = 0;
+    for (int32_t pos = 0; pos < w->n_s; pos++)
+        w->slot[pos] = -1;
+    for (int32_t i = 0; i < w->n_rec; i++)
+        for (int32_t q = 0; q < w->rec[i].n_used; q++) {
+            const int32_t pos = w->used_pos[w->rec[i].used_start + q];
+            if (w->slot[pos] < 0)
+                w->slot[pos] = n_slots++;
+        }
+    if (grow((void **)&w->col, &w->col_cap, (size_t)n_slots * COL_BLOCKS * (size_t)n, sizeof(double)) ||
+        grow((void **)&w->block_bits, &w->block_bits_cap, (size_t)n_blocks * n_words, sizeof(uint64_t)) ||
+        grow((void **)&w->after_mean, &w->after_mean_cap, (size_t)w->n_rec * W, sizeof(double)) ||
+        grow((void **)&w->group_end, &w->group_end_cap, (size_t)w->n_rec, sizeof(int64_t)))
+        return XAI_E_NOMEM;
+    for (int32_t s = 0; s < n_slots; s++) {
+        double *col = w->col + (size_t)s * COL_BLOCKS * n;
+        for (int64_t m = 0; m < n; m++) {
+            col[COL_FLO * n + m] = 0.0;
+            col[COL_FHI * n + m] = 1.0;
+            col[COL_NSLO * n + m] = -1.0;
+            col[COL_NSHI * n + m] = 0.0;
+            col[COL_INV * n + m] = 1.0;
+            col[COL_NINV * n + m] = -1.0;
+        }
+    }
+    static const int from[COL_NINV] = {BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_INV};
+    for (int32_t i = 0; i < w->n_rec; i++) {
+        const tree_rec *r = &w->rec[i];
+        const double *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
+        for (int32_t q = 0; q < r->n_used; q++) {
+            double *col = w->col + (size_t)w->slot[w->used_pos[r->used_start + q]] * COL_BLOCKS * n + r->leaf_start;
+            for (int k = 0; k < COL_NINV; k++)
+                memcpy(col + (size_t)k * n, box + ((size_t)from[k] * r->n_used + q) * r->n_leaf,
+                       (size_t)r->n_leaf * sizeof(double));
+            for (int32_t l = 0; l < r->n_leaf; l++)
+                col[COL_NINV * n + l] = -col[COL_INV * n + l];
+        }
+    }
+    memset(w->block_bits, 0, (size_t)n_blocks * n_words * sizeof(uint64_t));
+    for (int64_t m = 0; m < n; m++)
         for (int32_t q = 0; q < n_words; q++)
-            w->chunk_bits[q] |= w->bits[(size_t)part[i] * n_words + q] & bt[q];
-    }
-    const int64_t np = (n + PAD - 1) / PAD * PAD;
-    int32_t k = 0;
-    for (int32_t q = 0; q < rt->n_used; q++) {
-        const int32_t pos = w->used_pos[rt->used_start + q];
-        w->slot[pos] = w->chunk_bits[pos >> 6] >> (pos & 63) & 1 ? k++ : -1;
-    }
-    if (grow((void **)&w->col, &w->col_cap, (size_t)k * COL_BLOCKS * np, sizeof(double)) ||
-        grow((void **)&w->chunk_b, &w->chunk_b_cap, (size_t)np * W, sizeof(double)) ||
-        grow((void **)&w->prob, &w->prob_cap, (size_t)np, sizeof(double))) {
-        w->status = XAI_E_NOMEM;
-        return 0;
-    }
-    int64_t at = 0;
-    for (int32_t i = 0; i < n_part; i++) {
-        const tree_rec *ru = &w->rec[part[i]];
-        const int32_t L = ru->n_leaf, n_used = ru->n_used;
-        const double *box = w->box + (size_t)BOX_BLOCKS * ru->box_start;
-        memcpy(w->chunk_b + at * W, w->leaf_b + ru->leaf_start * W, (size_t)L * W * sizeof(double));
-        int32_t j = 0; /* merge t's slots (increasing positions) with u's used list */
-        for (int32_t q = 0; q < rt->n_used; q++) {
-            const int32_t pos = w->used_pos[rt->used_start + q], s = w->slot[pos];
-            if (s < 0)
-                continue;
-            while (j < n_used && w->used_pos[ru->used_start + j] < pos)
-                j++;
-            double *col = w->col + (size_t)s * COL_BLOCKS * np + at;
-            if (j < n_used && w->used_pos[ru->used_start + j] == pos) {
-                memcpy(col + COL_FLO * np, box + ((size_t)BOX_FLO * n_used + j) * L, (size_t)L * sizeof(double));
-                memcpy(col + COL_FHI * np, box + ((size_t)BOX_FHI * n_used + j) * L, (size_t)L * sizeof(double));
-                memcpy(col + COL_NSLO * np, box + ((size_t)BOX_NSLO * n_used + j) * L, (size_t)L * sizeof(double));
-                memcpy(col + COL_NSHI * np, box + ((size_t)BOX_NSHI * n_used + j) * L, (size_t)L * sizeof(double));
-                memcpy(col + COL_INV * np, box + ((size_t)BOX_INV * n_used + j) * L, (size_t)L * sizeof(double));
-            } else {
-                for (int32_t l = 0; l < L; l++) {
-                    col[COL_FLO * np + l] = 0.0;
-                    col[COL_FHI * np + l] = 1.0;
-                    col[COL_NSLO * np + l] = -1.0;
-                    col[COL_NSHI * np + l] = 0.0;
-                    col[COL_INV * np + l] = 1.0;
-                }
-            }
-        }
-        at += L;
-    }
-    for (; at < np; at++) { /* padding: c * p = 0, any finite frac */
+            w->block_bits[(m / CHUNK) * n_words + q] |= w->leaf_bits[m * n_words + q];
+    for (int32_t i = w->n_rec - 1; i >= 0; i--) {
+        const int last = i == w->n_rec - 1 || f->tree_target[w->rec[i + 1].tree] != f->tree_target[w->rec[i].tree];
         for (int32_t o = 0; o < W; o++)
-            w->chunk_b[at * W + o] = 0.0;
-        for (int32_t s = 0; s < k; s++) {
-            double *col = w->col + (size_t)s * COL_BLOCKS * np + at;
-            col[COL_FLO * np] = 0.0;
-            col[COL_FHI * np] = 1.0;
-            col[COL_NSLO * np] = -1.0;
-            col[COL_NSHI * np] = 0.0;
-            col[COL_INV * np] = 1.0;
-        }
+            w->after_mean[(size_t)i * W + o] = last ? 0.0 : w->after_mean[(size_t)(i + 1) * W + o] +
+                                                          w->mean[(size_t)(i + 1) * W + o];
+        w->group_end[i] = last ? w->rec[i].leaf_start + w->rec[i].n_leaf : w->group_end[i + 1];
     }
-    return np;
+    return XAI_OK;
 }
 
-/* sum over the leaves l of t of c_l * prod(masses of l in features no tree of the chunk
- * constrains) * sum_m c_m p_m prod_{k in C_l, in the chunk} frac_k(l, m), added into acc. */
+/* sum over the leaves l of t of c_l * sum over the inner leaves m in [a, a + n) (one block, whose
+ * constrained positions are block_bits) of c_m p_m prod_{k in C_l} frac_k(l, m), added into acc. A
+ * feature of C_l that no leaf of the block constrains gives frac = l's own mass for every m. */
 XAI_VECTOR_CLONES
-static void chunk_pairs(workspace *w, const tree_rec *rt, int32_t np, double *acc)
+static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, const uint64_t *block_bits,
+                        double *acc)
 {
     const int32_t W = w->width, n_words = w->n_words, n_used = rt->n_used, Lt = rt->n_leaf;
+    const int64_t n_col = w->n_leaf;
     const double *box = w->box + (size_t)BOX_BLOCKS * rt->box_start;
     const uint8_t *kind = w->kind + rt->box_start;
     const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
-    const double *c = w->leaf_c + rt->leaf_start * W, *b = w->chunk_b;
-    double *restrict prob = w->prob, *sum_b = w->vec, *a = w->vec + 2 * W;
+    const double *c = w->leaf_c + rt->leaf_start * W, *b = w->leaf_b + a * W;
+    double *restrict prob = w->prob, *sum_b = w->vec, *weighted = w->vec + W;
+    band *bands = w->bands;
     for (int32_t o = 0; o < W; o++) {
         sum_b[o] = 0.0;
-        for (int64_t m = 0; m < np; m++)
-            sum_b[o] += b[m * W + o];
+        for (int32_t m = 0; m < n; m++)
+            sum_b[o] += b[(size_t)m * W + o];
     }
     double acc0 = 0.0; /* W == 1: the sum over l in a register */
     for (int32_t l = 0; l < Lt; l++) {
         double weight = 1.0;
-        int first = 1;
+        int n_one = 0, n_two = 0;
         for (int32_t q = 0; q < n_used; q++) {
             const int32_t pos = w->used_pos[rt->used_start + q];
             if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
                 continue; /* l leaves the feature whole */
             const size_t at = (size_t)q * Lt + l;
-            const int32_t s = w->slot[pos];
-            if (s < 0) { /* no inner leaf constrains it: frac = l's own mass there */
+            if (!(block_bits[pos >> 6] >> (pos & 63) & 1)) {
                 weight *= box[(size_t)BOX_MASS * n_used * Lt + at];
                 continue;
             }
-            const double *col = w->col + (size_t)s * COL_BLOCKS * np;
+            const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
             const double g = box[(size_t)BOX_G * n_used * Lt + at], h = box[(size_t)BOX_H * n_used * Lt + at];
             const int k = kind[at];
-            if (k != CASE_AROUND) { /* the columns and signs chosen without branches */
+            if (k == CASE_AROUND) {
+                bands[n_used - 1 - n_two++] = (band){1.0, 0.0, g, h, 0.0, col + COL_FLO * n_col, col + COL_FHI * n_col,
+                                                     col + COL_NSLO * n_col, col + COL_NSHI * n_col,
+                                                     col + COL_NINV * n_col};
+            } else { /* in_s: -S columns; keep: 1 less the overlap (times -1 / mass) */
                 const int in_s = k & 1, keep = k >> 1;
-                band(prob, first, keep ? 1.0 : 0.0, keep ? -1.0 : 1.0, g, h, col + (in_s ? COL_NSLO : COL_FLO) * np,
-                     col + (in_s ? COL_NSHI : COL_FHI) * np, col + COL_INV * np, (int32_t)np);
-            } else {
-                band_around(prob, first, g, h, col, (int32_t)np);
+                const double *x = col + (in_s ? COL_NSLO : COL_FLO) * n_col, *y = col + (in_s ? COL_NSHI : COL_FHI) * n_col;
+                bands[n_one++] = (band){keep ? 1.0 : 0.0, g, h, 0.0, 0.0, x, y, x, y,
+                                        col + (keep ? COL_NINV : COL_INV) * n_col};
             }
-            first = 0;
         }
         for (int32_t o = 0; o < W; o++)
-            a[o] = c[(size_t)l * W + o] * weight;
-        if (first) { /* no feature in common with the chunk: frac = 1 for every m */
+            weighted[o] = c[(size_t)l * W + o] * weight;
+        if (n_one + n_two == 0) { /* no feature in common with the block: frac = 1 for every m */
             for (int32_t o = 0; o < W; o++)
-                acc[o] += a[o] * sum_b[o];
-        } else if (W == 1) {
-            acc0 += a[0] * dot(b, prob, (int32_t)np);
+                acc[o] += weighted[o] * sum_b[o];
+            continue;
+        }
+        band_product(prob, bands, n_one, n_two, n_used, n);
+        if (W == 1) {
+            acc0 += weighted[0] * dot(b, prob, n);
         } else {
-            for (int64_t m = 0; m < np; m++)
+            for (int32_t m = 0; m < n; m++)
                 for (int32_t o = 0; o < W; o++)
-                    acc[o] += a[o] * b[m * W + o] * prob[m];
+                    acc[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
         }
     }
     acc[0] += acc0;
 }
 
-/* sum over the partners u of t (later trees with its target that share a perturbed feature with
- * it) of E[c_t c_u] - E[c_t] E[c_u], into acc[0 .. width). */
-static int partners(workspace *w, int32_t it, double *acc)
+/* sum over the later records u with t's target of E[c_t c_u] - E[c_t] E[c_u], into acc[0 .. width):
+ * the leaf-pair sums block by block over u's leaves, which lie end to end after t's. */
+static void tree_pairs(workspace *w, int32_t it, double *acc)
 {
-    const xai_forest *f = w->f;
-    const int32_t W = w->width, n_words = w->n_words;
+    const int32_t W = w->width;
     const tree_rec *rt = &w->rec[it];
-    const uint64_t *bt = w->bits + (size_t)it * n_words;
-    const int32_t target = f->tree_target[rt->tree];
-    int32_t n_part = 0;
-    for (int32_t k = it + 1; k < w->n_rec; k++) {
-        if (f->tree_target[w->rec[k].tree] != target)
-            continue;
-        const uint64_t *bk = w->bits + (size_t)k * n_words;
-        int shares = 0;
-        for (int32_t q = 0; q < n_words && !shares; q++)
-            shares = (bt[q] & bk[q]) != 0;
-        if (shares)
-            w->partner[n_part++] = k;
-    }
     for (int32_t o = 0; o < W; o++)
-        acc[o] = 0.0;
-    if (n_part == 0)
-        return XAI_OK;
-    double *mean_u = w->vec + W;
-    for (int32_t o = 0; o < W; o++)
-        mean_u[o] = 0.0;
-    for (int32_t i = 0; i < n_part; i++) {
-        for (int32_t o = 0; o < W; o++)
-            mean_u[o] += w->mean[(size_t)w->partner[i] * W + o];
-        w->pair_terms += (int64_t)rt->n_leaf * w->rec[w->partner[i]].n_leaf;
+        acc[o] = -w->mean[(size_t)it * W + o] * w->after_mean[(size_t)it * W + o];
+    const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
+    if (rt->n_leaf == 0 || start >= end)
+        return;
+    w->pair_terms += (int64_t)rt->n_leaf * (end - start);
+    for (int64_t a = start, b; a < end; a = b) {
+        b = (a / CHUNK + 1) * CHUNK;
+        if (b > end)
+            b = end;
+        block_pairs(w, rt, a, (int32_t)(b - a), w->block_bits + (size_t)(a / CHUNK) * w->n_words, acc);
     }
-    for (int32_t o = 0; o < W; o++)
-        acc[o] -= w->mean[(size_t)it * W + o] * mean_u[o];
-    for (int32_t a = 0; a < n_part;) { /* chunks of whole partners, about CHUNK leaves each */
-        int32_t b = a + 1;
-        int64_t n = w->rec[w->partner[a]].n_leaf;
-        while (b < n_part && n + w->rec[w->partner[b]].n_leaf <= CHUNK)
-            n += w->rec[w->partner[b++]].n_leaf;
-        const int64_t np = lay_chunk(w, rt, w->partner + a, b - a);
-        if (w->status != XAI_OK)
-            return w->status;
-        if (np > INT32_MAX)
-            return XAI_E_SIZE;
-        chunk_pairs(w, rt, (int32_t)np, acc);
-        a = b;
-    }
-    return XAI_OK;
 }
 
 /* PG2 of the current row for the set described by w->s_pos / w->s_feat; writes n_outputs values. */
@@ -662,17 +806,10 @@ static int pg2_one(workspace *w, double *out)
         return status;
     /* sum_t (E[c_t^2] - E[c_t]^2) + (sum_t E[c_t])^2 per output */
     for (int32_t i = 0; i < w->n_rec; i++) {
-        const tree_rec *r = &w->rec[i];
-        double *y = out + f->tree_target[r->tree];
-        const double *m = w->mean + (size_t)i * W;
-        for (int32_t l = 0; l < r->n_leaf; l++) {
-            const double *c = w->leaf_c + (r->leaf_start + l) * W;
-            const double p = w->leaf_p[r->leaf_start + l];
-            for (int32_t o = 0; o < W; o++)
-                y[o] += c[o] * c[o] * p;
-        }
+        double *y = out + f->tree_target[w->rec[i].tree];
+        const double *m = w->mean + (size_t)i * W, *sq = w->sq + (size_t)i * W;
         for (int32_t o = 0; o < W; o++)
-            y[o] -= m[o] * m[o];
+            y[o] += sq[o] - m[o] * m[o];
     }
     double *sum_mean = w->sum_mean, *pair = w->pair;
     for (int32_t o = 0; o < f->n_outputs; o++)
@@ -682,9 +819,10 @@ static int pg2_one(workspace *w, double *out)
             sum_mean[f->tree_target[w->rec[i].tree] + o] += w->mean[(size_t)i * W + o];
     for (int32_t o = 0; o < f->n_outputs; o++)
         out[o] += sum_mean[o] * sum_mean[o];
-    /* dependent pairs, each counted twice */
+    /* pairs of records with one target, each counted twice */
+    status = lay_columns(w);
     for (int32_t i = 0; i < w->n_rec && status == XAI_OK; i++) {
-        status = partners(w, i, pair);
+        tree_pairs(w, i, pair);
         const int32_t target = f->tree_target[w->rec[i].tree];
         for (int32_t o = 0; o < W; o++)
             out[target + o] += 2.0 * pair[o];
@@ -699,10 +837,12 @@ static int pg2_one(workspace *w, double *out)
 
 /* Shared argument checks: sizes, and every split's rank against its feature's table. */
 static int check_call(const xai_forest *f, const double *X, int64_t n_rows, const double *cdf,
-                      const int64_t *cdf_offset, int64_t cdf_len)
+                      const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol)
 {
     if (f == NULL || X == NULL || cdf == NULL || cdf_offset == NULL || n_rows < 0 || cdf_len < 0)
         return XAI_E_SIZE;
+    if (!(prune_rtol >= 0.0 && prune_rtol < 1.0))
+        return XAI_E_VALUE;
     if (f->threshold_rank == NULL || f->rank_count == NULL)
         return XAI_E_UNSUPPORTED;
     /* two halves (CDF, then survival) of cdf_offset[n_features] entries each */
@@ -767,16 +907,16 @@ static int set_from_mask(workspace *w, const uint8_t *mask)
 
 static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
                     const uint8_t *mask, int64_t n_sets,
-                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                     double *out, int64_t *pair_terms)
 {
-    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len);
+    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol);
     if (status != XAI_OK)
         return status;
     if (mask == NULL || out == NULL || n_sets < 0)
         return XAI_E_SIZE;
     workspace w;
-    status = ws_init(&w, f, cdf_offset);
+    status = ws_init(&w, f, cdf_offset, prune_rtol);
     for (int64_t i = 0; i < n_rows && status == XAI_OK; i++) {
         set_row(&w, X, cdf, cdf_len, i);
         for (int64_t s = 0; s < n_sets && status == XAI_OK; s++) {
@@ -794,28 +934,91 @@ static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
 
 int xai_pg2(const xai_forest *f, const double *X, int64_t n_rows,
             const uint8_t *mask, int64_t n_sets,
-            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
             double *out, int64_t *pair_terms)
 {
     xai_error_clear();
-    return xai_error_return(pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, out, pair_terms));
+    return xai_error_return(pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, prune_rtol, out,
+                                     pair_terms));
+}
+
+/* The objective sum_o weight[o] * PG2_o(x, S + {j}) of the current row, S + {j} given by mask. */
+static int greedy_objective(workspace *w, const uint8_t *mask, const double *weight, double *value, double *objective)
+{
+    *objective = 0.0;
+    int status = set_from_mask(w, mask);
+    if (status == XAI_OK)
+        status = pg2_one(w, value);
+    if (status != XAI_OK)
+        return status; /* value is not written */
+    for (int32_t o = 0; o < w->f->n_outputs; o++)
+        *objective += weight[o] * value[o];
+    return XAI_OK;
+}
+
+/* One greedy step of the current row: the feature j outside mask maximising the objective, lowest
+ * index on ties, and its objective. With pruning, every candidate is first screened with the looser
+ * bound screen = max(SCREEN_RTOL, prune_rtol): its objective O then lies within err(O) = (2 screen +
+ * 1e-12) |O| of the one prune_rtol gives (relative error r on every output, weights >= 0 and PG2 >= 0
+ * bound the objective's by r / (1 - r) <= 2r; 1e-12 covers rounding). Only the candidates whose
+ * interval reaches the best lower end are evaluated again with prune_rtol, so the choice is the one
+ * evaluating every candidate with prune_rtol would make. A lone candidate is evaluated once. */
+static int greedy_step(workspace *w, uint8_t *mask, const double *weight, double *cand, double *value,
+                       int32_t *best, double *best_value)
+{
+    const int32_t d = w->f->n_features;
+    int32_t left = 0;
+    for (int32_t j = 0; j < d; j++)
+        left += !mask[j];
+    const double strict = w->prune_rtol;
+    const double screen = left > 1 && strict > 0.0 && strict < SCREEN_RTOL ? SCREEN_RTOL : strict;
+    double best_low = -INFINITY;
+    int status = XAI_OK;
+    w->prune_rtol = screen;
+    for (int32_t j = 0; j < d && status == XAI_OK; j++) {
+        if (mask[j])
+            continue;
+        mask[j] = 1;
+        status = greedy_objective(w, mask, weight, value, &cand[j]);
+        mask[j] = 0;
+        best_low = fmax(best_low, cand[j] - (2.0 * screen + 1e-12) * fabs(cand[j]));
+    }
+    w->prune_rtol = strict;
+    *best = -1;
+    for (int32_t j = 0; j < d && status == XAI_OK; j++) {
+        if (mask[j] || cand[j] + (2.0 * screen + 1e-12) * fabs(cand[j]) < best_low)
+            continue;
+        if (screen != strict) {
+            mask[j] = 1;
+            status = greedy_objective(w, mask, weight, value, &cand[j]);
+            mask[j] = 0;
+        }
+        if (*best < 0 || cand[j] > *best_value) {
+            *best = j;
+            *best_value = cand[j];
+        }
+    }
+    return status;
 }
 
 static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
-                       const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                       const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                        const double *output_weight, int32_t *ranking, double *path)
 {
-    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len);
+    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol);
     if (status != XAI_OK)
         return status;
     if (output_weight == NULL || ranking == NULL || path == NULL)
         return XAI_E_SIZE;
+    for (int32_t o = 0; o < f->n_outputs; o++)
+        if (!(output_weight[o] >= 0.0 && output_weight[o] < INFINITY))
+            return XAI_E_VALUE;
     const int32_t d = f->n_features;
     workspace w;
-    status = ws_init(&w, f, cdf_offset);
+    status = ws_init(&w, f, cdf_offset, prune_rtol);
     uint8_t *mask = calloc((size_t)d, 1);
-    double *value = malloc((size_t)f->n_outputs * sizeof(double));
-    if (status == XAI_OK && (mask == NULL || value == NULL))
+    double *value = malloc((size_t)f->n_outputs * sizeof(double)), *cand = malloc((size_t)d * sizeof(double));
+    if (status == XAI_OK && (mask == NULL || value == NULL || cand == NULL))
         status = XAI_E_NOMEM;
     for (int64_t i = 0; i < n_rows && status == XAI_OK; i++) {
         set_row(&w, X, cdf, cdf_len, i);
@@ -823,22 +1026,9 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
         for (int32_t step = 0; step < d && status == XAI_OK; step++) {
             int32_t best = -1;
             double best_value = 0.0;
-            for (int32_t j = 0; j < d && status == XAI_OK; j++) {
-                if (mask[j])
-                    continue;
-                mask[j] = 1;
-                status = set_from_mask(&w, mask);
-                if (status == XAI_OK)
-                    status = pg2_one(&w, value);
-                mask[j] = 0;
-                double objective = 0.0;
-                for (int32_t o = 0; o < f->n_outputs; o++)
-                    objective += output_weight[o] * value[o];
-                if (best < 0 || objective > best_value) {
-                    best = j;
-                    best_value = objective;
-                }
-            }
+            status = greedy_step(&w, mask, output_weight, cand, value, &best, &best_value);
+            if (status != XAI_OK)
+                break;
             mask[best] = 1;
             ranking[i * d + step] = best;
             path[i * d + step] = best_value;
@@ -846,14 +1036,16 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
     }
     free(mask);
     free(value);
+    free(cand);
     ws_free(&w);
     return status;
 }
 
 int xai_greedy_pg2(const xai_forest *f, const double *X, int64_t n_rows,
-                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                    const double *output_weight, int32_t *ranking, double *path)
 {
     xai_error_clear();
-    return xai_error_return(greedy_rows(f, X, n_rows, cdf, cdf_offset, cdf_len, output_weight, ranking, path));
+    return xai_error_return(greedy_rows(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, output_weight, ranking,
+                                        path));
 }

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 5
+#define XAI_ABI_VERSION 6
 
 /* cffi-cdef-begin */
 enum {
@@ -115,17 +115,20 @@ int xai_predict(const xai_forest *forest, const double *X, int64_t n_rows, doubl
  * whose probability is below DBL_MIN is treated as unreachable. Only the features of a set are
  * read; their halves must be non-decreasing / non-increasing and add up to 1 within 1e-6, and
  * their x finite, else XAI_E_VALUE with the row in xai_last_error. out[(i * n_sets + s) * n_outputs + o].
+ * prune_rtol = 0 sums every leaf pair; prune_rtol in (0, 1) leaves out the pairs of the least
+ * weighty leaves while a proven bound keeps the relative error of every output below prune_rtol
+ * (pg2.c, prune_leaves); anything else is XAI_E_VALUE.
  * pair_terms (may be NULL) receives the number of leaf-pair terms evaluated. */
 int xai_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
             const uint8_t *mask, int64_t n_sets,
-            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
             double *out, int64_t *pair_terms);
 
-/* Greedy PG2 ranking: step k adds the feature that maximises sum_o weight[o] * PG2(x, S + {j});
- * ties go to the lowest feature index. ranking[i * n_features + k] is the k-th feature,
- * path[i * n_features + k] the objective after adding it. Same cdf layout as xai_pg2. */
+/* Greedy PG2 ranking: step k adds the feature that maximises sum_o weight[o] * PG2(x, S + {j})
+ * (weights finite and >= 0, else XAI_E_VALUE); ties go to the lowest feature index. ranking[i * n_features + k] is the k-th feature,
+ * path[i * n_features + k] the objective after adding it. Same cdf layout and prune_rtol as xai_pg2. */
 int xai_greedy_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
-                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len,
+                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                    const double *output_weight, int32_t *ranking, double *path);
 
 /* Local MDI: out[i * n_features + j] = sum over trees t of w(i, t) * sum over the nodes on row

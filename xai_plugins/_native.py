@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 5
+ABI_VERSION = 6
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -146,9 +146,11 @@ def predict(forest, X: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
     return out
 
 
-def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None) -> tuple[np.ndarray, int]:
+def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0) -> tuple[np.ndarray, int]:
     """PG² for every (row, set): mask (n, n_sets, d) uint8, cdf (n, cdf_len) -> ((n, n_sets, k), pair terms).
-    ``cforest`` carries the PG² threshold ranks; ``cdf_offset`` is the matching table layout."""
+    ``cforest`` carries the PG² threshold ranks; ``cdf_offset`` is the matching table layout.
+    ``prune_rtol``: 0 sums every leaf pair; in (0, 1) the C core's certified pruning (relative error
+    of every value below it)."""
     forest, s = cforest.forest, cforest.ptr
     n, n_sets = mask.shape[:2]
     out = np.empty((n, n_sets, forest.n_outputs))
@@ -157,7 +159,7 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None) -> tuple[np.nda
     def work(a, b):
         count = ffi.new("int64_t *")
         _check(lib.xai_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("uint8_t *", mask[a:b]), n_sets,
-                           _ptr("double *", cdf[a:b]), _ptr("int64_t *", cdf_offset), cdf.shape[1],
+                           _ptr("double *", cdf[a:b]), _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol,
                            _ptr("double *", out[a:b]), count), "PG²", a)
         terms.append(count[0])
 
@@ -165,8 +167,10 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None) -> tuple[np.nda
     return out, int(sum(terms))
 
 
-def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy PG² ranking per row: ((n, d) int ranking, (n, d) objective after each step)."""
+def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None,
+               prune_rtol=0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy PG² ranking per row: ((n, d) int ranking, (n, d) objective after each step);
+    ``prune_rtol`` as for :func:`pg2`."""
     s = cforest.ptr
     n, d = X.shape
     ranking = np.empty((n, d), dtype=np.int32)
@@ -175,7 +179,7 @@ def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None)
 
     def work(a, b):
         _check(lib.xai_greedy_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", cdf[a:b]),
-                                  _ptr("int64_t *", cdf_offset), cdf.shape[1], _ptr("double *", weight),
+                                  _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol, _ptr("double *", weight),
                                   _ptr("int32_t *", ranking[a:b]), _ptr("double *", path[a:b])), "greedy PG²", a)
 
     _run_chunks(n, n_jobs, work)

@@ -51,8 +51,8 @@ from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from .forest import import_model
 from .mdi import _warn_if_resampled, require_impurities
 from .perturbation import make_perturbation
-from .prediction_gap import (AUTO_PAIR_BUDGET, METHODS, GreedyRanking, PG2Estimate, _check_perturbed_finite,
-                             _check_ranking, _sampled_pg2, _set_masks, row_seed)
+from .prediction_gap import (AUTO_PILOT_ROWS, METHODS, GreedyRanking, PG2Estimate, _check_perturbed_finite,
+                             _check_ranking, _sampled_pg2, _set_masks, auto_method, row_seed)
 
 _INSTALL = 'dask input needs dask: pip install "xai_plugins[dask]"'
 
@@ -250,7 +250,7 @@ class DaskPG2Estimate(PG2Estimate):
         start = time.perf_counter()
         value, stderr, terms = dask.compute(self.value, self.stderr, self.pair_terms, **kwargs)
         return PG2Estimate(value, stderr, self.method, self.n_samples, time.perf_counter() - start,
-                           int(terms))
+                           int(terms), self.reason)
 
     def __repr__(self):
         return (f"DaskPG2Estimate(method={self.method!r}, n_rows={self.value.shape[0]}, lazy, "
@@ -283,12 +283,13 @@ def _per_row_sets(S) -> bool:
     return np.ndim(S) == 2 if not isinstance(S, (list, tuple)) or S else False
 
 
-def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, sigma, perturbation):
+def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, sigma, perturbation, prune):
 
     S = masks[0].astype(bool) if masks else S
     k = forest.n_outputs
     if method == "exact":
-        est = prediction_gap.pg2(forest, X, S, sigma, perturbation=perturbation, method="exact", n_jobs=n_jobs)
+        est = prediction_gap.pg2(forest, X, S, sigma, perturbation=perturbation, method="exact", prune=prune,
+                                 verbose=False, n_jobs=n_jobs)
         value, stderr = est.value.reshape(len(X), k), est.stderr.reshape(len(X), k)
         terms = est.pair_terms
     else:
@@ -306,8 +307,9 @@ def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
-        random_state=None, n_jobs=None):
-    """:func:`xai_plugins.pg2` on a dask ``X``: a lazy :class:`PG2Estimate` (see the module doc)."""
+        rtol=0.01, random_state=None, prune=True, n_jobs=None):
+    """:func:`xai_plugins.pg2` on a dask ``X``: a lazy :class:`PG2Estimate` (see the module doc);
+    ``method="auto"`` decides from the first :data:`~xai_plugins.prediction_gap.AUTO_PILOT_ROWS` rows."""
     import numbers
 
 
@@ -317,8 +319,6 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     Xd, names = _rows(forest, X)
     d, k = forest.n_features, forest.n_outputs
     noise = _noise(forest, sigma, perturbation, background)
-    if method == "auto":
-        method = "exact" if float(forest.n_leaves) ** 2 <= AUTO_PAIR_BUDGET else "monte_carlo"
     per_row, shared_S = [], None
     if _per_row_sets(S):
         if is_dask(S):
@@ -330,6 +330,13 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         per_row = [mask]
     else:
         shared_S = _set_masks(S, 1, d, names)[0].astype(bool)
+    reason = ""
+    if method == "auto":
+        head = np.asarray(Xd[:AUTO_PILOT_ROWS].compute(), dtype=np.float64)
+        head_mask = (np.broadcast_to(shared_S, head.shape) if shared_S is not None
+                     else np.asarray(per_row[0][:len(head)].compute())).astype(np.uint8)
+        method, n_samples, reason = auto_method(forest, head, head_mask, make_perturbation(d, **noise), rtol,
+                                                row_seed(random_state))
     root, shipped = None, None
     if method == "exact":
         shipped = _ship(forest)
@@ -339,20 +346,22 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         root = row_seed(random_state)
         shipped = _ship_with_model(forest)
     out = _map_rows(_pg2_block, Xd, shipped, per_row, 2 * k + 1, S=shared_S, method=method,
-                    n_samples=int(n_samples), root=root, n_jobs=n_jobs, **noise)
+                    n_samples=int(n_samples), root=root, n_jobs=n_jobs, prune=prune, **noise)
     value, stderr = out[:, :k], out[:, k:2 * k]
     if k == 1:
         value, stderr = value[:, 0], stderr[:, 0]
     terms = out[:, 2 * k].sum().astype(np.int64)
-    return DaskPG2Estimate(value, stderr, method, 0 if method == "exact" else int(n_samples), float("nan"), terms)
+    return DaskPG2Estimate(value, stderr, method, 0 if method == "exact" else int(n_samples), float("nan"), terms,
+                           reason)
 
 
-def _pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigma, perturbation):
+def _pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigma, perturbation, prune):
 
     r = rankings[0] if rankings else ranking
     if stacked:
         r = np.moveaxis(r, 1, 0)                     # (b, m, d) -> (m, b, d)
-    out = np.asarray(prediction_gap.pgi2(forest, X, r, sigma, perturbation=perturbation, n_jobs=n_jobs))
+    out = np.asarray(prediction_gap.pgi2(forest, X, r, sigma, perturbation=perturbation, prune=prune, verbose=False,
+                                         n_jobs=n_jobs))
     if stacked:
         out = np.moveaxis(out, 0, 1)                 # (m, b[, k]) -> (b, m[, k])
     return out.reshape(len(X), -1)
@@ -377,7 +386,7 @@ def _ranking_arg(ranking, Xd, d, names):
     raise InputError(f"ranking must have shape ({d},), (n, {d}) or (m, n, {d}); got {ndim} dimensions")
 
 
-def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None):
+def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True, n_jobs=None):
     """:func:`xai_plugins.pgi2` on a dask ``X`` and/or dask ``ranking``: a lazy dask array."""
     da = _require_dask()
 
@@ -391,7 +400,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_
     per_row, shared, m = _ranking_arg(ranking, Xd, d, names)
     width = max(m, 1) * k
     out = _map_rows(_pgi2_block, Xd, _ship(forest), per_row, width, ranking=shared, stacked=bool(m),
-                    n_jobs=n_jobs, **noise)
+                    n_jobs=n_jobs, prune=prune, **noise)
     if m:
         out = out.reshape(Xd.shape[0], m, k).transpose(1, 0, 2)
         return out[:, :, 0] if k == 1 else out
@@ -407,13 +416,15 @@ def _row_chunks(ranking):
     return chunks
 
 
-def _greedy_block(forest, start, X, *, output, n_jobs, sigma, perturbation):
+def _greedy_block(forest, start, X, *, output, n_jobs, sigma, perturbation, prune):
 
-    res = prediction_gap.greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, n_jobs=n_jobs)
+    res = prediction_gap.greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, prune=prune,
+                                            verbose=False, n_jobs=n_jobs)
     return np.concatenate([res.ranking.astype(np.float64), res.pg2_path.reshape(len(X), -1)], axis=1)
 
 
-def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, n_jobs=None):
+def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
+                       n_jobs=None):
     """:func:`xai_plugins.greedy_pg2_ranking` on a dask ``X``: a lazy :class:`GreedyRanking`."""
 
     forest = import_model(model)
@@ -421,7 +432,8 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     d = forest.n_features
     resolve_output(forest.output_names, output)      # validate on the client
     noise = _noise(forest, sigma, perturbation, background)
-    out = _map_rows(_greedy_block, Xd, _ship(forest), [], 2 * d, output=output, n_jobs=n_jobs, **noise)
+    out = _map_rows(_greedy_block, Xd, _ship(forest), [], 2 * d, output=output, n_jobs=n_jobs, prune=prune,
+                    **noise)
     return DaskGreedyRanking(out[:, :d].astype(np.int64), out[:, d:])
 
 

@@ -31,16 +31,30 @@ from .forest import Forest, import_model
 from .perturbation import cdf_table, make_perturbation
 
 METHODS = ("exact", "monte_carlo", "qmc", "auto")
-#: ``method="auto"`` uses the exact algorithm while (leaves in the model)² stays below this
-#: bound on the leaf-pair terms of one PG² evaluation, Monte Carlo beyond it.
-AUTO_PAIR_BUDGET = 1e9
+#: The cost model of ``method="auto"``, in CPU seconds of one thread, measured on the 2-core x86-64
+#: machine of ``benchmarks/bench_pg2_production.py``: one leaf-pair term of the exact sum, the
+#: share of the pairs that the default pruning keeps (about half on the California models), and one
+#: tree of one Monte Carlo sample through the model's own predictor.
+AUTO_SECONDS_PER_PAIR = 1.8e-9
+AUTO_PRUNED_SHARE = 0.5
+AUTO_SECONDS_PER_TREE_SAMPLE = 1.0e-8
+#: Monte Carlo pilot of ``method="auto"``: samples per row, on at most this many rows.
+AUTO_PILOT_SAMPLES, AUTO_PILOT_ROWS = 256, 8
+#: A progress bar is shown (``verbose=True``) on calls estimated to take longer than this (seconds).
+PROGRESS_AFTER = 5.0
+#: Relative error bound of the exact method's certified pruning (``prune=True``): leaves whose
+#: pairs cannot move any PG² by more than this share of it are left out of the leaf-pair sums
+#: (the bound and its proof: ``prune_leaves`` in ``csrc/pg2.c``); below float64 accumulation error
+#: over the ~10⁸ terms of a large model. ``prune=False`` sums every leaf pair.
+PRUNE_RTOL = 1e-13
 
 
 @dataclass
 class PG2Estimate:
     """PG² per row: ``value`` (n,) or (n, k) for k outputs, ``stderr`` (zeros when exact),
-    ``method`` actually used, ``n_samples`` (0 when exact), wall ``seconds``, and for the exact
-    method the number of leaf-pair terms evaluated. ``np.asarray(estimate)`` is ``value``."""
+    ``method`` actually used, ``n_samples`` (0 when exact), wall ``seconds``, for the exact
+    method the number of leaf-pair terms evaluated, and with ``method="auto"`` the ``reason`` for
+    its choice. ``np.asarray(estimate)`` is ``value``."""
 
     value: np.ndarray
     stderr: np.ndarray
@@ -48,6 +62,8 @@ class PG2Estimate:
     n_samples: int
     seconds: float
     pair_terms: int = 0
+    #: why ``method="auto"`` chose ``method`` (the cost model's two estimates); "" otherwise
+    reason: str = ""
 
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.value, dtype=dtype)
@@ -198,7 +214,7 @@ def _check_perturbed_finite(X, mask):
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
-        random_state=None, n_jobs=None) -> PG2Estimate:
+        rtol=0.01, random_state=None, prune=True, verbose=True, n_jobs=None) -> PG2Estimate:
     """PG²(x, S) = E[(f(x') - f(x))²] for every row x of ``X``.
 
     ``X``: an array, or a DataFrame whose columns are aligned by name to the model's features.
@@ -208,10 +224,17 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     ``sigma`` / ``perturbation`` / ``background``: the noise, see :func:`make_perturbation`.
     ``method``: "exact" (closed form in C), "monte_carlo" (``n_samples`` perturbed copies per row
     through the model's own predictor), "qmc" (scrambled Halton points mapped through the inverse
-    CDF, 8 independent scramblings for the standard error), or "auto" (exact unless the model
-    exceeds :data:`AUTO_PAIR_BUDGET`; the estimate's ``method`` says which ran).
+    CDF, 8 independent scramblings for the standard error), or "auto": the cheaper of the exact
+    algorithm and a Monte Carlo estimate whose relative standard error is ``rtol`` (its sample
+    count from a pilot of :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows),
+    by the cost model of :func:`auto_method`; the estimate's ``method`` and ``reason`` say which
+    ran and why.
     ``random_state``: row i draws its noise from its own generator (:func:`row_seed`), so a seeded
     estimate of a row does not depend on the other rows or on how a dask ``X`` is chunked.
+    ``prune``: the exact method leaves out the leaf pairs that provably cannot change any value
+    by more than :data:`PRUNE_RTOL` of it (relative); ``False`` sums every pair.
+    ``verbose``: a progress bar when the exact call is estimated to take over
+    :data:`PROGRESS_AFTER` seconds.
 
     A dask array / DataFrame ``X`` gives a lazy estimate whose ``compute()`` equals this result
     bitwise (see :mod:`xai_plugins.distributed`).
@@ -219,27 +242,99 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     if is_dask(X, S):
         from . import distributed
         return distributed.pg2(model, X, S, sigma, perturbation=perturbation, background=background, method=method,
-                               n_samples=n_samples, random_state=random_state, n_jobs=n_jobs)
+                               n_samples=n_samples, rtol=rtol, random_state=random_state, prune=prune, n_jobs=n_jobs)
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest, X, names = _prepare(model, X)
     masks = _set_masks(S, len(X), forest.n_features, names)
     _check_perturbed_finite(X, masks)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
-    if method == "auto":
-        method = "exact" if float(forest.n_leaves) ** 2 <= AUTO_PAIR_BUDGET else "monte_carlo"
     start = time.perf_counter()
+    reason = ""
+    if method == "auto":
+        method, n_samples, reason = auto_method(forest, X, masks, noise, rtol, row_seed(random_state))
     if method == "exact":
         splits = split_boundaries(forest)
         table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
-        values, terms = _native.pg2(splits.c_forest, splits.cdf_offset, X, masks[:, None, :], table, n_jobs=n_jobs)
+        seconds = exact_seconds(forest, masks.sum(axis=1).mean() if len(X) else 0) * len(X)
+        values, terms = _batched(len(X), seconds, verbose, "exact PG²", lambda a, b: _native.pg2(
+            splits.c_forest, splits.cdf_offset, X[a:b], masks[a:b, None, :], table[a:b], n_jobs=n_jobs,
+            prune_rtol=PRUNE_RTOL if prune else 0.0))
         values = _squeeze(forest, values[:, 0, :])
-        return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms)
+        return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms, reason)
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
         raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
     mean, stderr = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
     return PG2Estimate(_squeeze(forest, mean), _squeeze(forest, stderr), method, int(n_samples),
-                       time.perf_counter() - start)
+                       time.perf_counter() - start, 0, reason)
+
+
+def _leaf_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """(tree, depth) of every leaf, one level of the trees at a time."""
+    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offset))
+    depth = np.zeros(forest.n_nodes, dtype=np.int64)
+    frontier, level = np.asarray(forest.tree_offset[:-1], dtype=np.int64), 0
+    while frontier.size:
+        depth[frontier] = level
+        inner = frontier[forest.left_child[frontier] >= 0]
+        base = forest.tree_offset[tree_of[inner]]
+        frontier = np.concatenate([base + forest.left_child[inner], base + forest.right_child[inner]])
+        level += 1
+    leaf = forest.left_child < 0
+    return tree_of[leaf], depth[leaf]
+
+
+def exact_seconds(forest: Forest, n_perturbed: float) -> float:
+    """Estimated CPU seconds of one exact PG² evaluation of a row with ``n_perturbed`` features in
+    S. A leaf at depth D is reachable with about 2^(-D (1 - |S|/d)) (each split on a feature
+    outside S halves the chance), which gives N_t leaves per tree and Σ_{t<u, same output} N_t N_u
+    leaf pairs, of which :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
+    tree, depth = _leaf_depths(forest)
+    outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
+    per_tree = np.bincount(tree, weights=np.exp2(-depth * outside), minlength=forest.n_trees)
+    target = np.asarray(forest.tree_target)
+    per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
+    square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
+    pairs = float(np.sum(per_output ** 2 - square) / 2.0)
+    return pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
+
+
+def auto_method(forest: Forest, X, masks, noise, rtol, root) -> tuple[str, int, str]:
+    """``(method, n_samples, reason)`` for ``method="auto"``: Monte Carlo needs n = (sd/mean)² /
+    rtol² samples for a relative standard error rtol, sd/mean of the squared gap from a pilot of
+    :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows (the 90th percentile
+    over them), each sample costing :data:`AUTO_SECONDS_PER_TREE_SAMPLE` per tree; the exact cost is
+    :func:`exact_seconds`. The cheaper one runs."""
+    if not (isinstance(rtol, numbers.Real) and 0 < rtol < 1):
+        raise InputError(f"rtol must be a relative accuracy in (0, 1); got {rtol!r}")
+    exact = exact_seconds(forest, masks.sum(axis=1).mean() if len(X) else 0)
+    pilot = slice(0, min(len(X), AUTO_PILOT_ROWS))
+    mean, stderr = _sampled_pg2(forest, X[pilot], masks[pilot], noise, AUTO_PILOT_SAMPLES, "monte_carlo", root)
+    spread = np.where(mean > 0, stderr ** 2 * AUTO_PILOT_SAMPLES / np.where(mean > 0, mean, 1.0) ** 2, 0.0)
+    per_row = spread.max(axis=1) if spread.size else np.zeros(0)
+    n_samples = int(np.clip(np.ceil(np.percentile(per_row, 90) / rtol ** 2) if per_row.size else 2, 2, 10**7))
+    sampled = n_samples * forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE
+    method = "exact" if exact <= sampled else "monte_carlo"
+    reason = (f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row vs Monte Carlo ≈ {sampled * 1e3:.3g} ms "
+              f"per row ({n_samples} samples for a {rtol:.0%} relative standard error); ran {method}")
+    return method, n_samples, reason
+
+
+def _batched(n_rows: int, seconds: float, verbose: bool, what: str, call) -> tuple:
+    """call(a, b) over the rows a..b in one go, or in about 50 batches under a tqdm bar when the
+    call is estimated to take over :data:`PROGRESS_AFTER` seconds. call returns a tuple of per-row
+    arrays and counts; the batches' arrays are concatenated and their counts added."""
+    if not verbose or seconds <= PROGRESS_AFTER or n_rows < 2:
+        return call(0, n_rows)
+    from tqdm.auto import tqdm
+
+    step = max(1, -(-n_rows // 50))
+    parts = []
+    with tqdm(total=n_rows, desc=what, unit="row") as bar:
+        for a in range(0, n_rows, step):
+            parts.append(call(a, min(a + step, n_rows)))
+            bar.update(min(step, n_rows - a))
+    return tuple(np.concatenate(p) if isinstance(p[0], np.ndarray) else sum(p) for p in zip(*parts))
 
 
 def row_seed(random_state) -> np.random.SeedSequence:
@@ -326,21 +421,23 @@ def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndar
     return r.astype(np.int64)
 
 
-def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> np.ndarray:
+def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True, verbose=True,
+         n_jobs=None) -> np.ndarray:
     """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
     feature indices in the model's feature order (or feature names).
 
     Returns (n,) for single-output models, (n, k) otherwise. ``ranking`` may also stack m
     rankings of the same rows, (m, n, d), to score several explanations at once: the result
     gains a leading axis of length m, and a prefix set that several rankings of a row share (the
-    full set always, often the first few) is computed once.
+    full set always, often the first few) is computed once. ``prune`` and ``verbose`` as for
+    :func:`pg2`.
 
     A dask ``X`` and/or ``ranking`` gives a lazy dask array (see :mod:`xai_plugins.distributed`).
     """
     if is_dask(X, getattr(ranking, "ranking", ranking)):
         from . import distributed
         return distributed.pgi2(model, X, ranking, sigma, perturbation=perturbation, background=background,
-                                n_jobs=n_jobs)
+                                prune=prune, n_jobs=n_jobs)
     forest, X, names = _prepare(model, X, allow_nan=False)
     d = forest.n_features
     r = _check_ranking(ranking, len(X), d, names)
@@ -358,7 +455,10 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
-    values, _ = _native.pg2(splits.c_forest, splits.cdf_offset, X, mask, table, n_jobs=n_jobs)
+    seconds = m * len(X) * sum(exact_seconds(forest, k) for k in range(1, d + 1))
+    values, _ = _batched(n, seconds, verbose, "PGI²", lambda a, b: _native.pg2(
+        splits.c_forest, splits.cdf_offset, X[a:b], mask[a:b], table[a:b], n_jobs=n_jobs,
+        prune_rtol=PRUNE_RTOL if prune else 0.0))
     per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
     scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
     out = _squeeze(forest, scores)
@@ -380,21 +480,24 @@ def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mask, where
 
 
-def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None,
-                       n_jobs=None) -> GreedyRanking:
+def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
+                       verbose=True, n_jobs=None) -> GreedyRanking:
     """Greedy PG² ranking per row, most important first: step k adds the feature j maximising
     PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` — an index or name — only);
     ties go to the lowest feature index (features the model never reaches tie at the end in
     index order).
 
     Returns a :class:`GreedyRanking`: ``.ranking`` (n, d) feature indices in the model's feature
-    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. A dask ``X``
+    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``; ``prune`` and
+    ``verbose`` as for :func:`pg2` (with pruning, each step first screens its candidates with a
+    looser certified bound and evaluates again only those that could still be the best, so the
+    ranking is the one the all-pairs sums give). A dask ``X``
     gives a lazy GreedyRanking of dask arrays (see :mod:`xai_plugins.distributed`).
     """
     if is_dask(X):
         from . import distributed
         return distributed.greedy_pg2_ranking(model, X, sigma, perturbation=perturbation, background=background,
-                                              output=output, n_jobs=n_jobs)
+                                              output=output, prune=prune, n_jobs=n_jobs)
     forest, X, _ = _prepare(model, X, allow_nan=False)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
     splits = split_boundaries(forest)
@@ -404,5 +507,9 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     if c is not None:
         weight = np.zeros(forest.n_outputs)
         weight[c] = 1.0
-    ranking, path = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, X, table, weight, n_jobs=n_jobs)
+    d = forest.n_features
+    seconds = len(X) * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
+    ranking, path = _batched(len(X), seconds, verbose, "greedy PG² ranking", lambda a, b: _native.greedy_pg2(
+        splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight, n_jobs=n_jobs,
+        prune_rtol=PRUNE_RTOL if prune else 0.0))
     return GreedyRanking(ranking.astype(np.int64), path)

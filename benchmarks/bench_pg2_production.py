@@ -1,0 +1,233 @@
+"""Exact PG² on production-size models against a 1 %-accurate Monte Carlo estimate, and against
+a reference build of this package (the previous main) measured in the same run.
+
+Data: California housing (``../shared/datasets/california_housing.csv``; ``ocean_proximity``
+dropped, missing ``total_bedrooms`` filled with the training median), split 80:20 with seed 0,
+features standardised with the training mean and standard deviation; σ = 0.3 on every feature.
+Models: ``XGBRegressor(tree_method="hist", max_depth=D, n_estimators=T, random_state=0)`` for
+(T, D) in {(100, 6), (500, 6)} (``--big`` adds (500, 8) and (1000, 10), S = all only), and a
+``RandomForestRegressor(n_estimators=50, min_samples_leaf=20, max_features=0.5, bootstrap=False)``.
+Everything runs on one thread (``n_jobs=1``, XGBoost ``nthread=1``) and is timed in CPU seconds of
+the process (``time.process_time``), which other load on the machine disturbs far less than wall time.
+
+Per model and row, median over ``--rows`` test rows:
+- ``exact all``: ``xp.pg2(model, x, S=all features)``; ``greedy``: ``xp.greedy_pg2_ranking``;
+  ``pgi2``: ``xp.pgi2`` of one ranking (the features in index order), each through the public API;
+- ``MC 1 %``: the number of Monte Carlo samples n whose relative standard error
+  sd(g)/(mean(g)·√n) is 1 % for g = (f(x') − f(x))², from a 4,000-sample pilot on the row, times
+  the cost of one sample through the model's own predictor (XGBoost ``inplace_predict`` /
+  scikit-learn ``predict`` on a 20,000-row batch);
+- ratios: reference / new (speed-up) and exact / MC-at-1 %.
+The crossover is the number of depth-6 trees at which exact S = all costs as much as MC at 1 %:
+the 500 × 6 model is cut to its first T trees (T = 25 … 500) and both costs are interpolated
+log-log between the two cut sizes around their crossing.
+
+The reference build runs in a subprocess (``--ref DIR``: a checkout of the previous main with
+its C extension built in place, e.g. ``git worktree add ../oldmain <commit>`` then
+``python setup.py build_ext --inplace`` there) on the same saved models and rows, right before
+the new build, so that both see the same machine load.
+
+Run: python benchmarks/bench_pg2_production.py [--ref DIR] [--rows 5] [--big]
+"""
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "california_housing.csv"
+SIGMA = 0.3
+PILOT = 4000
+TARGET_RSE = 0.01
+
+
+def california():
+    """Standardised train/test features and targets of the California housing data."""
+    import pandas as pd
+    from sklearn.model_selection import train_test_split
+
+    frame = pd.read_csv(DATA).drop(columns=["ocean_proximity"])
+    y = frame.pop("median_house_value").to_numpy(float)
+    X_train, X_test, y_train, _ = train_test_split(frame, y, test_size=0.2, random_state=0)
+    X_train = X_train.fillna(X_train.median())
+    X_test = X_test.fillna(X_train.median())
+    mean, std = X_train.mean(), X_train.std()
+    return ((X_train - mean) / std).to_numpy(float), ((X_test - mean) / std).to_numpy(float), y_train
+
+
+def build_models(big: bool) -> dict:
+    """name -> fitted model (the models both builds are timed on)."""
+    import xgboost as xgb
+    from sklearn.ensemble import RandomForestRegressor
+
+    X_train, _, y_train = california()
+    sizes = [(100, 6), (500, 6)] + ([(500, 8), (1000, 10)] if big else [])
+    models = {}
+    for trees, depth in sizes:
+        model = xgb.XGBRegressor(tree_method="hist", max_depth=depth, n_estimators=trees, random_state=0,
+                                 n_jobs=2).fit(X_train, y_train)
+        models[f"xgb {trees}x{depth}"] = model
+    models["rf 50 trees, min_samples_leaf=20"] = RandomForestRegressor(
+        n_estimators=50, min_samples_leaf=20, max_features=0.5, bootstrap=False, random_state=0,
+        n_jobs=2).fit(X_train, y_train)
+    return models
+
+
+def per_row(fn, rows) -> float:
+    """Median CPU seconds of fn(row) over the rows (each row its own call)."""
+    times = []
+    for x in rows:
+        t = time.process_time()
+        fn(x[None, :])
+        times.append(time.process_time() - t)
+    return float(np.median(times))
+
+
+def predictor(model):
+    """A single-threaded batch predictor: the model's own."""
+    import xgboost as xgb
+
+    if isinstance(model, (xgb.XGBModel, xgb.Booster)):
+        booster = model.get_booster() if isinstance(model, xgb.XGBModel) else model
+        booster.set_param({"nthread": 1})
+        return lambda X: booster.inplace_predict(X)
+    model.set_params(n_jobs=1)
+    return model.predict
+
+
+def mc_cost(model, rows, seed=0) -> tuple[float, float]:
+    """(median samples for 1 % relative standard error, seconds per sample) over the rows."""
+    predict = predictor(model)
+    rng = np.random.default_rng(seed)
+    needed = []
+    for x in rows:
+        noisy = x + SIGMA * rng.standard_normal((PILOT, x.size))
+        gap = (predict(noisy) - predict(x[None, :])) ** 2
+        needed.append((gap.std() / gap.mean() / TARGET_RSE) ** 2)
+    batch = rows[0] + SIGMA * rng.standard_normal((20_000, rows.shape[1]))
+    predict(batch[:100])
+    t = time.process_time()
+    predict(batch)
+    return float(np.median(needed)), (time.process_time() - t) / len(batch)
+
+
+def measure(models: dict, rows: np.ndarray, kinds: dict) -> dict:
+    """Per model: seconds per row of each quantity in kinds[name] (with the build importable now)."""
+    import xai_plugins as xp
+
+    d = rows.shape[1]
+    everything = list(range(d))
+    out = {}
+    for name, model in models.items():
+        xp.pg2(model, rows[:1], [0], SIGMA, n_jobs=1)  # import and cache the model
+        res = {}
+        if "all" in kinds[name]:
+            res["exact all"] = per_row(lambda x: xp.pg2(model, x, everything, SIGMA, n_jobs=1), rows)
+        if "greedy" in kinds[name]:
+            res["greedy"] = per_row(lambda x: xp.greedy_pg2_ranking(model, x, SIGMA, n_jobs=1), rows)
+        if "pgi2" in kinds[name]:
+            res["pgi2"] = per_row(lambda x: xp.pgi2(model, x, everything, SIGMA, n_jobs=1), rows)
+        out[name] = res
+    return out
+
+
+def worker(path: str) -> None:
+    """Subprocess entry: measure the pickled job with whatever xai_plugins is importable."""
+    with open(path, "rb") as fh:
+        job = pickle.load(fh)
+    print(json.dumps(measure(job["models"], job["rows"], job["kinds"])))
+
+
+def crossover(model, rows, ref=None) -> dict:
+    """Exact S = all vs MC at 1 % on the first T trees of a depth-6 XGBoost model."""
+    booster = model.get_booster()
+    cuts = {trees: booster[:trees] for trees in (25, 50, 100, 150, 200, 300, 500)}
+    kinds = {trees: ("all",) for trees in cuts}
+    result = {"trees": list(cuts), "mc": [], "exact": []}
+    if ref:
+        old = run_reference(ref, cuts, rows, kinds)
+        result["exact reference"] = [old[t]["exact all"] for t in cuts]
+    new = measure(cuts, rows, kinds)
+    for trees, cut in cuts.items():
+        n, per_sample = mc_cost(cut, rows)
+        result["mc"].append(n * per_sample)
+        result["exact"].append(new[trees]["exact all"])
+    result["crossover"] = crossing(result["trees"], result["exact"], result["mc"])
+    if ref:
+        result["crossover reference"] = crossing(result["trees"], result["exact reference"], result["mc"])
+    return result
+
+
+def crossing(trees, exact, mc):
+    """Tree count where exact = MC, interpolated log-log; None when they do not cross in range."""
+    ratio = np.log(np.asarray(exact) / np.asarray(mc))
+    for i in range(len(trees) - 1):
+        if ratio[i] <= 0 < ratio[i + 1]:
+            a, b = np.log(trees[i]), np.log(trees[i + 1])
+            return float(np.exp(a + (b - a) * (-ratio[i]) / (ratio[i + 1] - ratio[i])))
+    return f"> {trees[-1]}" if ratio[-1] <= 0 else f"< {trees[0]}"
+
+
+def run_reference(ref: str, models: dict, rows, kinds) -> dict:
+    """measure() in a subprocess that imports the reference build from ``ref``."""
+    with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as fh:
+        pickle.dump({"models": models, "rows": rows, "kinds": kinds}, fh)
+    env = dict(os.environ, PYTHONPATH=str(Path(ref).resolve()))
+    done = subprocess.run([sys.executable, __file__, "--worker", fh.name], env=env, capture_output=True, text=True,
+                          cwd=tempfile.gettempdir(), check=True)
+    os.unlink(fh.name)
+    return {(int(k) if k.isdigit() else k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref", help="checkout of the reference build (its C extension built in place)")
+    parser.add_argument("--rows", type=int, default=5)
+    parser.add_argument("--big", action="store_true", help="also 500 x 8 and 1000 x 10 (S = all only)")
+    parser.add_argument("--no-crossover", action="store_true")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker)
+        return
+    _, X_test, _ = california()
+    rows = X_test[np.random.default_rng(1).choice(len(X_test), args.rows, replace=False)]
+    models = build_models(args.big)
+    kinds = {name: ("all", "pgi2", "greedy") if name == "xgb 100x6" else
+             ("all", "pgi2") if name == "xgb 500x6" else ("all",) for name in models}
+    old = run_reference(args.ref, models, rows, kinds) if args.ref else {}
+    new = measure(models, rows, kinds)
+    print(f"California housing, σ = {SIGMA}, one thread, median over {args.rows} test rows (ms per row)")
+    print(f"{'model':34s} {'quantity':10s} {'reference':>10s} {'new':>10s} {'speed-up':>9s} {'MC 1 %':>9s} "
+          f"{'exact/MC':>9s}")
+    for name, model in models.items():
+        n, per_sample = mc_cost(model, rows)
+        for quantity, seconds in new[name].items():
+            ref = old.get(name, {}).get(quantity)
+            mc = n * per_sample if quantity == "exact all" else None
+            print(f"{name:34s} {quantity:10s} {ref * 1e3 if ref else float('nan'):10.2f} {seconds * 1e3:10.2f} "
+                  f"{ref / seconds if ref else float('nan'):9.2f} {mc * 1e3 if mc else float('nan'):9.2f} "
+                  f"{seconds / mc if mc else float('nan'):9.2f}")
+        print(f"{'':34s} MC samples for 1 %: {n:,.0f}; {per_sample * 1e6:.2f} µs per sample")
+    if not args.no_crossover:
+        cross = crossover(models["xgb 500x6"], rows, args.ref)
+        print("\ncrossover, depth-6 XGBoost cut to T trees (ms per row):")
+        print(f"{'T':>5s} {'exact new':>10s} {'exact ref':>10s} {'MC 1 %':>9s}")
+        for i, t in enumerate(cross["trees"]):
+            ref = cross.get("exact reference", [float("nan")] * len(cross["trees"]))[i]
+            print(f"{t:5d} {cross['exact'][i] * 1e3:10.2f} {ref * 1e3:10.2f} {cross['mc'][i] * 1e3:9.2f}")
+        print(f"exact = MC at 1 % near T = {cross['crossover']} trees (new)"
+              + (f", {cross['crossover reference']} (reference)" if "crossover reference" in cross else ""))
+
+
+if __name__ == "__main__":
+    main()
