@@ -83,7 +83,7 @@ def test_cli_and_audit_agree(data, tmp_path, capsys):
     X_test.assign(y=y_test).to_csv(tmp_path / "test.csv", index=False)
     X_train.assign(y=y_train).to_csv(tmp_path / "train.csv", index=False)
     argv = ["--model", tmp_path / "model.joblib", "--trust-pickle", "--data", tmp_path / "test.csv", "--target", "y",
-            "--train", tmp_path / "train.csv", "--out", tmp_path / "out", "--no-pdf", "--quiet", "--n-jobs", "1"]
+            "--train", tmp_path / "train.csv", "--out", tmp_path / "out", "--no-pdf", "--quiet"]
     for key, value in SMALL.items():
         if key != "progress":
             argv += ["--" + key.replace("_", "-"), value]

@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("running")
     run.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
-    run.add_argument("--n-jobs", type=int, default=-1, help="threads (default -1: every core)")
+    run.add_argument("--n-jobs", type=int, default=None,
+                     help="threads, as audit()'s n_jobs (default: 1; -1: every core, faster, but a scikit-learn "
+                          "model's own parallel predictions may then differ in the last bits between runs)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="address of a Dask scheduler (e.g. tcp://host:8786): run the per-row methods and the "
                           "faithfulness section on every test row on that cluster (needs xai_plugins[dask])")

@@ -143,7 +143,9 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     the report says so), with the same numbers as an in-memory audit of the same rows; the data
     summary, performance metrics, local figures, per-row agreement and the Monte Carlo comparison use
     a random in-memory sample of ``max_shap_rows`` test rows. ``n_jobs``: threads of the C core and
-    RF-MCR (scikit-learn convention: None = 1, -1 = every core).
+    RF-MCR (scikit-learn convention: None = 1, -1 = every core); more than one thread lets a
+    scikit-learn model sum its trees' predictions in thread order, which can change the last bits of
+    its predictions between runs, so bit-identical reports need ``n_jobs=None`` (the default).
 
     A section whose computation raises is marked "failed" with the reason, the summary lists it
     (``Audit.problems``), and the other sections still render.
