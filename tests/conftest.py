@@ -3,6 +3,8 @@
 Session-scoped data are read-only, so that no test can change what the next one sees.
 """
 
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -10,6 +12,7 @@ import pytest
 from sklearn.datasets import load_diabetes
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor
 
+import xai_plugins
 from xai_plugins.forest import Forest, import_model
 
 #: column names of the ``named_frame`` data and of the models fitted on it
@@ -20,6 +23,11 @@ def _read_only(*arrays):
     for a in arrays:
         a.setflags(write=False)
     return arrays
+
+
+def pytest_report_header(config):
+    """Which xai_plugins the session tests: the checkout's source or an installed wheel."""
+    return f"xai_plugins {xai_plugins.__version__} from {Path(xai_plugins.__file__).parent}"
 
 
 def pytest_configure(config):
