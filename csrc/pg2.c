@@ -62,8 +62,9 @@ enum { CASE_F = 0, CASE_S = 1, CASE_F_KEEP = 2, CASE_S_KEEP = 3, CASE_AROUND = 4
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
 
-/* Inner leaves per block of the leaf-pair loop (its columns stay in the first cache levels). */
-enum { CHUNK = 256 };
+/* Inner leaves per block of the leaf-pair loop (its columns, at most 8 KiB per column, stay in the
+ * second cache level; 1024 measured 3 % faster than 256 on 500 trees of depth 6). */
+enum { CHUNK = 1024 };
 
 typedef struct {
     int32_t tree;         /* tree index */
