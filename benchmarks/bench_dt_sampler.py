@@ -120,7 +120,7 @@ def main():
 
     if args.reference_cnf:
         print("\nauthors' CNF (their encoder, same data) sampled by the same harness in this process:")
-        for name, X, y, N, level, n in cases:
+        for name, X, y, _N, _level, n in cases:
             path = os.path.join(args.reference_cnf, f"{name}.cnf")
             if not os.path.exists(path):
                 continue
@@ -132,7 +132,8 @@ def main():
             per, _ = reference_sampling(enc.clauses, enc.sampling_set, n)
             print(f"{name:6s} authors: {nv} vars, {len(clauses)} clauses, {ref:.4f} s/sample ({ref_wall:.4f}) | "
                   f"ours: {ours['n_vars']} vars ({ours['n_vars'] / nv:.2f}), {ours['n_clauses']} clauses "
-                  f"({ours['n_clauses'] / len(clauses):.2f}), {per:.4f} s/sample -> {ref / per:.1f}x faster", flush=True)
+                  f"({ours['n_clauses'] / len(clauses):.2f}), {per:.4f} s/sample -> {ref / per:.1f}x faster",
+                  flush=True)
 
     print("\nexact enumeration instead of sampling (sampler='exact': exact probabilities, no sampling error):")
     for name, X, y, N, level, _ in cases[:2]:
@@ -141,7 +142,7 @@ def main():
         print(f"{name:6s} {est.model_count_} trees in {cpu:.2f} s CPU ({wall:.2f} s wall)", flush=True)
 
     print("\ncardinality encoding of the accuracy constraint (s/sample, CPU):")
-    for name, X, y, N, level, n in (cases[0], cases[2]):
+    for name, X, y, _N, _level, n in (cases[0], cases[2]):
         n = max(5, int(n * scale / 2))
         row = []
         for card in CARDINALITY_ENCODINGS:

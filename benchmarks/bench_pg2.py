@@ -13,11 +13,11 @@ import numpy as np
 import xgboost as xgb
 from sklearn.datasets import load_diabetes
 
+import xai_plugins as xp
 from xai_plugins import _native
 from xai_plugins.forest import import_model
 from xai_plugins.perturbation import cdf_table, make_perturbation
 from xai_plugins.prediction_gap import PRUNE_RTOL, split_boundaries
-import xai_plugins as xp
 
 
 def timed(fn, repeat):
@@ -48,8 +48,8 @@ def main():
         for i in range(100):
             mask = np.zeros((1, 1, d), dtype=np.uint8)
             mask[0, 0, rng.choice(d, k, replace=False)] = 1
-            per_call.append(timed(lambda: _native.pg2(splits.c_forest, splits.cdf_offset, rows[i:i + 1], mask, table[i:i + 1],
-                                                     n_jobs=1, prune_rtol=PRUNE_RTOL), 3).min())
+            per_call.append(timed(lambda: _native.pg2(splits.c_forest, splits.cdf_offset, rows[i:i + 1], mask,
+                                                      table[i:i + 1], n_jobs=1, prune_rtol=PRUNE_RTOL), 3).min())
         medians[k] = np.median(per_call)
         print(f"  |S|={k:2d}: median {1e3 * medians[k]:.4f} ms   p90 {1e3 * np.quantile(per_call, 0.9):.4f} ms")
     api = timed(lambda: xp.pg2(forest, rows[:1], list(range(5)), sigma=0.3, n_jobs=1), 50)

@@ -56,8 +56,8 @@ def model_thresholds(model) -> tuple[dict, str, bool]:
     estimators = getattr(model, "estimators_", [model])
     for est in np.ravel(estimators):
         tree = est.tree_
-        for j, t, l in zip(tree.feature, tree.threshold, tree.children_left):
-            if l >= 0:
+        for j, t, child in zip(tree.feature, tree.threshold, tree.children_left):
+            if child >= 0:
                 thr.setdefault(int(j), []).append(float(t))
     return thr, "le", True
 

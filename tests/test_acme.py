@@ -17,8 +17,14 @@ from sklearn.metrics import ndcg_score  # noqa: E402
 from sklearn.svm import LinearSVC  # noqa: E402
 
 from xai_plugins.acme import AcME  # noqa: E402
-from xai_plugins.errors import (FeatureMismatchError, InputError, InputIndexError,  # noqa: E402
-                                InputTypeError, UnsupportedModelError, XaiWarning)
+from xai_plugins.errors import (  # noqa: E402
+    FeatureMismatchError,
+    InputError,
+    InputIndexError,
+    InputTypeError,
+    UnsupportedModelError,
+    XaiWarning,
+)
 
 
 # ----------------------------------------------------------------------------- models

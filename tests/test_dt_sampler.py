@@ -170,12 +170,12 @@ def test_every_sampled_tree_is_valid_and_accurate(hashed):
         assert sorted(children) == list(range(1, 3))
         assert all(c > i for i in range(3) for c in (tree.left[i], tree.right[i]) if c >= 0)
 
-        def paths(i, seen):
+        def paths(tree, i, seen):
             assert tree.test[i] not in seen
             for c in (tree.left[i], tree.right[i]):
                 if c >= 0:
-                    paths(c, seen | {tree.test[i]})
-        paths(0, frozenset())
+                    paths(tree, c, seen | {tree.test[i]})
+        paths(tree, 0, frozenset())
         assert np.sum(tree.predict(X_TOY) == Y_TOY) >= sampled.min_correct_ == 32
 
 

@@ -11,8 +11,13 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from sklearn.ensemble import (ExtraTreesClassifier, ExtraTreesRegressor, GradientBoostingClassifier,  # noqa: E402
-                              RandomForestClassifier, RandomForestRegressor)
+from sklearn.ensemble import (  # noqa: E402
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    GradientBoostingClassifier,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.linear_model import LinearRegression  # noqa: E402
 

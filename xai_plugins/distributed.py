@@ -51,8 +51,18 @@ from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from .forest import import_model
 from .mdi import _warn_if_resampled, require_impurities
 from .perturbation import make_perturbation
-from .prediction_gap import (AUTO_PILOT_ROWS, METHODS, GreedyRanking, PG2Estimate, _check_perturbed_finite,
-                             _check_ranking, _sampled_pg2, _set_masks, auto_method, row_seed)
+from .prediction_gap import (
+    AUTO_PILOT_ROWS,
+    METHODS,
+    GreedyRanking,
+    PG2Estimate,
+    _check_perturbed_finite,
+    _check_ranking,
+    _sampled_pg2,
+    _set_masks,
+    auto_method,
+    row_seed,
+)
 
 _INSTALL = 'dask input needs dask: pip install "xai_plugins[dask]"'
 
@@ -143,7 +153,8 @@ def ship(obj, prefix="xai-object", *, cache=True):
             name = entry[1]
         else:
             try:
-                ref = weakref.ref(obj, lambda _, key=id(obj), names=_SHIPPED_NAMES: names.pop(key, None))
+                key = id(obj)
+                ref = weakref.ref(obj, lambda _, key=key, names=_SHIPPED_NAMES: names.pop(key, None))
             except TypeError:
                 ref = None
             if ref is not None:

@@ -438,6 +438,41 @@ _LGB_IDENTITY_PREDICTION = {"regression", "regression_l1", "huber", "fair", "qua
                             "rank_xendcg", "custom"}
 
 
+def _lightgbm_tree(root: dict) -> dict:
+    """One tree of a LightGBM ``dump_model()`` as node lists (left, right, feature, threshold,
+    missing_left, value), nodes numbered in visiting order; refuses linear trees, categorical
+    splits and zero-as-missing splits."""
+    tree = {key: [] for key in ("left", "right", "feature", "threshold", "missing_left", "value")}
+    blank = {"left": -1, "right": -1, "feature": 0, "threshold": 0.0, "missing_left": 0, "value": 0.0}
+
+    def visit(node):
+        k = len(tree["left"])
+        for key, v in blank.items():
+            tree[key].append(v)
+        if "leaf_value" in node or "split_index" not in node:
+            if "leaf_coeff" in node or node.get("is_linear"):
+                raise UnsupportedModelError("LightGBM linear trees are not supported")
+            tree["value"][k] = float(node.get("leaf_value", 0.0))
+            return k
+        if node["decision_type"] != "<=":
+            raise UnsupportedModelError("LightGBM categorical splits are not supported; "
+                                        "only numeric thresholds are")
+        kind = node.get("missing_type", "None")
+        if kind == "Zero":
+            raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') "
+                                        "are not supported")
+        thr = float(node["threshold"])
+        tree["feature"][k], tree["threshold"][k] = int(node["split_feature"]), thr
+        # missing_type None: LightGBM replaces NaN by 0.0 and compares
+        tree["missing_left"][k] = int(node["default_left"]) if kind == "NaN" else int(0.0 <= thr)
+        tree["left"][k] = visit(node["left_child"])
+        tree["right"][k] = visit(node["right_child"])
+        return k
+
+    visit(root)
+    return tree
+
+
 def _import_lightgbm(model) -> Forest:
     import lightgbm
 
@@ -446,37 +481,8 @@ def _import_lightgbm(model) -> Forest:
         raise UnsupportedModelError(f"unsupported model {type(model).__name__}; supported: {SUPPORTED_MODELS}")
     dump = booster.dump_model()
     per_iteration = int(dump.get("num_tree_per_iteration", 1))
-    trees = []
-    for t, info in enumerate(dump["tree_info"]):
-        left, right, feature, threshold, missing, value = [], [], [], [], [], []
-
-        def visit(node):
-            k = len(left)
-            for lst, v in ((left, -1), (right, -1), (feature, 0), (threshold, 0.0), (missing, 0), (value, 0.0)):
-                lst.append(v)
-            if "leaf_value" in node or "split_index" not in node:
-                if "leaf_coeff" in node or node.get("is_linear"):
-                    raise UnsupportedModelError("LightGBM linear trees are not supported")
-                value[k] = float(node.get("leaf_value", 0.0))
-                return k
-            if node["decision_type"] != "<=":
-                raise UnsupportedModelError("LightGBM categorical splits are not supported; "
-                                            "only numeric thresholds are")
-            kind = node.get("missing_type", "None")
-            if kind == "Zero":
-                raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') "
-                                            "are not supported")
-            thr = float(node["threshold"])
-            feature[k], threshold[k] = int(node["split_feature"]), thr
-            # missing_type None: LightGBM replaces NaN by 0.0 and compares
-            missing[k] = int(node["default_left"]) if kind == "NaN" else int(0.0 <= thr)
-            left[k] = visit(node["left_child"])
-            right[k] = visit(node["right_child"])
-            return k
-
-        visit(info["tree_structure"])
-        trees.append(dict(left=left, right=right, feature=feature, threshold=threshold, missing_left=missing,
-                          value=value, target=t % per_iteration))
+    trees = [dict(_lightgbm_tree(info["tree_structure"]), target=t % per_iteration)
+             for t, info in enumerate(dump["tree_info"])]
     if not trees:
         raise UnsupportedModelError("the LightGBM model has no trees")
     objective_words = str(dump.get("objective", "custom")).split()  # no key: a custom objective

@@ -22,8 +22,7 @@ import pandas as pd
 
 from ._extras import needs
 from ._validation import check_random_state, resolve_output
-from .attributions import (Attribution, acme_attribution, background_data, local_mdi_attribution,
-                           pg2_attribution)
+from .attributions import Attribution, acme_attribution, background_data, local_mdi_attribution, pg2_attribution
 from .errors import InputError
 from .forest import import_model
 from .mdi import require_impurities

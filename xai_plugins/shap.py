@@ -15,8 +15,9 @@ probabilities of forests (binary included), per-class margins of boosted multi-c
 ``predict_proba`` of any classifier for AcME — and (n, d) for a single output (regression, the one
 margin of a boosted binary classifier) and for local MDI, which has no per-class value. Slice one
 class for plots (``explanation[..., 1]``). Feature columns are always in the model's feature
-order; a DataFrame in another column order is aligned by name. Attributes set on an Explanation (``ranking``, ``pgi2``) are not
-carried through shap's slicing: read them on the object the explainer returned.
+order; a DataFrame in another column order is aligned by name. Attributes set on an Explanation
+(``ranking``, ``pgi2``) are not carried through shap's slicing: read them on the object the
+explainer returned.
 
 A dask array / DataFrame ``X`` is explained block by block on the active dask scheduler (a
 ``distributed.Client``, threads, ...; see :mod:`xai_plugins.distributed`) and the Explanation is
@@ -33,8 +34,7 @@ from functools import partial
 
 import shap as _shap
 
-from .attributions import (acme_attribution, background_data, local_mdi_attribution,
-                           pg2_attribution)
+from .attributions import acme_attribution, background_data, local_mdi_attribution, pg2_attribution
 from .forest import import_model
 from .mdi import require_impurities
 

@@ -6,8 +6,14 @@ from typing import Callable
 
 import numpy as np
 
-from .._validation import (check_is_fitted, check_matrix, check_random_state, feature_index, model_feature_names,
-                           model_rows)
+from .._validation import (
+    check_is_fitted,
+    check_matrix,
+    check_random_state,
+    feature_index,
+    model_feature_names,
+    model_rows,
+)
 from ..errors import InputError, InputTypeError, UnsupportedModelError
 from ..forest import import_model
 from ._loss import check_loss, make_loss, model_reliance
