@@ -242,7 +242,7 @@ def test_fmt():
 def test_a_failing_computation_is_reported_not_fatal(monkeypatch):
     from sklearn.ensemble import GradientBoostingRegressor
 
-    from xai_plugins.report import faithfulness
+    from xai_plugins.report import pgi2_of_rankings as faithfulness
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")

@@ -7,8 +7,7 @@ from sklearn.datasets import load_diabetes
 
 import xai_plugins as xp
 from xai_plugins.cli import main
-from xai_plugins.report import audit
-from xai_plugins.report import explainers as runners
+from xai_plugins.report import audit, runners
 from xai_plugins.report import sections as registry
 
 SMALL = dict(max_rows=6, max_shap_rows=30, mc_pairs=1, acme_quantiles=6, n_local=1, progress=False)

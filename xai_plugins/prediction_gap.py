@@ -92,7 +92,7 @@ class GreedyRanking:
 
 @dataclass(frozen=True, eq=False)
 class SplitBoundaries:
-    """PG²'s view of a Forest's splits (DESIGN: CDF tables at the split boundaries).
+    """PG²'s view of a Forest's splits: the CDF tables are read at the split boundaries.
 
     Per feature j, ``boundaries[j]`` are the sorted distinct real numbers b such that the model
     sends a real x left iff x < b (up to a null set); ``threshold_rank`` (n_nodes,) is each node's

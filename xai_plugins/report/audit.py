@@ -32,7 +32,7 @@ from .section import plain
 @dataclass
 class Audit:
     """Result of :func:`audit`: ``sections`` (name → :class:`~.section.Section`, in report order),
-    ``methods`` (explainer key → :class:`~.explainers.MethodResult`), ``options`` (the
+    ``methods`` (explainer key → :class:`~.runners.MethodResult`), ``options`` (the
     :class:`~.options.AuditOptions`), ``parameters`` (the options and the row facts, JSON-ready),
     ``created`` (UTC) and ``verdict`` (set by the verdict section when there is one)."""
 

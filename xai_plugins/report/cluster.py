@@ -24,9 +24,9 @@ import pandas as pd
 from .. import distributed as xd
 from ..errors import InputError
 from ..ranking_faithfulness import rank_by_magnitude
-from . import faithfulness as faith
+from . import pgi2_of_rankings as faith
 from .context import Scorer
-from .explainers import MethodResult, NotApplicable, acme_figure, extremes_first, shap_figure
+from .runners import MethodResult, NotApplicable, acme_figure, extremes_first, shap_figure
 
 #: rows of an in-memory X_test per block when it is sent to a cluster
 IN_MEMORY_BLOCK_ROWS = 10_000
@@ -307,7 +307,7 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
 
     from ..forest import UnsupportedModelError
     from ..mdi import require_impurities
-    from . import explainers as runners
+    from . import runners
 
     X, n = cl.X, cl.n_complete
     d = ctx.n_features

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError, InputTypeError
-from .explainers import EXPLAINERS
+from .runners import EXPLAINERS
 
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
 OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
@@ -146,7 +146,7 @@ class AuditOptions:
 
     def _readable(self, name: str):
         """The value of option ``name`` as the report shows it (method and section names in words)."""
-        from .explainers import LABELS
+        from .runners import LABELS
         from .sections import title
 
         value = getattr(self, name)

@@ -4,7 +4,7 @@ The per-row methods (TreeSHAP, greedy PG², local MDI, AcME) explain the same ``
 test rows, a seeded sample that depends only on the data and ``random_state`` — unless the user
 opts into a ``time_budget``, which may lower the row count on a slow machine (the report then says
 it is machine-dependent). ``raw`` holds what the other sections read: ``methods`` (key →
-:class:`~xai_plugins.report.explainers.MethodResult`), ``rows`` (explained row positions),
+:class:`~xai_plugins.report.runners.MethodResult`), ``rows`` (explained row positions),
 ``importances`` (method key → (rows, features) per-row importance: |SHAP|, |AcME|, |local MDI|,
 greedy PG² gains) and ``agreement_rows`` (rows of the per-row agreement).
 """
@@ -17,8 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...prediction_gap import greedy_pg2_ranking, pgi2
-from .. import explainers as runners
-from .. import figures
+from .. import figures, runners
 from ..section import SKIPPED, Table
 from . import new, register
 

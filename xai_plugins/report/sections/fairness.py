@@ -22,8 +22,8 @@ import pandas as pd
 from ...errors import InputError
 from .. import fairness as fair
 from .. import figures
-from ..explainers import LABELS
 from ..render import fmt
+from ..runners import LABELS
 from ..section import Table
 from . import new, register
 from .mcr import reliance_unit

@@ -16,8 +16,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .. import faithfulness as faith
 from .. import figures
+from .. import pgi2_of_rankings as faith
 from ..render import fmt
 from ..section import SKIPPED, Table
 from . import new, register
