@@ -65,6 +65,11 @@ def new(name: str, **fields) -> Section:
     return Section(name, title=title(name), **fields)
 
 
+def skipped_by_user(name: str, options) -> Section | None:
+    """The "skipped" :class:`Section` of an optional section that ``options.sections`` leaves out, else None."""
+    return None if name in options.sections else skipped(name)
+
+
 def build_all(ctx, options, on_section=None) -> dict:
     """Build every section of :data:`COMPUTE_ORDER` and return them in :data:`RENDER_ORDER`.
 
@@ -96,4 +101,4 @@ for _name in dict.fromkeys(COMPUTE_ORDER + RENDER_ORDER):
     importlib.import_module(f"{__name__}.{_name}")
 
 __all__ = ["COMPUTE_ORDER", "RENDER_ORDER", "REGISTRY", "Section", "Table", "register", "build_all", "new",
-           "skipped", "title"]
+           "skipped", "skipped_by_user", "title"]

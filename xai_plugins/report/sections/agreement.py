@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from .. import agreement as agree
 from .. import figures
-from ..section import SKIPPED, Table
-from . import new, register
+from ..section import Table
+from . import new, register, skipped_by_user
 
 
 @register("agreement", "Agreement between methods")
 def build(ctx, results, options):
     """Global and per-row agreement matrices between every pair of methods."""
+    if (skipped := skipped_by_user("agreement", options)) is not None:
+        return skipped
     section = new("agreement")
-    if "agreement" not in options.sections:
-        section.status, section.reason = "skipped", SKIPPED
-        return section
     methods = results["explanations"].raw.get("methods", {})
     n_rows = results["explanations"].raw.get("agreement_rows", 0)
     k = min(options.top_k, ctx.n_features)

@@ -19,8 +19,8 @@ import pandas as pd
 from .. import figures
 from .. import pgi2_of_rankings as faith
 from ..render import fmt
-from ..section import SKIPPED, Table
-from . import new, register
+from ..section import Table
+from . import new, register, skipped_by_user
 
 #: the key of the greedy PG² ranking in ``raw["pgi2"]`` (the ceiling) and of the random baseline
 CEILING, FLOOR = "greedy", "random"
@@ -29,10 +29,9 @@ CEILING, FLOOR = "greedy", "random"
 @register("faithfulness", "Faithfulness")
 def build(ctx, results, options):
     """Exact PGI² per method, σ and row; the exact-vs-Monte-Carlo comparison."""
+    if (skipped := skipped_by_user("faithfulness", options)) is not None:
+        return skipped
     section = new("faithfulness")
-    if "faithfulness" not in options.sections:
-        section.status, section.reason = "skipped", SKIPPED
-        return section
     explained = results["explanations"]
     if explained.status == "failed":
         section.status, section.reason = "not applicable", "the explainers did not run (see the explanations section)"
