@@ -339,6 +339,8 @@ static int tree_boxes(workspace *w, const tree_rec *r)
 {
     const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used, L = r->n_leaf;
     const int64_t n_leaf = r->leaf_start + L;
+    if (L == 0)
+        return XAI_OK; /* every leaf was pruned (the buffers may still be unallocated) */
     if (grow((void **)&w->leaf_b, &w->leaf_b_cap, (size_t)n_leaf * W, sizeof(double)) ||
         grow((void **)&w->leaf_bits, &w->leaf_bits_cap, (size_t)n_leaf * n_words, sizeof(uint64_t)) ||
         grow((void **)&w->box, &w->box_cap, (size_t)BOX_BLOCKS * (size_t)(r->box_start + (int64_t)L * n_used),
@@ -541,7 +543,7 @@ static int collect(workspace *w)
         w->n_used_total += r->n_used;
         w->n_rec++;
     }
-    if (w->status == XAI_OK && w->prune_rtol > 0.0)
+    if (w->status == XAI_OK && w->prune_rtol > 0.0 && w->n_leaf > 0)
         w->status = prune_leaves(w);
     for (int32_t i = 0; i < w->n_rec && w->status == XAI_OK; i++)
         w->status = tree_boxes(w, &w->rec[i]);
@@ -677,6 +679,8 @@ static int lay_columns(workspace *w)
     static const int from[COL_NINV] = {BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_INV};
     for (int32_t i = 0; i < w->n_rec; i++) {
         const tree_rec *r = &w->rec[i];
+        if (r->n_leaf == 0)
+            continue;
         const double *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
         for (int32_t q = 0; q < r->n_used; q++) {
             double *col = w->col + (size_t)w->slot[w->used_pos[r->used_start + q]] * COL_BLOCKS * n + r->leaf_start;
@@ -687,7 +691,8 @@ static int lay_columns(workspace *w)
                 col[COL_NINV * n + l] = -col[COL_INV * n + l];
         }
     }
-    memset(w->block_bits, 0, (size_t)n_blocks * n_words * sizeof(uint64_t));
+    if (n_blocks > 0)
+        memset(w->block_bits, 0, (size_t)n_blocks * n_words * sizeof(uint64_t));
     for (int64_t m = 0; m < n; m++)
         for (int32_t q = 0; q < n_words; q++)
             w->block_bits[(m / CHUNK) * n_words + q] |= w->leaf_bits[m * n_words + q];
