@@ -269,8 +269,19 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
                        time.perf_counter() - start, 0, reason)
 
 
+_DEPTHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def _leaf_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """(tree, depth) of every leaf, one level of the trees at a time."""
+    """(tree, depth) of every leaf, one level of the trees at a time; computed once per Forest."""
+    cached = _DEPTHS.get(forest)
+    if cached is None:
+        cached = _DEPTHS[forest] = _walk_depths(forest)
+    return cached
+
+
+def _walk_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_leaf_depths` without the cache."""
     tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offset))
     depth = np.zeros(forest.n_nodes, dtype=np.int64)
     frontier, level = np.asarray(forest.tree_offset[:-1], dtype=np.int64), 0
