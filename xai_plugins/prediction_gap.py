@@ -256,7 +256,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     if method == "exact":
         splits = split_boundaries(forest)
         table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
-        seconds = exact_seconds(forest, masks.sum(axis=1).mean() if len(X) else 0) * len(X)
+        seconds = exact_seconds(forest, masks.sum(axis=1).mean()) * len(X) if verbose and len(X) > 1 else 0.0
         values, terms = _batched(len(X), seconds, verbose, "exact PG²", lambda a, b: _native.pg2(
             splits.c_forest, splits.cdf_offset, X[a:b], masks[a:b, None, :], table[a:b], n_jobs=n_jobs,
             prune_rtol=PRUNE_RTOL if prune else 0.0))
@@ -466,7 +466,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
-    seconds = m * len(X) * sum(exact_seconds(forest, k) for k in range(1, d + 1))
+    seconds = m * n * sum(exact_seconds(forest, k) for k in range(1, d + 1)) if verbose and n > 1 else 0.0
     values, _ = _batched(n, seconds, verbose, "PGI²", lambda a, b: _native.pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], mask[a:b], table[a:b], n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
@@ -519,7 +519,8 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
         weight = np.zeros(forest.n_outputs)
         weight[c] = 1.0
     d = forest.n_features
-    seconds = len(X) * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
+    seconds = (len(X) * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
+               if verbose and len(X) > 1 else 0.0)
     ranking, path = _batched(len(X), seconds, verbose, "greedy PG² ranking", lambda a, b: _native.greedy_pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight, n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
