@@ -16,8 +16,11 @@
  * and for a dependent pair, with C_l the perturbed features leaf l of t constrains,
  *   E[c_t c_u] = sum_l c_l sum_m c_m p_m prod_{k in C_l} frac_k(l, m),
  * frac_k(l, m) being the share of leaf m's mass in feature k that falls in l's interval (m's mass
- * is 1 in a feature it leaves whole). The leaves of all of t's partners u are laid end to end in
- * chunks, so that each leaf l of t costs one vector pass per feature of C_l over many m. */
+ * is 1 in a feature it leaves whole). The pair sums run over every later tree with t's output (an
+ * independent pair adds E[c_t] E[c_u] - E[c_t] E[c_u] = 0 up to rounding): the kept leaves of all
+ * trees are laid out once per (row, S) as columns (lay_columns), so each leaf l of t costs one fused
+ * vector pass over a block of inner leaves m (block_pairs). prune_leaves may first leave out the
+ * least weighty leaves under a proven relative error bound. */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -62,8 +65,8 @@ enum { CASE_F = 0, CASE_S = 1, CASE_F_KEEP = 2, CASE_S_KEEP = 3, CASE_AROUND = 4
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
 
-/* Inner leaves per block of the leaf-pair loop (its columns, at most 8 KiB per column, stay in the
- * second cache level; 1024 measured 3 % faster than 256 on 500 trees of depth 6). */
+/* Inner leaves per block of the leaf-pair loop (its columns, 8 KiB each, stay in the second cache
+ * level); chosen by timing the 500 x 6 model of benchmarks/bench_pg2_production.py. */
 enum { CHUNK = 1024 };
 
 typedef struct {
