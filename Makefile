@@ -14,12 +14,16 @@ INSTALL_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h csrc/*.py
 # .[test] includes .[report]: after `make test`, `make demo` reuses that install
 DEMO_STAMP := $(if $(wildcard $(call STAMP,test)),$(call STAMP,test),$(call STAMP,report))
 
-.PHONY: demo test lint
+.PHONY: demo test lint pages
 demo: $(DEMO_STAMP)
 	$(PYTHON) -m xai_plugins.cli
 
 test: $(call STAMP,test)
 	$(PYTHON) -m pytest -q
+
+# the demo audits' PDF pages as PNG under reports/pages/, to look at before calling a report change done
+pages: demo
+	$(PYTHON) .ci/pdf_pages.py
 
 lint: $(call STAMP,test)
 	$(PYTHON) -m ruff check .
