@@ -106,3 +106,23 @@ def test_binary_sigma_perturbs_binary_columns_less(data):
     plain = audit(model, X_test, y_test, **kw).sections["faithfulness"].raw["pgi2"][0.3]["random"]
     assert not np.allclose(plain, a.sections["faithfulness"].raw["pgi2"][0.3]["random"])
     assert "smoker were perturbed with σ = 0.05" in " ".join(a.sections["limitations"].data["items"])
+
+
+def test_dt_sampler_skips_features_constant_on_its_rows():
+    """A count feature that is almost always 0 (COMPAS' juvenile counts) is constant on DT-Sampler's row
+    sample: the audit leaves it out of the sampled trees (emergence 0, named) instead of failing."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :5].copy()
+    X["rare count"] = 0.0
+    X.loc[X.index[:3], "rare count"] = 1.0                    # non-zero on 3 training rows only
+    model = RandomForestClassifier(n_estimators=8, max_depth=3, bootstrap=False, random_state=0).fit(X[:300], y[:300])
+    a = audit(model, X[300:360], y[300:360], X_train=X[300:], y_train=y[300:], explainers=["dt_sampler"],
+              sections=["explanations"], dt_sampler_samples=4, dt_sampler_rows=30, **SMALL)
+    dts = a.methods["dt_sampler"]
+    assert dts.status == "ok", dts.reason
+    assert dts.params["constant on the sampled rows (emergence 0)"] == "rare count"
+    assert "rare count" not in dts.extras["features"] and dts.importance["rare count"] == 0
+    assert dts.importance.sum() > 0

@@ -217,7 +217,8 @@ def _background_rows(ctx: AuditContext, background) -> str:
 def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_nodes: int, n_samples: int,
                    time_budget: float) -> MethodResult:
     """DT-Sampler on the model's own predicted classes of ``n_rows`` rows, restricted to the
-    ``n_features`` features the model splits on most (classification only)."""
+    ``n_features`` features the model splits on most among those that vary on these rows
+    (classification only)."""
     from ..dt_sampler import DTSampler
     from ..dt_sampler.samplers import UnsatisfiableError
 
@@ -232,7 +233,12 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
     if labels.all() or not labels.any():
         raise NotApplicable(f"the model predicts one class on all {len(rows)} sampled rows")
     split_counts = np.bincount(ctx.forest.feature[ctx.forest.left_child >= 0], minlength=ctx.n_features)
-    keep = np.sort(np.argsort(-split_counts, kind="stable")[:n_features])
+    # a feature constant on the sampled rows admits no test (its emergence is 0): choose among the others
+    varies = np.ptp(X.to_numpy(dtype=float), axis=0) > 0
+    if not varies.any():
+        raise NotApplicable(f"every feature is constant on the {len(rows)} sampled rows")
+    candidates = np.flatnonzero(varies)
+    keep = np.sort(candidates[np.argsort(-split_counts[candidates], kind="stable")[:n_features]])
     columns = [ctx.feature_names[j] for j in keep]
     last_error = None
     for min_accuracy in (0.9, 0.8, 0.7):
@@ -254,6 +260,9 @@ def run_dt_sampler(ctx: AuditContext, *, n_rows: int, n_features: int, n_branch_
                           params={"rows": len(rows), "features": len(columns), "branch nodes": n_branch_nodes,
                                   "trees sampled": len(sampler.trees_), "accuracy of every tree at least":
                                   sampler.min_accuracy})
+    if not varies.all():
+        result.params["constant on the sampled rows (emergence 0)"] = ", ".join(
+            ctx.feature_names[j] for j in np.flatnonzero(~varies))
     result.extras["features"] = columns
 
     def draw(ax):

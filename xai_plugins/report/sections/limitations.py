@@ -42,7 +42,7 @@ def build(ctx, results, options):
     if "dt_sampler" in ran:
         dts = methods["dt_sampler"]
         items.append(f"DT-Sampler explains the model's predicted classes on {dts.params['rows']} rows, restricted "
-                     f"to the {dts.params['features']} features the model splits on most "
+                     f"to the {dts.params['features']} features the model splits on most among those that vary on them "
                      f"({_list(dts.extras['features'])}); other features get importance 0.")
     if results["mcr"].status == "ok":
         items.append("Model class reliance ranges cover the Rashomon set explored by the RF-MCR procedure "
