@@ -18,9 +18,11 @@
  * frac_k(l, m) being the share of leaf m's mass in feature k that falls in l's interval (m's mass
  * is 1 in a feature it leaves whole). The pair sums run over every later tree with t's output (an
  * independent pair adds E[c_t] E[c_u] - E[c_t] E[c_u] = 0 up to rounding): the kept leaves of all
- * trees are laid out once per (row, S) as columns (lay_columns), so each leaf l of t costs one fused
- * vector pass over a block of inner leaves m (block_pairs). prune_leaves may first leave out the
- * least weighty leaves under a proven relative error bound. */
+ * trees are laid out once per (row, S) as columns (lay_columns); per block of inner leaves m, the
+ * shares of each m's mass below or above every boundary t's leaves use are tabulated once (one row
+ * per boundary, tree_rows), so that each frac is a difference of two rows and each leaf l of t costs
+ * one fused vector pass over the block (block_pairs). prune_leaves may first leave out the least
+ * weighty leaves under a proven relative error bound. */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,42 +50,40 @@
 
 /* Per (leaf, used feature) of a tree, with (lo, hi] the leaf's interval in that feature:
  * F(lo), F(hi), -S(lo), -S(hi) (all four increase with the boundary), the interval's mass and
- * its reciprocal (finite: a kept leaf's probability, and so each of its masses, is >= DBL_MIN),
- * and (g, h), the interval as an outer leaf of the leaf-pair loop uses it (see band). */
-enum { BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_MASS, BOX_INV, BOX_G, BOX_H, BOX_BLOCKS };
+ * its reciprocal (finite: a kept leaf's probability, and so each of its masses, is >= DBL_MIN), the
+ * reciprocal first: the first COL_BLOCKS values are the columns of the leaf-pair loop, in order. */
+enum { BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_INV, BOX_MASS, BOX_BLOCKS };
 
-/* The columns of the inner leaves in the leaf-pair loop, per feature: F(lo), F(hi), -S(lo), -S(hi),
- * 1 / mass and -1 / mass. */
-enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_NINV, COL_BLOCKS };
-
-/* The cases of an outer interval (lo, hi] in the leaf-pair loop: bit 0 set when its differences
- * are taken in -S values (it lies above the median), bit 1 when it contains the median and has
- * one infinite end, so that the loop takes 1 less the share of each inner leaf beyond its finite
- * end; CASE_AROUND: it contains the median and both ends are finite. */
-enum { CASE_F = 0, CASE_S = 1, CASE_F_KEEP = 2, CASE_S_KEEP = 3, CASE_AROUND = 4 };
+/* The columns of the inner leaves in the leaf-pair loop, per feature: F(lo), F(hi), -S(lo), -S(hi)
+ * and 1 / mass (the first five box values). */
+enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
 
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
 
 /* Inner leaves per block of the leaf-pair loop (its columns, 8 KiB each, stay in the second cache
  * level); chosen by timing the 500 x 6 model of benchmarks/bench_pg2_production.py. */
-enum { CHUNK = 1024 };
+enum { CHUNK = 512 };
 
 typedef struct {
     int32_t tree;         /* tree index */
     int32_t n_leaf;       /* reachable leaves with probability >= DBL_MIN and a centred value != 0 */
     int64_t leaf_start;   /* first leaf in the leaf arrays */
-    int64_t box_start;    /* this tree's boxes start at box[BOX_BLOCKS * box_start] and kind[box_start]:
+    int64_t box_start;    /* this tree's boxes start at box[BOX_BLOCKS * box_start]:
                              feature-major, block c of used feature q at [(c * n_used + q) * n_leaf + l] */
     int32_t n_used;       /* perturbed features (S positions) this tree constrains */
     int32_t used_start;   /* their S positions, sorted, in ws->used_pos */
 } tree_rec;
 
-/* The share of an inner leaf's mass inside an outer leaf's interval, as a band (see fused_bands). */
+/* The table rows of the leaf-pair loop (see tree_rows): their types, and the two constant rows. */
+enum { ROW_A, ROW_B, ROW_C, ROW_TYPES };
+enum { ROW_ZERO, ROW_ONE, ROW_FIRST };
+
+/* The two table rows whose difference is the share of an inner leaf's mass inside an outer leaf's
+ * interval (see tree_rows). */
 typedef struct {
-    double keep, g_a, h_a, g_b, h_b;
-    const double *x_a, *y_a, *x_b, *y_b, *inv;
-} band;
+    const double *u, *v;
+} diff_band;
 
 /* A leaf (global index) and its pruning key. */
 typedef struct {
@@ -107,6 +107,8 @@ typedef struct {
     int32_t *s_feat;        /* [n_features]: feature at a position */
     int32_t *box_lo, *box_hi; /* [n_features]: current interval of each S position during a walk */
     int32_t *top;           /* [n_features]: an S position's last rank (box_hi of the whole line) */
+    int64_t *x_leaf;        /* [n_trees]: the leaf of the current row in each tree */
+    int x_leaf_valid;       /* x_leaf is that of the current row */
     uint8_t *used;          /* [n_features]: S position constrained by the current tree */
     int32_t n_words;        /* 64-bit words of a position bitset */
     /* per-tree records */
@@ -121,7 +123,6 @@ typedef struct {
     uint64_t *leaf_bits; size_t leaf_bits_cap; /* [n_leaf * n_words] positions whose interval is not the whole line */
     int64_t n_leaf;
     double *box; size_t box_cap; int64_t n_box; /* BOX_BLOCKS values per (leaf, used feature) */
-    uint8_t *kind; size_t kind_cap;       /* [n_box] the CASE_ of each (leaf, used feature) */
     int32_t *rank; size_t rank_cap;       /* [2 * n_box]: (lo, hi] ranks per (leaf, used feature) */
     double *sq; size_t sq_cap;            /* [n_rec * width] E[c_t^2] */
     double *bound_max;      /* [n_outputs]: sum over trees of max |c| (prune_leaves) */
@@ -135,7 +136,18 @@ typedef struct {
     uint64_t *block_bits; size_t block_bits_cap; /* [blocks * n_words]: positions constrained in a block */
     double *after_mean; size_t after_mean_cap;   /* [n_rec * width]: sum of E[c_u] over later u, same target */
     int64_t *group_end; size_t group_end_cap;    /* [n_rec]: end of the leaves of those later u */
-    band *bands;            /* [n_features]: an outer leaf's bands against a block */
+    diff_band *bands;       /* [n_features]: an outer leaf's bands against a block */
+    /* the current outer tree's table (tree_rows, block_pairs) */
+    int32_t max_len;        /* longest table of one feature (ranks 0 .. max_len - 1) */
+    int32_t *rowmap;        /* [ROW_TYPES * max_len]: row of a (type, rank), or -1 */
+    int32_t n_rows;
+    int32_t *row_pos; size_t row_cap;     /* per row: S position, type, rank, F(r) (A) or -S(r) (B, C) */
+    uint8_t *row_type; size_t row_type_cap;
+    int32_t *row_rank; size_t row_rank_cap;
+    double *row_val; size_t row_val_cap;
+    int32_t *urow; size_t urow_cap;       /* [n_leaf * n_used]: the rows U and V of each frac */
+    int32_t *vrow; size_t vrow_cap;
+    double *table; size_t table_cap;      /* [n_rows * CHUNK] */
     double *prob;           /* [CHUNK]: prod over C_l of frac_k(l, m) */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *pair;           /* [leaf_width]: the covariances of one tree with the later ones */
@@ -167,11 +179,12 @@ static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 
 static void ws_free(workspace *w)
 {
-    free(w->checked); free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->top); free(w->used);
+    free(w->checked); free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->top); free(w->x_leaf); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
-    free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->kind); free(w->rank);
+    free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->rank);
     free(w->tree_order); free(w->slot); free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
-    free(w->bands); free(w->prob);
+    free(w->bands); free(w->prob); free(w->rowmap); free(w->row_pos); free(w->row_type); free(w->row_rank);
+    free(w->row_val); free(w->urow); free(w->vrow); free(w->table);
     free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order);
 }
 
@@ -190,17 +203,26 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
     w->box_lo = malloc(d * sizeof(int32_t));
     w->box_hi = malloc(d * sizeof(int32_t));
     w->top = malloc(d * sizeof(int32_t));
+    w->x_leaf = malloc((size_t)f->n_trees * sizeof(int64_t));
     w->used = malloc(d);
     w->tree_order = malloc((size_t)f->n_trees * sizeof(int32_t));
     w->slot = malloc(d * sizeof(int32_t));
-    w->bands = malloc(d * sizeof(band));
+    w->bands = malloc(d * sizeof(diff_band));
+    w->max_len = 0;
+    for (int32_t j = 0; j < f->n_features; j++)
+        if (cdf_offset[j + 1] - cdf_offset[j] > w->max_len)
+            w->max_len = (int32_t)(cdf_offset[j + 1] - cdf_offset[j]);
+    w->rowmap = malloc((size_t)ROW_TYPES * (size_t)w->max_len * sizeof(int32_t));
+    if (w->rowmap != NULL)
+        for (size_t r = 0; r < (size_t)ROW_TYPES * (size_t)w->max_len; r++)
+            w->rowmap[r] = -1;
     w->prob = malloc(CHUNK * sizeof(double));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc(W * sizeof(double));
     w->vec = malloc(2 * W * sizeof(double));
     w->bound_max = malloc((size_t)f->n_outputs * sizeof(double));
-    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->used ||
-        !w->tree_order || !w->slot || !w->bands || !w->prob || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
+    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->x_leaf || !w->used ||
+        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->prob || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
         return XAI_E_NOMEM;
     int32_t k = 0; /* trees by target (outputs in order), then index */
     for (int32_t o = 0; o < f->n_outputs; o++)
@@ -227,35 +249,32 @@ static inline double interval_mass(double f_lo, double f_hi, double s_lo, double
 }
 
 /* Walk tree t from local node k: features outside S follow x, features in S take both
- * children while their interval stays non-empty. mode 0 marks constrained S positions,
- * mode 1 records every reachable leaf whose value differs from x's, with its intervals (ranks). */
-static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_value)
+ * children while their interval stays non-empty. Marks the S positions the walk meets (w->used) and
+ * records every reachable leaf whose value differs from x's, with its intervals (ranks) in every
+ * S position (collect keeps those of the used positions). */
+static void walk(workspace *w, int32_t t, int32_t k, const double *x_value)
 {
     const xai_forest *f = w->f;
     const int64_t g = f->tree_offset[t] + k;
     if (f->left_child[g] < 0) {
-        if (mode == 0)
-            return;
         tree_rec *r = &w->rec[w->n_rec];
         int nonzero = 0;
         for (int32_t o = 0; o < w->width; o++)
             nonzero |= f->value[g * w->width + o] - x_value[o] != 0.0;
         if (!nonzero)
             return; /* adds nothing to any sum */
-        const int64_t k_box = w->n_box; /* (leaf, used) entries so far, over all trees */
+        const int64_t k_box = r->box_start + (int64_t)r->n_leaf * w->n_s; /* n_s entries per leaf for now */
         if (grow((void **)&w->leaf_c, &w->leaf_c_cap, (size_t)(w->n_leaf + 1) * w->width, sizeof(double)) ||
-            grow((void **)&w->rank, &w->rank_cap, (size_t)2 * (k_box + r->n_used), sizeof(int32_t))) {
+            grow((void **)&w->rank, &w->rank_cap, (size_t)2 * (k_box + w->n_s), sizeof(int32_t))) {
             w->status = XAI_E_NOMEM;
             return;
         }
         for (int32_t o = 0; o < w->width; o++)
             w->leaf_c[w->n_leaf * w->width + o] = f->value[g * w->width + o] - x_value[o];
-        for (int32_t u = 0; u < r->n_used; u++) {
-            const int32_t pos = w->used_pos[r->used_start + u];
-            w->rank[2 * (k_box + u)] = w->box_lo[pos];
-            w->rank[2 * (k_box + u) + 1] = w->box_hi[pos];
+        for (int32_t pos = 0; pos < w->n_s; pos++) {
+            w->rank[2 * (k_box + pos)] = w->box_lo[pos];
+            w->rank[2 * (k_box + pos) + 1] = w->box_hi[pos];
         }
-        w->n_box += r->n_used;
         w->n_leaf++;
         r->n_leaf++;
         return;
@@ -263,21 +282,20 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
     const int32_t j = f->feature[g];
     const int32_t pos = w->s_pos[j];
     if (pos < 0) {
-        walk(w, t, xai_goes_left(f, g, w->x[j]) ? f->left_child[g] : f->right_child[g], mode, x_value);
+        walk(w, t, xai_goes_left(f, g, w->x[j]) ? f->left_child[g] : f->right_child[g], x_value);
         return;
     }
-    if (mode == 0)
-        w->used[pos] = 1;
+    w->used[pos] = 1;
     const int32_t rank = f->threshold_rank[g];
     const int32_t lo = w->box_lo[pos], hi = w->box_hi[pos];
     if (rank > lo) { /* left: x' below the boundary */
         w->box_hi[pos] = rank < hi ? rank : hi;
-        walk(w, t, f->left_child[g], mode, x_value);
+        walk(w, t, f->left_child[g], x_value);
         w->box_hi[pos] = hi;
     }
     if (rank < hi) { /* right */
         w->box_lo[pos] = rank > lo ? rank : lo;
-        walk(w, t, f->right_child[g], mode, x_value);
+        walk(w, t, f->right_child[g], x_value);
         w->box_lo[pos] = lo;
     }
 }
@@ -337,7 +355,7 @@ static int tree_moments(workspace *w, tree_rec *r)
     return XAI_OK;
 }
 
-/* The box columns of tree r's leaves from their ranks (feature-major), their cases, bits and c * p. */
+/* The box columns of tree r's leaves from their ranks (feature-major), their bits and c * p. */
 static int tree_boxes(workspace *w, const tree_rec *r)
 {
     const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used, L = r->n_leaf;
@@ -347,13 +365,11 @@ static int tree_boxes(workspace *w, const tree_rec *r)
     if (grow((void **)&w->leaf_b, &w->leaf_b_cap, (size_t)n_leaf * W, sizeof(double)) ||
         grow((void **)&w->leaf_bits, &w->leaf_bits_cap, (size_t)n_leaf * n_words, sizeof(uint64_t)) ||
         grow((void **)&w->box, &w->box_cap, (size_t)BOX_BLOCKS * (size_t)(r->box_start + (int64_t)L * n_used),
-             sizeof(double)) ||
-        grow((void **)&w->kind, &w->kind_cap, (size_t)(r->box_start + (int64_t)L * n_used), 1))
+             sizeof(double)))
         return XAI_E_NOMEM;
     const double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
     const int32_t *rank = w->rank + 2 * r->box_start;
     double *b = w->leaf_b + r->leaf_start * W, *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
-    uint8_t *kind = w->kind + r->box_start;
     uint64_t *bits = w->leaf_bits + (size_t)r->leaf_start * n_words;
     memset(bits, 0, (size_t)L * n_words * sizeof(uint64_t));
     for (int32_t q = 0; q < n_used; q++) {
@@ -363,7 +379,6 @@ static int tree_boxes(workspace *w, const tree_rec *r)
         double *col[BOX_BLOCKS];
         for (int k = 0; k < BOX_BLOCKS; k++)
             col[k] = box + ((size_t)k * n_used + q) * L;
-        uint8_t *kq = kind + (size_t)q * L;
         for (int32_t l = 0; l < L; l++) {
             const int32_t lo = rank[2 * ((size_t)l * n_used + q)], hi = rank[2 * ((size_t)l * n_used + q) + 1];
             const double f_lo = F[lo], f_hi = F[hi], s_lo = S[lo], s_hi = S[hi];
@@ -374,27 +389,6 @@ static int tree_boxes(workspace *w, const tree_rec *r)
             col[BOX_NSHI][l] = -s_hi;
             col[BOX_MASS][l] = mass;
             col[BOX_INV][l] = 1.0 / mass;
-            if (f_hi <= 0.5) {
-                kq[l] = CASE_F;
-                col[BOX_G][l] = f_lo;
-                col[BOX_H][l] = f_hi;
-            } else if (s_lo <= 0.5) {
-                kq[l] = CASE_S;
-                col[BOX_G][l] = -s_lo;
-                col[BOX_H][l] = -s_hi;
-            } else if (f_lo == 0.0) { /* (-inf, hi]: 1 less the share above hi */
-                kq[l] = CASE_S_KEEP;
-                col[BOX_G][l] = -s_hi;
-                col[BOX_H][l] = 0.0;
-            } else if (s_hi == 0.0) { /* (lo, inf): 1 less the share at or below lo */
-                kq[l] = CASE_F_KEEP;
-                col[BOX_G][l] = 0.0;
-                col[BOX_H][l] = f_lo;
-            } else {
-                kq[l] = CASE_AROUND;
-                col[BOX_G][l] = f_lo;
-                col[BOX_H][l] = -s_hi;
-            }
             if (lo > 0 || hi < w->top[pos])
                 bits[(size_t)l * n_words + (pos >> 6)] |= (uint64_t)1 << (pos & 63);
         }
@@ -424,7 +418,7 @@ static int by_key(const void *a, const void *b)
  * keeps the relative error of every output below rtol. Rows where sum_t E[c_t] = 0 prune nothing.
  * Each leaf's key is its share of the budget of its worst output; the leaves are dropped in
  * increasing key order (ties by position, so the choice is deterministic) while the keys add up
- * to at most 1, then the kept leaves are moved down. */
+ * to at most 1 (only keys <= 1 are sorted), then the kept leaves are moved down. */
 static int prune_leaves(workspace *w)
 {
     const xai_forest *f = w->f;
@@ -453,7 +447,8 @@ static int prune_leaves(workspace *w)
                 if (a > 0.0)
                     key = fmax(key, a * inv[o]);
             }
-            w->order[n++] = (leaf_key){key, g};
+            if (key <= 1.0) /* a larger key is never dropped: it alone exceeds the budget */
+                w->order[n++] = (leaf_key){key, g};
         }
     }
     qsort(w->order, (size_t)n, sizeof(leaf_key), by_key);
@@ -510,10 +505,12 @@ static int collect(workspace *w)
             grow((void **)&w->sq, &w->sq_cap, (size_t)(w->n_rec + 1) * w->width, sizeof(double)) ||
             grow((void **)&w->bits, &w->bits_cap, (size_t)(w->n_rec + 1) * w->n_words, sizeof(uint64_t)))
             return XAI_E_NOMEM;
-        const int64_t x_leaf = xai_leaf_of(f, t, w->x);
-        const double *x_value = f->value + x_leaf * w->width;
-        memset(w->used, 0, (size_t)w->n_s);
-        walk(w, t, 0, 0, x_value);
+        if (!w->x_leaf_valid) { /* x's leaves, once per row */
+            for (int32_t u = 0; u < f->n_trees; u++)
+                w->x_leaf[u] = xai_leaf_of(f, u, w->x);
+            w->x_leaf_valid = 1;
+        }
+        const double *x_value = f->value + w->x_leaf[t] * w->width;
         tree_rec *r = &w->rec[w->n_rec];
         r->tree = t;
         r->n_leaf = 0;
@@ -521,6 +518,10 @@ static int collect(workspace *w)
         r->box_start = w->n_box;
         r->used_start = (int32_t)w->n_used_total;
         r->n_used = 0;
+        memset(w->used, 0, (size_t)w->n_s);
+        walk(w, t, 0, x_value);
+        if (w->status != XAI_OK)
+            return w->status;
         uint64_t *bits = w->bits + (size_t)w->n_rec * w->n_words;
         memset(bits, 0, (size_t)w->n_words * sizeof(uint64_t));
         for (int32_t pos = 0; pos < w->n_s; pos++)
@@ -528,11 +529,19 @@ static int collect(workspace *w)
                 w->used_pos[r->used_start + r->n_used++] = pos;
                 bits[pos >> 6] |= (uint64_t)1 << (pos & 63);
             }
-        if (r->n_used == 0)
-            continue; /* a single reachable leaf: x's own, centred value 0 */
-        walk(w, t, 0, 1, x_value);
-        if (w->status != XAI_OK)
-            return w->status;
+        if (r->n_used == 0) { /* a single reachable leaf: x's own, centred value 0 */
+            w->n_leaf = r->leaf_start;
+            continue;
+        }
+        /* keep the used positions' ranks: n_s entries per leaf become n_used (moving down) */
+        int32_t *rank = w->rank + 2 * r->box_start;
+        for (int32_t l = 0; l < r->n_leaf; l++)
+            for (int32_t q = 0; q < r->n_used; q++) {
+                const int32_t pos = w->used_pos[r->used_start + q];
+                rank[2 * ((size_t)l * r->n_used + q)] = rank[2 * ((size_t)l * w->n_s + pos)];
+                rank[2 * ((size_t)l * r->n_used + q) + 1] = rank[2 * ((size_t)l * w->n_s + pos) + 1];
+            }
+        w->n_box = r->box_start + (int64_t)r->n_leaf * r->n_used;
         if (r->n_leaf > 0) {
             const int status = tree_moments(w, r);
             if (status != XAI_OK)
@@ -553,82 +562,54 @@ static int collect(workspace *w)
     return w->status;
 }
 
-/* Mass of the intersection of (lo_a, hi_a] and (lo_b, hi_b], given as values of one increasing
- * function whose differences are masses: F, or -S. */
-XAI_INLINE double overlap(double lo_a, double hi_a, double lo_b, double hi_b)
-{
-    const double hi = hi_b < hi_a ? hi_b : hi_a;
-    const double lo = lo_b > lo_a ? lo_b : lo_a;
-    return hi - lo > 0.0 ? hi - lo : 0.0;
-}
+/* The leaf-pair loop needs, for an outer leaf l of tree t and a feature k it constrains, the share
+ * frac(m) of each inner leaf m's mass in k that falls in l's interval (lo, hi]. Per block of inner
+ * leaves it first tabulates, for every boundary r that t's leaves use in k, one share of each m
+ * (a row of the table; (x_m, y_m] is m's interval, inv_m = 1 / mass_m):
+ *   A(r) = share of m at or below r, for r below the median (F(r) <= 1/2), in F values:
+ *          max(0, min(F(r), y_m) - x_m) * inv_m;
+ *   B(r) = share of m above r, for r above the median, in -S values: max(0, y_m - max(-S(r), x_m)) * inv_m;
+ *   C(r) = 1 - B(r), the share at or below r, for r above the median;
+ * and A(-inf) = B(inf) = 0, C(inf) = 1 (the rows ZERO and ONE). Every difference is then taken on the
+ * side of the median where it lies (an interval far in a tail keeps its relative precision), and
+ * each frac is the difference of two rows, U - V:
+ *   (lo, hi] below the median:  A(hi) - A(lo);
+ *   above it:                   B(lo) - B(hi);
+ *   around it:                  C(hi) - A(lo) = 1 - (share at or below lo) - (share above hi).
+ * An inner leaf that leaves k whole has the whole line (x, y) = (0, 1) in F and (-1, 0) in -S. */
 
-/* The leaf-pair loop needs, for an outer leaf l and a feature k it constrains, the share of each
- * inner leaf m's mass in k that falls in l's interval (lo, hi]: frac(m) = mass((lo, hi] ∩
- * (lo_m, hi_m]) / mass_m, every difference taken on the side of the median where it lies:
- *   (lo, hi] below the median (CASE_F):      frac = overlap in F values * inv_m;
- *   (lo, hi] above it (CASE_S):              the same in -S values;
- *   (-inf, hi], hi above it (CASE_S_KEEP):   frac = 1 - (overlap of m with (hi, inf) in -S values) * inv_m;
- *   (lo, inf), lo below it (CASE_F_KEEP):    frac = 1 - (overlap of m with (-inf, lo] in F values) * inv_m;
- *   (lo, hi] around it (CASE_AROUND):        1 less both: the share of m at or below lo (F values) and
- *                                            above hi (-S values).
- * One form covers them all: frac = keep + (overlap((g_a, h_a], (x_a, y_a]) + overlap((g_b, h_b],
- * (x_b, y_b])) * inv_m, with (x, y) columns of the inner leaves and inv_m = +-1 / mass_m (minus where
- * the overlaps are taken off 1); the second overlap is needed only around the median (struct band, before the workspace). */
-
-/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of frac(m), m < n; K, two
- * (whether the bands need their second overlap) and first are constants where it is inlined, so
- * that the compiler unrolls the bands inside one vectorised pass over m. */
-XAI_INLINE void fused_bands(double *restrict prob, const band *restrict bands, int K, int two, int first,
-                            int32_t n)
+/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of (u[m] - v[m]), m < n; K and
+ * first are constants where it is inlined, so that the compiler unrolls the bands inside one
+ * vectorised pass over m. */
+XAI_INLINE void fused_diffs(double *restrict prob, const diff_band *restrict bands, int K, int first, int32_t n)
 {
     for (int32_t m = 0; m < n; m++) {
         double product = first ? 1.0 : prob[m];
-        for (int q = 0; q < K; q++) {
-            const band *c = &bands[q];
-            double share = overlap(c->g_a, c->h_a, c->x_a[m], c->y_a[m]);
-            if (two)
-                share += overlap(c->g_b, c->h_b, c->x_b[m], c->y_b[m]);
-            product *= c->keep + share * c->inv[m];
-        }
+        for (int q = 0; q < K; q++)
+            product *= bands[q].u[m] - bands[q].v[m];
         prob[m] = product;
     }
 }
 
 #define FUSED_MAX 6
-#define FUSED_CASE(k, two)                                          \
-    case k:                                                         \
-        if (first)                                                  \
-            fused_bands(prob, bands, k, two, 1, n);                 \
-        else                                                        \
-            fused_bands(prob, bands, k, two, 0, n);                 \
+#define FUSED_CASE(k)                                   \
+    case k:                                             \
+        if (first)                                      \
+            fused_diffs(prob, bands, k, 1, n);          \
+        else                                            \
+            fused_diffs(prob, bands, k, 0, n);          \
         break;
 
-/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of frac(m), FUSED_MAX bands
- * per pass; two as for fused_bands. */
-XAI_INLINE void band_passes(double *restrict prob, const band *bands, int K, int two, int first, int32_t n)
+/* prob[m] = prod over the K bands of frac(m), FUSED_MAX bands per pass. */
+XAI_INLINE void diff_product(double *restrict prob, const diff_band *bands, int K, int32_t n)
 {
-    for (; K > 0; first = 0) {
+    for (int first = 1; K > 0; first = 0) {
         const int k = K < FUSED_MAX ? K : FUSED_MAX;
-        if (two) {
-            switch (k) { FUSED_CASE(1, 1) FUSED_CASE(2, 1) FUSED_CASE(3, 1) FUSED_CASE(4, 1) FUSED_CASE(5, 1)
-                         FUSED_CASE(6, 1) }
-        } else {
-            switch (k) { FUSED_CASE(1, 0) FUSED_CASE(2, 0) FUSED_CASE(3, 0) FUSED_CASE(4, 0) FUSED_CASE(5, 0)
-                         FUSED_CASE(6, 0) }
-        }
+        switch (k) { FUSED_CASE(1) FUSED_CASE(2) FUSED_CASE(3) FUSED_CASE(4) FUSED_CASE(5) FUSED_CASE(6) }
         bands += k;
         K -= k;
     }
 }
-
-/* prob[m] = prod over the bands of frac(m): the n_one bands with one overlap first (bands[0 ..
- * n_one)), then the n_two around the median (the last n_two of the K slots, see block_pairs). */
-XAI_INLINE void band_product(double *restrict prob, const band *bands, int n_one, int n_two, int K, int32_t n)
-{
-    band_passes(prob, bands, n_one, 0, 1, n);
-    band_passes(prob, bands + K - n_two, n_two, 1, n_one == 0, n);
-}
-
 /* sum_m a[m] * b[m] in eight partial sums over the leading multiple of 8, then the rest in order:
  * the order of the additions does not depend on the vector width. */
 XAI_INLINE double dot(const double *restrict a, const double *restrict b, int32_t n)
@@ -676,10 +657,8 @@ static int lay_columns(workspace *w)
             col[COL_NSLO * n + m] = -1.0;
             col[COL_NSHI * n + m] = 0.0;
             col[COL_INV * n + m] = 1.0;
-            col[COL_NINV * n + m] = -1.0;
         }
     }
-    static const int from[COL_NINV] = {BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_INV};
     for (int32_t i = 0; i < w->n_rec; i++) {
         const tree_rec *r = &w->rec[i];
         if (r->n_leaf == 0)
@@ -687,11 +666,9 @@ static int lay_columns(workspace *w)
         const double *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
         for (int32_t q = 0; q < r->n_used; q++) {
             double *col = w->col + (size_t)w->slot[w->used_pos[r->used_start + q]] * COL_BLOCKS * n + r->leaf_start;
-            for (int k = 0; k < COL_NINV; k++)
-                memcpy(col + (size_t)k * n, box + ((size_t)from[k] * r->n_used + q) * r->n_leaf,
+            for (int k = 0; k < COL_BLOCKS; k++) /* the box values BOX_FLO .. BOX_INV */
+                memcpy(col + (size_t)k * n, box + ((size_t)k * r->n_used + q) * r->n_leaf,
                        (size_t)r->n_leaf * sizeof(double));
-            for (int32_t l = 0; l < r->n_leaf; l++)
-                col[COL_NINV * n + l] = -col[COL_INV * n + l];
         }
     }
     if (n_blocks > 0)
@@ -710,8 +687,9 @@ static int lay_columns(workspace *w)
 }
 
 /* sum over the leaves l of t of c_l * sum over the inner leaves m in [a, a + n) (one block, whose
- * constrained positions are block_bits) of c_m p_m prod_{k in C_l} frac_k(l, m), added into acc. A
- * feature of C_l that no leaf of the block constrains gives frac = l's own mass for every m. */
+ * constrained positions are block_bits) of c_m p_m prod_{k in C_l} frac_k(l, m), added into acc: the
+ * block's rows of t's table (block_rows), then one fused pass per leaf. A feature of C_l that no
+ * leaf of the block constrains gives frac = l's own mass for every m. */
 XAI_VECTOR_CLONES
 static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, const uint64_t *block_bits,
                         double *acc)
@@ -719,11 +697,34 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
     const int32_t W = w->width, n_words = w->n_words, n_used = rt->n_used, Lt = rt->n_leaf;
     const int64_t n_col = w->n_leaf;
     const double *box = w->box + (size_t)BOX_BLOCKS * rt->box_start;
-    const uint8_t *kind = w->kind + rt->box_start;
     const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
     const double *c = w->leaf_c + rt->leaf_start * W, *b = w->leaf_b + a * W;
     double *restrict prob = w->prob, *sum_b = w->vec, *weighted = w->vec + W;
-    band *bands = w->bands;
+    double *table = w->table;
+    diff_band *bands = w->bands;
+    for (int32_t r = ROW_FIRST; r < w->n_rows; r++) {
+        const int32_t pos = w->row_pos[r];
+        if (!(block_bits[pos >> 6] >> (pos & 63) & 1))
+            continue; /* no leaf of the block constrains it: the row is not used */
+        const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
+        const double v = w->row_val[r];
+        const double *restrict inv = col + COL_INV * n_col;
+        double *restrict row = table + (size_t)r * CHUNK;
+        if (w->row_type[r] == ROW_A) {
+            const double *restrict x = col + COL_FLO * n_col, *restrict y = col + COL_FHI * n_col;
+            for (int32_t m = 0; m < n; m++) {
+                const double d = (y[m] < v ? y[m] : v) - x[m];
+                row[m] = (d > 0.0 ? d : 0.0) * inv[m];
+            }
+        } else {
+            const double *restrict x = col + COL_NSLO * n_col, *restrict y = col + COL_NSHI * n_col;
+            const double keep = w->row_type[r] == ROW_C ? 1.0 : 0.0, sign = w->row_type[r] == ROW_C ? -1.0 : 1.0;
+            for (int32_t m = 0; m < n; m++) {
+                const double d = y[m] - (x[m] > v ? x[m] : v);
+                row[m] = keep + sign * ((d > 0.0 ? d : 0.0) * inv[m]);
+            }
+        }
+    }
     for (int32_t o = 0; o < W; o++) {
         sum_b[o] = 0.0;
         for (int32_t m = 0; m < n; m++)
@@ -732,7 +733,7 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
     double acc0 = 0.0; /* W == 1: the sum over l in a register */
     for (int32_t l = 0; l < Lt; l++) {
         double weight = 1.0;
-        int n_one = 0, n_two = 0;
+        int K = 0;
         for (int32_t q = 0; q < n_used; q++) {
             const int32_t pos = w->used_pos[rt->used_start + q];
             if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
@@ -742,28 +743,17 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
                 weight *= box[(size_t)BOX_MASS * n_used * Lt + at];
                 continue;
             }
-            const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
-            const double g = box[(size_t)BOX_G * n_used * Lt + at], h = box[(size_t)BOX_H * n_used * Lt + at];
-            const int k = kind[at];
-            if (k == CASE_AROUND) {
-                bands[n_used - 1 - n_two++] = (band){1.0, 0.0, g, h, 0.0, col + COL_FLO * n_col, col + COL_FHI * n_col,
-                                                     col + COL_NSLO * n_col, col + COL_NSHI * n_col,
-                                                     col + COL_NINV * n_col};
-            } else { /* in_s: -S columns; keep: 1 less the overlap (times -1 / mass) */
-                const int in_s = k & 1, keep = k >> 1;
-                const double *x = col + (in_s ? COL_NSLO : COL_FLO) * n_col, *y = col + (in_s ? COL_NSHI : COL_FHI) * n_col;
-                bands[n_one++] = (band){keep ? 1.0 : 0.0, g, h, 0.0, 0.0, x, y, x, y,
-                                        col + (keep ? COL_NINV : COL_INV) * n_col};
-            }
+            bands[K++] = (diff_band){table + (size_t)w->urow[(size_t)l * n_used + q] * CHUNK,
+                                     table + (size_t)w->vrow[(size_t)l * n_used + q] * CHUNK};
         }
         for (int32_t o = 0; o < W; o++)
             weighted[o] = c[(size_t)l * W + o] * weight;
-        if (n_one + n_two == 0) { /* no feature in common with the block: frac = 1 for every m */
+        if (K == 0) { /* no feature in common with the block: frac = 1 for every m */
             for (int32_t o = 0; o < W; o++)
                 acc[o] += weighted[o] * sum_b[o];
             continue;
         }
-        band_product(prob, bands, n_one, n_two, n_used, n);
+        diff_product(prob, bands, K, n);
         if (W == 1) {
             acc0 += weighted[0] * dot(b, prob, n);
         } else {
@@ -775,9 +765,77 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
     acc[0] += acc0;
 }
 
+/* The row of type `type` at boundary rank r of S position pos (q-th used position of the current
+ * tree) in the table of the current tree, created when new (w->rowmap: per type and rank, -1 when
+ * absent; the caller resets the entries it set). */
+static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double value)
+{
+    int32_t *at = &w->rowmap[(size_t)type * w->max_len + r];
+    if (*at < 0) {
+        *at = w->n_rows;
+        w->row_pos[w->n_rows] = pos;
+        w->row_type[w->n_rows] = (uint8_t)type;
+        w->row_rank[w->n_rows] = r;
+        w->row_val[w->n_rows] = value;
+        w->n_rows++;
+    }
+    return *at;
+}
+
+/* The table rows of tree rt (see before fused_diffs): per (leaf, used position) that the leaf
+ * constrains, the rows U (urow) and V (vrow) whose difference is its frac. */
+static int tree_rows(workspace *w, const tree_rec *rt)
+{
+    const int32_t n_used = rt->n_used, Lt = rt->n_leaf, n_words = w->n_words;
+    const size_t need = (size_t)Lt * n_used;
+    if (grow((void **)&w->urow, &w->urow_cap, need, sizeof(int32_t)) ||
+        grow((void **)&w->vrow, &w->vrow_cap, need, sizeof(int32_t)) ||
+        grow((void **)&w->row_pos, &w->row_cap, ROW_FIRST + 2 * need, sizeof(int32_t)) ||
+        grow((void **)&w->row_rank, &w->row_rank_cap, ROW_FIRST + 2 * need, sizeof(int32_t)) ||
+        grow((void **)&w->row_type, &w->row_type_cap, ROW_FIRST + 2 * need, 1) ||
+        grow((void **)&w->row_val, &w->row_val_cap, ROW_FIRST + 2 * need, sizeof(double)))
+        return XAI_E_NOMEM;
+    const int32_t *rank = w->rank + 2 * rt->box_start;
+    const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
+    w->n_rows = ROW_FIRST;
+    for (int32_t q = 0; q < n_used; q++) {
+        const int32_t pos = w->used_pos[rt->used_start + q], top = w->top[pos], first = w->n_rows;
+        const int64_t off = w->cdf_offset[w->s_feat[pos]];
+        const double *F = w->cdf_row + off, *S = w->sf_row + off;
+        for (int32_t l = 0; l < Lt; l++) {
+            const size_t at = (size_t)l * n_used + q;
+            if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1)) {
+                w->urow[at] = w->vrow[at] = ROW_ZERO; /* not read */
+                continue;
+            }
+            const int32_t lo = rank[2 * at], hi = rank[2 * at + 1];
+            if (F[hi] <= 0.5) { /* below the median */
+                w->urow[at] = table_row(w, pos, ROW_A, hi, F[hi]);
+                w->vrow[at] = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
+            } else if (!(F[lo] <= 0.5)) { /* above it */
+                w->urow[at] = table_row(w, pos, ROW_B, lo, -S[lo]);
+                w->vrow[at] = hi == top ? ROW_ZERO : table_row(w, pos, ROW_B, hi, -S[hi]);
+            } else { /* around it */
+                w->urow[at] = hi == top ? ROW_ONE : table_row(w, pos, ROW_C, hi, -S[hi]);
+                w->vrow[at] = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
+            }
+        }
+        for (int32_t r = first; r < w->n_rows; r++)
+            w->rowmap[(size_t)w->row_type[r] * w->max_len + w->row_rank[r]] = -1;
+    }
+    const int fill = w->table_cap == 0; /* the constant rows, once: they are never overwritten */
+    if (grow((void **)&w->table, &w->table_cap, (size_t)w->n_rows * CHUNK, sizeof(double)))
+        return XAI_E_NOMEM;
+    for (int32_t m = 0; fill && m < CHUNK; m++) {
+        w->table[(size_t)ROW_ZERO * CHUNK + m] = 0.0;
+        w->table[(size_t)ROW_ONE * CHUNK + m] = 1.0;
+    }
+    return XAI_OK;
+}
+
 /* sum over the later records u with t's target of E[c_t c_u] - E[c_t] E[c_u], into acc[0 .. width):
  * the leaf-pair sums block by block over u's leaves, which lie end to end after t's. */
-static void tree_pairs(workspace *w, int32_t it, double *acc)
+static int tree_pairs(workspace *w, int32_t it, double *acc)
 {
     const int32_t W = w->width;
     const tree_rec *rt = &w->rec[it];
@@ -785,7 +843,10 @@ static void tree_pairs(workspace *w, int32_t it, double *acc)
         acc[o] = -w->mean[(size_t)it * W + o] * w->after_mean[(size_t)it * W + o];
     const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
     if (rt->n_leaf == 0 || start >= end)
-        return;
+        return XAI_OK;
+    const int status = tree_rows(w, rt);
+    if (status != XAI_OK)
+        return status;
     w->pair_terms += (int64_t)rt->n_leaf * (end - start);
     for (int64_t a = start, b; a < end; a = b) {
         b = (a / CHUNK + 1) * CHUNK;
@@ -793,8 +854,8 @@ static void tree_pairs(workspace *w, int32_t it, double *acc)
             b = end;
         block_pairs(w, rt, a, (int32_t)(b - a), w->block_bits + (size_t)(a / CHUNK) * w->n_words, acc);
     }
+    return XAI_OK;
 }
-
 /* PG2 of the current row for the set described by w->s_pos / w->s_feat; writes n_outputs values. */
 static int pg2_one(workspace *w, double *out)
 {
@@ -831,7 +892,7 @@ static int pg2_one(workspace *w, double *out)
     /* pairs of records with one target, each counted twice */
     status = lay_columns(w);
     for (int32_t i = 0; i < w->n_rec && status == XAI_OK; i++) {
-        tree_pairs(w, i, pair);
+        status = tree_pairs(w, i, pair);
         const int32_t target = f->tree_target[w->rec[i].tree];
         for (int32_t o = 0; o < W; o++)
             out[target + o] += 2.0 * pair[o];
@@ -876,6 +937,7 @@ static void set_row(workspace *w, const double *X, const double *cdf, int64_t cd
     w->cdf_row = cdf + i * cdf_len;
     w->sf_row = w->cdf_row + w->cdf_offset[w->f->n_features];
     memset(w->checked, 0, (size_t)w->f->n_features);
+    w->x_leaf_valid = 0;
 }
 
 /* 1 when feature j's tables of the current row are a CDF (0 .. 1, non-decreasing) and a survival
