@@ -61,6 +61,9 @@ enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
 
+/* Entries per (leaf, used feature) in the rank buffer: lo, hi, depth. */
+enum { RANK_STRIDE = 3 };
+
 /* Inner leaves per block of the leaf-pair loop (its columns, 8 KiB each, stay in the second cache
  * level); chosen by timing the 500 x 6 model of benchmarks/bench_pg2_production.py. */
 enum { CHUNK = 512 };
@@ -106,6 +109,7 @@ typedef struct {
     int32_t *s_pos;         /* [n_features]: position in S or -1 */
     int32_t *s_feat;        /* [n_features]: feature at a position */
     int32_t *box_lo, *box_hi; /* [n_features]: current interval of each S position during a walk */
+    int32_t *box_dep;       /* [n_features]: depth of the node that last narrowed it (-1: none) */
     int32_t *top;           /* [n_features]: an S position's last rank (box_hi of the whole line) */
     int64_t *x_leaf;        /* [n_trees]: the leaf of the current row in each tree */
     int x_leaf_valid;       /* x_leaf is that of the current row */
@@ -123,10 +127,12 @@ typedef struct {
     uint64_t *leaf_bits; size_t leaf_bits_cap; /* [n_leaf * n_words] positions whose interval is not the whole line */
     int64_t n_leaf;
     double *box; size_t box_cap; int64_t n_box; /* BOX_BLOCKS values per (leaf, used feature) */
-    int32_t *rank; size_t rank_cap;       /* [2 * n_box]: (lo, hi] ranks per (leaf, used feature) */
+    int32_t *rank; size_t rank_cap;       /* [RANK_STRIDE * n_box]: per (leaf, used feature) the (lo, hi]
+                                             ranks and the depth of the node that last narrowed them */
     double *sq; size_t sq_cap;            /* [n_rec * width] E[c_t^2] */
     double *bound_max;      /* [n_outputs]: sum over trees of max |c| (prune_leaves) */
     leaf_key *order; size_t order_cap;    /* [n_leaf]: the leaves by pruning key */
+    leaf_key *order_tmp; size_t order_tmp_cap; /* [n_leaf]: scratch of sort_keys */
     double prune_rtol;      /* 0: every leaf pair; > 0: certified relative error bound (prune_leaves) */
     int64_t n_pruned;       /* leaves dropped by prune_leaves over the call */
     /* the leaf-pair loop */
@@ -146,9 +152,12 @@ typedef struct {
     int32_t *row_rank; size_t row_rank_cap;
     double *row_val; size_t row_val_cap;
     int32_t *urow; size_t urow_cap;       /* [n_leaf * n_used]: the rows U and V of each frac */
+    int32_t *border; size_t border_cap;   /* [n_leaf * n_used]: a leaf's constrained positions q, by depth */
+    int32_t *nband; size_t nband_cap;     /* [n_leaf]: how many */
+    double *level; size_t level_cap;      /* [n_used * CHUNK]: products of the first j + 1 fracs (block_pairs) */
     int32_t *vrow; size_t vrow_cap;
     double *table; size_t table_cap;      /* [n_rows * CHUNK] */
-    double *prob;           /* [CHUNK]: prod over C_l of frac_k(l, m) */
+    int32_t *prev_row;      /* [4 * n_features]: the bands of the last and the current leaf (block_pairs) */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *pair;           /* [leaf_width]: the covariances of one tree with the later ones */
     double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
@@ -179,13 +188,13 @@ static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 
 static void ws_free(workspace *w)
 {
-    free(w->checked); free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->top); free(w->x_leaf); free(w->used);
+    free(w->checked); free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->box_dep); free(w->top); free(w->x_leaf); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
     free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->rank);
     free(w->tree_order); free(w->slot); free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
-    free(w->bands); free(w->prob); free(w->rowmap); free(w->row_pos); free(w->row_type); free(w->row_rank);
-    free(w->row_val); free(w->urow); free(w->vrow); free(w->table);
-    free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order);
+    free(w->bands); free(w->prev_row); free(w->rowmap); free(w->row_pos); free(w->row_type); free(w->row_rank);
+    free(w->row_val); free(w->urow); free(w->vrow); free(w->border); free(w->nband); free(w->level); free(w->table);
+    free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
@@ -202,6 +211,7 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
     w->s_feat = malloc(d * sizeof(int32_t));
     w->box_lo = malloc(d * sizeof(int32_t));
     w->box_hi = malloc(d * sizeof(int32_t));
+    w->box_dep = malloc(d * sizeof(int32_t));
     w->top = malloc(d * sizeof(int32_t));
     w->x_leaf = malloc((size_t)f->n_trees * sizeof(int64_t));
     w->used = malloc(d);
@@ -216,13 +226,13 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
     if (w->rowmap != NULL)
         for (size_t r = 0; r < (size_t)ROW_TYPES * (size_t)w->max_len; r++)
             w->rowmap[r] = -1;
-    w->prob = malloc(CHUNK * sizeof(double));
+    w->prev_row = malloc(4 * d * sizeof(int32_t));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc(W * sizeof(double));
     w->vec = malloc(2 * W * sizeof(double));
     w->bound_max = malloc((size_t)f->n_outputs * sizeof(double));
-    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->x_leaf || !w->used ||
-        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->prob || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
+    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->box_dep || !w->top || !w->x_leaf || !w->used ||
+        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->prev_row || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
         return XAI_E_NOMEM;
     int32_t k = 0; /* trees by target (outputs in order), then index */
     for (int32_t o = 0; o < f->n_outputs; o++)
@@ -252,7 +262,7 @@ static inline double interval_mass(double f_lo, double f_hi, double s_lo, double
  * children while their interval stays non-empty. Marks the S positions the walk meets (w->used) and
  * records every reachable leaf whose value differs from x's, with its intervals (ranks) in every
  * S position (collect keeps those of the used positions). */
-static void walk(workspace *w, int32_t t, int32_t k, const double *x_value)
+static void walk(workspace *w, int32_t t, int32_t k, int32_t depth, const double *x_value)
 {
     const xai_forest *f = w->f;
     const int64_t g = f->tree_offset[t] + k;
@@ -265,15 +275,16 @@ static void walk(workspace *w, int32_t t, int32_t k, const double *x_value)
             return; /* adds nothing to any sum */
         const int64_t k_box = r->box_start + (int64_t)r->n_leaf * w->n_s; /* n_s entries per leaf for now */
         if (grow((void **)&w->leaf_c, &w->leaf_c_cap, (size_t)(w->n_leaf + 1) * w->width, sizeof(double)) ||
-            grow((void **)&w->rank, &w->rank_cap, (size_t)2 * (k_box + w->n_s), sizeof(int32_t))) {
+            grow((void **)&w->rank, &w->rank_cap, (size_t)RANK_STRIDE * (k_box + w->n_s), sizeof(int32_t))) {
             w->status = XAI_E_NOMEM;
             return;
         }
         for (int32_t o = 0; o < w->width; o++)
             w->leaf_c[w->n_leaf * w->width + o] = f->value[g * w->width + o] - x_value[o];
         for (int32_t pos = 0; pos < w->n_s; pos++) {
-            w->rank[2 * (k_box + pos)] = w->box_lo[pos];
-            w->rank[2 * (k_box + pos) + 1] = w->box_hi[pos];
+            w->rank[RANK_STRIDE * (k_box + pos)] = w->box_lo[pos];
+            w->rank[RANK_STRIDE * (k_box + pos) + 1] = w->box_hi[pos];
+            w->rank[RANK_STRIDE * (k_box + pos) + 2] = w->box_dep[pos];
         }
         w->n_leaf++;
         r->n_leaf++;
@@ -282,21 +293,29 @@ static void walk(workspace *w, int32_t t, int32_t k, const double *x_value)
     const int32_t j = f->feature[g];
     const int32_t pos = w->s_pos[j];
     if (pos < 0) {
-        walk(w, t, xai_goes_left(f, g, w->x[j]) ? f->left_child[g] : f->right_child[g], x_value);
+        walk(w, t, xai_goes_left(f, g, w->x[j]) ? f->left_child[g] : f->right_child[g], depth + 1, x_value);
         return;
     }
     w->used[pos] = 1;
     const int32_t rank = f->threshold_rank[g];
-    const int32_t lo = w->box_lo[pos], hi = w->box_hi[pos];
+    const int32_t lo = w->box_lo[pos], hi = w->box_hi[pos], dep = w->box_dep[pos];
     if (rank > lo) { /* left: x' below the boundary */
-        w->box_hi[pos] = rank < hi ? rank : hi;
-        walk(w, t, f->left_child[g], x_value);
+        if (rank < hi) {
+            w->box_hi[pos] = rank;
+            w->box_dep[pos] = depth;
+        }
+        walk(w, t, f->left_child[g], depth + 1, x_value);
         w->box_hi[pos] = hi;
+        w->box_dep[pos] = dep;
     }
     if (rank < hi) { /* right */
-        w->box_lo[pos] = rank > lo ? rank : lo;
-        walk(w, t, f->right_child[g], x_value);
+        if (rank > lo) {
+            w->box_lo[pos] = rank;
+            w->box_dep[pos] = depth;
+        }
+        walk(w, t, f->right_child[g], depth + 1, x_value);
         w->box_lo[pos] = lo;
+        w->box_dep[pos] = dep;
     }
 }
 
@@ -309,14 +328,15 @@ static int tree_moments(workspace *w, tree_rec *r)
     if (grow((void **)&w->leaf_p, &w->leaf_p_cap, (size_t)(r->leaf_start + L0), sizeof(double)))
         return XAI_E_NOMEM;
     double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
-    int32_t *rank = w->rank + 2 * r->box_start;
+    int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
     for (int32_t l = 0; l < L0; l++)
         p[l] = 1.0;
     for (int32_t q = 0; q < n_used; q++) {
         const int64_t off = w->cdf_offset[w->s_feat[w->used_pos[r->used_start + q]]];
         const double *F = w->cdf_row + off, *S = w->sf_row + off;
         for (int32_t l = 0; l < L0; l++) {
-            const int32_t lo = rank[2 * ((size_t)l * n_used + q)], hi = rank[2 * ((size_t)l * n_used + q) + 1];
+            const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
+            const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
             p[l] *= interval_mass(F[lo], F[hi], S[lo], S[hi]);
         }
     }
@@ -334,7 +354,8 @@ static int tree_moments(workspace *w, tree_rec *r)
         if (L != l) {
             p[L] = p[l];
             memmove(c + (size_t)L * W, c + (size_t)l * W, (size_t)W * sizeof(double));
-            memmove(rank + 2 * (size_t)L * n_used, rank + 2 * (size_t)l * n_used, 2 * (size_t)n_used * sizeof(int32_t));
+            memmove(rank + RANK_STRIDE * (size_t)L * n_used, rank + RANK_STRIDE * (size_t)l * n_used,
+                    RANK_STRIDE * (size_t)n_used * sizeof(int32_t));
         }
         L++;
     }
@@ -368,7 +389,7 @@ static int tree_boxes(workspace *w, const tree_rec *r)
              sizeof(double)))
         return XAI_E_NOMEM;
     const double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
-    const int32_t *rank = w->rank + 2 * r->box_start;
+    const int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
     double *b = w->leaf_b + r->leaf_start * W, *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
     uint64_t *bits = w->leaf_bits + (size_t)r->leaf_start * n_words;
     memset(bits, 0, (size_t)L * n_words * sizeof(uint64_t));
@@ -380,7 +401,8 @@ static int tree_boxes(workspace *w, const tree_rec *r)
         for (int k = 0; k < BOX_BLOCKS; k++)
             col[k] = box + ((size_t)k * n_used + q) * L;
         for (int32_t l = 0; l < L; l++) {
-            const int32_t lo = rank[2 * ((size_t)l * n_used + q)], hi = rank[2 * ((size_t)l * n_used + q) + 1];
+            const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
+            const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
             const double f_lo = F[lo], f_hi = F[hi], s_lo = S[lo], s_hi = S[hi];
             const double mass = interval_mass(f_lo, f_hi, s_lo, s_hi);
             col[BOX_FLO][l] = f_lo;
@@ -399,12 +421,44 @@ static int tree_boxes(workspace *w, const tree_rec *r)
     return XAI_OK;
 }
 
-static int by_key(const void *a, const void *b)
+/* Sorts a[0 .. n) by key, keeping the input order of equal keys (tmp: n entries of scratch): a
+ * byte-wise least-significant-digit radix sort of the keys' bits, which order like the keys themselves
+ * for keys >= +0 (all of them here); a byte that all keys share costs no pass. */
+static void sort_keys(leaf_key *a, leaf_key *tmp, int64_t n)
 {
-    const leaf_key *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return (x->leaf > y->leaf) - (x->leaf < y->leaf);
+    if (n < 2)
+        return;
+    int64_t count[8][256];
+    memset(count, 0, sizeof(count));
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &a[i].key, sizeof(bits));
+        for (int d = 0; d < 8; d++)
+            count[d][(bits >> (8 * d)) & 255]++;
+    }
+    uint64_t first;
+    memcpy(&first, &a[0].key, sizeof(first));
+    leaf_key *from = a, *to = tmp;
+    for (int d = 0; d < 8; d++) {
+        if (count[d][(first >> (8 * d)) & 255] == n)
+            continue; /* every key has this byte */
+        int64_t at = 0;
+        for (int v = 0; v < 256; v++) {
+            const int64_t c = count[d][v];
+            count[d][v] = at;
+            at += c;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t bits;
+            memcpy(&bits, &from[i].key, sizeof(bits));
+            to[count[d][(bits >> (8 * d)) & 255]++] = from[i];
+        }
+        leaf_key *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != a)
+        memcpy(a, from, (size_t)n * sizeof(leaf_key));
 }
 
 /* Certified pruning of the leaf-pair sums. Write C = sum_t c_t, and let D = sum_t d_t be the part
@@ -433,7 +487,8 @@ static int prune_leaves(workspace *w)
         const double lower = inv_budget[o] * inv_budget[o];
         inv_budget[o] = lower > 0.0 ? 2.0 * w->bound_max[o] / (w->prune_rtol * lower) : INFINITY;
     }
-    if (grow((void **)&w->order, &w->order_cap, (size_t)w->n_leaf, sizeof(leaf_key)))
+    if (grow((void **)&w->order, &w->order_cap, (size_t)w->n_leaf, sizeof(leaf_key)) ||
+        grow((void **)&w->order_tmp, &w->order_tmp_cap, (size_t)w->n_leaf, sizeof(leaf_key)))
         return XAI_E_NOMEM;
     int64_t n = 0;
     for (int32_t i = 0; i < w->n_rec; i++) {
@@ -451,7 +506,7 @@ static int prune_leaves(workspace *w)
                 w->order[n++] = (leaf_key){key, g};
         }
     }
-    qsort(w->order, (size_t)n, sizeof(leaf_key), by_key);
+    sort_keys(w->order, w->order_tmp, n); /* by key, then position (the input order) */
     double spent = 0.0;
     for (int64_t k = 0; k < n && spent + w->order[k].key <= 1.0; k++) {
         spent += w->order[k].key;
@@ -469,8 +524,8 @@ static int prune_leaves(workspace *w)
             const int64_t to = leaf_at + L;
             w->leaf_p[to] = w->leaf_p[g];
             memmove(w->leaf_c + to * W, w->leaf_c + g * W, (size_t)W * sizeof(double));
-            memmove(w->rank + 2 * (box_at + (int64_t)L * n_used), w->rank + 2 * (r->box_start + (int64_t)l * n_used),
-                    2 * (size_t)n_used * sizeof(int32_t));
+            memmove(w->rank + RANK_STRIDE * (box_at + (int64_t)L * n_used),
+                    w->rank + RANK_STRIDE * (r->box_start + (int64_t)l * n_used), RANK_STRIDE * (size_t)n_used * sizeof(int32_t));
             L++;
         }
         w->n_pruned += r->n_leaf - L;
@@ -519,7 +574,7 @@ static int collect(workspace *w)
         r->used_start = (int32_t)w->n_used_total;
         r->n_used = 0;
         memset(w->used, 0, (size_t)w->n_s);
-        walk(w, t, 0, x_value);
+        walk(w, t, 0, 0, x_value);
         if (w->status != XAI_OK)
             return w->status;
         uint64_t *bits = w->bits + (size_t)w->n_rec * w->n_words;
@@ -534,12 +589,12 @@ static int collect(workspace *w)
             continue;
         }
         /* keep the used positions' ranks: n_s entries per leaf become n_used (moving down) */
-        int32_t *rank = w->rank + 2 * r->box_start;
+        int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
         for (int32_t l = 0; l < r->n_leaf; l++)
             for (int32_t q = 0; q < r->n_used; q++) {
                 const int32_t pos = w->used_pos[r->used_start + q];
-                rank[2 * ((size_t)l * r->n_used + q)] = rank[2 * ((size_t)l * w->n_s + pos)];
-                rank[2 * ((size_t)l * r->n_used + q) + 1] = rank[2 * ((size_t)l * w->n_s + pos) + 1];
+                for (int e = 0; e < RANK_STRIDE; e++)
+                    rank[RANK_STRIDE * ((size_t)l * r->n_used + q) + e] = rank[RANK_STRIDE * ((size_t)l * w->n_s + pos) + e];
             }
         w->n_box = r->box_start + (int64_t)r->n_leaf * r->n_used;
         if (r->n_leaf > 0) {
@@ -578,49 +633,59 @@ static int collect(workspace *w)
  *   around it:                  C(hi) - A(lo) = 1 - (share at or below lo) - (share above hi).
  * An inner leaf that leaves k whole has the whole line (x, y) = (0, 1) in F and (-1, 0) in -S. */
 
-/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of (u[m] - v[m]), m < n; K and
- * first are constants where it is inlined, so that the compiler unrolls the bands inside one
- * vectorised pass over m. */
-XAI_INLINE void fused_diffs(double *restrict prob, const diff_band *restrict bands, int K, int first, int32_t n)
+#define FUSED_MAX 6
+
+/* dst[q][m] = src[m] (1 when first) times the product of the first q + 1 bands' (u[m] - v[m]), q < K,
+ * m < n: the products of a leaf's fracs after a shared prefix, every prefix kept (see block_pairs).
+ * K and first are constants where it is inlined. */
+XAI_INLINE void fused_levels(const double *restrict src, const diff_band *restrict bands, double *restrict dst, int K,
+                             int first, int32_t n)
 {
     for (int32_t m = 0; m < n; m++) {
-        double product = first ? 1.0 : prob[m];
-        for (int q = 0; q < K; q++)
+        double product = first ? 1.0 : src[m];
+        for (int q = 0; q < K; q++) {
             product *= bands[q].u[m] - bands[q].v[m];
-        prob[m] = product;
+            dst[(size_t)q * CHUNK + m] = product;
+        }
     }
 }
 
-#define FUSED_MAX 6
-#define FUSED_CASE(k)                                   \
-    case k:                                             \
-        if (first)                                      \
-            fused_diffs(prob, bands, k, 1, n);          \
-        else                                            \
-            fused_diffs(prob, bands, k, 0, n);          \
+#define LEVEL_CASE(k)                                          \
+    case k:                                                    \
+        if (first)                                             \
+            fused_levels(src, bands, dst, k, 1, n);            \
+        else                                                   \
+            fused_levels(src, bands, dst, k, 0, n);            \
         break;
 
-/* prob[m] = prod over the K bands of frac(m), FUSED_MAX bands per pass. */
-XAI_INLINE void diff_product(double *restrict prob, const diff_band *bands, int K, int32_t n)
+/* Levels c + 1 .. c + K of the leaf-pair products (dst = level c + 1, src = level c unless c = 0), in
+ * passes of at most FUSED_MAX bands. */
+XAI_INLINE void product_levels(const double *src, const diff_band *bands, double *dst, int K, int first, int32_t n)
 {
-    for (int first = 1; K > 0; first = 0) {
+    while (K > 0) {
         const int k = K < FUSED_MAX ? K : FUSED_MAX;
-        switch (k) { FUSED_CASE(1) FUSED_CASE(2) FUSED_CASE(3) FUSED_CASE(4) FUSED_CASE(5) FUSED_CASE(6) }
+        switch (k) { LEVEL_CASE(1) LEVEL_CASE(2) LEVEL_CASE(3) LEVEL_CASE(4) LEVEL_CASE(5) LEVEL_CASE(6) }
         bands += k;
+        dst += (size_t)k * CHUNK;
+        src = dst - CHUNK;
+        first = 0;
         K -= k;
     }
 }
+
 /* sum_m a[m] * b[m] in eight partial sums over the leading multiple of 8, then the rest in order:
  * the order of the additions does not depend on the vector width. */
 XAI_INLINE double dot(const double *restrict a, const double *restrict b, int32_t n)
 {
     double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    const int32_t n8 = n - n % 8;
-    for (int32_t m = 0; m < n8; m += 8)
+    const size_t n8 = (size_t)(n - n % 8); /* size_t offsets: int32 ones keep gcc from vectorising it inlined */
+    for (size_t m = 0; m < n8; m += 8) {
+        const double *pa = a + m, *pb = b + m;
         for (int r = 0; r < 8; r++)
-            part[r] += a[m + r] * b[m + r];
+            part[r] += pa[r] * pb[r];
+    }
     double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-    for (int32_t m = n8; m < n; m++)
+    for (size_t m = n8; m < (size_t)n; m++)
         sum += a[m] * b[m];
     return sum;
 }
@@ -688,18 +753,18 @@ static int lay_columns(workspace *w)
 
 /* sum over the leaves l of t of c_l * sum over the inner leaves m in [a, a + n) (one block, whose
  * constrained positions are block_bits) of c_m p_m prod_{k in C_l} frac_k(l, m), added into acc: the
- * block's rows of t's table (block_rows), then one fused pass per leaf. A feature of C_l that no
- * leaf of the block constrains gives frac = l's own mass for every m. */
+ * block's rows of t's table (tree_rows), then per leaf the products of its fracs in the order of
+ * tree_rows, starting after the bands it shares with the leaf before (their products are kept per
+ * level). A feature of C_l that no leaf of the block constrains gives frac = l's own mass for every m. */
 XAI_VECTOR_CLONES
 static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, const uint64_t *block_bits,
                         double *acc)
 {
-    const int32_t W = w->width, n_words = w->n_words, n_used = rt->n_used, Lt = rt->n_leaf;
+    const int32_t W = w->width, n_used = rt->n_used, Lt = rt->n_leaf;
     const int64_t n_col = w->n_leaf;
     const double *box = w->box + (size_t)BOX_BLOCKS * rt->box_start;
-    const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
     const double *c = w->leaf_c + rt->leaf_start * W, *b = w->leaf_b + a * W;
-    double *restrict prob = w->prob, *sum_b = w->vec, *weighted = w->vec + W;
+    double *prob, *sum_b = w->vec, *weighted = w->vec + W;
     double *table = w->table;
     diff_band *bands = w->bands;
     for (int32_t r = ROW_FIRST; r < w->n_rows; r++) {
@@ -730,21 +795,26 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
         for (int32_t m = 0; m < n; m++)
             sum_b[o] += b[(size_t)m * W + o];
     }
+    /* level[j] holds the product of the first j + 1 fracs of the last leaf that computed it (its
+     * bands in prev_u / prev_v, prev_k of them); a leaf whose first c bands are the same starts there */
+    double *level = w->level;
+    int32_t *prev_u = w->prev_row, *prev_v = w->prev_row + n_used, *cur_u = w->prev_row + 2 * n_used,
+            *cur_v = w->prev_row + 3 * n_used;
+    int prev_k = 0;
     double acc0 = 0.0; /* W == 1: the sum over l in a register */
     for (int32_t l = 0; l < Lt; l++) {
         double weight = 1.0;
         int K = 0;
-        for (int32_t q = 0; q < n_used; q++) {
-            const int32_t pos = w->used_pos[rt->used_start + q];
-            if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
-                continue; /* l leaves the feature whole */
-            const size_t at = (size_t)q * Lt + l;
+        const int32_t *order = w->border + (size_t)l * n_used;
+        for (int32_t i = 0; i < w->nband[l]; i++) {
+            const int32_t q = order[i], pos = w->used_pos[rt->used_start + q];
             if (!(block_bits[pos >> 6] >> (pos & 63) & 1)) {
-                weight *= box[(size_t)BOX_MASS * n_used * Lt + at];
+                weight *= box[(size_t)BOX_MASS * n_used * Lt + (size_t)q * Lt + l];
                 continue;
             }
-            bands[K++] = (diff_band){table + (size_t)w->urow[(size_t)l * n_used + q] * CHUNK,
-                                     table + (size_t)w->vrow[(size_t)l * n_used + q] * CHUNK};
+            cur_u[K] = w->urow[(size_t)l * n_used + q];
+            cur_v[K] = w->vrow[(size_t)l * n_used + q];
+            K++;
         }
         for (int32_t o = 0; o < W; o++)
             weighted[o] = c[(size_t)l * W + o] * weight;
@@ -753,7 +823,21 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
                 acc[o] += weighted[o] * sum_b[o];
             continue;
         }
-        diff_product(prob, bands, K, n);
+        int shared = 0;
+        while (shared < K && shared < prev_k && cur_u[shared] == prev_u[shared] && cur_v[shared] == prev_v[shared])
+            shared++;
+        if (shared < K) {
+            for (int i = shared; i < K; i++)
+                bands[i] = (diff_band){table + (size_t)cur_u[i] * CHUNK, table + (size_t)cur_v[i] * CHUNK};
+            product_levels(level + (size_t)(shared > 0 ? shared - 1 : 0) * CHUNK, bands + shared,
+                           level + (size_t)shared * CHUNK, K - shared, shared == 0, n);
+            for (int i = 0; i < K; i++) {
+                prev_u[i] = cur_u[i];
+                prev_v[i] = cur_v[i];
+            }
+            prev_k = K;
+        }
+        prob = level + (size_t)(K - 1) * CHUNK;
         if (W == 1) {
             acc0 += weighted[0] * dot(b, prob, n);
         } else {
@@ -789,13 +873,16 @@ static int tree_rows(workspace *w, const tree_rec *rt)
     const int32_t n_used = rt->n_used, Lt = rt->n_leaf, n_words = w->n_words;
     const size_t need = (size_t)Lt * n_used;
     if (grow((void **)&w->urow, &w->urow_cap, need, sizeof(int32_t)) ||
+        grow((void **)&w->border, &w->border_cap, need, sizeof(int32_t)) ||
+        grow((void **)&w->nband, &w->nband_cap, (size_t)Lt, sizeof(int32_t)) ||
+        grow((void **)&w->level, &w->level_cap, (size_t)n_used * CHUNK, sizeof(double)) ||
         grow((void **)&w->vrow, &w->vrow_cap, need, sizeof(int32_t)) ||
         grow((void **)&w->row_pos, &w->row_cap, ROW_FIRST + 2 * need, sizeof(int32_t)) ||
         grow((void **)&w->row_rank, &w->row_rank_cap, ROW_FIRST + 2 * need, sizeof(int32_t)) ||
         grow((void **)&w->row_type, &w->row_type_cap, ROW_FIRST + 2 * need, 1) ||
         grow((void **)&w->row_val, &w->row_val_cap, ROW_FIRST + 2 * need, sizeof(double)))
         return XAI_E_NOMEM;
-    const int32_t *rank = w->rank + 2 * rt->box_start;
+    const int32_t *rank = w->rank + RANK_STRIDE * rt->box_start;
     const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
     w->n_rows = ROW_FIRST;
     for (int32_t q = 0; q < n_used; q++) {
@@ -808,7 +895,7 @@ static int tree_rows(workspace *w, const tree_rec *rt)
                 w->urow[at] = w->vrow[at] = ROW_ZERO; /* not read */
                 continue;
             }
-            const int32_t lo = rank[2 * at], hi = rank[2 * at + 1];
+            const int32_t lo = rank[RANK_STRIDE * at], hi = rank[RANK_STRIDE * at + 1];
             if (F[hi] <= 0.5) { /* below the median */
                 w->urow[at] = table_row(w, pos, ROW_A, hi, F[hi]);
                 w->vrow[at] = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
@@ -824,6 +911,22 @@ static int tree_rows(workspace *w, const tree_rec *rt)
             w->rowmap[(size_t)w->row_type[r] * w->max_len + w->row_rank[r]] = -1;
     }
     const int fill = w->table_cap == 0; /* the constant rows, once: they are never overwritten */
+    /* each leaf's constrained positions by the depth of the node that last narrowed them (then q): leaves
+     * next to each other in the walk's order share the first ones, and block_pairs their products */
+    for (int32_t l = 0; l < Lt; l++) {
+        int32_t *order = w->border + (size_t)l * n_used, n = 0;
+        for (int32_t q = 0; q < n_used; q++) {
+            const int32_t pos = w->used_pos[rt->used_start + q];
+            if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
+                continue;
+            const int32_t dep = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 2];
+            int32_t i = n++;
+            for (; i > 0 && rank[RANK_STRIDE * ((size_t)l * n_used + order[i - 1]) + 2] > dep; i--)
+                order[i] = order[i - 1];
+            order[i] = q;
+        }
+        w->nband[l] = n;
+    }
     if (grow((void **)&w->table, &w->table_cap, (size_t)w->n_rows * CHUNK, sizeof(double)))
         return XAI_E_NOMEM;
     for (int32_t m = 0; fill && m < CHUNK; m++) {
@@ -869,6 +972,7 @@ static int pg2_one(workspace *w, double *out)
     for (int32_t k = 0; k < w->n_s; k++) {
         const int32_t j = w->s_feat[k];
         w->box_lo[k] = 0;
+        w->box_dep[k] = -1;
         w->box_hi[k] = w->top[k] = (int32_t)(w->cdf_offset[j + 1] - w->cdf_offset[j]) - 1;
     }
     int status = collect(w);
