@@ -19,10 +19,11 @@
  * is 1 in a feature it leaves whole). The pair sums run over every later tree with t's output (an
  * independent pair adds E[c_t] E[c_u] - E[c_t] E[c_u] = 0 up to rounding): the kept leaves of all
  * trees are laid out once per (row, S) as columns (lay_columns); per block of inner leaves m, the
- * shares of each m's mass below or above every boundary t's leaves use are tabulated once (one row
- * per boundary, tree_rows), so that each frac is a difference of two rows and each leaf l of t costs
- * one fused vector pass over the block (block_pairs). prune_leaves may first leave out the least
- * weighty leaves under a proven relative error bound. */
+ * shares of each m's mass below or above every boundary the outer leaves use are tabulated once for
+ * all outer trees (one row per boundary: rows_prepare, block_rows), so that each frac is a difference
+ * of two rows, and the products of an outer leaf's fracs continue those of the leaf before it where
+ * their first fracs agree (block_pairs). prune_leaves may first leave out the least weighty leaves
+ * under a proven relative error bound. */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,9 +65,10 @@ enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
 /* Entries per (leaf, used feature) in the rank buffer: lo, hi, depth. */
 enum { RANK_STRIDE = 3 };
 
-/* Inner leaves per block of the leaf-pair loop (its columns, 8 KiB each, stay in the second cache
- * level); chosen by timing the 500 x 6 model of benchmarks/bench_pg2_production.py. */
-enum { CHUNK = 512 };
+/* Inner leaves per block of the leaf-pair loop (a table row is 2 KiB; one outer tree's rows and the
+ * levels of block_pairs stay in the second cache level); chosen by timing 128, 256, 512 and 1024 on
+ * the 100 x 6 and 500 x 6 models of benchmarks/bench_pg2_production.py. */
+enum { CHUNK = 256 };
 
 typedef struct {
     int32_t tree;         /* tree index */
@@ -78,12 +80,12 @@ typedef struct {
     int32_t used_start;   /* their S positions, sorted, in ws->used_pos */
 } tree_rec;
 
-/* The table rows of the leaf-pair loop (see tree_rows): their types, and the two constant rows. */
+/* The table rows of the leaf-pair loop (see rows_prepare): their types, and the two constant rows. */
 enum { ROW_A, ROW_B, ROW_C, ROW_TYPES };
 enum { ROW_ZERO, ROW_ONE, ROW_FIRST };
 
 /* The two table rows whose difference is the share of an inner leaf's mass inside an outer leaf's
- * interval (see tree_rows). */
+ * interval (see rows_prepare). */
 typedef struct {
     const double *u, *v;
 } diff_band;
@@ -143,9 +145,9 @@ typedef struct {
     double *after_mean; size_t after_mean_cap;   /* [n_rec * width]: sum of E[c_u] over later u, same target */
     int64_t *group_end; size_t group_end_cap;    /* [n_rec]: end of the leaves of those later u */
     diff_band *bands;       /* [n_features]: an outer leaf's bands against a block */
-    /* the current outer tree's table (tree_rows, block_pairs) */
+    /* the table rows (rows_prepare, block_rows, block_pairs) */
     int32_t max_len;        /* longest table of one feature (ranks 0 .. max_len - 1) */
-    int32_t *rowmap;        /* [ROW_TYPES * max_len]: row of a (type, rank), or -1 */
+    int32_t *rowmap;        /* [n_features * ROW_TYPES * max_len]: row of a (position, type, rank), or -1 */
     int32_t n_rows;
     int32_t *row_pos; size_t row_cap;     /* per row: S position, type, rank, F(r) (A) or -S(r) (B, C) */
     uint8_t *row_type; size_t row_type_cap;
@@ -156,7 +158,13 @@ typedef struct {
     int32_t *nband; size_t nband_cap;     /* [n_leaf]: how many */
     double *level; size_t level_cap;      /* [n_used * CHUNK]: products of the first j + 1 fracs (block_pairs) */
     int32_t *vrow; size_t vrow_cap;
-    double *table; size_t table_cap;      /* [n_rows * CHUNK] */
+    double *table; size_t table_cap;      /* [n_rows * CHUNK]: the rows over one block */
+    int64_t *row_block; size_t row_block_cap; /* [n_rows]: the block a row was last computed for */
+    int32_t *rec_rows; size_t rec_rows_cap;   /* the rows each record uses, record after record */
+    int64_t *rec_rows_start; size_t rec_rows_start_cap;
+    int32_t *rec_rows_n; size_t rec_rows_n_cap;
+    double *pair_acc; size_t pair_acc_cap;    /* [n_rec * width]: all_pairs' sums per record */
+    double *ones;           /* [CHUNK]: 1.0 */
     int32_t *prev_row;      /* [4 * n_features]: the bands of the last and the current leaf (block_pairs) */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *pair;           /* [leaf_width]: the covariances of one tree with the later ones */
@@ -193,7 +201,8 @@ static void ws_free(workspace *w)
     free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->rank);
     free(w->tree_order); free(w->slot); free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
     free(w->bands); free(w->prev_row); free(w->rowmap); free(w->row_pos); free(w->row_type); free(w->row_rank);
-    free(w->row_val); free(w->urow); free(w->vrow); free(w->border); free(w->nband); free(w->level); free(w->table);
+    free(w->row_val); free(w->urow); free(w->vrow); free(w->row_block); free(w->rec_rows); free(w->rec_rows_start);
+    free(w->rec_rows_n); free(w->pair_acc); free(w->ones); free(w->border); free(w->nband); free(w->level); free(w->table);
     free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
 }
 
@@ -222,17 +231,22 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
     for (int32_t j = 0; j < f->n_features; j++)
         if (cdf_offset[j + 1] - cdf_offset[j] > w->max_len)
             w->max_len = (int32_t)(cdf_offset[j + 1] - cdf_offset[j]);
-    w->rowmap = malloc((size_t)ROW_TYPES * (size_t)w->max_len * sizeof(int32_t));
+    const size_t n_map = d * ROW_TYPES * (size_t)w->max_len;
+    w->rowmap = malloc(n_map * sizeof(int32_t));
     if (w->rowmap != NULL)
-        for (size_t r = 0; r < (size_t)ROW_TYPES * (size_t)w->max_len; r++)
+        for (size_t r = 0; r < n_map; r++)
             w->rowmap[r] = -1;
+    w->ones = malloc(CHUNK * sizeof(double));
+    if (w->ones != NULL)
+        for (int32_t m = 0; m < CHUNK; m++)
+            w->ones[m] = 1.0;
     w->prev_row = malloc(4 * d * sizeof(int32_t));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
     w->pair = malloc(W * sizeof(double));
     w->vec = malloc(2 * W * sizeof(double));
     w->bound_max = malloc((size_t)f->n_outputs * sizeof(double));
     if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->box_dep || !w->top || !w->x_leaf || !w->used ||
-        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->prev_row || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
+        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->ones || !w->prev_row || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
         return XAI_E_NOMEM;
     int32_t k = 0; /* trees by target (outputs in order), then index */
     for (int32_t o = 0; o < f->n_outputs; o++)
@@ -351,11 +365,12 @@ static int tree_moments(workspace *w, tree_rec *r)
     for (int32_t l = 0; l < L0; l++) {
         if (!(p[l] >= DBL_MIN))
             continue;
-        if (L != l) {
+        if (L != l) { /* L < l: moving down, in order */
             p[L] = p[l];
-            memmove(c + (size_t)L * W, c + (size_t)l * W, (size_t)W * sizeof(double));
-            memmove(rank + RANK_STRIDE * (size_t)L * n_used, rank + RANK_STRIDE * (size_t)l * n_used,
-                    RANK_STRIDE * (size_t)n_used * sizeof(int32_t));
+            for (int32_t o = 0; o < W; o++)
+                c[(size_t)L * W + o] = c[(size_t)l * W + o];
+            for (size_t e = 0; e < RANK_STRIDE * (size_t)n_used; e++)
+                rank[RANK_STRIDE * (size_t)L * n_used + e] = rank[RANK_STRIDE * (size_t)l * n_used + e];
         }
         L++;
     }
@@ -521,11 +536,15 @@ static int prune_leaves(workspace *w)
             const int64_t g = r->leaf_start + l;
             if (w->leaf_p[g] == 0.0)
                 continue;
-            const int64_t to = leaf_at + L;
+            const int64_t to = leaf_at + L; /* to <= g: moving down, in order */
             w->leaf_p[to] = w->leaf_p[g];
-            memmove(w->leaf_c + to * W, w->leaf_c + g * W, (size_t)W * sizeof(double));
-            memmove(w->rank + RANK_STRIDE * (box_at + (int64_t)L * n_used),
-                    w->rank + RANK_STRIDE * (r->box_start + (int64_t)l * n_used), RANK_STRIDE * (size_t)n_used * sizeof(int32_t));
+            for (int32_t o = 0; o < W; o++)
+                w->leaf_c[to * W + o] = w->leaf_c[g * W + o];
+            int32_t *dst = w->rank + RANK_STRIDE * (box_at + (int64_t)L * n_used);
+            const int32_t *src = w->rank + RANK_STRIDE * (r->box_start + (int64_t)l * n_used);
+            if (dst != src)
+                for (size_t e = 0; e < RANK_STRIDE * (size_t)n_used; e++)
+                    dst[e] = src[e];
             L++;
         }
         w->n_pruned += r->n_leaf - L;
@@ -751,49 +770,72 @@ static int lay_columns(workspace *w)
     return XAI_OK;
 }
 
-/* sum over the leaves l of t of c_l * sum over the inner leaves m in [a, a + n) (one block, whose
- * constrained positions are block_bits) of c_m p_m prod_{k in C_l} frac_k(l, m), added into acc: the
- * block's rows of t's table (tree_rows), then per leaf the products of its fracs in the order of
- * tree_rows, starting after the bands it shares with the leaf before (their products are kept per
- * level). A feature of C_l that no leaf of the block constrains gives frac = l's own mass for every m. */
+/* The rows that record it uses in block blk (its leaves [b0, b1)) and that no record computed there
+ * before, over the block's leaves from a on (see before fused_levels): the records come in order, so
+ * a later one reaches no leaf before a. Rows of a position no leaf of the block constrains are not
+ * used there (block_pairs takes the outer leaf's mass instead). */
 XAI_VECTOR_CLONES
-static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, const uint64_t *block_bits,
-                        double *acc)
+static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_t a, int64_t b1,
+                       const uint64_t *block_bits)
 {
-    const int32_t W = w->width, n_used = rt->n_used, Lt = rt->n_leaf;
+    const int32_t nb = (int32_t)(b1 - a);
     const int64_t n_col = w->n_leaf;
-    const double *box = w->box + (size_t)BOX_BLOCKS * rt->box_start;
-    const double *c = w->leaf_c + rt->leaf_start * W, *b = w->leaf_b + a * W;
-    double *prob, *sum_b = w->vec, *weighted = w->vec + W;
-    double *table = w->table;
-    diff_band *bands = w->bands;
-    for (int32_t r = ROW_FIRST; r < w->n_rows; r++) {
-        const int32_t pos = w->row_pos[r];
+    const int32_t *list = w->rec_rows + w->rec_rows_start[it];
+    for (int32_t k = 0; k < w->rec_rows_n[it]; k++) {
+        const int32_t r = list[k], pos = w->row_pos[r];
+        if (w->row_block[r] == blk)
+            continue;
+        w->row_block[r] = blk;
         if (!(block_bits[pos >> 6] >> (pos & 63) & 1))
-            continue; /* no leaf of the block constrains it: the row is not used */
+            continue;
         const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
         const double v = w->row_val[r];
         const double *restrict inv = col + COL_INV * n_col;
-        double *restrict row = table + (size_t)r * CHUNK;
+        double *restrict row = w->table + (size_t)r * CHUNK + (a - b0);
         if (w->row_type[r] == ROW_A) {
             const double *restrict x = col + COL_FLO * n_col, *restrict y = col + COL_FHI * n_col;
-            for (int32_t m = 0; m < n; m++) {
+            for (int32_t m = 0; m < nb; m++) {
                 const double d = (y[m] < v ? y[m] : v) - x[m];
                 row[m] = (d > 0.0 ? d : 0.0) * inv[m];
             }
         } else {
             const double *restrict x = col + COL_NSLO * n_col, *restrict y = col + COL_NSHI * n_col;
             const double keep = w->row_type[r] == ROW_C ? 1.0 : 0.0, sign = w->row_type[r] == ROW_C ? -1.0 : 1.0;
-            for (int32_t m = 0; m < n; m++) {
+            for (int32_t m = 0; m < nb; m++) {
                 const double d = y[m] - (x[m] > v ? x[m] : v);
                 row[m] = keep + sign * ((d > 0.0 ? d : 0.0) * inv[m]);
             }
         }
     }
-    for (int32_t o = 0; o < W; o++) {
-        sum_b[o] = 0.0;
-        for (int32_t m = 0; m < n; m++)
-            sum_b[o] += b[(size_t)m * W + o];
+}
+
+/* sum over the leaves l of record it of c_l * sum over the inner leaves m in [a, a + n) (part of one
+ * block, whose rows start `off` entries before a and whose constrained positions are block_bits) of
+ * c_m p_m prod_{k in C_l} frac_k(l, m), added into acc: per leaf the products of its fracs in the
+ * order of rows_prepare, starting after the bands it shares with the leaf before (their products are
+ * kept per level). A feature of C_l that no leaf of the block constrains gives frac = l's own mass
+ * for every m. */
+XAI_VECTOR_CLONES
+static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t off, const uint64_t *block_bits,
+                        double *acc)
+{
+    const tree_rec *rt = &w->rec[it];
+    const int32_t W = w->width, n_used = rt->n_used, Lt = rt->n_leaf;
+    const double *box = w->box + (size_t)BOX_BLOCKS * rt->box_start;
+    const double *c = w->leaf_c + rt->leaf_start * W, *b = w->leaf_b + a * W;
+    const int32_t *urow = w->urow + rt->box_start, *vrow = w->vrow + rt->box_start;
+    const int32_t *border = w->border + rt->box_start, *nband = w->nband + rt->leaf_start;
+    const double *table = w->table + off;
+    double *prob, *sum_b = w->vec, *weighted = w->vec + W;
+    diff_band *bands = w->bands;
+    if (W == 1) {
+        sum_b[0] = dot(b, w->ones, n);
+    } else {
+        for (int32_t o = 0; o < W; o++) {
+            sum_b[o] = 0.0;
+            for (int32_t m = 0; m < n; m++)
+                sum_b[o] += b[(size_t)m * W + o];
+        }
     }
     /* level[j] holds the product of the first j + 1 fracs of the last leaf that computed it (its
      * bands in prev_u / prev_v, prev_k of them); a leaf whose first c bands are the same starts there */
@@ -805,15 +847,15 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
     for (int32_t l = 0; l < Lt; l++) {
         double weight = 1.0;
         int K = 0;
-        const int32_t *order = w->border + (size_t)l * n_used;
-        for (int32_t i = 0; i < w->nband[l]; i++) {
+        const int32_t *order = border + (size_t)l * n_used;
+        for (int32_t i = 0; i < nband[l]; i++) {
             const int32_t q = order[i], pos = w->used_pos[rt->used_start + q];
             if (!(block_bits[pos >> 6] >> (pos & 63) & 1)) {
                 weight *= box[(size_t)BOX_MASS * n_used * Lt + (size_t)q * Lt + l];
                 continue;
             }
-            cur_u[K] = w->urow[(size_t)l * n_used + q];
-            cur_v[K] = w->vrow[(size_t)l * n_used + q];
+            cur_u[K] = urow[(size_t)l * n_used + q];
+            cur_v[K] = vrow[(size_t)l * n_used + q];
             K++;
         }
         for (int32_t o = 0; o < W; o++)
@@ -849,12 +891,11 @@ static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, 
     acc[0] += acc0;
 }
 
-/* The row of type `type` at boundary rank r of S position pos (q-th used position of the current
- * tree) in the table of the current tree, created when new (w->rowmap: per type and rank, -1 when
- * absent; the caller resets the entries it set). */
+/* The row of type `type` at boundary rank r of S position pos, created when new (w->rowmap: per
+ * position, type and rank, -1 when absent; rows_prepare resets the entries it set). */
 static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double value)
 {
-    int32_t *at = &w->rowmap[(size_t)type * w->max_len + r];
+    int32_t *at = &w->rowmap[((size_t)pos * ROW_TYPES + (size_t)type) * w->max_len + r];
     if (*at < 0) {
         *at = w->n_rows;
         w->row_pos[w->n_rows] = pos;
@@ -866,99 +907,141 @@ static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double 
     return *at;
 }
 
-/* The table rows of tree rt (see before fused_diffs): per (leaf, used position) that the leaf
- * constrains, the rows U (urow) and V (vrow) whose difference is its frac. */
-static int tree_rows(workspace *w, const tree_rec *rt)
+/* The table rows (see before fused_levels), shared by all records: per (leaf, used position) that
+ * the leaf constrains, the rows U (urow) and V (vrow) whose difference is its frac; per leaf its
+ * constrained positions in the order block_pairs multiplies them (border, nband); per record the
+ * rows it uses (rec_rows). */
+static int rows_prepare(workspace *w)
 {
-    const int32_t n_used = rt->n_used, Lt = rt->n_leaf, n_words = w->n_words;
-    const size_t need = (size_t)Lt * n_used;
-    if (grow((void **)&w->urow, &w->urow_cap, need, sizeof(int32_t)) ||
-        grow((void **)&w->border, &w->border_cap, need, sizeof(int32_t)) ||
-        grow((void **)&w->nband, &w->nband_cap, (size_t)Lt, sizeof(int32_t)) ||
-        grow((void **)&w->level, &w->level_cap, (size_t)n_used * CHUNK, sizeof(double)) ||
-        grow((void **)&w->vrow, &w->vrow_cap, need, sizeof(int32_t)) ||
-        grow((void **)&w->row_pos, &w->row_cap, ROW_FIRST + 2 * need, sizeof(int32_t)) ||
-        grow((void **)&w->row_rank, &w->row_rank_cap, ROW_FIRST + 2 * need, sizeof(int32_t)) ||
-        grow((void **)&w->row_type, &w->row_type_cap, ROW_FIRST + 2 * need, 1) ||
-        grow((void **)&w->row_val, &w->row_val_cap, ROW_FIRST + 2 * need, sizeof(double)))
+    const int32_t n_words = w->n_words;
+    const size_t n_box = (size_t)w->n_box, n_rec = (size_t)(w->n_rec > 0 ? w->n_rec : 1);
+    if (grow((void **)&w->urow, &w->urow_cap, n_box, sizeof(int32_t)) ||
+        grow((void **)&w->vrow, &w->vrow_cap, n_box, sizeof(int32_t)) ||
+        grow((void **)&w->border, &w->border_cap, n_box, sizeof(int32_t)) ||
+        grow((void **)&w->nband, &w->nband_cap, (size_t)w->n_leaf, sizeof(int32_t)) ||
+        grow((void **)&w->rec_rows, &w->rec_rows_cap, 2 * n_box, sizeof(int32_t)) ||
+        grow((void **)&w->rec_rows_start, &w->rec_rows_start_cap, n_rec, sizeof(int64_t)) ||
+        grow((void **)&w->rec_rows_n, &w->rec_rows_n_cap, n_rec, sizeof(int32_t)) ||
+        grow((void **)&w->level, &w->level_cap, (size_t)w->n_s * CHUNK, sizeof(double)) ||
+        grow((void **)&w->row_pos, &w->row_cap, ROW_FIRST + 2 * n_box, sizeof(int32_t)) ||
+        grow((void **)&w->row_rank, &w->row_rank_cap, ROW_FIRST + 2 * n_box, sizeof(int32_t)) ||
+        grow((void **)&w->row_type, &w->row_type_cap, ROW_FIRST + 2 * n_box, 1) ||
+        grow((void **)&w->row_val, &w->row_val_cap, ROW_FIRST + 2 * n_box, sizeof(double)) ||
+        grow((void **)&w->row_block, &w->row_block_cap, ROW_FIRST + 2 * n_box, sizeof(int64_t)))
         return XAI_E_NOMEM;
-    const int32_t *rank = w->rank + RANK_STRIDE * rt->box_start;
-    const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
     w->n_rows = ROW_FIRST;
-    for (int32_t q = 0; q < n_used; q++) {
-        const int32_t pos = w->used_pos[rt->used_start + q], top = w->top[pos], first = w->n_rows;
-        const int64_t off = w->cdf_offset[w->s_feat[pos]];
-        const double *F = w->cdf_row + off, *S = w->sf_row + off;
-        for (int32_t l = 0; l < Lt; l++) {
-            const size_t at = (size_t)l * n_used + q;
-            if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1)) {
-                w->urow[at] = w->vrow[at] = ROW_ZERO; /* not read */
-                continue;
-            }
-            const int32_t lo = rank[RANK_STRIDE * at], hi = rank[RANK_STRIDE * at + 1];
-            if (F[hi] <= 0.5) { /* below the median */
-                w->urow[at] = table_row(w, pos, ROW_A, hi, F[hi]);
-                w->vrow[at] = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
-            } else if (!(F[lo] <= 0.5)) { /* above it */
-                w->urow[at] = table_row(w, pos, ROW_B, lo, -S[lo]);
-                w->vrow[at] = hi == top ? ROW_ZERO : table_row(w, pos, ROW_B, hi, -S[hi]);
-            } else { /* around it */
-                w->urow[at] = hi == top ? ROW_ONE : table_row(w, pos, ROW_C, hi, -S[hi]);
-                w->vrow[at] = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
-            }
-        }
-        for (int32_t r = first; r < w->n_rows; r++)
-            w->rowmap[(size_t)w->row_type[r] * w->max_len + w->row_rank[r]] = -1;
-    }
-    const int fill = w->table_cap == 0; /* the constant rows, once: they are never overwritten */
-    /* each leaf's constrained positions by the depth of the node that last narrowed them (then q): leaves
-     * next to each other in the walk's order share the first ones, and block_pairs their products */
-    for (int32_t l = 0; l < Lt; l++) {
-        int32_t *order = w->border + (size_t)l * n_used, n = 0;
+    int64_t n_list = 0;
+    for (int32_t it = 0; it < w->n_rec; it++) {
+        const tree_rec *rt = &w->rec[it];
+        const int32_t n_used = rt->n_used, Lt = rt->n_leaf;
+        const int32_t *rank = w->rank + RANK_STRIDE * rt->box_start;
+        const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
+        int32_t *urow = w->urow + rt->box_start, *vrow = w->vrow + rt->box_start;
+        int32_t *list = w->rec_rows + n_list, n = 0;
+        w->rec_rows_start[it] = n_list;
         for (int32_t q = 0; q < n_used; q++) {
-            const int32_t pos = w->used_pos[rt->used_start + q];
-            if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
-                continue;
-            const int32_t dep = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 2];
-            int32_t i = n++;
-            for (; i > 0 && rank[RANK_STRIDE * ((size_t)l * n_used + order[i - 1]) + 2] > dep; i--)
-                order[i] = order[i - 1];
-            order[i] = q;
+            const int32_t pos = w->used_pos[rt->used_start + q], top = w->top[pos];
+            const int64_t off = w->cdf_offset[w->s_feat[pos]];
+            const double *F = w->cdf_row + off, *S = w->sf_row + off;
+            for (int32_t l = 0; l < Lt; l++) {
+                const size_t at = (size_t)l * n_used + q;
+                if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1)) {
+                    urow[at] = vrow[at] = ROW_ZERO; /* not read */
+                    continue;
+                }
+                const int32_t lo = rank[RANK_STRIDE * at], hi = rank[RANK_STRIDE * at + 1];
+                int32_t u, v;
+                if (F[hi] <= 0.5) { /* below the median */
+                    u = table_row(w, pos, ROW_A, hi, F[hi]);
+                    v = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
+                } else if (!(F[lo] <= 0.5)) { /* above it */
+                    u = table_row(w, pos, ROW_B, lo, -S[lo]);
+                    v = hi == top ? ROW_ZERO : table_row(w, pos, ROW_B, hi, -S[hi]);
+                } else { /* around it */
+                    u = hi == top ? ROW_ONE : table_row(w, pos, ROW_C, hi, -S[hi]);
+                    v = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
+                }
+                urow[at] = u;
+                vrow[at] = v;
+                /* the record's list of rows (row_block marks the rows already in it) */
+                if (u >= ROW_FIRST && w->row_block[u] != -2 - (int64_t)it) {
+                    w->row_block[u] = -2 - (int64_t)it;
+                    list[n++] = u;
+                }
+                if (v >= ROW_FIRST && w->row_block[v] != -2 - (int64_t)it) {
+                    w->row_block[v] = -2 - (int64_t)it;
+                    list[n++] = v;
+                }
+            }
         }
-        w->nband[l] = n;
+        w->rec_rows_n[it] = n;
+        n_list += n;
+        /* each leaf's constrained positions by the depth of the node that last narrowed them (then q):
+         * leaves next to each other in the walk's order share the first ones, and block_pairs their
+         * products */
+        for (int32_t l = 0; l < Lt; l++) {
+            int32_t *order = w->border + rt->box_start + (size_t)l * n_used, k = 0;
+            for (int32_t q = 0; q < n_used; q++) {
+                const int32_t pos = w->used_pos[rt->used_start + q];
+                if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
+                    continue;
+                const int32_t dep = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 2];
+                int32_t i = k++;
+                for (; i > 0 && rank[RANK_STRIDE * ((size_t)l * n_used + order[i - 1]) + 2] > dep; i--)
+                    order[i] = order[i - 1];
+                order[i] = q;
+            }
+            w->nband[rt->leaf_start + l] = k;
+        }
+    }
+    for (int32_t r = ROW_FIRST; r < w->n_rows; r++) {
+        w->rowmap[((size_t)w->row_pos[r] * ROW_TYPES + w->row_type[r]) * w->max_len + w->row_rank[r]] = -1;
+        w->row_block[r] = -1; /* computed in no block yet */
     }
     if (grow((void **)&w->table, &w->table_cap, (size_t)w->n_rows * CHUNK, sizeof(double)))
         return XAI_E_NOMEM;
-    for (int32_t m = 0; fill && m < CHUNK; m++) {
+    for (int32_t m = 0; m < CHUNK; m++) {
         w->table[(size_t)ROW_ZERO * CHUNK + m] = 0.0;
         w->table[(size_t)ROW_ONE * CHUNK + m] = 1.0;
     }
     return XAI_OK;
 }
 
-/* sum over the later records u with t's target of E[c_t c_u] - E[c_t] E[c_u], into acc[0 .. width):
- * the leaf-pair sums block by block over u's leaves, which lie end to end after t's. */
-static int tree_pairs(workspace *w, int32_t it, double *acc)
+/* sum over record pairs t < u with one target of E[c_t c_u] - E[c_t] E[c_u], into pair_acc[t]: the
+ * leaf-pair sums block by block over the inner leaves (each record's partners' leaves lie end to end
+ * after its own), every block's rows computed once for all the records that reach it. */
+static int all_pairs(workspace *w)
 {
     const int32_t W = w->width;
-    const tree_rec *rt = &w->rec[it];
-    for (int32_t o = 0; o < W; o++)
-        acc[o] = -w->mean[(size_t)it * W + o] * w->after_mean[(size_t)it * W + o];
-    const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
-    if (rt->n_leaf == 0 || start >= end)
-        return XAI_OK;
-    const int status = tree_rows(w, rt);
-    if (status != XAI_OK)
-        return status;
-    w->pair_terms += (int64_t)rt->n_leaf * (end - start);
-    for (int64_t a = start, b; a < end; a = b) {
-        b = (a / CHUNK + 1) * CHUNK;
-        if (b > end)
-            b = end;
-        block_pairs(w, rt, a, (int32_t)(b - a), w->block_bits + (size_t)(a / CHUNK) * w->n_words, acc);
+    if (grow((void **)&w->pair_acc, &w->pair_acc_cap, (size_t)(w->n_rec > 0 ? w->n_rec : 1) * W, sizeof(double)))
+        return XAI_E_NOMEM;
+    for (int32_t it = 0; it < w->n_rec; it++) {
+        const tree_rec *rt = &w->rec[it];
+        const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
+        for (int32_t o = 0; o < W; o++)
+            w->pair_acc[(size_t)it * W + o] = -w->mean[(size_t)it * W + o] * w->after_mean[(size_t)it * W + o];
+        if (rt->n_leaf > 0 && start < end)
+            w->pair_terms += (int64_t)rt->n_leaf * (end - start);
+    }
+    const int64_t n_blocks = (w->n_leaf + CHUNK - 1) / CHUNK;
+    for (int64_t blk = 0; blk < n_blocks; blk++) {
+        const int64_t b0 = blk * CHUNK, b1 = b0 + CHUNK < w->n_leaf ? b0 + CHUNK : w->n_leaf;
+        const uint64_t *bits = w->block_bits + (size_t)blk * w->n_words;
+        for (int32_t it = 0; it < w->n_rec; it++) {
+            const tree_rec *rt = &w->rec[it];
+            const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
+            if (start >= b1)
+                break; /* so do the later records' */
+            if (rt->n_leaf == 0 || end <= b0)
+                continue;
+            const int64_t a = start > b0 ? start : b0, e = end < b1 ? end : b1;
+            block_rows(w, it, blk, b0, a, b1, bits);
+            block_pairs(w, it, a, (int32_t)(e - a), a - b0, bits, w->pair_acc + (size_t)it * W);
+        }
     }
     return XAI_OK;
 }
+
 /* PG2 of the current row for the set described by w->s_pos / w->s_feat; writes n_outputs values. */
 static int pg2_one(workspace *w, double *out)
 {
@@ -985,7 +1068,7 @@ static int pg2_one(workspace *w, double *out)
         for (int32_t o = 0; o < W; o++)
             y[o] += sq[o] - m[o] * m[o];
     }
-    double *sum_mean = w->sum_mean, *pair = w->pair;
+    double *sum_mean = w->sum_mean;
     for (int32_t o = 0; o < f->n_outputs; o++)
         sum_mean[o] = 0.0;
     for (int32_t i = 0; i < w->n_rec; i++)
@@ -995,11 +1078,14 @@ static int pg2_one(workspace *w, double *out)
         out[o] += sum_mean[o] * sum_mean[o];
     /* pairs of records with one target, each counted twice */
     status = lay_columns(w);
+    if (status == XAI_OK)
+        status = rows_prepare(w);
+    if (status == XAI_OK)
+        status = all_pairs(w);
     for (int32_t i = 0; i < w->n_rec && status == XAI_OK; i++) {
-        status = tree_pairs(w, i, pair);
         const int32_t target = f->tree_target[w->rec[i].tree];
         for (int32_t o = 0; o < W; o++)
-            out[target + o] += 2.0 * pair[o];
+            out[target + o] += 2.0 * w->pair_acc[(size_t)i * W + o];
     }
     if (f->aggregate == XAI_AGGREGATE_MEAN) {
         const double scale = xai_mean_scale(f) * xai_mean_scale(f);
