@@ -709,6 +709,23 @@ XAI_INLINE double dot(const double *restrict a, const double *restrict b, int32_
     return sum;
 }
 
+/* sum_m a[m] * (u[m] - v[m]), in the partial sums of dot. */
+XAI_INLINE double last_band_sum(const double *restrict a, const double *restrict u, const double *restrict v,
+                                int32_t n)
+{
+    double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    const size_t n8 = (size_t)(n - n % 8);
+    for (size_t m = 0; m < n8; m += 8) {
+        const double *pa = a + m, *pu = u + m, *pv = v + m;
+        for (int r = 0; r < 8; r++)
+            part[r] += pa[r] * (pu[r] - pv[r]);
+    }
+    double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    for (size_t m = n8; m < (size_t)n; m++)
+        sum += a[m] * (u[m] - v[m]);
+    return sum;
+}
+
 /* The inner side of the leaf-pair loop, laid out once per (row, S): for every S position some
  * tree constrains (its slot), COL_BLOCKS columns over all kept leaves in record order (a leaf that
  * leaves the feature whole gets the whole line: F 0 .. 1, -S -1 .. 0, inv 1); per block of CHUNK
@@ -843,7 +860,7 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
     int32_t *prev_u = w->prev_row, *prev_v = w->prev_row + n_used, *cur_u = w->prev_row + 2 * n_used,
             *cur_v = w->prev_row + 3 * n_used;
     int prev_k = 0;
-    double acc0 = 0.0; /* W == 1: the sum over l in a register */
+    double prev_sum = 0.0, acc0 = 0.0; /* W == 1: the sum over l in a register */
     for (int32_t l = 0; l < Lt; l++) {
         double weight = 1.0;
         int K = 0;
@@ -868,6 +885,29 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
         int shared = 0;
         while (shared < K && shared < prev_k && cur_u[shared] == prev_u[shared] && cur_v[shared] == prev_v[shared])
             shared++;
+        if (W == 1) {
+            /* here level[j] = b times the first j + 1 fracs, kept for j < prev_k - 1; the last frac goes
+             * straight into the sum (a leaf with the same bands as the one before has its sum) */
+            if (!(shared == K && prev_k == K)) {
+                if (shared > K - 1)
+                    shared = K - 1;
+                if (shared > prev_k - 1)
+                    shared = prev_k - 1 > 0 ? prev_k - 1 : 0;
+                for (int i = shared; i < K; i++)
+                    bands[i] = (diff_band){table + (size_t)cur_u[i] * CHUNK, table + (size_t)cur_v[i] * CHUNK};
+                if (shared < K - 1)
+                    product_levels(shared > 0 ? level + (size_t)(shared - 1) * CHUNK : b, bands + shared,
+                                   level + (size_t)shared * CHUNK, K - 1 - shared, 0, n);
+                prev_sum = last_band_sum(K > 1 ? level + (size_t)(K - 2) * CHUNK : b, bands[K - 1].u, bands[K - 1].v, n);
+                for (int i = 0; i < K; i++) {
+                    prev_u[i] = cur_u[i];
+                    prev_v[i] = cur_v[i];
+                }
+                prev_k = K;
+            }
+            acc0 += weighted[0] * prev_sum;
+            continue;
+        }
         if (shared < K) {
             for (int i = shared; i < K; i++)
                 bands[i] = (diff_band){table + (size_t)cur_u[i] * CHUNK, table + (size_t)cur_v[i] * CHUNK};
@@ -880,13 +920,9 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
             prev_k = K;
         }
         prob = level + (size_t)(K - 1) * CHUNK;
-        if (W == 1) {
-            acc0 += weighted[0] * dot(b, prob, n);
-        } else {
-            for (int32_t m = 0; m < n; m++)
-                for (int32_t o = 0; o < W; o++)
-                    acc[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
-        }
+        for (int32_t m = 0; m < n; m++)
+            for (int32_t o = 0; o < W; o++)
+                acc[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
     }
     acc[0] += acc0;
 }
