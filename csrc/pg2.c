@@ -49,14 +49,14 @@
 #define XAI_INLINE static inline
 #endif
 
-/* Per (leaf, used feature) of a tree, with (lo, hi] the leaf's interval in that feature:
- * F(lo), F(hi), -S(lo), -S(hi) (all four increase with the boundary), the interval's mass and
- * its reciprocal (finite: a kept leaf's probability, and so each of its masses, is >= DBL_MIN), the
- * reciprocal first: the first COL_BLOCKS values are the columns of the leaf-pair loop, in order. */
-enum { BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_INV, BOX_MASS, BOX_BLOCKS };
+/* Per (leaf, used feature) of a tree, with (lo, hi] the leaf's interval in that feature: the
+ * interval's mass (block_pairs' weight of an outer leaf in a feature no inner leaf of a block
+ * constrains). */
+enum { BOX_MASS, BOX_BLOCKS };
 
 /* The columns of the inner leaves in the leaf-pair loop, per feature: F(lo), F(hi), -S(lo), -S(hi)
- * and 1 / mass (the first five box values). */
+ * (all four increase with the boundary) and 1 / mass (finite: a kept leaf's probability, and so
+ * each of its masses, is >= DBL_MIN). */
 enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
 
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
@@ -391,7 +391,7 @@ static int tree_moments(workspace *w, tree_rec *r)
     return XAI_OK;
 }
 
-/* The box columns of tree r's leaves from their ranks (feature-major), their bits and c * p. */
+/* The columns (lay_slots) and masses of tree r's leaves from their ranks, their bits and c * p. */
 static int tree_boxes(workspace *w, const tree_rec *r)
 {
     const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used, L = r->n_leaf;
@@ -405,6 +405,7 @@ static int tree_boxes(workspace *w, const tree_rec *r)
         return XAI_E_NOMEM;
     const double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
     const int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
+    const int64_t n_col = w->n_leaf;
     double *b = w->leaf_b + r->leaf_start * W, *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
     uint64_t *bits = w->leaf_bits + (size_t)r->leaf_start * n_words;
     memset(bits, 0, (size_t)L * n_words * sizeof(uint64_t));
@@ -412,20 +413,20 @@ static int tree_boxes(workspace *w, const tree_rec *r)
         const int32_t pos = w->used_pos[r->used_start + q];
         const int64_t off = w->cdf_offset[w->s_feat[pos]];
         const double *F = w->cdf_row + off, *S = w->sf_row + off;
-        double *col[BOX_BLOCKS];
-        for (int k = 0; k < BOX_BLOCKS; k++)
-            col[k] = box + ((size_t)k * n_used + q) * L;
+        double *col[COL_BLOCKS], *mass_q = box + ((size_t)BOX_MASS * n_used + q) * L;
+        for (int k = 0; k < COL_BLOCKS; k++)
+            col[k] = w->col + ((size_t)w->slot[pos] * COL_BLOCKS + k) * n_col + r->leaf_start;
         for (int32_t l = 0; l < L; l++) {
             const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
             const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
             const double f_lo = F[lo], f_hi = F[hi], s_lo = S[lo], s_hi = S[hi];
             const double mass = interval_mass(f_lo, f_hi, s_lo, s_hi);
-            col[BOX_FLO][l] = f_lo;
-            col[BOX_FHI][l] = f_hi;
-            col[BOX_NSLO][l] = -s_lo;
-            col[BOX_NSHI][l] = -s_hi;
-            col[BOX_MASS][l] = mass;
-            col[BOX_INV][l] = 1.0 / mass;
+            col[COL_FLO][l] = f_lo;
+            col[COL_FHI][l] = f_hi;
+            col[COL_NSLO][l] = -s_lo;
+            col[COL_NSHI][l] = -s_hi;
+            col[COL_INV][l] = 1.0 / mass;
+            mass_q[l] = mass;
             if (lo > 0 || hi < w->top[pos])
                 bits[(size_t)l * n_words + (pos >> 6)] |= (uint64_t)1 << (pos & 63);
         }
@@ -559,6 +560,43 @@ static int prune_leaves(workspace *w)
     return XAI_OK;
 }
 
+/* The inner side of the leaf-pair loop, laid out once per (row, S): for every S position some
+ * tree constrains (its slot), COL_BLOCKS columns over all kept leaves in record order. tree_boxes
+ * fills a record's leaves in the positions it constrains; here the others get the whole line (F 0 ..
+ * 1, -S -1 .. 0, inv 1: the values tree_boxes gives a leaf that leaves the feature whole). */
+static int lay_slots(workspace *w)
+{
+    const int64_t n = w->n_leaf;
+    int32_t n_slots = 0;
+    for (int32_t pos = 0; pos < w->n_s; pos++)
+        w->slot[pos] = -1;
+    for (int32_t i = 0; i < w->n_rec; i++)
+        for (int32_t q = 0; q < w->rec[i].n_used; q++) {
+            const int32_t pos = w->used_pos[w->rec[i].used_start + q];
+            if (w->slot[pos] < 0)
+                w->slot[pos] = n_slots++;
+        }
+    if (grow((void **)&w->col, &w->col_cap, (size_t)n_slots * COL_BLOCKS * (size_t)n, sizeof(double)))
+        return XAI_E_NOMEM;
+    for (int32_t i = 0; i < w->n_rec; i++) {
+        const tree_rec *r = &w->rec[i];
+        const uint64_t *bits = w->bits + (size_t)i * w->n_words;
+        for (int32_t pos = 0; pos < w->n_s && r->n_leaf > 0; pos++) {
+            if (w->slot[pos] < 0 || bits[pos >> 6] >> (pos & 63) & 1)
+                continue; /* no slot, or tree_boxes fills it */
+            double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n + r->leaf_start;
+            for (int32_t l = 0; l < r->n_leaf; l++) {
+                col[COL_FLO * n + l] = 0.0;
+                col[COL_FHI * n + l] = 1.0;
+                col[COL_NSLO * n + l] = -1.0;
+                col[COL_NSHI * n + l] = 0.0;
+                col[COL_INV * n + l] = 1.0;
+            }
+        }
+    }
+    return XAI_OK;
+}
+
 /* Collect every tree's reachable leaves for the current (x, S), with their moments; drop trees
  * whose centred values are all zero (they add nothing); prune (see prune_leaves); lay out the
  * kept leaves' boxes. */
@@ -631,6 +669,8 @@ static int collect(workspace *w)
     }
     if (w->status == XAI_OK && w->prune_rtol > 0.0 && w->n_leaf > 0)
         w->status = prune_leaves(w);
+    if (w->status == XAI_OK)
+        w->status = lay_slots(w);
     for (int32_t i = 0; i < w->n_rec && w->status == XAI_OK; i++)
         w->status = tree_boxes(w, &w->rec[i]);
     return w->status;
@@ -726,52 +766,18 @@ XAI_INLINE double last_band_sum(const double *restrict a, const double *restrict
     return sum;
 }
 
-/* The inner side of the leaf-pair loop, laid out once per (row, S): for every S position some
- * tree constrains (its slot), COL_BLOCKS columns over all kept leaves in record order (a leaf that
- * leaves the feature whole gets the whole line: F 0 .. 1, -S -1 .. 0, inv 1); per block of CHUNK
- * leaves, the positions some leaf of the block constrains; per record, the sum of the means of
+/* The rest of the inner side of the leaf-pair loop (the columns: lay_slots, tree_boxes): per block of
+ * CHUNK leaves, the positions some leaf of the block constrains; per record, the sum of the means of
  * the later records with its target and where those records' leaves end. */
 static int lay_columns(workspace *w)
 {
     const xai_forest *f = w->f;
     const int32_t W = w->width, n_words = w->n_words;
     const int64_t n = w->n_leaf, n_blocks = (n + CHUNK - 1) / CHUNK;
-    int32_t n_slots = 0;
-    for (int32_t pos = 0; pos < w->n_s; pos++)
-        w->slot[pos] = -1;
-    for (int32_t i = 0; i < w->n_rec; i++)
-        for (int32_t q = 0; q < w->rec[i].n_used; q++) {
-            const int32_t pos = w->used_pos[w->rec[i].used_start + q];
-            if (w->slot[pos] < 0)
-                w->slot[pos] = n_slots++;
-        }
-    if (grow((void **)&w->col, &w->col_cap, (size_t)n_slots * COL_BLOCKS * (size_t)n, sizeof(double)) ||
-        grow((void **)&w->block_bits, &w->block_bits_cap, (size_t)n_blocks * n_words, sizeof(uint64_t)) ||
+    if (grow((void **)&w->block_bits, &w->block_bits_cap, (size_t)n_blocks * n_words, sizeof(uint64_t)) ||
         grow((void **)&w->after_mean, &w->after_mean_cap, (size_t)w->n_rec * W, sizeof(double)) ||
         grow((void **)&w->group_end, &w->group_end_cap, (size_t)w->n_rec, sizeof(int64_t)))
         return XAI_E_NOMEM;
-    for (int32_t s = 0; s < n_slots; s++) {
-        double *col = w->col + (size_t)s * COL_BLOCKS * n;
-        for (int64_t m = 0; m < n; m++) {
-            col[COL_FLO * n + m] = 0.0;
-            col[COL_FHI * n + m] = 1.0;
-            col[COL_NSLO * n + m] = -1.0;
-            col[COL_NSHI * n + m] = 0.0;
-            col[COL_INV * n + m] = 1.0;
-        }
-    }
-    for (int32_t i = 0; i < w->n_rec; i++) {
-        const tree_rec *r = &w->rec[i];
-        if (r->n_leaf == 0)
-            continue;
-        const double *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
-        for (int32_t q = 0; q < r->n_used; q++) {
-            double *col = w->col + (size_t)w->slot[w->used_pos[r->used_start + q]] * COL_BLOCKS * n + r->leaf_start;
-            for (int k = 0; k < COL_BLOCKS; k++) /* the box values BOX_FLO .. BOX_INV */
-                memcpy(col + (size_t)k * n, box + ((size_t)k * r->n_used + q) * r->n_leaf,
-                       (size_t)r->n_leaf * sizeof(double));
-        }
-    }
     if (n_blocks > 0)
         memset(w->block_bits, 0, (size_t)n_blocks * n_words * sizeof(uint64_t));
     for (int64_t m = 0; m < n; m++)
