@@ -84,6 +84,15 @@ typedef struct {
 enum { ROW_A, ROW_B, ROW_C, ROW_TYPES };
 enum { ROW_ZERO, ROW_ONE, ROW_FIRST };
 
+/* A table row: its S position, type and boundary rank, F(r) (A) or -S(r) (B, C), and the block it
+ * was last computed for (block_rows; while rows_prepare runs, -2 - the last record that listed it). */
+typedef struct {
+    double val;
+    int64_t block;
+    int32_t pos, rank;
+    uint8_t type;
+} row_def;
+
 /* The two table rows whose difference is the share of an inner leaf's mass inside an outer leaf's
  * interval (see rows_prepare). */
 typedef struct {
@@ -147,27 +156,21 @@ typedef struct {
     diff_band *bands;       /* [n_features]: an outer leaf's bands against a block */
     /* the table rows (rows_prepare, block_rows, block_pairs) */
     int32_t max_len;        /* longest table of one feature (ranks 0 .. max_len - 1) */
-    int32_t *rowmap;        /* [n_features * ROW_TYPES * max_len]: row of a (position, type, rank), or -1 */
+    int32_t *rowmap;        /* [n_features * ROW_TYPES * max_len]: 1 + row of a (position, type, rank), or 0 */
     int32_t n_rows;
-    int32_t *row_pos; size_t row_cap;     /* per row: S position, type, rank, F(r) (A) or -S(r) (B, C) */
-    uint8_t *row_type; size_t row_type_cap;
-    int32_t *row_rank; size_t row_rank_cap;
-    double *row_val; size_t row_val_cap;
-    int32_t *urow; size_t urow_cap;       /* [n_leaf * n_used]: the rows U and V of each frac */
-    int32_t *border; size_t border_cap;   /* [n_leaf * n_used]: a leaf's constrained positions q, by depth */
-    int32_t *nband; size_t nband_cap;     /* [n_leaf]: how many */
+    row_def *rowdef; size_t rowdef_cap;   /* [n_rows] */
+    int32_t *refs; size_t refs_cap;       /* holds urow, vrow, border, nband */
+    int32_t *urow;          /* [n_box]: the rows U and V of each frac of a (leaf, used position) */
+    int32_t *border;        /* [n_box]: a leaf's constrained positions q, by depth */
+    int32_t *nband;         /* [n_leaf]: how many */
     double *level; size_t level_cap;      /* [n_used * CHUNK]: products of the first j + 1 fracs (block_pairs) */
-    int32_t *vrow; size_t vrow_cap;
+    int32_t *vrow;
     double *table; size_t table_cap;      /* [n_rows * CHUNK]: the rows over one block */
-    int64_t *row_block; size_t row_block_cap; /* [n_rows]: the block a row was last computed for */
     int32_t *rec_rows; size_t rec_rows_cap;   /* the rows each record uses, record after record */
-    int64_t *rec_rows_start; size_t rec_rows_start_cap;
-    int32_t *rec_rows_n; size_t rec_rows_n_cap;
+    int64_t *rec_rows_at; size_t rec_rows_at_cap; /* [2 * n_rec]: per record, its first row and count */
     double *pair_acc; size_t pair_acc_cap;    /* [n_rec * width]: all_pairs' sums per record */
-    double *ones;           /* [CHUNK]: 1.0 */
     int32_t *prev_row;      /* [4 * n_features]: the bands of the last and the current leaf (block_pairs) */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
-    double *pair;           /* [leaf_width]: the covariances of one tree with the later ones */
     double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
     int64_t pair_terms;
     int status;
@@ -196,14 +199,13 @@ static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 
 static void ws_free(workspace *w)
 {
-    free(w->checked); free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->box_dep); free(w->top); free(w->x_leaf); free(w->used);
+    free(w->checked); free(w->s_pos); free(w->x_leaf); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
     free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->rank);
-    free(w->tree_order); free(w->slot); free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
-    free(w->bands); free(w->prev_row); free(w->rowmap); free(w->row_pos); free(w->row_type); free(w->row_rank);
-    free(w->row_val); free(w->urow); free(w->vrow); free(w->row_block); free(w->rec_rows); free(w->rec_rows_start);
-    free(w->rec_rows_n); free(w->pair_acc); free(w->ones); free(w->border); free(w->nband); free(w->level); free(w->table);
-    free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
+    free(w->tree_order);  free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
+    free(w->bands);  free(w->rowmap); free(w->rowdef); free(w->refs); free(w->rec_rows); free(w->rec_rows_at);
+    free(w->pair_acc); free(w->level); free(w->table);
+    free(w->sum_mean); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
@@ -216,37 +218,31 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
     w->width = f->leaf_width;
     const size_t d = (size_t)f->n_features, W = (size_t)f->leaf_width;
     w->checked = malloc(d);
-    w->s_pos = malloc(d * sizeof(int32_t));
-    w->s_feat = malloc(d * sizeof(int32_t));
-    w->box_lo = malloc(d * sizeof(int32_t));
-    w->box_hi = malloc(d * sizeof(int32_t));
-    w->box_dep = malloc(d * sizeof(int32_t));
-    w->top = malloc(d * sizeof(int32_t));
+    w->s_pos = malloc(11 * d * sizeof(int32_t)); /* one allocation for the eleven per-feature int arrays */
+    if (w->s_pos != NULL) {
+        w->s_feat = w->s_pos + d;
+        w->box_lo = w->s_pos + 2 * d;
+        w->box_hi = w->s_pos + 3 * d;
+        w->box_dep = w->s_pos + 4 * d;
+        w->top = w->s_pos + 5 * d;
+        w->slot = w->s_pos + 6 * d;
+        w->prev_row = w->s_pos + 7 * d; /* 4 d */
+    }
     w->x_leaf = malloc((size_t)f->n_trees * sizeof(int64_t));
     w->used = malloc(d);
     w->tree_order = malloc((size_t)f->n_trees * sizeof(int32_t));
-    w->slot = malloc(d * sizeof(int32_t));
     w->bands = malloc(d * sizeof(diff_band));
     w->max_len = 0;
     for (int32_t j = 0; j < f->n_features; j++)
         if (cdf_offset[j + 1] - cdf_offset[j] > w->max_len)
             w->max_len = (int32_t)(cdf_offset[j + 1] - cdf_offset[j]);
     const size_t n_map = d * ROW_TYPES * (size_t)w->max_len;
-    w->rowmap = malloc(n_map * sizeof(int32_t));
-    if (w->rowmap != NULL)
-        for (size_t r = 0; r < n_map; r++)
-            w->rowmap[r] = -1;
-    w->ones = malloc(CHUNK * sizeof(double));
-    if (w->ones != NULL)
-        for (int32_t m = 0; m < CHUNK; m++)
-            w->ones[m] = 1.0;
-    w->prev_row = malloc(4 * d * sizeof(int32_t));
+    w->rowmap = calloc(n_map, sizeof(int32_t));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
-    w->pair = malloc(W * sizeof(double));
     w->vec = malloc(2 * W * sizeof(double));
     w->bound_max = malloc((size_t)f->n_outputs * sizeof(double));
     if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->box_dep || !w->top || !w->x_leaf || !w->used ||
-        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->ones || !w->prev_row || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
+        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->prev_row || !w->sum_mean || !w->vec || !w->bound_max)
         return XAI_E_NOMEM;
     int32_t k = 0; /* trees by target (outputs in order), then index */
     for (int32_t o = 0; o < f->n_outputs; o++)
@@ -732,24 +728,24 @@ XAI_INLINE void product_levels(const double *src, const diff_band *bands, double
     }
 }
 
-/* sum_m a[m] * b[m] in eight partial sums over the leading multiple of 8, then the rest in order:
- * the order of the additions does not depend on the vector width. */
-XAI_INLINE double dot(const double *restrict a, const double *restrict b, int32_t n)
+/* sum_m a[m] in eight partial sums over the leading multiple of 8, then the rest in order: the order
+ * of the additions does not depend on the vector width. */
+XAI_INLINE double sum8(const double *restrict a, int32_t n)
 {
     double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     const size_t n8 = (size_t)(n - n % 8); /* size_t offsets: int32 ones keep gcc from vectorising it inlined */
     for (size_t m = 0; m < n8; m += 8) {
-        const double *pa = a + m, *pb = b + m;
+        const double *pa = a + m;
         for (int r = 0; r < 8; r++)
-            part[r] += pa[r] * pb[r];
+            part[r] += pa[r];
     }
     double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
     for (size_t m = n8; m < (size_t)n; m++)
-        sum += a[m] * b[m];
+        sum += a[m];
     return sum;
 }
 
-/* sum_m a[m] * (u[m] - v[m]), in the partial sums of dot. */
+/* sum_m a[m] * (u[m] - v[m]), in the partial sums of sum8. */
 XAI_INLINE double last_band_sum(const double *restrict a, const double *restrict u, const double *restrict v,
                                 int32_t n)
 {
@@ -803,19 +799,19 @@ static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_
 {
     const int32_t nb = (int32_t)(b1 - a);
     const int64_t n_col = w->n_leaf;
-    const int32_t *list = w->rec_rows + w->rec_rows_start[it];
-    for (int32_t k = 0; k < w->rec_rows_n[it]; k++) {
-        const int32_t r = list[k], pos = w->row_pos[r];
-        if (w->row_block[r] == blk)
+    const int32_t *list = w->rec_rows + w->rec_rows_at[2 * it];
+    for (int64_t k = 0; k < w->rec_rows_at[2 * it + 1]; k++) {
+        const int32_t r = list[k], pos = w->rowdef[r].pos;
+        if (w->rowdef[r].block == blk)
             continue;
-        w->row_block[r] = blk;
+        w->rowdef[r].block = blk;
         if (!(block_bits[pos >> 6] >> (pos & 63) & 1))
             continue;
         const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
-        const double v = w->row_val[r];
+        const double v = w->rowdef[r].val;
         const double *restrict inv = col + COL_INV * n_col;
         double *restrict row = w->table + (size_t)r * CHUNK + (a - b0);
-        if (w->row_type[r] == ROW_A) {
+        if (w->rowdef[r].type == ROW_A) {
             const double *restrict x = col + COL_FLO * n_col, *restrict y = col + COL_FHI * n_col;
             for (int32_t m = 0; m < nb; m++) {
                 const double d = (y[m] < v ? y[m] : v) - x[m];
@@ -823,7 +819,7 @@ static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_
             }
         } else {
             const double *restrict x = col + COL_NSLO * n_col, *restrict y = col + COL_NSHI * n_col;
-            const double keep = w->row_type[r] == ROW_C ? 1.0 : 0.0, sign = w->row_type[r] == ROW_C ? -1.0 : 1.0;
+            const double keep = w->rowdef[r].type == ROW_C ? 1.0 : 0.0, sign = w->rowdef[r].type == ROW_C ? -1.0 : 1.0;
             for (int32_t m = 0; m < nb; m++) {
                 const double d = y[m] - (x[m] > v ? x[m] : v);
                 row[m] = keep + sign * ((d > 0.0 ? d : 0.0) * inv[m]);
@@ -852,7 +848,7 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
     double *prob, *sum_b = w->vec, *weighted = w->vec + W;
     diff_band *bands = w->bands;
     if (W == 1) {
-        sum_b[0] = dot(b, w->ones, n);
+        sum_b[0] = sum8(b, n);
     } else {
         for (int32_t o = 0; o < W; o++) {
             sum_b[o] = 0.0;
@@ -934,19 +930,19 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
 }
 
 /* The row of type `type` at boundary rank r of S position pos, created when new (w->rowmap: per
- * position, type and rank, -1 when absent; rows_prepare resets the entries it set). */
+ * position, type and rank, 1 + the row, 0 when absent; rows_prepare resets the entries it set). */
 static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double value)
 {
     int32_t *at = &w->rowmap[((size_t)pos * ROW_TYPES + (size_t)type) * w->max_len + r];
-    if (*at < 0) {
-        *at = w->n_rows;
-        w->row_pos[w->n_rows] = pos;
-        w->row_type[w->n_rows] = (uint8_t)type;
-        w->row_rank[w->n_rows] = r;
-        w->row_val[w->n_rows] = value;
+    if (*at == 0) {
+        *at = w->n_rows + 1;
+        w->rowdef[w->n_rows].pos = pos;
+        w->rowdef[w->n_rows].type = (uint8_t)type;
+        w->rowdef[w->n_rows].rank = r;
+        w->rowdef[w->n_rows].val = value;
         w->n_rows++;
     }
-    return *at;
+    return *at - 1;
 }
 
 /* The table rows (see before fused_levels), shared by all records: per (leaf, used position) that
@@ -957,20 +953,16 @@ static int rows_prepare(workspace *w)
 {
     const int32_t n_words = w->n_words;
     const size_t n_box = (size_t)w->n_box, n_rec = (size_t)(w->n_rec > 0 ? w->n_rec : 1);
-    if (grow((void **)&w->urow, &w->urow_cap, n_box, sizeof(int32_t)) ||
-        grow((void **)&w->vrow, &w->vrow_cap, n_box, sizeof(int32_t)) ||
-        grow((void **)&w->border, &w->border_cap, n_box, sizeof(int32_t)) ||
-        grow((void **)&w->nband, &w->nband_cap, (size_t)w->n_leaf, sizeof(int32_t)) ||
+    if (grow((void **)&w->refs, &w->refs_cap, 3 * n_box + (size_t)w->n_leaf, sizeof(int32_t)) ||
         grow((void **)&w->rec_rows, &w->rec_rows_cap, 2 * n_box, sizeof(int32_t)) ||
-        grow((void **)&w->rec_rows_start, &w->rec_rows_start_cap, n_rec, sizeof(int64_t)) ||
-        grow((void **)&w->rec_rows_n, &w->rec_rows_n_cap, n_rec, sizeof(int32_t)) ||
+        grow((void **)&w->rec_rows_at, &w->rec_rows_at_cap, 2 * n_rec, sizeof(int64_t)) ||
         grow((void **)&w->level, &w->level_cap, (size_t)w->n_s * CHUNK, sizeof(double)) ||
-        grow((void **)&w->row_pos, &w->row_cap, ROW_FIRST + 2 * n_box, sizeof(int32_t)) ||
-        grow((void **)&w->row_rank, &w->row_rank_cap, ROW_FIRST + 2 * n_box, sizeof(int32_t)) ||
-        grow((void **)&w->row_type, &w->row_type_cap, ROW_FIRST + 2 * n_box, 1) ||
-        grow((void **)&w->row_val, &w->row_val_cap, ROW_FIRST + 2 * n_box, sizeof(double)) ||
-        grow((void **)&w->row_block, &w->row_block_cap, ROW_FIRST + 2 * n_box, sizeof(int64_t)))
+        grow((void **)&w->rowdef, &w->rowdef_cap, ROW_FIRST + 2 * n_box, sizeof(row_def)))
         return XAI_E_NOMEM;
+    w->urow = w->refs;
+    w->vrow = w->refs + n_box;
+    w->border = w->refs + 2 * n_box;
+    w->nband = w->refs + 3 * n_box;
     w->n_rows = ROW_FIRST;
     int64_t n_list = 0;
     for (int32_t it = 0; it < w->n_rec; it++) {
@@ -980,7 +972,7 @@ static int rows_prepare(workspace *w)
         const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
         int32_t *urow = w->urow + rt->box_start, *vrow = w->vrow + rt->box_start;
         int32_t *list = w->rec_rows + n_list, n = 0;
-        w->rec_rows_start[it] = n_list;
+        w->rec_rows_at[2 * it] = n_list;
         for (int32_t q = 0; q < n_used; q++) {
             const int32_t pos = w->used_pos[rt->used_start + q], top = w->top[pos];
             const int64_t off = w->cdf_offset[w->s_feat[pos]];
@@ -1005,18 +997,18 @@ static int rows_prepare(workspace *w)
                 }
                 urow[at] = u;
                 vrow[at] = v;
-                /* the record's list of rows (row_block marks the rows already in it) */
-                if (u >= ROW_FIRST && w->row_block[u] != -2 - (int64_t)it) {
-                    w->row_block[u] = -2 - (int64_t)it;
+                /* the record's list of rows (rowdef[].block marks the rows already in it) */
+                if (u >= ROW_FIRST && w->rowdef[u].block != -2 - (int64_t)it) {
+                    w->rowdef[u].block = -2 - (int64_t)it;
                     list[n++] = u;
                 }
-                if (v >= ROW_FIRST && w->row_block[v] != -2 - (int64_t)it) {
-                    w->row_block[v] = -2 - (int64_t)it;
+                if (v >= ROW_FIRST && w->rowdef[v].block != -2 - (int64_t)it) {
+                    w->rowdef[v].block = -2 - (int64_t)it;
                     list[n++] = v;
                 }
             }
         }
-        w->rec_rows_n[it] = n;
+        w->rec_rows_at[2 * it + 1] = n;
         n_list += n;
         /* each leaf's constrained positions by the depth of the node that last narrowed them (then q):
          * leaves next to each other in the walk's order share the first ones, and block_pairs their
@@ -1037,8 +1029,8 @@ static int rows_prepare(workspace *w)
         }
     }
     for (int32_t r = ROW_FIRST; r < w->n_rows; r++) {
-        w->rowmap[((size_t)w->row_pos[r] * ROW_TYPES + w->row_type[r]) * w->max_len + w->row_rank[r]] = -1;
-        w->row_block[r] = -1; /* computed in no block yet */
+        w->rowmap[((size_t)w->rowdef[r].pos * ROW_TYPES + w->rowdef[r].type) * w->max_len + w->rowdef[r].rank] = 0;
+        w->rowdef[r].block = -1; /* computed in no block yet */
     }
     if (grow((void **)&w->table, &w->table_cap, (size_t)w->n_rows * CHUNK, sizeof(double)))
         return XAI_E_NOMEM;
