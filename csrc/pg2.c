@@ -940,6 +940,7 @@ static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double 
         w->rowdef[w->n_rows].type = (uint8_t)type;
         w->rowdef[w->n_rows].rank = r;
         w->rowdef[w->n_rows].val = value;
+        w->rowdef[w->n_rows].block = -1; /* in no record's list yet */
         w->n_rows++;
     }
     return *at - 1;
