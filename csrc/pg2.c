@@ -18,9 +18,12 @@
  * frac_k(l, m) being the share of leaf m's mass in feature k that falls in l's interval (m's mass
  * is 1 in a feature it leaves whole). The pair sums run over every later tree with t's output (an
  * independent pair adds E[c_t] E[c_u] - E[c_t] E[c_u] = 0 up to rounding): the kept leaves of all
- * trees are laid out once per (row, S) as columns (lay_columns), so each leaf l of t costs one fused
- * vector pass over a block of inner leaves m (block_pairs). prune_leaves may first leave out the
- * least weighty leaves under a proven relative error bound. */
+ * trees are laid out once per (row, S) as columns (lay_columns); per block of inner leaves m, the
+ * shares of each m's mass below or above every boundary the outer leaves use are tabulated once for
+ * all outer trees (one row per boundary: rows_prepare, block_rows), so that each frac is a difference
+ * of two rows, and the products of an outer leaf's fracs continue those of the leaf before it where
+ * their first fracs agree (block_pairs). prune_leaves may first leave out the least weighty leaves
+ * under a proven relative error bound. */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,44 +49,55 @@
 #define XAI_INLINE static inline
 #endif
 
-/* Per (leaf, used feature) of a tree, with (lo, hi] the leaf's interval in that feature:
- * F(lo), F(hi), -S(lo), -S(hi) (all four increase with the boundary), the interval's mass and
- * its reciprocal (finite: a kept leaf's probability, and so each of its masses, is >= DBL_MIN),
- * and (g, h), the interval as an outer leaf of the leaf-pair loop uses it (see band). */
-enum { BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_MASS, BOX_INV, BOX_G, BOX_H, BOX_BLOCKS };
+/* Per (leaf, used feature) of a tree, with (lo, hi] the leaf's interval in that feature: the
+ * interval's mass (block_pairs' weight of an outer leaf in a feature no inner leaf of a block
+ * constrains). */
+enum { BOX_MASS, BOX_BLOCKS };
 
-/* The columns of the inner leaves in the leaf-pair loop, per feature: F(lo), F(hi), -S(lo), -S(hi),
- * 1 / mass and -1 / mass. */
-enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_NINV, COL_BLOCKS };
-
-/* The cases of an outer interval (lo, hi] in the leaf-pair loop: bit 0 set when its differences
- * are taken in -S values (it lies above the median), bit 1 when it contains the median and has
- * one infinite end, so that the loop takes 1 less the share of each inner leaf beyond its finite
- * end; CASE_AROUND: it contains the median and both ends are finite. */
-enum { CASE_F = 0, CASE_S = 1, CASE_F_KEEP = 2, CASE_S_KEEP = 3, CASE_AROUND = 4 };
+/* The columns of the inner leaves in the leaf-pair loop, per feature: F(lo), F(hi), -S(lo), -S(hi)
+ * (all four increase with the boundary) and 1 / mass (finite: a kept leaf's probability, and so
+ * each of its masses, is >= DBL_MIN). */
+enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
 
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
 
-/* Inner leaves per block of the leaf-pair loop (its columns, 8 KiB each, stay in the second cache
- * level); chosen by timing the 500 x 6 model of benchmarks/bench_pg2_production.py. */
-enum { CHUNK = 1024 };
+/* Entries per (leaf, used feature) in the rank buffer: lo, hi, depth. */
+enum { RANK_STRIDE = 3 };
+
+/* Inner leaves per block of the leaf-pair loop (a table row is 2 KiB; one outer tree's rows and the
+ * levels of block_pairs stay in the second cache level); chosen by timing 128, 256, 512 and 1024 on
+ * the 100 x 6 and 500 x 6 models of benchmarks/bench_pg2_production.py. */
+enum { CHUNK = 256 };
 
 typedef struct {
     int32_t tree;         /* tree index */
     int32_t n_leaf;       /* reachable leaves with probability >= DBL_MIN and a centred value != 0 */
     int64_t leaf_start;   /* first leaf in the leaf arrays */
-    int64_t box_start;    /* this tree's boxes start at box[BOX_BLOCKS * box_start] and kind[box_start]:
+    int64_t box_start;    /* this tree's boxes start at box[BOX_BLOCKS * box_start]:
                              feature-major, block c of used feature q at [(c * n_used + q) * n_leaf + l] */
     int32_t n_used;       /* perturbed features (S positions) this tree constrains */
     int32_t used_start;   /* their S positions, sorted, in ws->used_pos */
 } tree_rec;
 
-/* The share of an inner leaf's mass inside an outer leaf's interval, as a band (see fused_bands). */
+/* The table rows of the leaf-pair loop (see rows_prepare): their types, and the two constant rows. */
+enum { ROW_A, ROW_B, ROW_C, ROW_TYPES };
+enum { ROW_ZERO, ROW_ONE, ROW_FIRST };
+
+/* A table row: its S position, type and boundary rank, F(r) (A) or -S(r) (B, C), and the block it
+ * was last computed for (block_rows; while rows_prepare runs, -2 - the last record that listed it). */
 typedef struct {
-    double keep, g_a, h_a, g_b, h_b;
-    const double *x_a, *y_a, *x_b, *y_b, *inv;
-} band;
+    double val;
+    int64_t block;
+    int32_t pos, rank;
+    uint8_t type;
+} row_def;
+
+/* The two table rows whose difference is the share of an inner leaf's mass inside an outer leaf's
+ * interval (see rows_prepare). */
+typedef struct {
+    const double *u, *v;
+} diff_band;
 
 /* A leaf (global index) and its pruning key. */
 typedef struct {
@@ -106,7 +120,10 @@ typedef struct {
     int32_t *s_pos;         /* [n_features]: position in S or -1 */
     int32_t *s_feat;        /* [n_features]: feature at a position */
     int32_t *box_lo, *box_hi; /* [n_features]: current interval of each S position during a walk */
+    int32_t *box_dep;       /* [n_features]: depth of the node that last narrowed it (-1: none) */
     int32_t *top;           /* [n_features]: an S position's last rank (box_hi of the whole line) */
+    int64_t *x_leaf;        /* [n_trees]: the leaf of the current row in each tree */
+    int x_leaf_valid;       /* x_leaf is that of the current row */
     uint8_t *used;          /* [n_features]: S position constrained by the current tree */
     int32_t n_words;        /* 64-bit words of a position bitset */
     /* per-tree records */
@@ -121,11 +138,12 @@ typedef struct {
     uint64_t *leaf_bits; size_t leaf_bits_cap; /* [n_leaf * n_words] positions whose interval is not the whole line */
     int64_t n_leaf;
     double *box; size_t box_cap; int64_t n_box; /* BOX_BLOCKS values per (leaf, used feature) */
-    uint8_t *kind; size_t kind_cap;       /* [n_box] the CASE_ of each (leaf, used feature) */
-    int32_t *rank; size_t rank_cap;       /* [2 * n_box]: (lo, hi] ranks per (leaf, used feature) */
+    int32_t *rank; size_t rank_cap;       /* [RANK_STRIDE * n_box]: per (leaf, used feature) the (lo, hi]
+                                             ranks and the depth of the node that last narrowed them */
     double *sq; size_t sq_cap;            /* [n_rec * width] E[c_t^2] */
     double *bound_max;      /* [n_outputs]: sum over trees of max |c| (prune_leaves) */
     leaf_key *order; size_t order_cap;    /* [n_leaf]: the leaves by pruning key */
+    leaf_key *order_tmp; size_t order_tmp_cap; /* [n_leaf]: scratch of sort_keys */
     double prune_rtol;      /* 0: every leaf pair; > 0: certified relative error bound (prune_leaves) */
     int64_t n_pruned;       /* leaves dropped by prune_leaves over the call */
     /* the leaf-pair loop */
@@ -135,10 +153,24 @@ typedef struct {
     uint64_t *block_bits; size_t block_bits_cap; /* [blocks * n_words]: positions constrained in a block */
     double *after_mean; size_t after_mean_cap;   /* [n_rec * width]: sum of E[c_u] over later u, same target */
     int64_t *group_end; size_t group_end_cap;    /* [n_rec]: end of the leaves of those later u */
-    band *bands;            /* [n_features]: an outer leaf's bands against a block */
-    double *prob;           /* [CHUNK]: prod over C_l of frac_k(l, m) */
+    diff_band *bands;       /* [n_features]: an outer leaf's bands against a block */
+    /* the table rows (rows_prepare, block_rows, block_pairs) */
+    int32_t max_len;        /* longest table of one feature (ranks 0 .. max_len - 1) */
+    int32_t *rowmap;        /* [n_features * ROW_TYPES * max_len]: 1 + row of a (position, type, rank), or 0 */
+    int32_t n_rows;
+    row_def *rowdef; size_t rowdef_cap;   /* [n_rows] */
+    int32_t *refs; size_t refs_cap;       /* holds urow, vrow, border, nband */
+    int32_t *urow;          /* [n_box]: the rows U and V of each frac of a (leaf, used position) */
+    int32_t *border;        /* [n_box]: a leaf's constrained positions q, by depth */
+    int32_t *nband;         /* [n_leaf]: how many */
+    double *level; size_t level_cap;      /* [n_used * CHUNK]: products of the first j + 1 fracs (block_pairs) */
+    int32_t *vrow;
+    double *table; size_t table_cap;      /* [n_rows * CHUNK]: the rows over one block */
+    int32_t *rec_rows; size_t rec_rows_cap;   /* the rows each record uses, record after record */
+    int64_t *rec_rows_at; size_t rec_rows_at_cap; /* [2 * n_rec]: per record, its first row and count */
+    double *pair_acc; size_t pair_acc_cap;    /* [n_rec * width]: all_pairs' sums per record */
+    int32_t *prev_row;      /* [4 * n_features]: the bands of the last and the current leaf (block_pairs) */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
-    double *pair;           /* [leaf_width]: the covariances of one tree with the later ones */
     double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
     int64_t pair_terms;
     int status;
@@ -167,12 +199,13 @@ static int grow(void **buf, size_t *cap, size_t need, size_t elem)
 
 static void ws_free(workspace *w)
 {
-    free(w->checked); free(w->s_pos); free(w->s_feat); free(w->box_lo); free(w->box_hi); free(w->top); free(w->used);
+    free(w->checked); free(w->s_pos); free(w->x_leaf); free(w->used);
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
-    free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->kind); free(w->rank);
-    free(w->tree_order); free(w->slot); free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
-    free(w->bands); free(w->prob);
-    free(w->sum_mean); free(w->pair); free(w->vec); free(w->sq); free(w->bound_max); free(w->order);
+    free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->rank);
+    free(w->tree_order);  free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
+    free(w->bands);  free(w->rowmap); free(w->rowdef); free(w->refs); free(w->rec_rows); free(w->rec_rows_at);
+    free(w->pair_acc); free(w->level); free(w->table);
+    free(w->sum_mean); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
@@ -185,22 +218,31 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
     w->width = f->leaf_width;
     const size_t d = (size_t)f->n_features, W = (size_t)f->leaf_width;
     w->checked = malloc(d);
-    w->s_pos = malloc(d * sizeof(int32_t));
-    w->s_feat = malloc(d * sizeof(int32_t));
-    w->box_lo = malloc(d * sizeof(int32_t));
-    w->box_hi = malloc(d * sizeof(int32_t));
-    w->top = malloc(d * sizeof(int32_t));
+    w->s_pos = malloc(11 * d * sizeof(int32_t)); /* one allocation for the eleven per-feature int arrays */
+    if (w->s_pos != NULL) {
+        w->s_feat = w->s_pos + d;
+        w->box_lo = w->s_pos + 2 * d;
+        w->box_hi = w->s_pos + 3 * d;
+        w->box_dep = w->s_pos + 4 * d;
+        w->top = w->s_pos + 5 * d;
+        w->slot = w->s_pos + 6 * d;
+        w->prev_row = w->s_pos + 7 * d; /* 4 d */
+    }
+    w->x_leaf = malloc((size_t)f->n_trees * sizeof(int64_t));
     w->used = malloc(d);
     w->tree_order = malloc((size_t)f->n_trees * sizeof(int32_t));
-    w->slot = malloc(d * sizeof(int32_t));
-    w->bands = malloc(d * sizeof(band));
-    w->prob = malloc(CHUNK * sizeof(double));
+    w->bands = malloc(d * sizeof(diff_band));
+    w->max_len = 0;
+    for (int32_t j = 0; j < f->n_features; j++)
+        if (cdf_offset[j + 1] - cdf_offset[j] > w->max_len)
+            w->max_len = (int32_t)(cdf_offset[j + 1] - cdf_offset[j]);
+    const size_t n_map = d * ROW_TYPES * (size_t)w->max_len;
+    w->rowmap = calloc(n_map, sizeof(int32_t));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
-    w->pair = malloc(W * sizeof(double));
     w->vec = malloc(2 * W * sizeof(double));
     w->bound_max = malloc((size_t)f->n_outputs * sizeof(double));
-    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->top || !w->used ||
-        !w->tree_order || !w->slot || !w->bands || !w->prob || !w->sum_mean || !w->pair || !w->vec || !w->bound_max)
+    if (!w->checked || !w->s_pos || !w->s_feat || !w->box_lo || !w->box_hi || !w->box_dep || !w->top || !w->x_leaf || !w->used ||
+        !w->tree_order || !w->slot || !w->bands || !w->rowmap || !w->prev_row || !w->sum_mean || !w->vec || !w->bound_max)
         return XAI_E_NOMEM;
     int32_t k = 0; /* trees by target (outputs in order), then index */
     for (int32_t o = 0; o < f->n_outputs; o++)
@@ -227,35 +269,33 @@ static inline double interval_mass(double f_lo, double f_hi, double s_lo, double
 }
 
 /* Walk tree t from local node k: features outside S follow x, features in S take both
- * children while their interval stays non-empty. mode 0 marks constrained S positions,
- * mode 1 records every reachable leaf whose value differs from x's, with its intervals (ranks). */
-static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_value)
+ * children while their interval stays non-empty. Marks the S positions the walk meets (w->used) and
+ * records every reachable leaf whose value differs from x's, with its intervals (ranks) in every
+ * S position (collect keeps those of the used positions). */
+static void walk(workspace *w, int32_t t, int32_t k, int32_t depth, const double *x_value)
 {
     const xai_forest *f = w->f;
     const int64_t g = f->tree_offset[t] + k;
     if (f->left_child[g] < 0) {
-        if (mode == 0)
-            return;
         tree_rec *r = &w->rec[w->n_rec];
         int nonzero = 0;
         for (int32_t o = 0; o < w->width; o++)
             nonzero |= f->value[g * w->width + o] - x_value[o] != 0.0;
         if (!nonzero)
             return; /* adds nothing to any sum */
-        const int64_t k_box = w->n_box; /* (leaf, used) entries so far, over all trees */
+        const int64_t k_box = r->box_start + (int64_t)r->n_leaf * w->n_s; /* n_s entries per leaf for now */
         if (grow((void **)&w->leaf_c, &w->leaf_c_cap, (size_t)(w->n_leaf + 1) * w->width, sizeof(double)) ||
-            grow((void **)&w->rank, &w->rank_cap, (size_t)2 * (k_box + r->n_used), sizeof(int32_t))) {
+            grow((void **)&w->rank, &w->rank_cap, (size_t)RANK_STRIDE * (k_box + w->n_s), sizeof(int32_t))) {
             w->status = XAI_E_NOMEM;
             return;
         }
         for (int32_t o = 0; o < w->width; o++)
             w->leaf_c[w->n_leaf * w->width + o] = f->value[g * w->width + o] - x_value[o];
-        for (int32_t u = 0; u < r->n_used; u++) {
-            const int32_t pos = w->used_pos[r->used_start + u];
-            w->rank[2 * (k_box + u)] = w->box_lo[pos];
-            w->rank[2 * (k_box + u) + 1] = w->box_hi[pos];
+        for (int32_t pos = 0; pos < w->n_s; pos++) {
+            w->rank[RANK_STRIDE * (k_box + pos)] = w->box_lo[pos];
+            w->rank[RANK_STRIDE * (k_box + pos) + 1] = w->box_hi[pos];
+            w->rank[RANK_STRIDE * (k_box + pos) + 2] = w->box_dep[pos];
         }
-        w->n_box += r->n_used;
         w->n_leaf++;
         r->n_leaf++;
         return;
@@ -263,22 +303,29 @@ static void walk(workspace *w, int32_t t, int32_t k, int mode, const double *x_v
     const int32_t j = f->feature[g];
     const int32_t pos = w->s_pos[j];
     if (pos < 0) {
-        walk(w, t, xai_goes_left(f, g, w->x[j]) ? f->left_child[g] : f->right_child[g], mode, x_value);
+        walk(w, t, xai_goes_left(f, g, w->x[j]) ? f->left_child[g] : f->right_child[g], depth + 1, x_value);
         return;
     }
-    if (mode == 0)
-        w->used[pos] = 1;
+    w->used[pos] = 1;
     const int32_t rank = f->threshold_rank[g];
-    const int32_t lo = w->box_lo[pos], hi = w->box_hi[pos];
+    const int32_t lo = w->box_lo[pos], hi = w->box_hi[pos], dep = w->box_dep[pos];
     if (rank > lo) { /* left: x' below the boundary */
-        w->box_hi[pos] = rank < hi ? rank : hi;
-        walk(w, t, f->left_child[g], mode, x_value);
+        if (rank < hi) {
+            w->box_hi[pos] = rank;
+            w->box_dep[pos] = depth;
+        }
+        walk(w, t, f->left_child[g], depth + 1, x_value);
         w->box_hi[pos] = hi;
+        w->box_dep[pos] = dep;
     }
     if (rank < hi) { /* right */
-        w->box_lo[pos] = rank > lo ? rank : lo;
-        walk(w, t, f->right_child[g], mode, x_value);
+        if (rank > lo) {
+            w->box_lo[pos] = rank;
+            w->box_dep[pos] = depth;
+        }
+        walk(w, t, f->right_child[g], depth + 1, x_value);
         w->box_lo[pos] = lo;
+        w->box_dep[pos] = dep;
     }
 }
 
@@ -291,14 +338,15 @@ static int tree_moments(workspace *w, tree_rec *r)
     if (grow((void **)&w->leaf_p, &w->leaf_p_cap, (size_t)(r->leaf_start + L0), sizeof(double)))
         return XAI_E_NOMEM;
     double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
-    int32_t *rank = w->rank + 2 * r->box_start;
+    int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
     for (int32_t l = 0; l < L0; l++)
         p[l] = 1.0;
     for (int32_t q = 0; q < n_used; q++) {
         const int64_t off = w->cdf_offset[w->s_feat[w->used_pos[r->used_start + q]]];
         const double *F = w->cdf_row + off, *S = w->sf_row + off;
         for (int32_t l = 0; l < L0; l++) {
-            const int32_t lo = rank[2 * ((size_t)l * n_used + q)], hi = rank[2 * ((size_t)l * n_used + q) + 1];
+            const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
+            const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
             p[l] *= interval_mass(F[lo], F[hi], S[lo], S[hi]);
         }
     }
@@ -313,10 +361,12 @@ static int tree_moments(workspace *w, tree_rec *r)
     for (int32_t l = 0; l < L0; l++) {
         if (!(p[l] >= DBL_MIN))
             continue;
-        if (L != l) {
+        if (L != l) { /* L < l: moving down, in order */
             p[L] = p[l];
-            memmove(c + (size_t)L * W, c + (size_t)l * W, (size_t)W * sizeof(double));
-            memmove(rank + 2 * (size_t)L * n_used, rank + 2 * (size_t)l * n_used, 2 * (size_t)n_used * sizeof(int32_t));
+            for (int32_t o = 0; o < W; o++)
+                c[(size_t)L * W + o] = c[(size_t)l * W + o];
+            for (size_t e = 0; e < RANK_STRIDE * (size_t)n_used; e++)
+                rank[RANK_STRIDE * (size_t)L * n_used + e] = rank[RANK_STRIDE * (size_t)l * n_used + e];
         }
         L++;
     }
@@ -337,7 +387,7 @@ static int tree_moments(workspace *w, tree_rec *r)
     return XAI_OK;
 }
 
-/* The box columns of tree r's leaves from their ranks (feature-major), their cases, bits and c * p. */
+/* The columns (lay_slots) and masses of tree r's leaves from their ranks, their bits and c * p. */
 static int tree_boxes(workspace *w, const tree_rec *r)
 {
     const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used, L = r->n_leaf;
@@ -347,54 +397,32 @@ static int tree_boxes(workspace *w, const tree_rec *r)
     if (grow((void **)&w->leaf_b, &w->leaf_b_cap, (size_t)n_leaf * W, sizeof(double)) ||
         grow((void **)&w->leaf_bits, &w->leaf_bits_cap, (size_t)n_leaf * n_words, sizeof(uint64_t)) ||
         grow((void **)&w->box, &w->box_cap, (size_t)BOX_BLOCKS * (size_t)(r->box_start + (int64_t)L * n_used),
-             sizeof(double)) ||
-        grow((void **)&w->kind, &w->kind_cap, (size_t)(r->box_start + (int64_t)L * n_used), 1))
+             sizeof(double)))
         return XAI_E_NOMEM;
     const double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
-    const int32_t *rank = w->rank + 2 * r->box_start;
+    const int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
+    const int64_t n_col = w->n_leaf;
     double *b = w->leaf_b + r->leaf_start * W, *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
-    uint8_t *kind = w->kind + r->box_start;
     uint64_t *bits = w->leaf_bits + (size_t)r->leaf_start * n_words;
     memset(bits, 0, (size_t)L * n_words * sizeof(uint64_t));
     for (int32_t q = 0; q < n_used; q++) {
         const int32_t pos = w->used_pos[r->used_start + q];
         const int64_t off = w->cdf_offset[w->s_feat[pos]];
         const double *F = w->cdf_row + off, *S = w->sf_row + off;
-        double *col[BOX_BLOCKS];
-        for (int k = 0; k < BOX_BLOCKS; k++)
-            col[k] = box + ((size_t)k * n_used + q) * L;
-        uint8_t *kq = kind + (size_t)q * L;
+        double *col[COL_BLOCKS], *mass_q = box + ((size_t)BOX_MASS * n_used + q) * L;
+        for (int k = 0; k < COL_BLOCKS; k++)
+            col[k] = w->col + ((size_t)w->slot[pos] * COL_BLOCKS + k) * n_col + r->leaf_start;
         for (int32_t l = 0; l < L; l++) {
-            const int32_t lo = rank[2 * ((size_t)l * n_used + q)], hi = rank[2 * ((size_t)l * n_used + q) + 1];
+            const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
+            const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
             const double f_lo = F[lo], f_hi = F[hi], s_lo = S[lo], s_hi = S[hi];
             const double mass = interval_mass(f_lo, f_hi, s_lo, s_hi);
-            col[BOX_FLO][l] = f_lo;
-            col[BOX_FHI][l] = f_hi;
-            col[BOX_NSLO][l] = -s_lo;
-            col[BOX_NSHI][l] = -s_hi;
-            col[BOX_MASS][l] = mass;
-            col[BOX_INV][l] = 1.0 / mass;
-            if (f_hi <= 0.5) {
-                kq[l] = CASE_F;
-                col[BOX_G][l] = f_lo;
-                col[BOX_H][l] = f_hi;
-            } else if (s_lo <= 0.5) {
-                kq[l] = CASE_S;
-                col[BOX_G][l] = -s_lo;
-                col[BOX_H][l] = -s_hi;
-            } else if (f_lo == 0.0) { /* (-inf, hi]: 1 less the share above hi */
-                kq[l] = CASE_S_KEEP;
-                col[BOX_G][l] = -s_hi;
-                col[BOX_H][l] = 0.0;
-            } else if (s_hi == 0.0) { /* (lo, inf): 1 less the share at or below lo */
-                kq[l] = CASE_F_KEEP;
-                col[BOX_G][l] = 0.0;
-                col[BOX_H][l] = f_lo;
-            } else {
-                kq[l] = CASE_AROUND;
-                col[BOX_G][l] = f_lo;
-                col[BOX_H][l] = -s_hi;
-            }
+            col[COL_FLO][l] = f_lo;
+            col[COL_FHI][l] = f_hi;
+            col[COL_NSLO][l] = -s_lo;
+            col[COL_NSHI][l] = -s_hi;
+            col[COL_INV][l] = 1.0 / mass;
+            mass_q[l] = mass;
             if (lo > 0 || hi < w->top[pos])
                 bits[(size_t)l * n_words + (pos >> 6)] |= (uint64_t)1 << (pos & 63);
         }
@@ -405,12 +433,44 @@ static int tree_boxes(workspace *w, const tree_rec *r)
     return XAI_OK;
 }
 
-static int by_key(const void *a, const void *b)
+/* Sorts a[0 .. n) by key, keeping the input order of equal keys (tmp: n entries of scratch): a
+ * byte-wise least-significant-digit radix sort of the keys' bits, which order like the keys themselves
+ * for keys >= +0 (all of them here); a byte that all keys share costs no pass. */
+static void sort_keys(leaf_key *a, leaf_key *tmp, int64_t n)
 {
-    const leaf_key *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return (x->leaf > y->leaf) - (x->leaf < y->leaf);
+    if (n < 2)
+        return;
+    int64_t count[8][256];
+    memset(count, 0, sizeof(count));
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &a[i].key, sizeof(bits));
+        for (int d = 0; d < 8; d++)
+            count[d][(bits >> (8 * d)) & 255]++;
+    }
+    uint64_t first;
+    memcpy(&first, &a[0].key, sizeof(first));
+    leaf_key *from = a, *to = tmp;
+    for (int d = 0; d < 8; d++) {
+        if (count[d][(first >> (8 * d)) & 255] == n)
+            continue; /* every key has this byte */
+        int64_t at = 0;
+        for (int v = 0; v < 256; v++) {
+            const int64_t c = count[d][v];
+            count[d][v] = at;
+            at += c;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t bits;
+            memcpy(&bits, &from[i].key, sizeof(bits));
+            to[count[d][(bits >> (8 * d)) & 255]++] = from[i];
+        }
+        leaf_key *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != a)
+        memcpy(a, from, (size_t)n * sizeof(leaf_key));
 }
 
 /* Certified pruning of the leaf-pair sums. Write C = sum_t c_t, and let D = sum_t d_t be the part
@@ -424,7 +484,7 @@ static int by_key(const void *a, const void *b)
  * keeps the relative error of every output below rtol. Rows where sum_t E[c_t] = 0 prune nothing.
  * Each leaf's key is its share of the budget of its worst output; the leaves are dropped in
  * increasing key order (ties by position, so the choice is deterministic) while the keys add up
- * to at most 1, then the kept leaves are moved down. */
+ * to at most 1 (only keys <= 1 are sorted), then the kept leaves are moved down. */
 static int prune_leaves(workspace *w)
 {
     const xai_forest *f = w->f;
@@ -439,7 +499,8 @@ static int prune_leaves(workspace *w)
         const double lower = inv_budget[o] * inv_budget[o];
         inv_budget[o] = lower > 0.0 ? 2.0 * w->bound_max[o] / (w->prune_rtol * lower) : INFINITY;
     }
-    if (grow((void **)&w->order, &w->order_cap, (size_t)w->n_leaf, sizeof(leaf_key)))
+    if (grow((void **)&w->order, &w->order_cap, (size_t)w->n_leaf, sizeof(leaf_key)) ||
+        grow((void **)&w->order_tmp, &w->order_tmp_cap, (size_t)w->n_leaf, sizeof(leaf_key)))
         return XAI_E_NOMEM;
     int64_t n = 0;
     for (int32_t i = 0; i < w->n_rec; i++) {
@@ -453,10 +514,11 @@ static int prune_leaves(workspace *w)
                 if (a > 0.0)
                     key = fmax(key, a * inv[o]);
             }
-            w->order[n++] = (leaf_key){key, g};
+            if (key <= 1.0) /* a larger key is never dropped: it alone exceeds the budget */
+                w->order[n++] = (leaf_key){key, g};
         }
     }
-    qsort(w->order, (size_t)n, sizeof(leaf_key), by_key);
+    sort_keys(w->order, w->order_tmp, n); /* by key, then position (the input order) */
     double spent = 0.0;
     for (int64_t k = 0; k < n && spent + w->order[k].key <= 1.0; k++) {
         spent += w->order[k].key;
@@ -471,11 +533,15 @@ static int prune_leaves(workspace *w)
             const int64_t g = r->leaf_start + l;
             if (w->leaf_p[g] == 0.0)
                 continue;
-            const int64_t to = leaf_at + L;
+            const int64_t to = leaf_at + L; /* to <= g: moving down, in order */
             w->leaf_p[to] = w->leaf_p[g];
-            memmove(w->leaf_c + to * W, w->leaf_c + g * W, (size_t)W * sizeof(double));
-            memmove(w->rank + 2 * (box_at + (int64_t)L * n_used), w->rank + 2 * (r->box_start + (int64_t)l * n_used),
-                    2 * (size_t)n_used * sizeof(int32_t));
+            for (int32_t o = 0; o < W; o++)
+                w->leaf_c[to * W + o] = w->leaf_c[g * W + o];
+            int32_t *dst = w->rank + RANK_STRIDE * (box_at + (int64_t)L * n_used);
+            const int32_t *src = w->rank + RANK_STRIDE * (r->box_start + (int64_t)l * n_used);
+            if (dst != src)
+                for (size_t e = 0; e < RANK_STRIDE * (size_t)n_used; e++)
+                    dst[e] = src[e];
             L++;
         }
         w->n_pruned += r->n_leaf - L;
@@ -487,6 +553,43 @@ static int prune_leaves(workspace *w)
     }
     w->n_leaf = leaf_at;
     w->n_box = box_at;
+    return XAI_OK;
+}
+
+/* The inner side of the leaf-pair loop, laid out once per (row, S): for every S position some
+ * tree constrains (its slot), COL_BLOCKS columns over all kept leaves in record order. tree_boxes
+ * fills a record's leaves in the positions it constrains; here the others get the whole line (F 0 ..
+ * 1, -S -1 .. 0, inv 1: the values tree_boxes gives a leaf that leaves the feature whole). */
+static int lay_slots(workspace *w)
+{
+    const int64_t n = w->n_leaf;
+    int32_t n_slots = 0;
+    for (int32_t pos = 0; pos < w->n_s; pos++)
+        w->slot[pos] = -1;
+    for (int32_t i = 0; i < w->n_rec; i++)
+        for (int32_t q = 0; q < w->rec[i].n_used; q++) {
+            const int32_t pos = w->used_pos[w->rec[i].used_start + q];
+            if (w->slot[pos] < 0)
+                w->slot[pos] = n_slots++;
+        }
+    if (grow((void **)&w->col, &w->col_cap, (size_t)n_slots * COL_BLOCKS * (size_t)n, sizeof(double)))
+        return XAI_E_NOMEM;
+    for (int32_t i = 0; i < w->n_rec; i++) {
+        const tree_rec *r = &w->rec[i];
+        const uint64_t *bits = w->bits + (size_t)i * w->n_words;
+        for (int32_t pos = 0; pos < w->n_s && r->n_leaf > 0; pos++) {
+            if (w->slot[pos] < 0 || bits[pos >> 6] >> (pos & 63) & 1)
+                continue; /* no slot, or tree_boxes fills it */
+            double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n + r->leaf_start;
+            for (int32_t l = 0; l < r->n_leaf; l++) {
+                col[COL_FLO * n + l] = 0.0;
+                col[COL_FHI * n + l] = 1.0;
+                col[COL_NSLO * n + l] = -1.0;
+                col[COL_NSHI * n + l] = 0.0;
+                col[COL_INV * n + l] = 1.0;
+            }
+        }
+    }
     return XAI_OK;
 }
 
@@ -510,10 +613,12 @@ static int collect(workspace *w)
             grow((void **)&w->sq, &w->sq_cap, (size_t)(w->n_rec + 1) * w->width, sizeof(double)) ||
             grow((void **)&w->bits, &w->bits_cap, (size_t)(w->n_rec + 1) * w->n_words, sizeof(uint64_t)))
             return XAI_E_NOMEM;
-        const int64_t x_leaf = xai_leaf_of(f, t, w->x);
-        const double *x_value = f->value + x_leaf * w->width;
-        memset(w->used, 0, (size_t)w->n_s);
-        walk(w, t, 0, 0, x_value);
+        if (!w->x_leaf_valid) { /* x's leaves, once per row */
+            for (int32_t u = 0; u < f->n_trees; u++)
+                w->x_leaf[u] = xai_leaf_of(f, u, w->x);
+            w->x_leaf_valid = 1;
+        }
+        const double *x_value = f->value + w->x_leaf[t] * w->width;
         tree_rec *r = &w->rec[w->n_rec];
         r->tree = t;
         r->n_leaf = 0;
@@ -521,6 +626,10 @@ static int collect(workspace *w)
         r->box_start = w->n_box;
         r->used_start = (int32_t)w->n_used_total;
         r->n_used = 0;
+        memset(w->used, 0, (size_t)w->n_s);
+        walk(w, t, 0, 0, x_value);
+        if (w->status != XAI_OK)
+            return w->status;
         uint64_t *bits = w->bits + (size_t)w->n_rec * w->n_words;
         memset(bits, 0, (size_t)w->n_words * sizeof(uint64_t));
         for (int32_t pos = 0; pos < w->n_s; pos++)
@@ -528,11 +637,19 @@ static int collect(workspace *w)
                 w->used_pos[r->used_start + r->n_used++] = pos;
                 bits[pos >> 6] |= (uint64_t)1 << (pos & 63);
             }
-        if (r->n_used == 0)
-            continue; /* a single reachable leaf: x's own, centred value 0 */
-        walk(w, t, 0, 1, x_value);
-        if (w->status != XAI_OK)
-            return w->status;
+        if (r->n_used == 0) { /* a single reachable leaf: x's own, centred value 0 */
+            w->n_leaf = r->leaf_start;
+            continue;
+        }
+        /* keep the used positions' ranks: n_s entries per leaf become n_used (moving down) */
+        int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
+        for (int32_t l = 0; l < r->n_leaf; l++)
+            for (int32_t q = 0; q < r->n_used; q++) {
+                const int32_t pos = w->used_pos[r->used_start + q];
+                for (int e = 0; e < RANK_STRIDE; e++)
+                    rank[RANK_STRIDE * ((size_t)l * r->n_used + q) + e] = rank[RANK_STRIDE * ((size_t)l * w->n_s + pos) + e];
+            }
+        w->n_box = r->box_start + (int64_t)r->n_leaf * r->n_used;
         if (r->n_leaf > 0) {
             const int status = tree_moments(w, r);
             if (status != XAI_OK)
@@ -548,152 +665,115 @@ static int collect(workspace *w)
     }
     if (w->status == XAI_OK && w->prune_rtol > 0.0 && w->n_leaf > 0)
         w->status = prune_leaves(w);
+    if (w->status == XAI_OK)
+        w->status = lay_slots(w);
     for (int32_t i = 0; i < w->n_rec && w->status == XAI_OK; i++)
         w->status = tree_boxes(w, &w->rec[i]);
     return w->status;
 }
 
-/* Mass of the intersection of (lo_a, hi_a] and (lo_b, hi_b], given as values of one increasing
- * function whose differences are masses: F, or -S. */
-XAI_INLINE double overlap(double lo_a, double hi_a, double lo_b, double hi_b)
-{
-    const double hi = hi_b < hi_a ? hi_b : hi_a;
-    const double lo = lo_b > lo_a ? lo_b : lo_a;
-    return hi - lo > 0.0 ? hi - lo : 0.0;
-}
+/* The leaf-pair loop needs, for an outer leaf l of tree t and a feature k it constrains, the share
+ * frac(m) of each inner leaf m's mass in k that falls in l's interval (lo, hi]. Per block of inner
+ * leaves it first tabulates, for every boundary r that t's leaves use in k, one share of each m
+ * (a row of the table; (x_m, y_m] is m's interval, inv_m = 1 / mass_m):
+ *   A(r) = share of m at or below r, for r below the median (F(r) <= 1/2), in F values:
+ *          max(0, min(F(r), y_m) - x_m) * inv_m;
+ *   B(r) = share of m above r, for r above the median, in -S values: max(0, y_m - max(-S(r), x_m)) * inv_m;
+ *   C(r) = 1 - B(r), the share at or below r, for r above the median;
+ * and A(-inf) = B(inf) = 0, C(inf) = 1 (the rows ZERO and ONE). Every difference is then taken on the
+ * side of the median where it lies (an interval far in a tail keeps its relative precision), and
+ * each frac is the difference of two rows, U - V:
+ *   (lo, hi] below the median:  A(hi) - A(lo);
+ *   above it:                   B(lo) - B(hi);
+ *   around it:                  C(hi) - A(lo) = 1 - (share at or below lo) - (share above hi).
+ * An inner leaf that leaves k whole has the whole line (x, y) = (0, 1) in F and (-1, 0) in -S. */
 
-/* The leaf-pair loop needs, for an outer leaf l and a feature k it constrains, the share of each
- * inner leaf m's mass in k that falls in l's interval (lo, hi]: frac(m) = mass((lo, hi] ∩
- * (lo_m, hi_m]) / mass_m, every difference taken on the side of the median where it lies:
- *   (lo, hi] below the median (CASE_F):      frac = overlap in F values * inv_m;
- *   (lo, hi] above it (CASE_S):              the same in -S values;
- *   (-inf, hi], hi above it (CASE_S_KEEP):   frac = 1 - (overlap of m with (hi, inf) in -S values) * inv_m;
- *   (lo, inf), lo below it (CASE_F_KEEP):    frac = 1 - (overlap of m with (-inf, lo] in F values) * inv_m;
- *   (lo, hi] around it (CASE_AROUND):        1 less both: the share of m at or below lo (F values) and
- *                                            above hi (-S values).
- * One form covers them all: frac = keep + (overlap((g_a, h_a], (x_a, y_a]) + overlap((g_b, h_b],
- * (x_b, y_b])) * inv_m, with (x, y) columns of the inner leaves and inv_m = +-1 / mass_m (minus where
- * the overlaps are taken off 1); the second overlap is needed only around the median (struct band, before the workspace). */
+#define FUSED_MAX 6
 
-/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of frac(m), m < n; K, two
- * (whether the bands need their second overlap) and first are constants where it is inlined, so
- * that the compiler unrolls the bands inside one vectorised pass over m. */
-XAI_INLINE void fused_bands(double *restrict prob, const band *restrict bands, int K, int two, int first,
-                            int32_t n)
+/* dst[q][m] = src[m] (1 when first) times the product of the first q + 1 bands' (u[m] - v[m]), q < K,
+ * m < n: the products of a leaf's fracs after a shared prefix, every prefix kept (see block_pairs).
+ * K and first are constants where it is inlined. */
+XAI_INLINE void fused_levels(const double *restrict src, const diff_band *restrict bands, double *restrict dst, int K,
+                             int first, int32_t n)
 {
     for (int32_t m = 0; m < n; m++) {
-        double product = first ? 1.0 : prob[m];
+        double product = first ? 1.0 : src[m];
         for (int q = 0; q < K; q++) {
-            const band *c = &bands[q];
-            double share = overlap(c->g_a, c->h_a, c->x_a[m], c->y_a[m]);
-            if (two)
-                share += overlap(c->g_b, c->h_b, c->x_b[m], c->y_b[m]);
-            product *= c->keep + share * c->inv[m];
+            product *= bands[q].u[m] - bands[q].v[m];
+            dst[(size_t)q * CHUNK + m] = product;
         }
-        prob[m] = product;
     }
 }
 
-#define FUSED_MAX 6
-#define FUSED_CASE(k, two)                                          \
-    case k:                                                         \
-        if (first)                                                  \
-            fused_bands(prob, bands, k, two, 1, n);                 \
-        else                                                        \
-            fused_bands(prob, bands, k, two, 0, n);                 \
+#define LEVEL_CASE(k)                                          \
+    case k:                                                    \
+        if (first)                                             \
+            fused_levels(src, bands, dst, k, 1, n);            \
+        else                                                   \
+            fused_levels(src, bands, dst, k, 0, n);            \
         break;
 
-/* prob[m] (or prob[m] times it, when !first) = prod over the K bands of frac(m), FUSED_MAX bands
- * per pass; two as for fused_bands. */
-XAI_INLINE void band_passes(double *restrict prob, const band *bands, int K, int two, int first, int32_t n)
+/* Levels c + 1 .. c + K of the leaf-pair products (dst = level c + 1, src = level c unless c = 0), in
+ * passes of at most FUSED_MAX bands. */
+XAI_INLINE void product_levels(const double *src, const diff_band *bands, double *dst, int K, int first, int32_t n)
 {
-    for (; K > 0; first = 0) {
+    while (K > 0) {
         const int k = K < FUSED_MAX ? K : FUSED_MAX;
-        if (two) {
-            switch (k) { FUSED_CASE(1, 1) FUSED_CASE(2, 1) FUSED_CASE(3, 1) FUSED_CASE(4, 1) FUSED_CASE(5, 1)
-                         FUSED_CASE(6, 1) }
-        } else {
-            switch (k) { FUSED_CASE(1, 0) FUSED_CASE(2, 0) FUSED_CASE(3, 0) FUSED_CASE(4, 0) FUSED_CASE(5, 0)
-                         FUSED_CASE(6, 0) }
-        }
+        switch (k) { LEVEL_CASE(1) LEVEL_CASE(2) LEVEL_CASE(3) LEVEL_CASE(4) LEVEL_CASE(5) LEVEL_CASE(6) }
         bands += k;
+        dst += (size_t)k * CHUNK;
+        src = dst - CHUNK;
+        first = 0;
         K -= k;
     }
 }
 
-/* prob[m] = prod over the bands of frac(m): the n_one bands with one overlap first (bands[0 ..
- * n_one)), then the n_two around the median (the last n_two of the K slots, see block_pairs). */
-XAI_INLINE void band_product(double *restrict prob, const band *bands, int n_one, int n_two, int K, int32_t n)
-{
-    band_passes(prob, bands, n_one, 0, 1, n);
-    band_passes(prob, bands + K - n_two, n_two, 1, n_one == 0, n);
-}
-
-/* sum_m a[m] * b[m] in eight partial sums over the leading multiple of 8, then the rest in order:
- * the order of the additions does not depend on the vector width. */
-XAI_INLINE double dot(const double *restrict a, const double *restrict b, int32_t n)
+/* sum_m a[m] in eight partial sums over the leading multiple of 8, then the rest in order: the order
+ * of the additions does not depend on the vector width. */
+XAI_INLINE double sum8(const double *restrict a, int32_t n)
 {
     double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    const int32_t n8 = n - n % 8;
-    for (int32_t m = 0; m < n8; m += 8)
+    const size_t n8 = (size_t)(n - n % 8); /* size_t offsets: int32 ones keep gcc from vectorising it inlined */
+    for (size_t m = 0; m < n8; m += 8) {
+        const double *pa = a + m;
         for (int r = 0; r < 8; r++)
-            part[r] += a[m + r] * b[m + r];
+            part[r] += pa[r];
+    }
     double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-    for (int32_t m = n8; m < n; m++)
-        sum += a[m] * b[m];
+    for (size_t m = n8; m < (size_t)n; m++)
+        sum += a[m];
     return sum;
 }
 
-/* The inner side of the leaf-pair loop, laid out once per (row, S): for every S position some
- * tree constrains (its slot), COL_BLOCKS columns over all kept leaves in record order (a leaf that
- * leaves the feature whole gets the whole line: F 0 .. 1, -S -1 .. 0, inv 1); per block of CHUNK
- * leaves, the positions some leaf of the block constrains; per record, the sum of the means of
+/* sum_m a[m] * (u[m] - v[m]), in the partial sums of sum8. */
+XAI_INLINE double last_band_sum(const double *restrict a, const double *restrict u, const double *restrict v,
+                                int32_t n)
+{
+    double part[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    const size_t n8 = (size_t)(n - n % 8);
+    for (size_t m = 0; m < n8; m += 8) {
+        const double *pa = a + m, *pu = u + m, *pv = v + m;
+        for (int r = 0; r < 8; r++)
+            part[r] += pa[r] * (pu[r] - pv[r]);
+    }
+    double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    for (size_t m = n8; m < (size_t)n; m++)
+        sum += a[m] * (u[m] - v[m]);
+    return sum;
+}
+
+/* The rest of the inner side of the leaf-pair loop (the columns: lay_slots, tree_boxes): per block of
+ * CHUNK leaves, the positions some leaf of the block constrains; per record, the sum of the means of
  * the later records with its target and where those records' leaves end. */
 static int lay_columns(workspace *w)
 {
     const xai_forest *f = w->f;
     const int32_t W = w->width, n_words = w->n_words;
     const int64_t n = w->n_leaf, n_blocks = (n + CHUNK - 1) / CHUNK;
-    int32_t n_slots = 0;
-    for (int32_t pos = 0; pos < w->n_s; pos++)
-        w->slot[pos] = -1;
-    for (int32_t i = 0; i < w->n_rec; i++)
-        for (int32_t q = 0; q < w->rec[i].n_used; q++) {
-            const int32_t pos = w->used_pos[w->rec[i].used_start + q];
-            if (w->slot[pos] < 0)
-                w->slot[pos] = n_slots++;
-        }
-    if (grow((void **)&w->col, &w->col_cap, (size_t)n_slots * COL_BLOCKS * (size_t)n, sizeof(double)) ||
-        grow((void **)&w->block_bits, &w->block_bits_cap, (size_t)n_blocks * n_words, sizeof(uint64_t)) ||
+    if (grow((void **)&w->block_bits, &w->block_bits_cap, (size_t)n_blocks * n_words, sizeof(uint64_t)) ||
         grow((void **)&w->after_mean, &w->after_mean_cap, (size_t)w->n_rec * W, sizeof(double)) ||
         grow((void **)&w->group_end, &w->group_end_cap, (size_t)w->n_rec, sizeof(int64_t)))
         return XAI_E_NOMEM;
-    for (int32_t s = 0; s < n_slots; s++) {
-        double *col = w->col + (size_t)s * COL_BLOCKS * n;
-        for (int64_t m = 0; m < n; m++) {
-            col[COL_FLO * n + m] = 0.0;
-            col[COL_FHI * n + m] = 1.0;
-            col[COL_NSLO * n + m] = -1.0;
-            col[COL_NSHI * n + m] = 0.0;
-            col[COL_INV * n + m] = 1.0;
-            col[COL_NINV * n + m] = -1.0;
-        }
-    }
-    static const int from[COL_NINV] = {BOX_FLO, BOX_FHI, BOX_NSLO, BOX_NSHI, BOX_INV};
-    for (int32_t i = 0; i < w->n_rec; i++) {
-        const tree_rec *r = &w->rec[i];
-        if (r->n_leaf == 0)
-            continue;
-        const double *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
-        for (int32_t q = 0; q < r->n_used; q++) {
-            double *col = w->col + (size_t)w->slot[w->used_pos[r->used_start + q]] * COL_BLOCKS * n + r->leaf_start;
-            for (int k = 0; k < COL_NINV; k++)
-                memcpy(col + (size_t)k * n, box + ((size_t)from[k] * r->n_used + q) * r->n_leaf,
-                       (size_t)r->n_leaf * sizeof(double));
-            for (int32_t l = 0; l < r->n_leaf; l++)
-                col[COL_NINV * n + l] = -col[COL_INV * n + l];
-        }
-    }
     if (n_blocks > 0)
         memset(w->block_bits, 0, (size_t)n_blocks * n_words * sizeof(uint64_t));
     for (int64_t m = 0; m < n; m++)
@@ -709,90 +789,292 @@ static int lay_columns(workspace *w)
     return XAI_OK;
 }
 
-/* sum over the leaves l of t of c_l * sum over the inner leaves m in [a, a + n) (one block, whose
- * constrained positions are block_bits) of c_m p_m prod_{k in C_l} frac_k(l, m), added into acc. A
- * feature of C_l that no leaf of the block constrains gives frac = l's own mass for every m. */
+/* The rows that record it uses in block blk (its leaves [b0, b1)) and that no record computed there
+ * before, over the block's leaves from a on (see before fused_levels): the records come in order, so
+ * a later one reaches no leaf before a. Rows of a position no leaf of the block constrains are not
+ * used there (block_pairs takes the outer leaf's mass instead). */
 XAI_VECTOR_CLONES
-static void block_pairs(workspace *w, const tree_rec *rt, int64_t a, int32_t n, const uint64_t *block_bits,
+static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_t a, int64_t b1,
+                       const uint64_t *block_bits)
+{
+    const int32_t nb = (int32_t)(b1 - a);
+    const int64_t n_col = w->n_leaf;
+    const int32_t *list = w->rec_rows + w->rec_rows_at[2 * it];
+    for (int64_t k = 0; k < w->rec_rows_at[2 * it + 1]; k++) {
+        const int32_t r = list[k], pos = w->rowdef[r].pos;
+        if (w->rowdef[r].block == blk)
+            continue;
+        w->rowdef[r].block = blk;
+        if (!(block_bits[pos >> 6] >> (pos & 63) & 1))
+            continue;
+        const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
+        const double v = w->rowdef[r].val;
+        const double *restrict inv = col + COL_INV * n_col;
+        double *restrict row = w->table + (size_t)r * CHUNK + (a - b0);
+        if (w->rowdef[r].type == ROW_A) {
+            const double *restrict x = col + COL_FLO * n_col, *restrict y = col + COL_FHI * n_col;
+            for (int32_t m = 0; m < nb; m++) {
+                const double d = (y[m] < v ? y[m] : v) - x[m];
+                row[m] = (d > 0.0 ? d : 0.0) * inv[m];
+            }
+        } else {
+            const double *restrict x = col + COL_NSLO * n_col, *restrict y = col + COL_NSHI * n_col;
+            const double keep = w->rowdef[r].type == ROW_C ? 1.0 : 0.0, sign = w->rowdef[r].type == ROW_C ? -1.0 : 1.0;
+            for (int32_t m = 0; m < nb; m++) {
+                const double d = y[m] - (x[m] > v ? x[m] : v);
+                row[m] = keep + sign * ((d > 0.0 ? d : 0.0) * inv[m]);
+            }
+        }
+    }
+}
+
+/* sum over the leaves l of record it of c_l * sum over the inner leaves m in [a, a + n) (part of one
+ * block, whose rows start `off` entries before a and whose constrained positions are block_bits) of
+ * c_m p_m prod_{k in C_l} frac_k(l, m), added into acc: per leaf the products of its fracs in the
+ * order of rows_prepare, starting after the bands it shares with the leaf before (their products are
+ * kept per level). A feature of C_l that no leaf of the block constrains gives frac = l's own mass
+ * for every m. */
+XAI_VECTOR_CLONES
+static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t off, const uint64_t *block_bits,
                         double *acc)
 {
-    const int32_t W = w->width, n_words = w->n_words, n_used = rt->n_used, Lt = rt->n_leaf;
-    const int64_t n_col = w->n_leaf;
+    const tree_rec *rt = &w->rec[it];
+    const int32_t W = w->width, n_used = rt->n_used, Lt = rt->n_leaf;
     const double *box = w->box + (size_t)BOX_BLOCKS * rt->box_start;
-    const uint8_t *kind = w->kind + rt->box_start;
-    const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
     const double *c = w->leaf_c + rt->leaf_start * W, *b = w->leaf_b + a * W;
-    double *restrict prob = w->prob, *sum_b = w->vec, *weighted = w->vec + W;
-    band *bands = w->bands;
-    for (int32_t o = 0; o < W; o++) {
-        sum_b[o] = 0.0;
-        for (int32_t m = 0; m < n; m++)
-            sum_b[o] += b[(size_t)m * W + o];
+    const int32_t *urow = w->urow + rt->box_start, *vrow = w->vrow + rt->box_start;
+    const int32_t *border = w->border + rt->box_start, *nband = w->nband + rt->leaf_start;
+    const double *table = w->table + off;
+    double *prob, *sum_b = w->vec, *weighted = w->vec + W;
+    diff_band *bands = w->bands;
+    if (W == 1) {
+        sum_b[0] = sum8(b, n);
+    } else {
+        for (int32_t o = 0; o < W; o++) {
+            sum_b[o] = 0.0;
+            for (int32_t m = 0; m < n; m++)
+                sum_b[o] += b[(size_t)m * W + o];
+        }
     }
-    double acc0 = 0.0; /* W == 1: the sum over l in a register */
+    /* level[j] holds the product of the first j + 1 fracs of the last leaf that computed it (its
+     * bands in prev_u / prev_v, prev_k of them); a leaf whose first c bands are the same starts there */
+    double *level = w->level;
+    int32_t *prev_u = w->prev_row, *prev_v = w->prev_row + n_used, *cur_u = w->prev_row + 2 * n_used,
+            *cur_v = w->prev_row + 3 * n_used;
+    int prev_k = 0;
+    double prev_sum = 0.0, acc0 = 0.0; /* W == 1: the sum over l in a register */
     for (int32_t l = 0; l < Lt; l++) {
         double weight = 1.0;
-        int n_one = 0, n_two = 0;
-        for (int32_t q = 0; q < n_used; q++) {
-            const int32_t pos = w->used_pos[rt->used_start + q];
-            if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
-                continue; /* l leaves the feature whole */
-            const size_t at = (size_t)q * Lt + l;
+        int K = 0;
+        const int32_t *order = border + (size_t)l * n_used;
+        for (int32_t i = 0; i < nband[l]; i++) {
+            const int32_t q = order[i], pos = w->used_pos[rt->used_start + q];
             if (!(block_bits[pos >> 6] >> (pos & 63) & 1)) {
-                weight *= box[(size_t)BOX_MASS * n_used * Lt + at];
+                weight *= box[(size_t)BOX_MASS * n_used * Lt + (size_t)q * Lt + l];
                 continue;
             }
-            const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
-            const double g = box[(size_t)BOX_G * n_used * Lt + at], h = box[(size_t)BOX_H * n_used * Lt + at];
-            const int k = kind[at];
-            if (k == CASE_AROUND) {
-                bands[n_used - 1 - n_two++] = (band){1.0, 0.0, g, h, 0.0, col + COL_FLO * n_col, col + COL_FHI * n_col,
-                                                     col + COL_NSLO * n_col, col + COL_NSHI * n_col,
-                                                     col + COL_NINV * n_col};
-            } else { /* in_s: -S columns; keep: 1 less the overlap (times -1 / mass) */
-                const int in_s = k & 1, keep = k >> 1;
-                const double *x = col + (in_s ? COL_NSLO : COL_FLO) * n_col, *y = col + (in_s ? COL_NSHI : COL_FHI) * n_col;
-                bands[n_one++] = (band){keep ? 1.0 : 0.0, g, h, 0.0, 0.0, x, y, x, y,
-                                        col + (keep ? COL_NINV : COL_INV) * n_col};
-            }
+            cur_u[K] = urow[(size_t)l * n_used + q];
+            cur_v[K] = vrow[(size_t)l * n_used + q];
+            K++;
         }
         for (int32_t o = 0; o < W; o++)
             weighted[o] = c[(size_t)l * W + o] * weight;
-        if (n_one + n_two == 0) { /* no feature in common with the block: frac = 1 for every m */
+        if (K == 0) { /* no feature in common with the block: frac = 1 for every m */
             for (int32_t o = 0; o < W; o++)
                 acc[o] += weighted[o] * sum_b[o];
             continue;
         }
-        band_product(prob, bands, n_one, n_two, n_used, n);
+        int shared = 0;
+        while (shared < K && shared < prev_k && cur_u[shared] == prev_u[shared] && cur_v[shared] == prev_v[shared])
+            shared++;
         if (W == 1) {
-            acc0 += weighted[0] * dot(b, prob, n);
-        } else {
-            for (int32_t m = 0; m < n; m++)
-                for (int32_t o = 0; o < W; o++)
-                    acc[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
+            /* here level[j] = b times the first j + 1 fracs, kept for j < prev_k - 1; the last frac goes
+             * straight into the sum (a leaf with the same bands as the one before has its sum) */
+            if (!(shared == K && prev_k == K)) {
+                if (shared > K - 1)
+                    shared = K - 1;
+                if (shared > prev_k - 1)
+                    shared = prev_k - 1 > 0 ? prev_k - 1 : 0;
+                for (int i = shared; i < K; i++)
+                    bands[i] = (diff_band){table + (size_t)cur_u[i] * CHUNK, table + (size_t)cur_v[i] * CHUNK};
+                if (shared < K - 1)
+                    product_levels(shared > 0 ? level + (size_t)(shared - 1) * CHUNK : b, bands + shared,
+                                   level + (size_t)shared * CHUNK, K - 1 - shared, 0, n);
+                prev_sum = last_band_sum(K > 1 ? level + (size_t)(K - 2) * CHUNK : b, bands[K - 1].u, bands[K - 1].v, n);
+                for (int i = 0; i < K; i++) {
+                    prev_u[i] = cur_u[i];
+                    prev_v[i] = cur_v[i];
+                }
+                prev_k = K;
+            }
+            acc0 += weighted[0] * prev_sum;
+            continue;
         }
+        if (shared < K) {
+            for (int i = shared; i < K; i++)
+                bands[i] = (diff_band){table + (size_t)cur_u[i] * CHUNK, table + (size_t)cur_v[i] * CHUNK};
+            product_levels(level + (size_t)(shared > 0 ? shared - 1 : 0) * CHUNK, bands + shared,
+                           level + (size_t)shared * CHUNK, K - shared, shared == 0, n);
+            for (int i = 0; i < K; i++) {
+                prev_u[i] = cur_u[i];
+                prev_v[i] = cur_v[i];
+            }
+            prev_k = K;
+        }
+        prob = level + (size_t)(K - 1) * CHUNK;
+        for (int32_t m = 0; m < n; m++)
+            for (int32_t o = 0; o < W; o++)
+                acc[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
     }
     acc[0] += acc0;
 }
 
-/* sum over the later records u with t's target of E[c_t c_u] - E[c_t] E[c_u], into acc[0 .. width):
- * the leaf-pair sums block by block over u's leaves, which lie end to end after t's. */
-static void tree_pairs(workspace *w, int32_t it, double *acc)
+/* The row of type `type` at boundary rank r of S position pos, created when new (w->rowmap: per
+ * position, type and rank, 1 + the row, 0 when absent; rows_prepare resets the entries it set). */
+static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double value)
+{
+    int32_t *at = &w->rowmap[((size_t)pos * ROW_TYPES + (size_t)type) * w->max_len + r];
+    if (*at == 0) {
+        *at = w->n_rows + 1;
+        w->rowdef[w->n_rows].pos = pos;
+        w->rowdef[w->n_rows].type = (uint8_t)type;
+        w->rowdef[w->n_rows].rank = r;
+        w->rowdef[w->n_rows].val = value;
+        w->rowdef[w->n_rows].block = -1; /* in no record's list yet */
+        w->n_rows++;
+    }
+    return *at - 1;
+}
+
+/* The table rows (see before fused_levels), shared by all records: per (leaf, used position) that
+ * the leaf constrains, the rows U (urow) and V (vrow) whose difference is its frac; per leaf its
+ * constrained positions in the order block_pairs multiplies them (border, nband); per record the
+ * rows it uses (rec_rows). */
+static int rows_prepare(workspace *w)
+{
+    const int32_t n_words = w->n_words;
+    const size_t n_box = (size_t)w->n_box, n_rec = (size_t)(w->n_rec > 0 ? w->n_rec : 1);
+    if (grow((void **)&w->refs, &w->refs_cap, 3 * n_box + (size_t)w->n_leaf, sizeof(int32_t)) ||
+        grow((void **)&w->rec_rows, &w->rec_rows_cap, 2 * n_box, sizeof(int32_t)) ||
+        grow((void **)&w->rec_rows_at, &w->rec_rows_at_cap, 2 * n_rec, sizeof(int64_t)) ||
+        grow((void **)&w->level, &w->level_cap, (size_t)w->n_s * CHUNK, sizeof(double)) ||
+        grow((void **)&w->rowdef, &w->rowdef_cap, ROW_FIRST + 2 * n_box, sizeof(row_def)))
+        return XAI_E_NOMEM;
+    w->urow = w->refs;
+    w->vrow = w->refs + n_box;
+    w->border = w->refs + 2 * n_box;
+    w->nband = w->refs + 3 * n_box;
+    w->n_rows = ROW_FIRST;
+    int64_t n_list = 0;
+    for (int32_t it = 0; it < w->n_rec; it++) {
+        const tree_rec *rt = &w->rec[it];
+        const int32_t n_used = rt->n_used, Lt = rt->n_leaf;
+        const int32_t *rank = w->rank + RANK_STRIDE * rt->box_start;
+        const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
+        int32_t *urow = w->urow + rt->box_start, *vrow = w->vrow + rt->box_start;
+        int32_t *list = w->rec_rows + n_list, n = 0;
+        w->rec_rows_at[2 * it] = n_list;
+        for (int32_t q = 0; q < n_used; q++) {
+            const int32_t pos = w->used_pos[rt->used_start + q], top = w->top[pos];
+            const int64_t off = w->cdf_offset[w->s_feat[pos]];
+            const double *F = w->cdf_row + off, *S = w->sf_row + off;
+            for (int32_t l = 0; l < Lt; l++) {
+                const size_t at = (size_t)l * n_used + q;
+                if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1)) {
+                    urow[at] = vrow[at] = ROW_ZERO; /* not read */
+                    continue;
+                }
+                const int32_t lo = rank[RANK_STRIDE * at], hi = rank[RANK_STRIDE * at + 1];
+                int32_t u, v;
+                if (F[hi] <= 0.5) { /* below the median */
+                    u = table_row(w, pos, ROW_A, hi, F[hi]);
+                    v = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
+                } else if (!(F[lo] <= 0.5)) { /* above it */
+                    u = table_row(w, pos, ROW_B, lo, -S[lo]);
+                    v = hi == top ? ROW_ZERO : table_row(w, pos, ROW_B, hi, -S[hi]);
+                } else { /* around it */
+                    u = hi == top ? ROW_ONE : table_row(w, pos, ROW_C, hi, -S[hi]);
+                    v = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
+                }
+                urow[at] = u;
+                vrow[at] = v;
+                /* the record's list of rows (rowdef[].block marks the rows already in it) */
+                if (u >= ROW_FIRST && w->rowdef[u].block != -2 - (int64_t)it) {
+                    w->rowdef[u].block = -2 - (int64_t)it;
+                    list[n++] = u;
+                }
+                if (v >= ROW_FIRST && w->rowdef[v].block != -2 - (int64_t)it) {
+                    w->rowdef[v].block = -2 - (int64_t)it;
+                    list[n++] = v;
+                }
+            }
+        }
+        w->rec_rows_at[2 * it + 1] = n;
+        n_list += n;
+        /* each leaf's constrained positions by the depth of the node that last narrowed them (then q):
+         * leaves next to each other in the walk's order share the first ones, and block_pairs their
+         * products */
+        for (int32_t l = 0; l < Lt; l++) {
+            int32_t *order = w->border + rt->box_start + (size_t)l * n_used, k = 0;
+            for (int32_t q = 0; q < n_used; q++) {
+                const int32_t pos = w->used_pos[rt->used_start + q];
+                if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
+                    continue;
+                const int32_t dep = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 2];
+                int32_t i = k++;
+                for (; i > 0 && rank[RANK_STRIDE * ((size_t)l * n_used + order[i - 1]) + 2] > dep; i--)
+                    order[i] = order[i - 1];
+                order[i] = q;
+            }
+            w->nband[rt->leaf_start + l] = k;
+        }
+    }
+    for (int32_t r = ROW_FIRST; r < w->n_rows; r++) {
+        w->rowmap[((size_t)w->rowdef[r].pos * ROW_TYPES + w->rowdef[r].type) * w->max_len + w->rowdef[r].rank] = 0;
+        w->rowdef[r].block = -1; /* computed in no block yet */
+    }
+    if (grow((void **)&w->table, &w->table_cap, (size_t)w->n_rows * CHUNK, sizeof(double)))
+        return XAI_E_NOMEM;
+    for (int32_t m = 0; m < CHUNK; m++) {
+        w->table[(size_t)ROW_ZERO * CHUNK + m] = 0.0;
+        w->table[(size_t)ROW_ONE * CHUNK + m] = 1.0;
+    }
+    return XAI_OK;
+}
+
+/* sum over record pairs t < u with one target of E[c_t c_u] - E[c_t] E[c_u], into pair_acc[t]: the
+ * leaf-pair sums block by block over the inner leaves (each record's partners' leaves lie end to end
+ * after its own), every block's rows computed once for all the records that reach it. */
+static int all_pairs(workspace *w)
 {
     const int32_t W = w->width;
-    const tree_rec *rt = &w->rec[it];
-    for (int32_t o = 0; o < W; o++)
-        acc[o] = -w->mean[(size_t)it * W + o] * w->after_mean[(size_t)it * W + o];
-    const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
-    if (rt->n_leaf == 0 || start >= end)
-        return;
-    w->pair_terms += (int64_t)rt->n_leaf * (end - start);
-    for (int64_t a = start, b; a < end; a = b) {
-        b = (a / CHUNK + 1) * CHUNK;
-        if (b > end)
-            b = end;
-        block_pairs(w, rt, a, (int32_t)(b - a), w->block_bits + (size_t)(a / CHUNK) * w->n_words, acc);
+    if (grow((void **)&w->pair_acc, &w->pair_acc_cap, (size_t)(w->n_rec > 0 ? w->n_rec : 1) * W, sizeof(double)))
+        return XAI_E_NOMEM;
+    for (int32_t it = 0; it < w->n_rec; it++) {
+        const tree_rec *rt = &w->rec[it];
+        const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
+        for (int32_t o = 0; o < W; o++)
+            w->pair_acc[(size_t)it * W + o] = -w->mean[(size_t)it * W + o] * w->after_mean[(size_t)it * W + o];
+        if (rt->n_leaf > 0 && start < end)
+            w->pair_terms += (int64_t)rt->n_leaf * (end - start);
     }
+    const int64_t n_blocks = (w->n_leaf + CHUNK - 1) / CHUNK;
+    for (int64_t blk = 0; blk < n_blocks; blk++) {
+        const int64_t b0 = blk * CHUNK, b1 = b0 + CHUNK < w->n_leaf ? b0 + CHUNK : w->n_leaf;
+        const uint64_t *bits = w->block_bits + (size_t)blk * w->n_words;
+        for (int32_t it = 0; it < w->n_rec; it++) {
+            const tree_rec *rt = &w->rec[it];
+            const int64_t start = rt->leaf_start + rt->n_leaf, end = w->group_end[it];
+            if (start >= b1)
+                break; /* so do the later records' */
+            if (rt->n_leaf == 0 || end <= b0)
+                continue;
+            const int64_t a = start > b0 ? start : b0, e = end < b1 ? end : b1;
+            block_rows(w, it, blk, b0, a, b1, bits);
+            block_pairs(w, it, a, (int32_t)(e - a), a - b0, bits, w->pair_acc + (size_t)it * W);
+        }
+    }
+    return XAI_OK;
 }
 
 /* PG2 of the current row for the set described by w->s_pos / w->s_feat; writes n_outputs values. */
@@ -808,6 +1090,7 @@ static int pg2_one(workspace *w, double *out)
     for (int32_t k = 0; k < w->n_s; k++) {
         const int32_t j = w->s_feat[k];
         w->box_lo[k] = 0;
+        w->box_dep[k] = -1;
         w->box_hi[k] = w->top[k] = (int32_t)(w->cdf_offset[j + 1] - w->cdf_offset[j]) - 1;
     }
     int status = collect(w);
@@ -820,7 +1103,7 @@ static int pg2_one(workspace *w, double *out)
         for (int32_t o = 0; o < W; o++)
             y[o] += sq[o] - m[o] * m[o];
     }
-    double *sum_mean = w->sum_mean, *pair = w->pair;
+    double *sum_mean = w->sum_mean;
     for (int32_t o = 0; o < f->n_outputs; o++)
         sum_mean[o] = 0.0;
     for (int32_t i = 0; i < w->n_rec; i++)
@@ -830,11 +1113,14 @@ static int pg2_one(workspace *w, double *out)
         out[o] += sum_mean[o] * sum_mean[o];
     /* pairs of records with one target, each counted twice */
     status = lay_columns(w);
+    if (status == XAI_OK)
+        status = rows_prepare(w);
+    if (status == XAI_OK)
+        status = all_pairs(w);
     for (int32_t i = 0; i < w->n_rec && status == XAI_OK; i++) {
-        tree_pairs(w, i, pair);
         const int32_t target = f->tree_target[w->rec[i].tree];
         for (int32_t o = 0; o < W; o++)
-            out[target + o] += 2.0 * pair[o];
+            out[target + o] += 2.0 * w->pair_acc[(size_t)i * W + o];
     }
     if (f->aggregate == XAI_AGGREGATE_MEAN) {
         const double scale = xai_mean_scale(f) * xai_mean_scale(f);
@@ -876,6 +1162,7 @@ static void set_row(workspace *w, const double *X, const double *cdf, int64_t cd
     w->cdf_row = cdf + i * cdf_len;
     w->sf_row = w->cdf_row + w->cdf_offset[w->f->n_features];
     memset(w->checked, 0, (size_t)w->f->n_features);
+    w->x_leaf_valid = 0;
 }
 
 /* 1 when feature j's tables of the current row are a CDF (0 .. 1, non-decreasing) and a survival
