@@ -32,10 +32,12 @@ from .perturbation import cdf_table, make_perturbation
 
 METHODS = ("exact", "monte_carlo", "qmc", "auto")
 #: The cost model of ``method="auto"``, in CPU seconds of one thread, measured on the 2-core x86-64
-#: machine of ``benchmarks/bench_pg2_production.py``: one leaf-pair term of the exact sum, the
-#: share of the pairs that the default pruning keeps (about half on the California models), and one
-#: tree of one Monte Carlo sample through the model's own predictor.
-AUTO_SECONDS_PER_PAIR = 1.8e-9
+#: machine of ``benchmarks/bench_pg2_production.py`` (XGBoost 100 and 500 trees of depth 6, |S| = 2,
+#: 4 and all): the exact method's setup per tree and row (walks, boxes, tables), one leaf-pair term
+#: of its sum, the share of the pairs that the default pruning keeps (about half on the California
+#: models), and one tree of one Monte Carlo sample through the model's own predictor.
+AUTO_SECONDS_PER_TREE = 3.0e-6
+AUTO_SECONDS_PER_PAIR = 0.9e-9
 AUTO_PRUNED_SHARE = 0.5
 AUTO_SECONDS_PER_TREE_SAMPLE = 1.0e-8
 #: Monte Carlo pilot of ``method="auto"``: samples per row, on at most this many rows.
@@ -297,9 +299,10 @@ def _walk_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
 
 def exact_seconds(forest: Forest, n_perturbed: float) -> float:
     """Estimated CPU seconds of one exact PG² evaluation of a row with ``n_perturbed`` features in
-    S. A leaf at depth D is reachable with about 2^(-D (1 - |S|/d)) (each split on a feature
-    outside S halves the chance), which gives N_t leaves per tree and Σ_{t<u, same output} N_t N_u
-    leaf pairs, of which :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
+    S: :data:`AUTO_SECONDS_PER_TREE` per tree, plus the leaf pairs. A leaf at depth D is reachable
+    with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the chance), which gives
+    N_t leaves per tree and Σ_{t<u, same output} N_t N_u leaf pairs, of which
+    :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
     tree, depth = _leaf_depths(forest)
     outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
     per_tree = np.bincount(tree, weights=np.exp2(-depth * outside), minlength=forest.n_trees)
@@ -307,7 +310,7 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
     per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
     square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
     pairs = float(np.sum(per_output ** 2 - square) / 2.0)
-    return pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
+    return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
 
 
 def auto_method(forest: Forest, X, masks, noise, rtol, root) -> tuple[str, int, str]:
