@@ -31,8 +31,8 @@ from .forest import Forest, import_model
 from .perturbation import cdf_table, make_perturbation
 
 METHODS = ("exact", "monte_carlo", "qmc", "auto")
-#: The cost model of ``method="auto"``, in CPU seconds of one thread, measured on the 2-core x86-64
-#: machine of ``benchmarks/bench_pg2_production.py`` (XGBoost 100 and 500 trees of depth 6, |S| = 2,
+#: The cost model of ``method="auto"``, in CPU seconds of one thread, calibrated on a 2-core x86-64
+#: machine with ``benchmarks/bench_pg2_auto_cost.py`` (XGBoost 100 and 500 trees of depth 6, |S| = 2,
 #: 4 and all): the exact method's setup per tree and row (walks, boxes, tables), one leaf-pair term
 #: of its sum, the share of the pairs that the default pruning keeps (about half on the California
 #: models), and one tree of one Monte Carlo sample through the model's own predictor.
