@@ -728,6 +728,12 @@ XAI_INLINE void product_levels(const double *src, const diff_band *bands, double
     }
 }
 
+/* The eight partial sums of sum8 / last_band_sum, added in a fixed tree order. */
+XAI_INLINE double fold8(const double part[8])
+{
+    return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 /* sum_m a[m] in eight partial sums over the leading multiple of 8, then the rest in order: the order
  * of the additions does not depend on the vector width. */
 XAI_INLINE double sum8(const double *restrict a, int32_t n)
@@ -739,7 +745,7 @@ XAI_INLINE double sum8(const double *restrict a, int32_t n)
         for (int r = 0; r < 8; r++)
             part[r] += pa[r];
     }
-    double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    double sum = fold8(part);
     for (size_t m = n8; m < (size_t)n; m++)
         sum += a[m];
     return sum;
@@ -756,7 +762,7 @@ XAI_INLINE double last_band_sum(const double *restrict a, const double *restrict
         for (int r = 0; r < 8; r++)
             part[r] += pa[r] * (pu[r] - pv[r]);
     }
-    double sum = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+    double sum = fold8(part);
     for (size_t m = n8; m < (size_t)n; m++)
         sum += a[m] * (u[m] - v[m]);
     return sum;
