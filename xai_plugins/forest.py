@@ -14,7 +14,7 @@ Supported: XGBoost (``Booster``, ``XGBRegressor``, ``XGBClassifier``, gbtree), s
 from __future__ import annotations
 
 import functools
-import json
+import struct
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable
@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ._validation import check_is_fitted, model_feature_names, model_rows
-from .errors import InputError, ModelGoneError, UnsupportedModelError
+from .errors import InputError, ModelGoneError, ModelStructureError, UnsupportedModelError
 
 SUPPORTED_MODELS = (
     "xgboost Booster/XGBRegressor/XGBClassifier (gbtree), scikit-learn DecisionTree*, RandomForest*, "
@@ -171,44 +171,98 @@ class ModelPredictor:
         return np.asarray(self._predict(model, X), dtype=np.float64).reshape(len(X), -1)
 
 
+def _tree_levels(left, right, offsets, *, strict: bool = False):
+    """Breadth-first walk of every tree at once: yields, level by level from the roots, the global ids
+    of the nodes reached, their tree indices and which of them are internal. A child out of its tree's
+    range, the root, or a node reached before is not followed (``strict``: raises
+    :class:`~xai_plugins.errors.ModelStructureError`; otherwise the C validator reports such trees)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    tree = np.flatnonzero(offsets[:-1] < offsets[1:])
+    ids = offsets[tree]
+    slot = np.full(len(left), -1, dtype=np.int32 if len(left) < 2**31 else np.int64)   # >= 0: reached
+    slot[ids] = 0
+    while len(ids):
+        inner = left[ids] >= 0
+        yield ids, tree, inner
+        ids, tree = ids[inner], tree[inner]
+        base = offsets[tree]
+        kids = np.concatenate((left[ids] + base, right[ids] + base))
+        tree = np.concatenate((tree, tree))
+        base = np.concatenate((base, base))
+        keep = (kids > base) & (kids < offsets[tree + 1])
+        keep[keep] = slot[kids[keep]] < 0
+        if strict and not keep.all():
+            raise ModelStructureError("the model's trees are not binary trees rooted at node 0 (a child out "
+                                      "of range or reached twice)")
+        kids, tree = kids[keep], tree[keep]
+        first = np.arange(len(kids), dtype=slot.dtype)
+        slot[kids] = first                      # one of repeated kids (a node reached twice) keeps its slot
+        keep = slot[kids] == first
+        if strict and not keep.all():
+            raise ModelStructureError("the model's trees are not binary trees (a node reached twice)")
+        ids, tree = kids[keep], tree[keep]
+
+
 def _max_depth(left, right, offsets) -> int:
     """Deepest root-to-leaf edge count. Malformed trees (a node reached twice: a cycle or a shared
     child; an index out of range) are walked no further here: the C validator reports them."""
-    depth = np.zeros(len(left), dtype=np.int64)
-    seen = np.zeros(len(left), dtype=bool)
     best = 0
-    for t in range(len(offsets) - 1):
-        base = offsets[t]
-        stack = [0]
-        while stack:
-            k = stack.pop()
-            g = base + k
-            if left[g] >= 0:
-                for child in (left[g], right[g]):
-                    if 0 < child < offsets[t + 1] - base and not seen[base + child]:
-                        seen[base + child] = True
-                        depth[base + child] = depth[g] + 1
-                        stack.append(child)
-            else:
-                best = max(best, int(depth[g]))
+    for depth, (_, _, inner) in enumerate(_tree_levels(left, right, offsets)):
+        if not inner.all():
+            best = depth
     return best
+
+
+def _preorder(left, right, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Renumber the nodes reachable from each tree's root in preorder (node, left subtree, right
+    subtree; unused slots dropped), vectorised over all trees. ``left`` / ``right`` hold local child
+    ids (-1 for a leaf). Returns (the old global id of each new node, new tree offsets, new left,
+    new right children, local)."""
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    levels = list(_tree_levels(left, right, offsets, strict=True))
+    size = np.ones(len(left), dtype=np.int64)             # nodes in the subtree
+    for ids, tree, inner in reversed(levels):
+        g, base = ids[inner], offsets[tree[inner]]
+        size[g] += size[left[g] + base] + size[right[g] + base]
+    position = np.zeros(len(left), dtype=np.int64)        # preorder position in its tree
+    for ids, tree, inner in levels:
+        g, base = ids[inner], offsets[tree[inner]]
+        position[left[g] + base] = position[g] + 1
+        position[right[g] + base] = position[g] + 1 + size[left[g] + base]
+    new_offsets = np.zeros(len(offsets), dtype=np.int64)
+    new_offsets[1:] = np.cumsum(np.where(offsets[:-1] < offsets[1:], size[np.minimum(offsets[:-1], len(left) - 1)], 0))
+    reached = np.concatenate([ids for ids, _, _ in levels])
+    tree = np.concatenate([tree for _, tree, _ in levels])
+    order = np.empty(len(reached), dtype=np.int64)
+    order[new_offsets[tree] + position[reached]] = reached
+    local = np.full(len(left), -1, dtype=np.int64)
+    local[reached] = position[reached]
+    base = np.repeat(offsets[:-1], np.diff(new_offsets))
+    l_old, r_old = left[order], right[order]
+    new_left = np.where(l_old >= 0, local[np.maximum(l_old, 0) + base], -1)
+    new_right = np.where(r_old >= 0, local[np.maximum(r_old, 0) + base], -1)
+    return order, new_offsets, new_left, new_right
 
 
 def _concat(trees: list[dict], **common) -> Forest:
     """Build a Forest from per-tree dicts of local arrays (left, right, feature, threshold,
-    missing_left, value, target and optional impurity / weight)."""
+    missing_left, value, target and optional impurity / weight), each concatenated once into its
+    Forest dtype."""
     offsets = np.zeros(len(trees) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(t["left"]) for t in trees])
 
-    def cat(key):
-        return np.concatenate([np.asarray(t[key]) for t in trees])
+    def cat(key, dtype):
+        return np.concatenate([np.asarray(t[key]).reshape(len(t["left"]), -1) for t in trees],
+                              dtype=dtype, casting="unsafe")
 
-    impurity = cat("impurity") if all("impurity" in t for t in trees) else None
-    weight = cat("weight") if all("weight" in t for t in trees) else None
+    impurity = cat("impurity", np.float64).ravel() if all("impurity" in t for t in trees) else None
+    weight = cat("weight", np.float64).ravel() if all("weight" in t for t in trees) else None
     return Forest(
-        left_child=cat("left"), right_child=cat("right"), feature=cat("feature"),
-        threshold=cat("threshold"), missing_left=cat("missing_left"),
-        value=np.concatenate([np.asarray(t["value"], dtype=np.float64).reshape(len(t["left"]), -1) for t in trees]),
+        left_child=cat("left", np.int32).ravel(), right_child=cat("right", np.int32).ravel(),
+        feature=cat("feature", np.int32).ravel(), threshold=cat("threshold", np.float64).ravel(),
+        missing_left=cat("missing_left", np.uint8).ravel(), value=cat("value", np.float64),
         tree_offset=offsets, tree_target=np.array([t.get("target", 0) for t in trees]),
         impurity=impurity, weight=weight, **common)
 
@@ -330,15 +384,63 @@ _XGB_IDENTITY_PREDICTION = {"reg:squarederror", "reg:squaredlogerror", "reg:abso
                             "reg:pseudohubererror", "reg:quantileerror", "rank:pairwise", "rank:ndcg", "rank:map"}
 
 
-def _compact_tree(left, right) -> np.ndarray:
-    """Local ids of the nodes reachable from the root, in preorder (XGBoost may leave unused slots)."""
-    order, stack = [], [0]
-    while stack:
-        k = stack.pop()
-        order.append(k)
-        if left[k] >= 0:
-            stack.extend((right[k], left[k]))
-    return np.asarray(order, dtype=np.int64)
+# UBJSON type markers -> struct / numpy codes (big-endian, as the format stores numbers)
+_UBJ_NUMBERS = {"i": "b", "U": "B", "I": "h", "l": "i", "L": "q", "d": "f", "D": "d"}
+
+
+def _ubjson(data: bytes):
+    """Decode the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")``: objects as dicts, typed
+    arrays (``[$d#…``) as numpy arrays read straight from the bytes (exact: float32 thresholds keep
+    their bits), other arrays as lists."""
+    buf = memoryview(data)
+
+    def number(marker: str, pos: int):
+        code = ">" + _UBJ_NUMBERS[marker]
+        return struct.unpack_from(code, buf, pos)[0], pos + struct.calcsize(code)
+
+    def length(pos: int):
+        return number(chr(buf[pos]), pos + 1)
+
+    def container(pos: int):
+        kind = count = None
+        if chr(buf[pos]) == "$":
+            kind, pos = chr(buf[pos + 1]), pos + 2
+        if chr(buf[pos]) == "#":
+            count, pos = length(pos + 1)
+        return kind, count, pos
+
+    def value(pos: int, marker: str):
+        if marker in _UBJ_NUMBERS:
+            return number(marker, pos)
+        if marker in "TFZ":
+            return {"T": True, "F": False, "Z": None}[marker], pos
+        if marker == "S":
+            n, pos = length(pos)
+            return bytes(buf[pos:pos + n]).decode(), pos + n
+        if marker == "C":
+            return chr(buf[pos]), pos + 1
+        if marker not in "[{":
+            raise UnsupportedModelError(f"unexpected UBJSON marker {marker!r} in the XGBoost model")
+        kind, count, pos = container(pos)
+        if marker == "[" and kind in _UBJ_NUMBERS:
+            dtype = np.dtype(">" + _UBJ_NUMBERS[kind])
+            out = np.frombuffer(buf, dtype=dtype, count=count, offset=pos)
+            return out.astype(dtype.newbyteorder("=")), pos + count * dtype.itemsize
+        items: list = []
+        names: list = []
+        while (count is None and chr(buf[pos]) not in "]}") or (count is not None and len(items) < count):
+            if marker == "{":
+                name, pos = length(pos)
+                names.append(bytes(buf[pos:pos + name]).decode())
+                pos += name
+            if kind is None:
+                kind_here, pos = chr(buf[pos]), pos + 1
+            item, pos = value(pos, kind or kind_here)
+            items.append(item)
+        pos += count is None                                     # the closing ] or }
+        return (dict(zip(names, items)) if marker == "{" else items), pos
+
+    return value(1, chr(buf[0]))[0]
 
 
 def _import_xgboost(model) -> Forest:
@@ -347,7 +449,7 @@ def _import_xgboost(model) -> Forest:
     booster = model.get_booster() if hasattr(model, "get_booster") else model
     if not isinstance(booster, xgboost.Booster):
         raise UnsupportedModelError(f"unsupported model {type(model).__name__}; supported: {SUPPORTED_MODELS}")
-    doc = json.loads(booster.save_raw(raw_format="json"))
+    doc = _ubjson(booster.save_raw(raw_format="ubj"))
     learner = doc["learner"]
     gb = learner["gradient_booster"]
     if gb["name"] != "gbtree":
@@ -373,31 +475,30 @@ def _import_xgboost(model) -> Forest:
                                     f"margin ({link} link) is not finite (e.g. every training label 0 under a log "
                                     "link): the model's own margin output is undefined")
     base = np.broadcast_to(base, (n_outputs,)).copy()
-    trees = []
-    tree_info = gb["model"]["tree_info"]
+    tree_info = np.asarray(gb["model"]["tree_info"], dtype=np.int64)
     rounds = _xgboost_rounds(model)
     n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
-    for t, tree in enumerate(gb["model"]["trees"][:n_used]):
-        if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
-            raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
-                                        "are not supported")
-        if any(int(s) != 0 for s in tree.get("split_type", [])):
-            raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported; "
-                                        "only numeric thresholds are")
-        left = np.asarray(tree["left_children"], dtype=np.int64)
-        right = np.asarray(tree["right_children"], dtype=np.int64)
-        order = _compact_tree(left, right)
-        new_id = np.full(len(left), -1, dtype=np.int64)
-        new_id[order] = np.arange(len(order))
-        l_old, r_old = left[order], right[order]
-        cond = np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64)[order]
-        trees.append(dict(left=np.where(l_old >= 0, new_id[np.maximum(l_old, 0)], -1),
-                          right=np.where(r_old >= 0, new_id[np.maximum(r_old, 0)], -1),
-                          feature=np.asarray(tree["split_indices"])[order], threshold=cond,
-                          missing_left=np.asarray(tree["default_left"])[order], value=cond,
-                          target=int(tree_info[t])))
+    trees = gb["model"]["trees"][:n_used]
     if not trees:
         raise UnsupportedModelError("the XGBoost model has no trees")
+    if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
+        raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
+                                    "are not supported")
+
+    def cat(key):
+        return np.concatenate([np.asarray(tree.get(key, ()), dtype=np.float64 if key == "split_conditions"
+                                          else np.int64) for tree in trees])
+
+    if np.any(cat("split_type") != 0):
+        raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported; "
+                                    "only numeric thresholds are")
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
+    order, offsets, left, right = _preorder(cat("left_children"), cat("right_children"), offsets)
+    cond = cat("split_conditions").astype(np.float32).astype(np.float64)[order]
+    forest_arrays = dict(left_child=left, right_child=right, feature=cat("split_indices")[order], threshold=cond,
+                         missing_left=cat("default_left")[order], value=cond, tree_offset=offsets,
+                         tree_target=tree_info[:len(trees)])
     n_features = int(params.get("num_feature", "0")) or booster.num_features()
     task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
     if task == "classification":
@@ -405,7 +506,7 @@ def _import_xgboost(model) -> Forest:
     else:
         outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
 
-    return _concat(trees, base_score=base, n_features=n_features, split_rule="lt", input_float32=True,
+    return Forest(**forest_arrays, base_score=base, n_features=n_features, split_rule="lt", input_float32=True,
                    aggregate="sum", task=task,
                    output_space="raw" if objective in _XGB_IDENTITY_PREDICTION else "margin",
                    model_type=f"xgboost.{type(model).__name__}",
