@@ -14,7 +14,7 @@ Supported: XGBoost (``Booster``, ``XGBRegressor``, ``XGBClassifier``, gbtree), s
 from __future__ import annotations
 
 import functools
-import json
+import struct
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable
@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ._validation import check_is_fitted, model_feature_names, model_rows
-from .errors import InputError, ModelGoneError, UnsupportedModelError
+from .errors import InputError, ModelGoneError, ModelStructureError, UnsupportedModelError
 
 SUPPORTED_MODELS = (
     "xgboost Booster/XGBRegressor/XGBClassifier (gbtree), scikit-learn DecisionTree*, RandomForest*, "
@@ -171,44 +171,98 @@ class ModelPredictor:
         return np.asarray(self._predict(model, X), dtype=np.float64).reshape(len(X), -1)
 
 
+def _tree_levels(left, right, offsets, *, strict: bool = False):
+    """Breadth-first walk of every tree at once: yields, level by level from the roots, the global ids
+    of the nodes reached, their tree indices and which of them are internal. A child out of its tree's
+    range, the root, or a node reached before is not followed (``strict``: raises
+    :class:`~xai_plugins.errors.ModelStructureError`; otherwise the C validator reports such trees)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    tree = np.flatnonzero(offsets[:-1] < offsets[1:])
+    ids = offsets[tree]
+    slot = np.full(len(left), -1, dtype=np.int32 if len(left) < 2**31 else np.int64)   # >= 0: reached
+    slot[ids] = 0
+    while len(ids):
+        inner = left[ids] >= 0
+        yield ids, tree, inner
+        ids, tree = ids[inner], tree[inner]
+        base = offsets[tree]
+        kids = np.concatenate((left[ids] + base, right[ids] + base))
+        tree = np.concatenate((tree, tree))
+        base = np.concatenate((base, base))
+        keep = (kids > base) & (kids < offsets[tree + 1])
+        keep[keep] = slot[kids[keep]] < 0
+        if strict and not keep.all():
+            raise ModelStructureError("the model's trees are not binary trees rooted at node 0 (a child out "
+                                      "of range or reached twice)")
+        kids, tree = kids[keep], tree[keep]
+        first = np.arange(len(kids), dtype=slot.dtype)
+        slot[kids] = first                      # one of repeated kids (a node reached twice) keeps its slot
+        keep = slot[kids] == first
+        if strict and not keep.all():
+            raise ModelStructureError("the model's trees are not binary trees (a node reached twice)")
+        ids, tree = kids[keep], tree[keep]
+
+
 def _max_depth(left, right, offsets) -> int:
     """Deepest root-to-leaf edge count. Malformed trees (a node reached twice: a cycle or a shared
     child; an index out of range) are walked no further here: the C validator reports them."""
-    depth = np.zeros(len(left), dtype=np.int64)
-    seen = np.zeros(len(left), dtype=bool)
     best = 0
-    for t in range(len(offsets) - 1):
-        base = offsets[t]
-        stack = [0]
-        while stack:
-            k = stack.pop()
-            g = base + k
-            if left[g] >= 0:
-                for child in (left[g], right[g]):
-                    if 0 < child < offsets[t + 1] - base and not seen[base + child]:
-                        seen[base + child] = True
-                        depth[base + child] = depth[g] + 1
-                        stack.append(child)
-            else:
-                best = max(best, int(depth[g]))
+    for depth, (_, _, inner) in enumerate(_tree_levels(left, right, offsets)):
+        if not inner.all():
+            best = depth
     return best
+
+
+def _preorder(left, right, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Renumber the nodes reachable from each tree's root in preorder (node, left subtree, right
+    subtree; unused slots dropped), vectorised over all trees. ``left`` / ``right`` hold local child
+    ids (-1 for a leaf). Returns (the old global id of each new node, new tree offsets, new left,
+    new right children, local)."""
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    levels = list(_tree_levels(left, right, offsets, strict=True))
+    size = np.ones(len(left), dtype=np.int64)             # nodes in the subtree
+    for ids, tree, inner in reversed(levels):
+        g, base = ids[inner], offsets[tree[inner]]
+        size[g] += size[left[g] + base] + size[right[g] + base]
+    position = np.zeros(len(left), dtype=np.int64)        # preorder position in its tree
+    for ids, tree, inner in levels:
+        g, base = ids[inner], offsets[tree[inner]]
+        position[left[g] + base] = position[g] + 1
+        position[right[g] + base] = position[g] + 1 + size[left[g] + base]
+    new_offsets = np.zeros(len(offsets), dtype=np.int64)
+    new_offsets[1:] = np.cumsum(np.where(offsets[:-1] < offsets[1:], size[np.minimum(offsets[:-1], len(left) - 1)], 0))
+    reached = np.concatenate([ids for ids, _, _ in levels])
+    tree = np.concatenate([tree for _, tree, _ in levels])
+    order = np.empty(len(reached), dtype=np.int64)
+    order[new_offsets[tree] + position[reached]] = reached
+    local = np.full(len(left), -1, dtype=np.int64)
+    local[reached] = position[reached]
+    base = np.repeat(offsets[:-1], np.diff(new_offsets))
+    l_old, r_old = left[order], right[order]
+    new_left = np.where(l_old >= 0, local[np.maximum(l_old, 0) + base], -1)
+    new_right = np.where(r_old >= 0, local[np.maximum(r_old, 0) + base], -1)
+    return order, new_offsets, new_left, new_right
 
 
 def _concat(trees: list[dict], **common) -> Forest:
     """Build a Forest from per-tree dicts of local arrays (left, right, feature, threshold,
-    missing_left, value, target and optional impurity / weight)."""
+    missing_left, value, target and optional impurity / weight), each concatenated once into its
+    Forest dtype."""
     offsets = np.zeros(len(trees) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(t["left"]) for t in trees])
 
-    def cat(key):
-        return np.concatenate([np.asarray(t[key]) for t in trees])
+    def cat(key, dtype):
+        return np.concatenate([np.asarray(t[key]).reshape(len(t["left"]), -1) for t in trees],
+                              dtype=dtype, casting="unsafe")
 
-    impurity = cat("impurity") if all("impurity" in t for t in trees) else None
-    weight = cat("weight") if all("weight" in t for t in trees) else None
+    impurity = cat("impurity", np.float64).ravel() if all("impurity" in t for t in trees) else None
+    weight = cat("weight", np.float64).ravel() if all("weight" in t for t in trees) else None
     return Forest(
-        left_child=cat("left"), right_child=cat("right"), feature=cat("feature"),
-        threshold=cat("threshold"), missing_left=cat("missing_left"),
-        value=np.concatenate([np.asarray(t["value"], dtype=np.float64).reshape(len(t["left"]), -1) for t in trees]),
+        left_child=cat("left", np.int32).ravel(), right_child=cat("right", np.int32).ravel(),
+        feature=cat("feature", np.int32).ravel(), threshold=cat("threshold", np.float64).ravel(),
+        missing_left=cat("missing_left", np.uint8).ravel(), value=cat("value", np.float64),
         tree_offset=offsets, tree_target=np.array([t.get("target", 0) for t in trees]),
         impurity=impurity, weight=weight, **common)
 
@@ -330,15 +384,63 @@ _XGB_IDENTITY_PREDICTION = {"reg:squarederror", "reg:squaredlogerror", "reg:abso
                             "reg:pseudohubererror", "reg:quantileerror", "rank:pairwise", "rank:ndcg", "rank:map"}
 
 
-def _compact_tree(left, right) -> np.ndarray:
-    """Local ids of the nodes reachable from the root, in preorder (XGBoost may leave unused slots)."""
-    order, stack = [], [0]
-    while stack:
-        k = stack.pop()
-        order.append(k)
-        if left[k] >= 0:
-            stack.extend((right[k], left[k]))
-    return np.asarray(order, dtype=np.int64)
+# UBJSON type markers -> struct / numpy codes (big-endian, as the format stores numbers)
+_UBJ_NUMBERS = {"i": "b", "U": "B", "I": "h", "l": "i", "L": "q", "d": "f", "D": "d"}
+
+
+def _ubjson(data: bytes):
+    """Decode the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")``: objects as dicts, typed
+    arrays (``[$d#…``) as numpy arrays read straight from the bytes (exact: float32 thresholds keep
+    their bits), other arrays as lists."""
+    buf = memoryview(data)
+
+    def number(marker: str, pos: int):
+        code = ">" + _UBJ_NUMBERS[marker]
+        return struct.unpack_from(code, buf, pos)[0], pos + struct.calcsize(code)
+
+    def length(pos: int):
+        return number(chr(buf[pos]), pos + 1)
+
+    def container(pos: int):
+        kind = count = None
+        if chr(buf[pos]) == "$":
+            kind, pos = chr(buf[pos + 1]), pos + 2
+        if chr(buf[pos]) == "#":
+            count, pos = length(pos + 1)
+        return kind, count, pos
+
+    def value(pos: int, marker: str):
+        if marker in _UBJ_NUMBERS:
+            return number(marker, pos)
+        if marker in "TFZ":
+            return {"T": True, "F": False, "Z": None}[marker], pos
+        if marker == "S":
+            n, pos = length(pos)
+            return bytes(buf[pos:pos + n]).decode(), pos + n
+        if marker == "C":
+            return chr(buf[pos]), pos + 1
+        if marker not in "[{":
+            raise UnsupportedModelError(f"unexpected UBJSON marker {marker!r} in the XGBoost model")
+        kind, count, pos = container(pos)
+        if marker == "[" and kind in _UBJ_NUMBERS:
+            dtype = np.dtype(">" + _UBJ_NUMBERS[kind])
+            out = np.frombuffer(buf, dtype=dtype, count=count, offset=pos)
+            return out.astype(dtype.newbyteorder("=")), pos + count * dtype.itemsize
+        items: list = []
+        names: list = []
+        while (count is None and chr(buf[pos]) not in "]}") or (count is not None and len(items) < count):
+            if marker == "{":
+                name, pos = length(pos)
+                names.append(bytes(buf[pos:pos + name]).decode())
+                pos += name
+            if kind is None:
+                kind_here, pos = chr(buf[pos]), pos + 1
+            item, pos = value(pos, kind or kind_here)
+            items.append(item)
+        pos += count is None                                     # the closing ] or }
+        return (dict(zip(names, items)) if marker == "{" else items), pos
+
+    return value(1, chr(buf[0]))[0]
 
 
 def _import_xgboost(model) -> Forest:
@@ -347,7 +449,7 @@ def _import_xgboost(model) -> Forest:
     booster = model.get_booster() if hasattr(model, "get_booster") else model
     if not isinstance(booster, xgboost.Booster):
         raise UnsupportedModelError(f"unsupported model {type(model).__name__}; supported: {SUPPORTED_MODELS}")
-    doc = json.loads(booster.save_raw(raw_format="json"))
+    doc = _ubjson(booster.save_raw(raw_format="ubj"))
     learner = doc["learner"]
     gb = learner["gradient_booster"]
     if gb["name"] != "gbtree":
@@ -373,31 +475,30 @@ def _import_xgboost(model) -> Forest:
                                     f"margin ({link} link) is not finite (e.g. every training label 0 under a log "
                                     "link): the model's own margin output is undefined")
     base = np.broadcast_to(base, (n_outputs,)).copy()
-    trees = []
-    tree_info = gb["model"]["tree_info"]
+    tree_info = np.asarray(gb["model"]["tree_info"], dtype=np.int64)
     rounds = _xgboost_rounds(model)
     n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
-    for t, tree in enumerate(gb["model"]["trees"][:n_used]):
-        if int(tree["tree_param"].get("size_leaf_vector", "1")) > 1:
-            raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
-                                        "are not supported")
-        if any(int(s) != 0 for s in tree.get("split_type", [])):
-            raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported; "
-                                        "only numeric thresholds are")
-        left = np.asarray(tree["left_children"], dtype=np.int64)
-        right = np.asarray(tree["right_children"], dtype=np.int64)
-        order = _compact_tree(left, right)
-        new_id = np.full(len(left), -1, dtype=np.int64)
-        new_id[order] = np.arange(len(order))
-        l_old, r_old = left[order], right[order]
-        cond = np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64)[order]
-        trees.append(dict(left=np.where(l_old >= 0, new_id[np.maximum(l_old, 0)], -1),
-                          right=np.where(r_old >= 0, new_id[np.maximum(r_old, 0)], -1),
-                          feature=np.asarray(tree["split_indices"])[order], threshold=cond,
-                          missing_left=np.asarray(tree["default_left"])[order], value=cond,
-                          target=int(tree_info[t])))
+    trees = gb["model"]["trees"][:n_used]
     if not trees:
         raise UnsupportedModelError("the XGBoost model has no trees")
+    if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
+        raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
+                                    "are not supported")
+
+    def cat(key):
+        return np.concatenate([np.asarray(tree.get(key, ()), dtype=np.float64 if key == "split_conditions"
+                                          else np.int64) for tree in trees])
+
+    if np.any(cat("split_type") != 0):
+        raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported; "
+                                    "only numeric thresholds are")
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
+    order, offsets, left, right = _preorder(cat("left_children"), cat("right_children"), offsets)
+    cond = cat("split_conditions").astype(np.float32).astype(np.float64)[order]
+    forest_arrays = dict(left_child=left, right_child=right, feature=cat("split_indices")[order], threshold=cond,
+                         missing_left=cat("default_left")[order], value=cond, tree_offset=offsets,
+                         tree_target=tree_info[:len(trees)])
     n_features = int(params.get("num_feature", "0")) or booster.num_features()
     task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
     if task == "classification":
@@ -405,7 +506,7 @@ def _import_xgboost(model) -> Forest:
     else:
         outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
 
-    return _concat(trees, base_score=base, n_features=n_features, split_rule="lt", input_float32=True,
+    return Forest(**forest_arrays, base_score=base, n_features=n_features, split_rule="lt", input_float32=True,
                    aggregate="sum", task=task,
                    output_space="raw" if objective in _XGB_IDENTITY_PREDICTION else "margin",
                    model_type=f"xgboost.{type(model).__name__}",
@@ -438,39 +539,56 @@ _LGB_IDENTITY_PREDICTION = {"regression", "regression_l1", "huber", "fair", "qua
                             "rank_xendcg", "custom"}
 
 
-def _lightgbm_tree(root: dict) -> dict:
-    """One tree of a LightGBM ``dump_model()`` as node lists (left, right, feature, threshold,
-    missing_left, value), nodes numbered in visiting order; refuses linear trees, categorical
-    splits and zero-as-missing splits."""
-    tree = {key: [] for key in ("left", "right", "feature", "threshold", "missing_left", "value")}
-    blank = {"left": -1, "right": -1, "feature": 0, "threshold": 0.0, "missing_left": 0, "value": 0.0}
+def _lightgbm_numbers(trees: list[dict], key: str, dtype) -> np.ndarray:
+    """The ``key=`` lists of every tree of a LightGBM model string, concatenated (parsed exactly:
+    LightGBM writes doubles with 17 significant digits and ±inf as "inf" / "-inf")."""
+    return np.array(" ".join(tree[key] for tree in trees).split(), dtype=dtype)
 
-    def visit(node):
-        k = len(tree["left"])
-        for key, v in blank.items():
-            tree[key].append(v)
-        if "leaf_value" in node or "split_index" not in node:
-            if "leaf_coeff" in node or node.get("is_linear"):
-                raise UnsupportedModelError("LightGBM linear trees are not supported")
-            tree["value"][k] = float(node.get("leaf_value", 0.0))
-            return k
-        if node["decision_type"] != "<=":
-            raise UnsupportedModelError("LightGBM categorical splits are not supported; "
-                                        "only numeric thresholds are")
-        kind = node.get("missing_type", "None")
-        if kind == "Zero":
-            raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') "
-                                        "are not supported")
-        thr = float(node["threshold"])
-        tree["feature"][k], tree["threshold"][k] = int(node["split_feature"]), thr
-        # missing_type None: LightGBM replaces NaN by 0.0 and compares
-        tree["missing_left"][k] = int(node["default_left"]) if kind == "NaN" else int(0.0 <= thr)
-        tree["left"][k] = visit(node["left_child"])
-        tree["right"][k] = visit(node["right_child"])
-        return k
 
-    visit(root)
-    return tree
+def _lightgbm_forest(text: str) -> tuple[dict, dict]:
+    """The header fields and the Forest arrays of a LightGBM ``model_to_string()``: nodes renumbered
+    in preorder (as ``dump_model()`` lists them); refuses linear trees, categorical splits and
+    zero-as-missing splits."""
+    head, _, body = text.partition("\nTree=")
+    header = dict(line.split("=", 1) if "=" in line else (line, "") for line in head.splitlines())
+    trees = [dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
+             for block in body.partition("\nend of trees")[0].split("\nTree=")] if body else []
+    if not trees:
+        raise UnsupportedModelError("the LightGBM model has no trees")
+    if any(tree.get("is_linear", "0") != "0" for tree in trees):
+        raise UnsupportedModelError("LightGBM linear trees are not supported")
+    leaves = np.array([int(tree["num_leaves"]) for tree in trees], dtype=np.int64)
+    kind = _lightgbm_numbers(trees, "decision_type", np.int64)
+    if np.any(kind & 1):
+        raise UnsupportedModelError("LightGBM categorical splits are not supported; only numeric thresholds are")
+    missing = (kind >> 2) & 3                             # 0: None, 1: Zero, 2: NaN
+    if np.any(missing == 1):
+        raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') are not supported")
+    # local ids: the tree's num_leaves - 1 internal nodes, then its leaves (LightGBM's child ~j is leaf j)
+    inner = leaves - 1
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(inner + leaves)
+    is_inner = np.arange(offsets[-1]) - np.repeat(offsets[:-1], inner + leaves) < np.repeat(inner, inner + leaves)
+    n_inner = np.repeat(inner, inner)
+    left = np.full(offsets[-1], -1, dtype=np.int64)
+    right = left.copy()
+    for side, key in ((left, "left_child"), (right, "right_child")):
+        child = _lightgbm_numbers(trees, key, np.int64)
+        side[is_inner] = np.where(child >= 0, child, n_inner + ~child)
+    threshold = np.zeros(offsets[-1])
+    threshold[is_inner] = _lightgbm_numbers(trees, "threshold", np.float64)
+    feature = np.zeros(offsets[-1], dtype=np.int64)
+    feature[is_inner] = _lightgbm_numbers(trees, "split_feature", np.int64)
+    missing_left = np.zeros(offsets[-1], dtype=np.uint8)
+    # missing_type None: LightGBM replaces NaN by 0.0 and compares
+    missing_left[is_inner] = np.where(missing == 2, (kind >> 1) & 1, 0.0 <= threshold[is_inner])
+    value = np.zeros(offsets[-1])
+    value[~is_inner] = _lightgbm_numbers(trees, "leaf_value", np.float64)
+    order, offsets, left, right = _preorder(left, right, offsets)
+    per_iteration = int(header.get("num_tree_per_iteration", "1"))
+    return header, dict(left_child=left, right_child=right, feature=feature[order], threshold=threshold[order],
+                        missing_left=missing_left[order], value=value[order], tree_offset=offsets,
+                        tree_target=np.arange(len(trees)) % per_iteration)
 
 
 def _import_lightgbm(model) -> Forest:
@@ -479,13 +597,9 @@ def _import_lightgbm(model) -> Forest:
     booster = model.booster_ if hasattr(model, "booster_") else model
     if not isinstance(booster, lightgbm.Booster):
         raise UnsupportedModelError(f"unsupported model {type(model).__name__}; supported: {SUPPORTED_MODELS}")
-    dump = booster.dump_model()
-    per_iteration = int(dump.get("num_tree_per_iteration", 1))
-    trees = [dict(_lightgbm_tree(info["tree_structure"]), target=t % per_iteration)
-             for t, info in enumerate(dump["tree_info"])]
-    if not trees:
-        raise UnsupportedModelError("the LightGBM model has no trees")
-    objective_words = str(dump.get("objective", "custom")).split()  # no key: a custom objective
+    header, arrays = _lightgbm_forest(booster.model_to_string())
+    per_iteration = int(header.get("num_tree_per_iteration", "1"))
+    objective_words = header.get("objective", "custom").split()  # no key: a custom objective
     objective = objective_words[0]
     task = "classification" if objective in ("binary", "multiclass", "multiclassova", "cross_entropy") \
         else "regression"
@@ -496,16 +610,16 @@ def _import_lightgbm(model) -> Forest:
         outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
     # boosting="rf": the margin is (sum over an output's trees) / n_iter, but predict(raw_score=True)
     # returns the plain sum (LightGBM divides only before applying its link)
-    mean = bool(dump.get("average_output", False))
-    n_iter = len(trees) // per_iteration
-    return _concat(trees, base_score=np.zeros(n_outputs), n_features=int(dump["max_feature_idx"]) + 1,
-                   split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
-                   output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
-                   else "margin", model_type=f"lightgbm.{type(model).__name__}",
-                   feature_names=model_feature_names(model), output_names=outputs,
-                   predict_fn=ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean=mean)),
-                   zero_threshold=LIGHTGBM_ZERO_THRESHOLD,
-                   objective=objective)
+    mean = "average_output" in header
+    n_iter = len(arrays["tree_target"]) // per_iteration
+    return Forest(**arrays, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
+                  split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
+                  output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
+                  else "margin", model_type=f"lightgbm.{type(model).__name__}",
+                  feature_names=model_feature_names(model), output_names=outputs,
+                  predict_fn=ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean=mean)),
+                  zero_threshold=LIGHTGBM_ZERO_THRESHOLD,
+                  objective=objective)
 
 
 def _lightgbm_raw(model, X, n_iter, mean):
