@@ -171,6 +171,35 @@ def test_changing_the_sentinel_imports_the_model_again():
     assert import_model(model).missing_value == -1.0
 
 
+def _numbers(tree, path=""):
+    """The leaves of an audit's ``to_dict()`` by path, timings and dates left out."""
+    if isinstance(tree, dict):
+        items = tree.items()
+    elif isinstance(tree, list):
+        items = enumerate(tree)
+    else:
+        return {} if any(w in path for w in ("seconds", "timings", "created", "Date")) else {path: tree}
+    return {k: v for key, sub in items for k, v in _numbers(sub, f"{path}/{key}").items()}
+
+
+def test_the_audit_reads_the_sentinel_as_it_reads_nan():
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("jinja2")
+    from xai_plugins.report import audit
+
+    X, y = sentinel_data(n=260)
+    X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    model = xgb.XGBRegressor(n_estimators=10, max_depth=3, missing=SENTINEL, random_state=0, n_jobs=1).fit(X, y)
+
+    def run(data):
+        return audit(model, data[200:], y[200:], X_train=data[:200], y_train=y[:200], random_state=0,
+                     sections=["explanations", "faithfulness"], explainers=["pg2"], max_rows=8, progress=False)
+
+    with_sentinel, with_nan = run(X), run(X.mask(X == SENTINEL))
+    assert with_sentinel.sections["faithfulness"].status == "ok"
+    assert _numbers(with_sentinel.to_dict()) == _numbers(with_nan.to_dict())
+
+
 # ----------------------------------------------------------------------------- GradientBoosting init=
 
 def gb_models():
