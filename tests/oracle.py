@@ -183,3 +183,23 @@ def leaf_pair_pg2(forest, x, S, cdfs) -> np.ndarray:
     # a mean runs over the trees adding to each output (all trees, or n_trees / k for one-output trees)
     scale = forest.n_outputs / (forest.n_trees * forest.leaf_width) if forest.aggregate == "mean" else 1.0
     return total * scale ** 2
+
+
+def xgboost_leaf_sum(model, Z, missing=np.nan) -> np.ndarray:
+    """(n, k) float64 sum, per output, of the leaf values that XGBoost's own routing reaches
+    (``pred_leaf`` on a DMatrix with the given ``missing``), base score left out: the model's margin
+    up to a constant, without its float32 summation (the constant cancels in PG²)."""
+    import json
+
+    import xgboost
+
+    booster = model.get_booster() if hasattr(model, "get_booster") else model
+    leaves = booster.predict(xgboost.DMatrix(np.asarray(Z, dtype=np.float64), missing=missing),
+                             pred_leaf=True).reshape(len(Z), -1).astype(np.int64)
+    gbtree = json.loads(booster.save_raw(raw_format="json"))["learner"]["gradient_booster"]["model"]
+    target = [int(t) for t in gbtree["tree_info"]]
+    out = np.zeros((len(Z), max(target) + 1))
+    for t, tree in enumerate(gbtree["trees"]):
+        value = np.asarray(tree["split_conditions"], dtype=np.float32).astype(np.float64)
+        out[:, target[t]] += value[leaves[:, t]]
+    return out

@@ -26,7 +26,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 import xai_plugins as xp
 from xai_plugins.forest import import_model
 
-from oracle import gaussian, grid_pg2, leaf_pair_pg2
+from oracle import gaussian, grid_pg2, leaf_pair_pg2, xgboost_leaf_sum
 
 xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
@@ -305,6 +305,123 @@ def test_xgboost_objectives_import_to_the_margin(objective, data):
     assert got.shape == margin.shape
     np.testing.assert_allclose(got, margin, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(margin).max()),
                                err_msg=f"{objective}, base_score={base}")
+
+
+# ----------------------------------------------------------------------------- 4b. XGBoost missing= sentinels
+
+#: sentinels: outside the data, one that is not a float32 (-999.1), and values the data also hold
+#: as values elsewhere (0.0, 0.5 and 1e30 are in GRID / EXTREMES): all read as missing by the model
+SENTINELS = (-999.0, -999.1, -7.0, 0.0, 0.5, 1e30)
+#: sentinels no perturbed value can hit in the grid oracle (its cell points sit between thresholds)
+FAR_SENTINELS = (-999.0, -999.1, -7.0)
+
+
+def draw_sentinel_model(data, kind, sentinels=SENTINELS):
+    """(model, X, sentinel): an XGBoost ``kind`` model fitted with ``missing=sentinel`` on X
+    whose drawn cells (and some NaN) are missing."""
+    sentinel = data.draw(st.sampled_from(sentinels), label="sentinel")
+    X = draw_X(data, nan=True)
+    n, d = X.shape
+    share = data.draw(st.sampled_from((0.1, 0.3, 0.5)), label="sentinel share")
+    cells = data.draw(hnp.arrays(np.float64, (n, d), elements=st.floats(0.0, 1.0), fill=st.nothing()),
+                      label="sentinel cells") < share
+    X[cells] = sentinel
+    y, yc = draw_targets(data, n)
+    common = dict(n_estimators=data.draw(st.integers(1, 4), label="n_estimators"),
+                  max_depth=data.draw(st.integers(1, 3), label="depth"), tree_method="hist", learning_rate=0.5,
+                  random_state=0, n_jobs=1, missing=sentinel)
+    model = xgb.XGBRegressor(**common).fit(X, y) if kind == "xgb_reg" else xgb.XGBClassifier(**common).fit(X, yc)
+    event(f"sentinel={sentinel}")
+    return model, X, sentinel
+
+
+@pytest.mark.parametrize("kind", ("xgb_reg", "xgb_clf"))
+@examples(8)
+@given(data=st.data())
+def test_xgboost_missing_sentinel_routes_as_the_model(kind, data):
+    model, X, sentinel = draw_sentinel_model(data, kind)
+    forest = import_model(model)
+    Z = np.vstack([X, threshold_rows(data, forest, X, max_rows=6)])
+    ref = np.asarray(model.predict(Z, output_margin=True), dtype=np.float64).reshape(len(Z), -1)
+    tol = 2e-6 * max(1.0, np.abs(ref).max())
+    np.testing.assert_allclose(forest.predict(Z), ref, rtol=0, atol=tol, err_msg=f"{kind}, missing={sentinel}")
+    np.testing.assert_allclose(forest.predict_fn(Z), ref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("kind", ("xgb_reg", "xgb_clf"))
+@examples(5)
+@given(data=st.data())
+def test_exact_pg2_with_a_missing_sentinel_matches_the_grid_of_xgboosts_own_routing(kind, data):
+    model, X, sentinel = draw_sentinel_model(data, kind, FAR_SENTINELS)
+    d = X.shape[1]
+    forest = import_model(model)
+    S = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=min(2, d), unique=True), label="S")
+    sigma = np.array(data.draw(st.lists(st.floats(0.05, 2.0), min_size=d, max_size=d), label="sigma"))
+    rows = threshold_rows(data, forest, X, max_rows=3)
+    perturbed = rows[:, S]
+    rows[:, S] = np.where(np.isnan(perturbed) | (perturbed == sentinel), 0.5, perturbed)   # present where perturbed
+    others = [j for j in range(d) if j not in S]
+    if others:          # the sentinel in some unperturbed features, as the model reads it
+        missing = data.draw(hnp.arrays(bool, (len(rows), len(others)), elements=st.booleans(), fill=st.nothing()),
+                            label="sentinel in unperturbed cells")
+        rows[:, others] = np.where(missing, sentinel, rows[:, others])
+    event(f"sentinel in an unperturbed cell={bool((rows == sentinel).any())}")
+    exact = np.asarray(xp.pg2(model, rows, S, sigma=sigma).value, dtype=np.float64).reshape(len(rows), -1)
+    cdfs = [gaussian(s) for s in sigma]
+    for i, x in enumerate(rows):
+        ref = grid_pg2(model, lambda Z: xgboost_leaf_sum(model, Z, sentinel), x, S, cdfs)
+        np.testing.assert_allclose(exact[i], ref, rtol=1e-9, atol=1e-12,
+                                   err_msg=f"{kind}, missing={sentinel}, S={S}, x={x.tolist()}")
+
+
+# ----------------------------------------------------------------------------- 4c. GradientBoosting init=
+
+def gb_inits():
+    """(task, init, supported) for every kind of GradientBoosting ``init``: the constant ones
+    (None, "zero", scikit-learn's Dummy estimators but a stratified DummyClassifier) import; an
+    estimator whose prediction varies with x is refused."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    return [("regression", None, True), ("regression", "zero", True),
+            ("regression", DummyRegressor(), True), ("regression", DummyRegressor(strategy="median"), True),
+            ("regression", DummyRegressor(strategy="quantile", quantile=0.2), True),
+            ("regression", DummyRegressor(strategy="constant", constant=1.5), True),
+            ("regression", LinearRegression(), False), ("regression", DecisionTreeRegressor(max_depth=2), False),
+            ("classification", None, True), ("classification", "zero", True),
+            ("classification", DummyClassifier(), True), ("classification", DummyClassifier(strategy="uniform"), True),
+            ("classification", DummyClassifier(strategy="most_frequent"), True),
+            ("classification", LogisticRegression(), False),
+            ("classification", DummyClassifier(strategy="stratified"), False)]
+
+
+@pytest.mark.parametrize("task, init, supported", gb_inits(), ids=lambda v: repr(v) if not isinstance(v, str) else v)
+@examples(4)
+@given(data=st.data())
+def test_gradient_boosting_init_is_constant_or_refused(task, init, supported, data):
+    from sklearn.base import clone
+
+    X = draw_X(data, nan=False, extremes=False)
+    y, yc = draw_targets(data, len(X))
+    common = dict(n_estimators=data.draw(st.integers(1, 4), label="n_estimators"), random_state=0,
+                  max_depth=data.draw(st.integers(1, 2), label="depth"), init=init if init is None else
+                  (init if isinstance(init, str) else clone(init)))
+    model = (GradientBoostingRegressor(**common).fit(X, y) if task == "regression"
+             else GradientBoostingClassifier(**common).fit(X, yc))
+    if not supported:
+        with pytest.raises(xp.UnsupportedModelError, match="init="):
+            import_model(model)
+        return
+    forest = import_model(model)
+    rows = np.vstack([X, threshold_rows(data, forest, X, max_rows=4)])
+    ref = library_output(model, "gb_reg" if task == "regression" else "gb_clf", rows)
+    np.testing.assert_allclose(forest.predict(rows), ref, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(ref).max()))
+    S = [data.draw(st.integers(0, X.shape[1] - 1), label="S")]
+    x = rows[-1]
+    exact = np.asarray(xp.pg2(model, x[None, :], S, sigma=0.7).value, dtype=np.float64).reshape(-1)
+    f = lambda Z: library_output(model, "gb_reg" if task == "regression" else "gb_clf", Z)  # noqa: E731
+    np.testing.assert_allclose(exact, grid_pg2(model, f, x, S, [gaussian(0.7)] * X.shape[1]), rtol=1e-10,
+                               atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- 5. local MDI identity

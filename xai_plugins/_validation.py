@@ -12,6 +12,9 @@ Conventions (the same for every function of the package):
   context says otherwise, ``-1`` all cores, ``-2`` all but one.
 - **random_state** follows scikit-learn: ``None`` draws fresh entropy, an int or a
   ``numpy.random.Generator`` / ``RandomState`` makes results reproducible.
+- **Missing values** are NaN. A model that reads another value as missing (XGBoost's
+  ``missing=-999`` sentinel, :func:`model_missing_value`) has that value turned into NaN where
+  rows enter (:func:`model_rows`), so every method sees NaN = missing, as the model does.
 """
 
 from __future__ import annotations
@@ -60,6 +63,19 @@ def model_feature_names(model) -> list[str] | None:
     return names
 
 
+def model_missing_value(model) -> float:
+    """The input value a fitted model reads as missing besides NaN: XGBoost's scikit-learn
+    wrappers' ``missing`` (a :class:`~xai_plugins.forest.Forest` carries it as ``missing_value``);
+    NaN for every other model, a bare XGBoost ``Booster`` included (its ``missing`` belongs to the
+    DMatrix, not to the model)."""
+    if hasattr(model, "tree_offset") and hasattr(model, "missing_value"):       # a Forest
+        return float(model.missing_value)
+    if type(model).__module__.split(".")[0] == "xgboost" and hasattr(model, "get_booster"):
+        missing = getattr(model, "missing", None)
+        return float("nan") if missing is None else float(missing)
+    return float("nan")
+
+
 def stored_name(column: str) -> str:
     """A column name as LightGBM stores it (it replaces spaces by underscores); used only when the
     name as given is not among the model's."""
@@ -91,13 +107,14 @@ def feature_order(given: list[str], names: list[str], what: str = "X") -> np.nda
 
 
 def model_rows(X, names: list[str] | None, n_features: int | None, *, what: str = "X", allow_nan: bool = False,
-               min_rows: int = 1) -> tuple[np.ndarray, list[str]]:
+               min_rows: int = 1, missing: float = float("nan")) -> tuple[np.ndarray, list[str]]:
     """``X`` as (n, n_features) float64 rows in the model's feature order, and the feature names.
 
     A DataFrame (or a Series, read as one row) is aligned by column name to ``names`` (the
     model's feature names, see :func:`model_feature_names`); when the model knows no names its
     columns are taken in order and name the features. Arrays are read positionally.
-    ``n_features`` None accepts any column count.
+    ``n_features`` None accepts any column count. Entries equal to the model's ``missing`` value
+    (:func:`model_missing_value`) become NaN (see :func:`check_matrix`).
     """
     if _is_series(X):
         X = X.to_frame().T
@@ -107,7 +124,8 @@ def model_rows(X, names: list[str] | None, n_features: int | None, *, what: str 
         order = feature_order(given, list(names), what)
         if order is not None:
             X = X.iloc[:, order]
-    rows = check_matrix(X, n_features=n_features, allow_nan=allow_nan, name=what, min_rows=min_rows)
+    rows = check_matrix(X, n_features=n_features, allow_nan=allow_nan, name=what, min_rows=min_rows,
+                        missing=missing)
     if names is not None:
         return rows, list(names)
     if given is not None:
@@ -132,12 +150,14 @@ def is_dask(*objs) -> bool:
 
 
 def check_matrix(X, *, n_features: int | None = None, allow_nan: bool = False,
-                 name: str = "X", min_rows: int = 1) -> np.ndarray:
+                 name: str = "X", min_rows: int = 1, missing: float = float("nan")) -> np.ndarray:
     """Return ``X`` as a C-contiguous 2-D float64 array or raise an :class:`InputError` /
     :class:`InputTypeError` that says why.
 
     - a 1-D input is read as one row;
     - ``n_features`` (when given) must match the number of columns;
+    - entries equal to ``missing`` (a model's missing-value sentinel; compared in float32, as
+      XGBoost compares it) become NaN, in a copy;
     - complex data and infinities are always refused; NaN unless ``allow_nan``.
     """
     if X is None:
@@ -157,14 +177,30 @@ def check_matrix(X, *, n_features: int | None = None, allow_nan: bool = False,
         raise InputError(f"{name} is empty: it has {arr.shape[0]} rows, at least {min_rows} needed")
     if n_features is not None and arr.shape[1] != n_features:
         raise InputError(f"{name} has {arr.shape[1]} columns but the model expects {n_features} features")
+    sentinel = _sentinel_mask(arr, missing)
+    if sentinel is not None:
+        arr = np.where(sentinel, np.nan, arr)
     if np.isinf(arr).any():
         rows, cols = np.nonzero(np.isinf(arr))
         raise InputError(f"{name} contains infinite values (first at row {rows[0]}, column {cols[0]})")
     if not allow_nan and np.isnan(arr).any():
         rows, cols = np.nonzero(np.isnan(arr))
-        raise InputError(f"{name} contains NaN (first at row {rows[0]}, column {cols[0]}); "
+        found = "NaN"
+        if sentinel is not None and sentinel[rows[0], cols[0]]:
+            found = f"the model's missing value {missing!r} (its missing= sentinel, read as NaN)"
+        raise InputError(f"{name} contains {found} (first at row {rows[0]}, column {cols[0]}); "
                          "impute missing values first")
     return np.ascontiguousarray(arr)
+
+
+def _sentinel_mask(arr: np.ndarray, missing: float) -> np.ndarray | None:
+    """Boolean mask of the entries of ``arr`` equal to ``missing`` in float32 (XGBoost compares
+    float32(x) with float32(missing)), or None when ``missing`` is NaN or no entry equals it."""
+    if np.isnan(missing):
+        return None
+    with np.errstate(over="ignore"):
+        mask = arr.astype(np.float32) == np.float32(missing)
+    return mask if mask.any() else None
 
 
 def _dtypes(X):
@@ -258,6 +294,6 @@ def check_is_fitted(model) -> None:
         pass  # not a scikit-learn estimator: the importer decides
 
 
-__all__ = ["is_dask", "model_rows", "model_feature_names", "feature_order", "feature_index", "resolve_output",
-           "check_matrix", "check_n_jobs", "check_random_state", "check_is_fitted",
+__all__ = ["is_dask", "model_rows", "model_feature_names", "model_missing_value", "feature_order", "feature_index",
+           "resolve_output", "check_matrix", "check_n_jobs", "check_random_state", "check_is_fitted",
            "default_feature_names"]

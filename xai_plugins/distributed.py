@@ -167,7 +167,8 @@ def _noise(forest, sigma, perturbation, background):
     """Validate the noise on the client; return it as (sigma, perturbation) arguments that give
     the same Perturbation without the background data (sigma already in absolute units)."""
 
-    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
+                              missing=forest.missing_value)
     if noise.dists is not None:
         return dict(sigma=0.3, perturbation=noise.dists)
     return dict(sigma=noise.sigma, perturbation=None)
@@ -308,7 +309,7 @@ def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs
         X, names = forest.rows(X)
 
         m = _set_masks(S, len(X), forest.n_features, names)
-        _check_perturbed_finite(X, m)
+        _check_perturbed_finite(X, m, forest.missing_value)
         noise = make_perturbation(forest.n_features, sigma, perturbation, None, names=forest.feature_names)
         value, stderr = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
         terms = 0

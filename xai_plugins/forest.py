@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._validation import check_is_fitted, model_feature_names, model_rows
+from ._validation import check_is_fitted, model_feature_names, model_missing_value, model_rows
 from .errors import InputError, ModelGoneError, ModelStructureError, UnsupportedModelError
 
 SUPPORTED_MODELS = (
@@ -52,8 +52,10 @@ class Forest:
     ``base_score + sum`` (boosting) or ``base_score + mean`` (forests) over trees, in
     ``output_space`` ("raw" regression output, "margin" for boosted classifiers and link-function
     objectives, "probability" for forest classifiers). ``predict_fn`` is the model's own predictor
-    in that space (it holds the model weakly). A Forest is immutable: derived tables (the C struct,
-    PG²'s split boundaries) are cached by the modules that use them, keyed on the Forest.
+    in that space (it holds the model weakly). Inputs equal to ``missing_value`` (XGBoost's
+    ``missing=`` sentinel; NaN otherwise) are read as NaN, i.e. missing. A Forest is immutable:
+    derived tables (the C struct, PG²'s split boundaries) are cached by the modules that use them,
+    keyed on the Forest.
     """
 
     left_child: np.ndarray
@@ -79,6 +81,7 @@ class Forest:
     predict_fn: Callable | None = None   # the model's own predictor, in output_space
     zero_threshold: float = 0.0          # inputs with |x| <= zero_threshold are read as 0 (LightGBM)
     objective: str | None = None         # the training objective, when the library records one
+    missing_value: float = float("nan")  # inputs equal to it (in float32) are missing, as NaN is (XGBoost)
     leaf_width: int = field(init=False)
     n_outputs: int = field(init=False)
     n_trees: int = field(init=False)
@@ -111,6 +114,7 @@ class Forest:
         if self.feature_names is not None:
             put("feature_names", [str(c) for c in self.feature_names])
         put("output_names", [str(c) for c in self.output_names])
+        put("missing_value", float(self.missing_value))
         put("leaf_width", self.value.shape[1])
         put("n_outputs", len(self.base_score))
         put("n_trees", len(self.tree_offset) - 1)
@@ -134,8 +138,10 @@ class Forest:
 
     def rows(self, X, *, what: str = "X", allow_nan: bool = True) -> tuple[np.ndarray, list[str]]:
         """``X`` as float64 rows in this model's feature order and the feature names (a DataFrame
-        is aligned by column name; see :func:`xai_plugins._validation.model_rows`)."""
-        return model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan)
+        is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
+        ``missing_value`` become NaN."""
+        return model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
+                          missing=self.missing_value)
 
     def predict(self, X) -> np.ndarray:
         """Model output in ``output_space`` computed by the C core, shape (n, n_outputs)."""
@@ -321,6 +327,7 @@ def _import_sklearn(model) -> Forest:
                        output_names=["output"] if k == 1 else [f"output_{o}" for o in range(k)],
                        predict_fn=ModelPredictor(model, _sklearn_predict), **common)
     if isinstance(model, (ensemble.GradientBoostingRegressor, ensemble.GradientBoostingClassifier)):
+        _check_constant_init(model)
         rate = model.learning_rate
         trees = [_sklearn_tree(e, e.tree_.value[:, 0, 0] * rate, target=k)
                  for row in model.estimators_ for k, e in enumerate(row)]
@@ -336,6 +343,21 @@ def _import_sklearn(model) -> Forest:
     if isinstance(model, (ensemble.HistGradientBoostingRegressor, ensemble.HistGradientBoostingClassifier)):
         return _import_sklearn_hgb(model, is_clf, common)
     raise UnsupportedModelError(f"unsupported scikit-learn model {name}; supported: {SUPPORTED_MODELS}")
+
+
+def _check_constant_init(model) -> None:
+    """UnsupportedModelError unless a GradientBoosting model's ``init`` gives a constant baseline
+    ("zero", or scikit-learn's Dummy estimators, whose prediction does not depend on x)."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    init = model.init_
+    constant = (isinstance(init, str) and init == "zero") or isinstance(init, DummyRegressor) or (
+        isinstance(init, DummyClassifier) and init.strategy != "stratified")
+    if not constant:
+        raise UnsupportedModelError(
+            f"{type(model).__name__} with init={init!r} is not supported: its initial prediction varies with "
+            "x, so the model is not a sum of leaf values; refit with init=None, init='zero', or a constant "
+            "init (DummyRegressor / DummyClassifier, not strategy='stratified')")
 
 
 def _import_sklearn_hgb(model, is_clf, common) -> Forest:
@@ -511,7 +533,8 @@ def _import_xgboost(model) -> Forest:
                    output_space="raw" if objective in _XGB_IDENTITY_PREDICTION else "margin",
                    model_type=f"xgboost.{type(model).__name__}",
                    feature_names=model_feature_names(model), output_names=outputs,
-                   predict_fn=ModelPredictor(model, _xgboost_margin), objective=objective)
+                   predict_fn=ModelPredictor(model, _xgboost_margin), objective=objective,
+                   missing_value=model_missing_value(model))
 
 
 def _xgboost_rounds(model) -> int | None:
@@ -529,7 +552,7 @@ def _xgboost_margin(model, X):
     booster = model.get_booster() if hasattr(model, "get_booster") else model
     rounds = _xgboost_rounds(model)
     return booster.inplace_predict(np.asarray(X, dtype=np.float32), predict_type="margin",
-                                   iteration_range=(0, rounds or 0))
+                                   iteration_range=(0, rounds or 0), missing=model_missing_value(model))
 
 
 # ----------------------------------------------------------------------------- LightGBM
@@ -638,9 +661,15 @@ def import_model(model) -> Forest:
     object of a model with the same number of rounds, features and names is not detected: call
     :func:`clear_model_cache` after it.)
 
+    Missing values: NaN is missing for every model. XGBoost's scikit-learn wrappers also read
+    their ``missing=`` sentinel (e.g. -999) as missing; the Forest records it (``missing_value``)
+    and turns it into NaN wherever rows enter, so every method routes it as the model does. A bare
+    XGBoost ``Booster`` carries no sentinel (it belongs to the DMatrix): only NaN is missing, so
+    replace a sentinel by NaN in the data, or import the fitted ``XGBRegressor`` / ``XGBClassifier``.
+
     Raises :class:`~xai_plugins.errors.UnsupportedModelError` for other model types, objectives,
-    categorical splits, linear trees or vector leaves, and sklearn's ``NotFittedError`` for an
-    unfitted estimator.
+    categorical splits, linear trees or vector leaves, a GradientBoosting ``init`` estimator that
+    is not constant, and sklearn's ``NotFittedError`` for an unfitted estimator.
     """
     if isinstance(model, Forest):
         return model
@@ -698,7 +727,7 @@ def _fingerprint(model) -> tuple:
     elif library == "xgboost":
         booster = model.get_booster() if hasattr(model, "get_booster") else model
         objects.append(booster)
-        values += [booster.num_boosted_rounds(), booster.num_features()]
+        values += [booster.num_boosted_rounds(), booster.num_features(), repr(model_missing_value(model))]
     elif library == "lightgbm":
         booster = getattr(model, "booster_", model)
         objects.append(booster)

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from . import _native
-from ._validation import is_dask, model_rows
+from ._validation import is_dask
 from .errors import InputError, UnsupportedModelError, XaiWarning
 from .exact_sum import exact_column_sums, exact_mean
 from .forest import Forest, import_model
@@ -58,7 +58,7 @@ def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
         from . import distributed
         return distributed.local_mdi(model, X, n_jobs=n_jobs)
     forest = require_impurities(model)
-    X, _ = model_rows(X, forest.feature_names, forest.n_features, allow_nan=True)
+    X, _ = forest.rows(X, allow_nan=True)
     return _native.local_mdi(forest, X, n_jobs=n_jobs)
 
 
@@ -199,7 +199,7 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
             raise InputError("sample_weight and in_bag need the data X; global_mdi(model) without them "
                              "gives the MDI from the trees alone")
         return _mdi_from_trees(forest)
-    X, _ = model_rows(X, forest.feature_names, forest.n_features, allow_nan=True)
+    X, _ = forest.rows(X, allow_nan=True)
     n = len(X)
     if in_bag:
         if sample_weight is not None:

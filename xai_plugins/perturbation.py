@@ -54,7 +54,7 @@ class Perturbation:
 
 
 def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=None, *,
-                      names=None) -> Perturbation:
+                      names=None, missing=float("nan")) -> Perturbation:
     """Validate the noise specification.
 
     - ``sigma``: scalar or (n_features,) standard deviations of Gaussian noise, finite and > 0;
@@ -63,6 +63,8 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
     - ``perturbation``: a frozen ``scipy.stats`` continuous distribution, or a list with one per
       feature, replacing the Gaussian (``sigma`` is then ignored);
     - ``names``: the model's feature names, to align a ``background`` DataFrame by column name.
+    - ``missing``: the model's missing-value sentinel; background entries equal to it are
+      missing (left out of the standard deviations, as NaN is).
     """
     if perturbation is None and background is None and isinstance(sigma, (int, float, np.floating)) \
             and not isinstance(sigma, bool) and np.isfinite(sigma) and sigma > 0:
@@ -91,7 +93,7 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
     if background is not None:
         from ._validation import model_rows
 
-        bg, _ = model_rows(background, names, n_features, what="background", allow_nan=True)
+        bg, _ = model_rows(background, names, n_features, what="background", allow_nan=True, missing=missing)
         std = np.nanstd(bg, axis=0)
         if np.any(~np.isfinite(std)) or np.any(std <= 0):
             bad = np.flatnonzero(~(std > 0))

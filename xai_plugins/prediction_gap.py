@@ -208,11 +208,14 @@ def _mask_of(features, n_rows: int, n_features: int, names) -> np.ndarray:
     return mask
 
 
-def _check_perturbed_finite(X, mask):
+def _check_perturbed_finite(X, mask, missing=float("nan")):
+    """InputError when a perturbed feature is missing in some row (NaN, or the model's ``missing``
+    sentinel, which rows enter as NaN)."""
     bad = np.isnan(X) & (mask != 0)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise InputError(f"X has NaN in perturbed feature {c} (row {r}); perturbing a missing value is undefined")
+        what = "NaN" if np.isnan(missing) else f"a missing value (NaN or the model's missing= sentinel {missing!r})"
+        raise InputError(f"X has {what} in perturbed feature {c} (row {r}); perturbing a missing value is undefined")
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
@@ -249,8 +252,9 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest, X, names = _prepare(model, X)
     masks = _set_masks(S, len(X), forest.n_features, names)
-    _check_perturbed_finite(X, masks)
-    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
+    _check_perturbed_finite(X, masks, forest.missing_value)
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
+                              missing=forest.missing_value)
     start = time.perf_counter()
     reason = ""
     if method == "auto":
@@ -466,7 +470,8 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
         mask, where = np.ascontiguousarray(sets), np.broadcast_to(np.arange(d), (n, d))
     else:
         mask, where = _shared_sets(sets)
-    noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
+    noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names,
+                              missing=forest.missing_value)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
     seconds = m * n * sum(exact_seconds(forest, k) for k in range(1, d + 1)) if verbose and n > 1 else 0.0
@@ -513,7 +518,8 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
         return distributed.greedy_pg2_ranking(model, X, sigma, perturbation=perturbation, background=background,
                                               output=output, prune=prune, n_jobs=n_jobs)
     forest, X, _ = _prepare(model, X, allow_nan=False)
-    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names)
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
+                              missing=forest.missing_value)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(forest.n_features))
     c = None if output is None else resolve_output(forest.output_names, output)

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._validation import is_dask, model_feature_names, model_rows
+from .._validation import is_dask, model_feature_names, model_missing_value, model_rows
 from ..errors import InputError, XaiWarning
 from ._effects import local_effects, segment_effects
 from ._grid import build_grid, categorical_mask, global_baseline
@@ -26,8 +26,9 @@ class AcME:
     ----------
     model : fitted estimator with ``predict`` (regression) or ``predict_proba`` (classification);
         may be None when ``score_function`` is given.
-    X_background : (N, d) array or DataFrame, numeric, no NaN: the data whose quantiles (and mean
-        or mode) define the perturbations. A DataFrame's columns are aligned by name to the
+    X_background : (N, d) array or DataFrame, numeric, no NaN (nor the model's missing-value
+        sentinel, e.g. XGBoost's ``missing=-999``): the data whose quantiles (and mean or mode)
+        define the perturbations. A DataFrame's columns are aligned by name to the
         model's feature names (:func:`~xai_plugins._validation.model_rows`); so are the rows
         given to :meth:`explain_local`.
     n_quantiles : Q >= 2, grid points per numeric feature.
@@ -73,8 +74,10 @@ class AcME:
         n_features = len(model_names) if model_names is not None else getattr(model, "n_features_in_", None)
         if n_features is None:
             n_features = int(np.shape(X_background)[-1]) if np.ndim(X_background) else 0
+        # the model's missing= sentinel (XGBoost) is missing, as NaN is: refused like NaN, never a quantile
+        self._missing = model_missing_value(model)
         X, self.feature_names_ = model_rows(X_background, model_names, int(n_features), what="X_background",
-                                            min_rows=2)
+                                            min_rows=2, missing=self._missing)
         # rows given later are aligned to these names: the model's, else the background's columns
         self._align_names = model_names if model_names is not None else (
             list(self.feature_names_) if hasattr(X_background, "columns") else None)
@@ -96,7 +99,8 @@ class AcME:
     def _check_rows(self, X_rows) -> np.ndarray:
         """``X_rows`` (a DataFrame aligned by column name) as (n, d) rows in the model's feature order;
         categorical features must take levels seen in the background."""
-        rows, _ = model_rows(X_rows, self._align_names, len(self.feature_names_), what="X_rows")
+        rows, _ = model_rows(X_rows, self._align_names, len(self.feature_names_), what="X_rows",
+                             missing=self._missing)
         for j in np.flatnonzero(self.grid_.categorical):
             known = self.grid_.values[self.grid_.segment(j)]
             unknown = ~np.isin(rows[:, j], known)
