@@ -17,6 +17,7 @@ import functools
 import importlib
 import itertools
 import json
+import operator
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable
@@ -646,12 +647,10 @@ def _fingerprint(model, library: str) -> tuple:
 
 
 def _same_fingerprint(a, b) -> bool:
-    return (len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0]))
-            and len(a[1]) == len(b[1]) and all(_equal(x, y) for x, y in zip(a[1], b[1])))
-
-
-def _equal(x, y) -> bool:
+    """Same objects (by identity) and equal scalars; scalars that cannot be compared count as changed."""
+    if len(a[0]) != len(b[0]) or not all(map(operator.is_, a[0], b[0])):
+        return False
     try:
-        return bool(x == y)
+        return bool(a[1] == b[1])
     except (TypeError, ValueError):
-        return x is y
+        return False
