@@ -532,7 +532,8 @@ def import_model(model) -> Forest:
       change a model in place (:data:`BOOSTER_MUTATORS`: e.g. XGBoost ``load_model`` (also reached
       by ``XGBRegressor.load_model``), ``update`` / ``boost`` (the ``refresh`` updater),
       ``set_param``, ``set_attr``; LightGBM ``model_from_string``, ``set_leaf_output``, ``update``,
-      ``rollback_one_iter``) are wrapped so that each call gives that booster a new generation.
+      ``rollback_one_iter``) are wrapped so that each call gives that booster a new generation
+      (a warning raised inside one of them then names the wrapper's line as its location).
 
     Not seen (call :func:`clear_model_cache` after them): in-place writes into a scikit-learn
     tree's arrays (``tree_.value[...] = ...``) or into other attributes the importers read, and

@@ -469,7 +469,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     sets = (position[:, :, None, :] <= np.arange(d)[None, None, :, None]).astype(np.uint8)
     sets = sets.transpose(1, 0, 2, 3).reshape(n, m * d, d)
     if m == 1:      # one ranking: its d prefix sets are distinct, nothing to share
-        mask, where = np.ascontiguousarray(sets), np.broadcast_to(np.arange(d), (n, d))
+        mask, where = np.ascontiguousarray(sets), None
     else:
         mask, where = _shared_sets(sets)
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names)
@@ -479,7 +479,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     values, _ = _batched(n, seconds, verbose, "PGI²", lambda a, b: _native.pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], mask[a:b], table[a:b], n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
-    per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
+    per_set = values if where is None else np.take_along_axis(values, where[:, :, None], axis=1)  # (n, m*d, k)
     scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
     out = _squeeze(forest, scores)
     return out if stacked else out[0]
