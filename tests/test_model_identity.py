@@ -148,6 +148,31 @@ def test_xgboost_wrapper_load_model_into_a_fitted_wrapper(small_model, named_fra
     _stale_check(model, X, lambda Z: model.predict(Z, output_margin=True), lambda: model.load_model(path))
 
 
+def test_booster_methods_are_wrapped_once_and_keep_their_names(small_model, named_frame):
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    X, y, _, _ = named_frame
+    import_model(small_model("xgb").fit(X, y))
+    import_model(small_model("lgbm").fit(X, y))
+    forest_module._watch_boosters("xgboost")       # a second install is a no-op
+    forest_module._watch_boosters("lightgbm")
+    for library, booster_class in (("xgboost", xgb.Booster), ("lightgbm", lgb.Booster)):
+        for name in forest_module.BOOSTER_MUTATORS[library]:
+            method = booster_class.__dict__[name]
+            assert method.__name__ == name and method.__xai_mutator__
+            assert not hasattr(method.__wrapped__, "__xai_mutator__")       # one layer only
+
+
+def test_one_row_calls_still_check_n_jobs(small_model, named_frame):
+    X, y, _, _ = named_frame
+    model = small_model("xgb").fit(X, y)
+    for bad, error in (("2", errors.InputTypeError), (True, errors.InputTypeError), (0, errors.InputError)):
+        with pytest.raises(error, match="n_jobs"):
+            xp.pg2(model, X.iloc[:1], [0, 1], n_jobs=bad)
+    np.testing.assert_array_equal(xp.pg2(model, X.iloc[:1], [0, 1], n_jobs=-1).value,
+                                  xp.pg2(model, X.iloc[:1], [0, 1], n_jobs=1).value)
+
+
 @pytest.mark.parametrize("kind", ["rf", "xgb", "lgbm"])
 def test_a_collected_model_leaves_the_cache(small_model, named_frame, kind):
     X, y, _, _ = named_frame
