@@ -64,6 +64,115 @@ def test_refit_gives_a_new_forest(small_model, named_frame, kind, how):
     np.testing.assert_array_equal(xp.pg2(model, X.iloc[:4], [0, 1]).value, xp.pg2(new, X.iloc[:4], [0, 1]).value)
 
 
+# in-place changes of a booster: each one must reach every entry point (no value from a stale import)
+
+def _stale_check(model, X, own_output, change):
+    """Import ``model`` (through pg2), apply ``change()``, then require the cached import to match
+    the model's own output after the change and PG² to equal that of a fresh import."""
+    rows = X[:5]
+    before = xp.pg2(model, rows, [0, 1]).value
+    old = import_model(model)
+    change()
+    want = own_output(X)
+    assert not np.allclose(old.predict(X)[:, 0], want, rtol=1e-5, atol=1e-5)   # the change matters
+    forest = import_model(model)
+    np.testing.assert_allclose(forest.predict(X)[:, 0], want, rtol=1e-5, atol=1e-5)
+    after = xp.pg2(model, rows, [0, 1]).value
+    clear_model_cache()
+    fresh = import_model(model)
+    assert fresh is not forest
+    np.testing.assert_array_equal(after, xp.pg2(fresh, rows, [0, 1]).value)
+    assert not np.allclose(after, before)
+    assert import_model(model) is fresh             # an unchanged model stays cached
+
+
+def _lgbm_pair(small_model, named_frame):
+    X, y, y2, _ = named_frame
+    X = X.to_numpy()
+    return X, small_model("lgbm").fit(X, y).booster_, small_model("lgbm").fit(X, y2).booster_
+
+
+def test_lightgbm_model_from_string_of_a_same_sized_model(small_model, named_frame):
+    X, booster, other = _lgbm_pair(small_model, named_frame)
+    assert booster.num_trees() == other.num_trees()
+    _stale_check(booster, X, lambda Z: booster.predict(Z, raw_score=True),
+                 lambda: booster.model_from_string(other.model_to_string()))
+
+
+def test_lightgbm_set_leaf_output(small_model, named_frame):
+    X, booster, _ = _lgbm_pair(small_model, named_frame)
+    _stale_check(booster, X, lambda Z: booster.predict(Z, raw_score=True),
+                 lambda: booster.set_leaf_output(0, 0, booster.get_leaf_output(0, 0) + 100.0))
+
+
+def test_lightgbm_wrapper_sees_its_booster_changed(small_model, named_frame):
+    X, y, _, _ = named_frame
+    model = small_model("lgbm").fit(X, y)
+    booster = model.booster_
+    _stale_check(model, X, lambda Z: model.predict(Z, raw_score=True),
+                 lambda: booster.set_leaf_output(1, 0, booster.get_leaf_output(1, 0) - 50.0))
+
+
+def test_xgboost_refresh_updater_on_the_same_booster(named_frame):
+    xgb = pytest.importorskip("xgboost")
+    X, y, y2, _ = named_frame
+    X = X.to_numpy()
+    params = {"max_depth": 3, "nthread": 1, "seed": 0}
+    booster = xgb.train(params, xgb.DMatrix(X, y), 6)
+
+    def margin(Z):
+        return booster.predict(xgb.DMatrix(Z), output_margin=True)
+
+    def refresh():
+        booster.set_param({"process_type": "update", "updater": "refresh", "refresh_leaf": True})
+        for i in range(6):
+            booster.update(xgb.DMatrix(X, y2), i)
+        assert booster.num_boosted_rounds() == 6     # same size: only the leaf values changed
+
+    _stale_check(booster, X, margin, refresh)
+    # xgb.train(..., xgb_model=booster) refreshes a copy: a new Booster; the original stays as it was
+    cached = import_model(booster)
+    copy = xgb.train({**params, "process_type": "update", "updater": "refresh"}, xgb.DMatrix(X, y), 6,
+                     xgb_model=booster)
+    assert copy is not booster and import_model(booster) is cached
+    np.testing.assert_allclose(import_model(copy).predict(X)[:, 0],
+                               copy.predict(xgb.DMatrix(X), output_margin=True), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(cached.predict(X)[:, 0], margin(X), rtol=1e-5, atol=1e-5)
+
+
+def test_xgboost_wrapper_load_model_into_a_fitted_wrapper(small_model, named_frame, tmp_path):
+    X, y, y2, _ = named_frame
+    model = small_model("xgb").fit(X, y)
+    path = tmp_path / "other.json"
+    small_model("xgb").fit(X, y2).save_model(path)
+    _stale_check(model, X, lambda Z: model.predict(Z, output_margin=True), lambda: model.load_model(path))
+
+
+def test_booster_methods_are_wrapped_once_and_keep_their_names(small_model, named_frame):
+    xgb = pytest.importorskip("xgboost")
+    lgb = pytest.importorskip("lightgbm")
+    X, y, _, _ = named_frame
+    import_model(small_model("xgb").fit(X, y))
+    import_model(small_model("lgbm").fit(X, y))
+    forest_module._watch_boosters("xgboost")       # a second install is a no-op
+    forest_module._watch_boosters("lightgbm")
+    for library, booster_class in (("xgboost", xgb.Booster), ("lightgbm", lgb.Booster)):
+        for name in forest_module.BOOSTER_MUTATORS[library]:
+            method = booster_class.__dict__[name]
+            assert method.__name__ == name and method.__xai_mutator__
+            assert not hasattr(method.__wrapped__, "__xai_mutator__")       # one layer only
+
+
+def test_one_row_calls_still_check_n_jobs(small_model, named_frame):
+    X, y, _, _ = named_frame
+    model = small_model("xgb").fit(X, y)
+    for bad, error in (("2", errors.InputTypeError), (True, errors.InputTypeError), (0, errors.InputError)):
+        with pytest.raises(error, match="n_jobs"):
+            xp.pg2(model, X.iloc[:1], [0, 1], n_jobs=bad)
+    np.testing.assert_array_equal(xp.pg2(model, X.iloc[:1], [0, 1], n_jobs=-1).value,
+                                  xp.pg2(model, X.iloc[:1], [0, 1], n_jobs=1).value)
+
+
 @pytest.mark.parametrize("kind", ["rf", "xgb", "lgbm"])
 def test_a_collected_model_leaves_the_cache(small_model, named_frame, kind):
     X, y, _, _ = named_frame

@@ -62,7 +62,9 @@ def _error_location(first_row: int) -> str:
 
 
 def _ptr(ctype: str, array):
-    return ffi.NULL if array is None else ffi.cast(ctype, array.ctypes.data)
+    """A ``ctype`` pointer to the data of a C-contiguous numpy array (NULL for None); a
+    non-contiguous array raises ValueError rather than handing C a strided buffer."""
+    return ffi.NULL if array is None else ffi.cast(ctype, ffi.from_buffer(array))
 
 
 class CForest:
@@ -124,8 +126,8 @@ def validate(forest) -> None:
 def _run_chunks(n_rows: int, n_jobs, work) -> None:
     """Call work(start, stop) over row chunks, in parallel threads (``n_jobs``: see
     :func:`xai_plugins._validation.check_n_jobs`)."""
-    workers = min(check_n_jobs(n_jobs), max(n_rows, 1))
-    if workers <= 1 or n_rows < 2:
+    workers = check_n_jobs(n_jobs, n_rows)
+    if workers <= 1:
         work(0, n_rows)
         return
     bounds = np.linspace(0, n_rows, min(n_rows, 4 * workers) + 1).astype(int)

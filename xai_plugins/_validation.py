@@ -210,6 +210,8 @@ def _dtypes(X):
 
 def feature_index(feature, names: list[str] | None, n_features: int) -> int:
     """Index in the model's feature order of a feature given by position or by name."""
+    if type(feature) is int and 0 <= feature < n_features:     # the common case first
+        return feature
     if isinstance(feature, (bool, np.bool_)):
         raise InputTypeError(f"feature {feature!r} must be an index or a name, not a bool")
     if isinstance(feature, numbers.Integral):
@@ -254,17 +256,22 @@ def resolve_output(output_names: list[str] | None, output, *, default=None) -> i
     raise InputError(f"unknown output {output!r}; outputs are {labels}")
 
 
-def check_n_jobs(n_jobs) -> int:
-    """Worker count for ``n_jobs`` under the scikit-learn convention (see the module docstring)."""
+def check_n_jobs(n_jobs, n_tasks: int | None = None) -> int:
+    """Worker count for ``n_jobs`` under the scikit-learn convention (see the module docstring),
+    at most ``n_tasks`` (when given: with a single task, ``n_jobs`` is only checked, no core count
+    or joblib configuration is looked up)."""
     if n_jobs is not None and (isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral)):
         raise InputTypeError(f"n_jobs must be an integer or None; got {n_jobs!r}")
     if n_jobs == 0:
         raise InputError("n_jobs == 0 has no meaning; use None, a positive count, or -1 for all cores")
+    if n_tasks is not None and n_tasks <= 1:
+        return 1
     if n_jobs is not None and n_jobs > 0:
-        return int(n_jobs)
+        return int(n_jobs) if n_tasks is None else min(int(n_jobs), n_tasks)
     from joblib import effective_n_jobs
 
-    return max(1, int(effective_n_jobs(None if n_jobs is None else int(n_jobs))))
+    workers = max(1, int(effective_n_jobs(None if n_jobs is None else int(n_jobs))))
+    return workers if n_tasks is None else min(workers, n_tasks)
 
 
 def check_random_state(random_state) -> np.random.Generator:

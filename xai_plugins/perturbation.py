@@ -27,18 +27,17 @@ class Perturbation:
     sigma: np.ndarray | None
     dists: list | None
 
-    def cdf(self, j: int, z: np.ndarray) -> np.ndarray:
-        """P(noise_j < z), elementwise."""
+    def fill_tables(self, j: int, z: np.ndarray, cdf: np.ndarray, sf: np.ndarray) -> None:
+        """Write P(noise_j < z) into ``cdf`` and P(noise_j > z) into ``sf`` (arrays of z's shape), the
+        latter computed directly (not as 1 - cdf, which loses the upper tail); ``z`` is overwritten."""
         if self.dists is None:
-            return special.ndtr(z / self.sigma[j])
-        return self.dists[j].cdf(z)
-
-    def sf(self, j: int, z: np.ndarray) -> np.ndarray:
-        """P(noise_j > z), elementwise, computed directly (not as 1 - cdf, which loses the upper tail)."""
-        if self.dists is None:
-            return special.ndtr(-z / self.sigma[j])
+            u = np.divide(z, self.sigma[j], out=z)
+            special.ndtr(u, out=cdf)
+            special.ndtr(np.negative(u, out=u), out=sf)
+            return
         dist = self.dists[j]
-        return dist.sf(z) if hasattr(dist, "sf") else 1.0 - dist.cdf(z)
+        cdf[...] = dist.cdf(z)
+        sf[...] = dist.sf(z) if hasattr(dist, "sf") else 1.0 - dist.cdf(z)
 
     def ppf(self, j: int, u: np.ndarray) -> np.ndarray:
         """Inverse CDF of noise_j (for quasi-Monte Carlo)."""
@@ -111,23 +110,22 @@ def _isotropic(n_features: int, sigma: float) -> Perturbation:
     return Perturbation(sigma=s, dists=None)
 
 
-def cdf_table(forest, X: np.ndarray, perturbation: Perturbation, features) -> np.ndarray:
-    """(n, 2 * H) table, H = ``forest.cdf_offset[-1]``, in the layout of ``xai_pg2`` (csrc/xai.h):
+def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np.ndarray:
+    """(n, 2 * H) table, H = ``splits.cdf_offset[-1]``, in the layout of ``xai_pg2`` (csrc/xai.h):
     for each row and each feature j in ``features``, the CDF half ``[:, offsets[j]:offsets[j+1]]``
     holds [0, P(x_j + e < b_1), ..., P(x_j + e < b_m), 1] at feature j's sorted boundaries and the
     survival half ``[:, H + offsets[j]:H + offsets[j+1]]`` holds [1, P(x_j + e > b_1), ...,
     P(x_j + e > b_m), 0], each computed directly so that both tails keep their relative precision;
-    other features' entries hold [0, ..., 0, 1] and [1, 0, ..., 0] and are never read."""
-    offsets = forest.cdf_offset
+    other features' entries are 0 and never read. ``splits``: the
+    :class:`~xai_plugins.prediction_gap.SplitBoundaries` of the model."""
+    offsets = splits.cdf_offset
     half = int(offsets[-1])
     table = np.zeros((len(X), 2 * half))
-    table[:, offsets[1:] - 1] = 1.0
-    table[:, half + offsets[:-1]] = 1.0
     for j in features:
-        b = forest.boundaries[j]
-        if len(b):
-            z = b[None, :] - X[:, j:j + 1]
-            lo, hi = offsets[j] + 1, offsets[j + 1] - 1
-            table[:, lo:hi] = perturbation.cdf(j, z)
-            table[:, half + lo:half + hi] = perturbation.sf(j, z)
+        lo, hi = offsets[j], offsets[j + 1]
+        z = splits.padded[j] - X[:, j:j + 1]          # -inf, b_1 - x_j, ..., b_m - x_j, +inf
+        cdf, sf = table[:, lo:hi], table[:, half + lo:half + hi]
+        perturbation.fill_tables(j, z, cdf, sf)
+        if perturbation.dists is not None:         # exact ends, whatever a distribution gives at +-inf
+            cdf[:, 0], cdf[:, -1], sf[:, 0], sf[:, -1] = 0.0, 1.0, 1.0, 0.0
     return table

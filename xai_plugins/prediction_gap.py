@@ -100,6 +100,7 @@ class SplitBoundaries:
     sends a real x left iff x < b (up to a null set); ``threshold_rank`` (n_nodes,) is each node's
     1-based rank among its feature's boundaries; ``cdf_offset`` (d + 1,) the layout of the per-row
     CDF tables (feature j owns ``cdf_offset[j] .. cdf_offset[j+1]``: 0, one entry per boundary, 1);
+    ``padded[j]`` is ``boundaries[j]`` between -inf and +inf (one entry per table column);
     ``c_forest`` the C struct carrying the ranks.
     """
 
@@ -107,6 +108,7 @@ class SplitBoundaries:
     threshold_rank: np.ndarray
     cdf_offset: np.ndarray
     c_forest: _native.CForest
+    padded: list
 
 
 _BOUNDARIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -144,8 +146,9 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
         rank[sel] = np.searchsorted(values, boundary[sel]) + 1
     rank.flags.writeable = False
     counts = np.array([len(v) for v in boundaries], dtype=np.int32)
+    padded = [np.concatenate(([-np.inf], v, [np.inf])) for v in boundaries]
     cached = SplitBoundaries(boundaries, rank, np.asarray(offsets, dtype=np.int64),
-                             _native.CForest(forest, threshold_rank=rank, rank_count=counts))
+                             _native.CForest(forest, threshold_rank=rank, rank_count=counts), padded)
     _BOUNDARIES[forest] = cached
     return cached
 
@@ -168,10 +171,10 @@ def _set_masks(S, n_rows: int, n_features: int, names=None) -> np.ndarray:
     boolean mask (d,) — or one set per row: a boolean (n, d) mask, an (n, k) integer array, or a
     list of n index/name lists.
     """
-    if isinstance(S, (str, numbers.Integral)) and not isinstance(S, (bool, np.bool_)):
-        S = [S]
-    if isinstance(S, (list, tuple)) and all(isinstance(f, (str, numbers.Integral)) for f in S):
+    if isinstance(S, (list, tuple)) and all(type(f) is int or isinstance(f, (str, numbers.Integral)) for f in S):
         return _mask_of(S, n_rows, n_features, names)   # one set, indices and names mixed freely
+    if isinstance(S, (str, numbers.Integral)) and not isinstance(S, (bool, np.bool_)):
+        return _mask_of([S], n_rows, n_features, names)
     if isinstance(S, (list, tuple)) and S and all(isinstance(row, (list, tuple, np.ndarray)) for row in S) \
             and not all(np.asarray(row).dtype == bool for row in S):
         if len(S) != n_rows:
@@ -211,7 +214,10 @@ def _mask_of(features, n_rows: int, n_features: int, names) -> np.ndarray:
 def _check_perturbed_finite(X, mask, missing=float("nan")):
     """InputError when a perturbed feature is missing in some row (NaN, or the model's ``missing``
     sentinel, which rows enter as NaN)."""
-    bad = np.isnan(X) & (mask != 0)
+    nan = np.isnan(X)
+    if not nan.any():
+        return
+    bad = nan & (mask != 0)
     if bad.any():
         r, c = np.argwhere(bad)[0]
         what = "NaN" if np.isnan(missing) else f"a missing value (NaN or the model's missing= sentinel {missing!r})"
@@ -467,7 +473,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     sets = (position[:, :, None, :] <= np.arange(d)[None, None, :, None]).astype(np.uint8)
     sets = sets.transpose(1, 0, 2, 3).reshape(n, m * d, d)
     if m == 1:      # one ranking: its d prefix sets are distinct, nothing to share
-        mask, where = np.ascontiguousarray(sets), np.broadcast_to(np.arange(d), (n, d))
+        mask, where = np.ascontiguousarray(sets), None
     else:
         mask, where = _shared_sets(sets)
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names,
@@ -478,7 +484,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     values, _ = _batched(n, seconds, verbose, "PGI²", lambda a, b: _native.pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], mask[a:b], table[a:b], n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
-    per_set = np.take_along_axis(values, where[:, :, None], axis=1)         # (n, m * d, outputs)
+    per_set = values if where is None else np.take_along_axis(values, where[:, :, None], axis=1)  # (n, m*d, k)
     scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
     out = _squeeze(forest, scores)
     return out if stacked else out[0]
