@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 6
+ABI_VERSION = 7
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -186,14 +186,30 @@ def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None,
     return ranking, path
 
 
+#: Forest -> its local MDI walk layout (xai_mdi_layout's records, dropped with the Forest)
+_MDI_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def mdi_layout(forest) -> np.ndarray:
+    """The cached walk layout of local MDI for a Forest (``xai_mdi_node`` records, built on first use:
+    one 24-byte record per node)."""
+    cached = _MDI_LAYOUTS.get(forest)
+    if cached is None:
+        cached = np.empty(forest.n_nodes * ffi.sizeof("xai_mdi_node"), dtype=np.uint8)
+        _check(lib.xai_mdi_layout(c_forest(forest).ptr, _ptr("xai_mdi_node *", cached)), "local MDI")
+        _MDI_LAYOUTS[forest] = cached
+    return cached
+
+
 def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
     """(n, d) local MDI; tree_weight (n, n_trees) or None for the plain average over trees."""
     s = c_forest(forest).ptr
+    layout = _ptr("xai_mdi_node *", mdi_layout(forest))
     out = np.empty((len(X), forest.n_features))
 
     def work(a, b):
         w = None if tree_weight is None else tree_weight[a:b]
-        _check(lib.xai_local_mdi(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", w),
+        _check(lib.xai_local_mdi(s, layout, _ptr("double *", X[a:b]), b - a, _ptr("double *", w),
                                  _ptr("double *", out[a:b])), "local MDI", a)
 
     _run_chunks(len(X), n_jobs, work)
