@@ -121,14 +121,15 @@ def validate(forest) -> None:
     _check(lib.xai_validate(c_forest(forest).ptr), "invalid tree structure")
 
 
-def _run_chunks(n_rows: int, n_jobs, work) -> None:
+def _run_chunks(n_rows: int, n_jobs, work, chunks_per_worker: int = 4) -> None:
     """Call work(start, stop) over row chunks, in parallel threads (``n_jobs``: see
-    :func:`xai_plugins._validation.check_n_jobs`)."""
+    :func:`xai_plugins._validation.check_n_jobs`; ``chunks_per_worker``: more balance the load,
+    fewer keep more rows per call)."""
     workers = min(check_n_jobs(n_jobs), max(n_rows, 1))
     if workers <= 1 or n_rows < 2:
         work(0, n_rows)
         return
-    bounds = np.linspace(0, n_rows, min(n_rows, 4 * workers) + 1).astype(int)
+    bounds = np.linspace(0, n_rows, min(n_rows, chunks_per_worker * workers) + 1).astype(int)
     with ThreadPoolExecutor(workers) as pool:
         for future in [pool.submit(work, a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]:
             future.result()
@@ -212,7 +213,7 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
         _check(lib.xai_local_mdi(s, layout, _ptr("double *", X[a:b]), b - a, _ptr("double *", w),
                                  _ptr("double *", out[a:b])), "local MDI", a)
 
-    _run_chunks(len(X), n_jobs, work)
+    _run_chunks(len(X), n_jobs, work, chunks_per_worker=1)  # one chunk per thread: blocks as large as can be
     return out
 
 
