@@ -1,20 +1,45 @@
-"""Local MDI speed: 10,000 rows on a 100-tree RandomForestRegressor (diabetes features, rows
-resampled) against the same forest's own predict (n_jobs=1 and 2) and shap.TreeExplainer.
+"""Local MDI speed and memory against the forest's own ``predict`` and the previous main.
 
-Run: python benchmarks/bench_local_mdi.py [--shap-rows 200]
+Workloads (each a fully grown ``RandomForestRegressor``):
+- california: California housing (8 numeric features, ``total_bedrooms`` NaN kept: scikit-learn
+  routes them), 100 trees, local MDI of 5,000 rows;
+- friedman (``--big``): ``make_friedman1`` with 100,000 rows and 10 features plus a duplicate of
+  feature 0, ``--trees`` trees (500 by default: millions of nodes), local MDI of all 100,000 rows.
+
+Per workload and thread count (n_jobs = 1 and 2 for both: scikit-learn's ``predict`` runs its
+trees on ``n_jobs`` joblib threads, local MDI its row chunks on ``n_jobs`` threads) the best of a
+few runs of ``model.predict(rows)``, of ``xp.local_mdi`` now (the Forest imported and cached
+beforehand, as after a first call) and, with ``--ref DIR``, of the previous main's ``local_mdi`` on
+the same pickled model and rows in a subprocess; the ratios to predict, the time per million nodes,
+and whether the two builds' results are bitwise identical. ``--memory`` adds, in a fresh
+subprocess per build, the peak of numpy allocations (tracemalloc) and the peak resident memory of a
+first ``local_mdi`` call (import included) on the unpickled model, beside the model's own size and
+the output's.
+
+Fitted models are cached in the temp directory (``--refit`` rebuilds them).
+
+Run: python benchmarks/bench_local_mdi.py [--ref /work/oldmain] [--big [--trees 500]] [--memory]
 """
 
 import argparse
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
-from sklearn.datasets import load_diabetes
-from sklearn.ensemble import RandomForestRegressor
 
-import xai_plugins as xp
+ROOT = Path(__file__).resolve().parent.parent
+CALIFORNIA = ROOT.parent / "shared" / "datasets" / "california_housing.csv"
 
 
-def best_of(fn, repeat=3):
+def best_of(fn, repeat):
+    """Smallest wall time of ``repeat`` calls of fn."""
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -23,29 +48,131 @@ def best_of(fn, repeat=3):
     return min(times)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shap-rows", type=int, default=200, help="rows explained by TreeExplainer (extrapolated)")
-    args = parser.parse_args()
-    X, y = load_diabetes(return_X_y=True)
-    rng = np.random.default_rng(0)
-    rows = X[rng.integers(0, len(X), 10_000)] + rng.normal(0, 1e-3, (10_000, X.shape[1]))
-    model = RandomForestRegressor(n_estimators=100, random_state=0).fit(X, y)
-    forest = xp.import_model(model)
+def workload(name: str, trees: int, refit: bool) -> tuple[str, int]:
+    """Path of a pickle holding (model, rows) for the workload (fitted once, cached), and its node count."""
+    path = Path(tempfile.gettempdir()) / f"xai_bench_local_mdi_{name}_{trees}.pkl"
+    if refit or not path.exists():
+        from sklearn.ensemble import RandomForestRegressor
+
+        if name == "california":
+            import pandas as pd
+
+            frame = pd.read_csv(CALIFORNIA).drop(columns="ocean_proximity")
+            y = frame.pop("median_house_value").to_numpy()
+            X = frame.to_numpy(dtype=np.float64)
+            rows = X[np.random.default_rng(0).choice(len(X), 5_000, replace=False)]
+        else:
+            from sklearn.datasets import make_friedman1
+
+            X, y = make_friedman1(n_samples=100_000, n_features=10, random_state=0)
+            X = np.column_stack([X, X[:, 0]])
+            rows = X
+        t = time.perf_counter()
+        model = RandomForestRegressor(n_estimators=trees, random_state=0, n_jobs=-1).fit(X, y)
+        print(f"{name}: fitted {trees} trees in {time.perf_counter() - t:.0f} s (not counted)", flush=True)
+        with open(path, "wb") as fh:
+            pickle.dump((model, np.ascontiguousarray(rows)), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    with open(path, "rb") as fh:
+        model, _ = pickle.load(fh)
+    return str(path), sum(est.tree_.node_count for est in model.estimators_)
+
+
+def time_local_mdi(path: str, repeat: int, out: str | None) -> dict:
+    """Best times of this build's local MDI (n_jobs 1 and 2) on the pickled workload; the result saved to ``out``."""
+    import xai_plugins as xp
+
+    with open(path, "rb") as fh:
+        model, rows = pickle.load(fh)
+    t = time.perf_counter()
+    result = xp.local_mdi(model, rows)
+    times = {"first call": time.perf_counter() - t}
+    for jobs in (1, 2):
+        times[str(jobs)] = best_of(lambda jobs=jobs: xp.local_mdi(model, rows, n_jobs=jobs), repeat)
+    if out:
+        np.save(out, result)
+    return times
+
+
+def memory(path: str) -> dict:
+    """Peak numpy allocations and resident memory of a first local MDI call on the unpickled model."""
+    import tracemalloc
+
+    import xai_plugins as xp
+
+    with open(path, "rb") as fh:
+        model, rows = pickle.load(fh)
+    model_bytes = sum(est.tree_.__getstate__()["nodes"].nbytes + est.tree_.value.nbytes for est in model.estimators_)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tracemalloc.start()
+    result = xp.local_mdi(model, rows)
+    traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"model": model_bytes, "output": result.nbytes, "traced peak": traced,
+            "rss growth": rss_after - rss_before}
+
+
+def in_subprocess(build: Path, *args: str) -> dict:
+    """Run this script's worker mode with ``build``'s xai_plugins first on the path."""
+    env = dict(os.environ, PYTHONPATH=str(build))
+    done = subprocess.run([sys.executable, __file__, *args], env=env, cwd=build, capture_output=True, text=True,
+                          check=False)
+    if done.returncode:
+        raise RuntimeError(f"worker in {build} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report(name: str, path: str, nodes: int, ref: str | None, repeat: int, with_memory: bool) -> None:
+    """Print one workload's figures."""
+    with open(path, "rb") as fh:
+        model, rows = pickle.load(fh)
+    print(f"\n{name}: {len(model.estimators_)} trees, {nodes / 1e6:.2f} M nodes, {len(rows):,} rows x "
+          f"{rows.shape[1]} features")
+    with tempfile.TemporaryDirectory() as tmp:
+        new = in_subprocess(ROOT, "--worker", path, str(repeat), f"{tmp}/new.npy")
+        old = in_subprocess(Path(ref), "--worker", path, str(repeat), f"{tmp}/old.npy") if ref else None
+        same = "" if old is None else \
+            f"; results bitwise identical to the previous main: {np.array_equal(np.load(f'{tmp}/new.npy'), np.load(f'{tmp}/old.npy'))}"
+    print(f"first call (import + local MDI, n_jobs=None): now {new['first call']:.3f} s"
+          + (f", previous main {old['first call']:.3f} s" if old else "") + same)
+    print(f"{'n_jobs':>6s} {'predict s':>10s} {'MDI now s':>10s} {'now/pred':>9s} {'s/M nodes':>10s}"
+          + (f" {'MDI old s':>10s} {'old/pred':>9s} {'old/now':>8s}" if old else ""))
     for jobs in (1, 2):
         model.set_params(n_jobs=jobs)
-        t_pred = best_of(lambda: model.predict(rows))
-        t_mdi = best_of(lambda: xp.local_mdi(forest, rows, n_jobs=jobs))
-        print(f"n_jobs={jobs}: local MDI {1e3 * t_mdi:.1f} ms, forest.predict {1e3 * t_pred:.1f} ms, "
-              f"ratio {t_mdi / t_pred:.2f}")
-    import shap
+        t_pred = best_of(lambda: model.predict(rows), repeat)
+        now = new[str(jobs)]
+        line = f"{jobs:6d} {t_pred:10.3f} {now:10.3f} {now / t_pred:9.2f} {now / nodes * 1e6:10.4f}"
+        if old:
+            line += f" {old[str(jobs)]:10.3f} {old[str(jobs)] / t_pred:9.2f} {old[str(jobs)] / now:8.2f}"
+        print(line, flush=True)
+    if with_memory:
+        for label, build in [("now", ROOT)] + ([("previous main", Path(ref))] if ref else []):
+            m = in_subprocess(build, "--memory-worker", path)
+            print(f"memory ({label}): model {m['model'] / 2**20:.0f} MiB, output {m['output'] / 2**20:.1f} MiB; first "
+                  f"call: numpy peak {m['traced peak'] / 2**20:.0f} MiB, resident growth {m['rss growth'] / 2**20:.0f} "
+                  f"MiB; limit 2 x model + output = {(2 * m['model'] + m['output']) / 2**20:.0f} MiB", flush=True)
 
-    explainer = shap.TreeExplainer(model)
-    sub = rows[:args.shap_rows]
-    t_shap = best_of(lambda: explainer(sub, check_additivity=False), 1) * len(rows) / len(sub)
-    t_mdi = best_of(lambda: xp.local_mdi(forest, rows))
-    print(f"shap.TreeExplainer on 10,000 rows (extrapolated from {len(sub)}): {t_shap:.2f} s; "
-          f"local MDI {1e3 * t_mdi:.1f} ms -> {t_shap / t_mdi:.0f}x faster")
+
+def main():
+    if sys.argv[1:2] == ["--worker"]:
+        path, repeat, out = sys.argv[2:5]
+        print(json.dumps(time_local_mdi(path, int(repeat), out)))
+        return
+    if sys.argv[1:2] == ["--memory-worker"]:
+        print(json.dumps(memory(sys.argv[2])))
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ref", help="checkout of the previous main (its C extension built in place)")
+    parser.add_argument("--big", action="store_true", help="also the friedman workload (100,000 rows)")
+    parser.add_argument("--trees", type=int, default=500, help="trees of the friedman forest")
+    parser.add_argument("--memory", action="store_true", help="peak memory of a first call")
+    parser.add_argument("--refit", action="store_true", help="refit the cached models")
+    args = parser.parse_args()
+    print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
+    runs = [("california", 100, 5)] + ([("friedman", args.trees, 2)] if args.big else [])
+    for name, trees, repeat in runs:
+        path, nodes = workload(name, trees, args.refit)
+        report(name, path, nodes, args.ref, repeat, args.memory)
 
 
 if __name__ == "__main__":

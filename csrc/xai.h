@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 6
+#define XAI_ABI_VERSION 7
 
 /* cffi-cdef-begin */
 enum {
@@ -131,10 +131,25 @@ int xai_greedy_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
                    const double *output_weight, int32_t *ranking, double *path);
 
+/* One node of the walk layout of local MDI (xai_mdi_layout): each tree's nodes, at the same
+ * global positions tree_offset[t] .. tree_offset[t + 1] as in the forest, renumbered in depth-first
+ * pre-order, so that a node's left child is the next node and one node is one 24-byte record. */
+typedef struct {
+    double threshold;  /* the split threshold (internal nodes) */
+    double gain;       /* impurity(parent) - impurity(this node), as the forest's doubles; 0 at a root */
+    int32_t split;     /* 2 * feature + missing_left at an internal node, -1 at a leaf */
+    int32_t right;     /* local index of the right child in this layout (internal nodes) */
+} xai_mdi_node;
+
+/* Fills layout[n_nodes] from a forest with impurities (XAI_E_UNSUPPORTED without, or with more
+ * than 2^30 features). Built once per forest and passed to every xai_local_mdi call. */
+int xai_mdi_layout(const xai_forest *forest, xai_mdi_node *layout);
+
 /* Local MDI: out[i * n_features + j] = sum over trees t of w(i, t) * sum over the nodes on row
- * i's path in t that split on j of impurity(node) - impurity(child the row follows).
+ * i's path in t that split on j of impurity(node) - impurity(child the row follows), added per row
+ * in tree order, root to leaf. layout is xai_mdi_layout's of the same forest.
  * tree_weight[i * n_trees + t] gives w(i, t); NULL means 1 / n_trees (the plain average). */
-int xai_local_mdi(const xai_forest *forest, const double *X, int64_t n_rows,
+int xai_local_mdi(const xai_forest *forest, const xai_mdi_node *layout, const double *X, int64_t n_rows,
                   const double *tree_weight, double *out);
 /* Arguments of xai_reroute: the leaves of tree `tree` after the features changed[0 .. n_changed)
  * of the rows of X[n_rows * n_features] took new values (no feature listed twice). start_leaf[i]

@@ -216,3 +216,134 @@ def test_dataframe_with_missing_or_unexpected_column_is_refused(frame_forest):
         xp.local_mdi(model, df.rename(columns={"f7": "extra"}))
     with pytest.raises(FeatureMismatchError, match="f3"):
         xp.global_mdi(model, df.drop(columns="f3"))
+
+
+def ordered_mdi(paths, impurities, features, X, weight):
+    """Local MDI with every term added as the C core documents it: per row, trees in order, root
+    to leaf, w(i, t) * (i(node) - i(child)). ``paths(t, i)``: the node ids on row i's path in tree t."""
+    out = np.zeros(X.shape)
+    for i in range(len(X)):
+        for t in range(len(impurities)):
+            if weight[i, t] == 0.0:
+                continue
+            nodes = paths(t, i)
+            for parent, child in zip(nodes[:-1], nodes[1:]):
+                out[i, features[t][parent]] += weight[i, t] * (impurities[t][parent] - impurities[t][child])
+    return out
+
+
+def python_walk(forest, t, x):
+    """Node ids (local to tree t) on the path of row x, routed in Python: float32 input when the
+    forest says so, NaN by missing_left, `<` or `<=` by the split rule."""
+    a = forest.tree_offset[t]
+    node, nodes = 0, [0]
+    while forest.left_child[a + node] >= 0:
+        v = x[forest.feature[a + node]]
+        v = float(np.float32(v)) if forest.input_float32 else v
+        thr = forest.threshold[a + node]
+        left = bool(forest.missing_left[a + node]) if np.isnan(v) else (v < thr if forest.split_rule == "lt" else v <= thr)
+        node = forest.left_child[a + node] if left else forest.right_child[a + node]
+        nodes.append(node)
+    return nodes
+
+
+@pytest.fixture(scope="module")
+def wide_nan_forest():
+    """A forest on 1,500 features (so that the C core's row blocks are a few hundred rows) with NaN
+    in training (missing values sent both ways) and in the explained rows."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 1500))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.5 * X[:, 2] * X[:, 3] + rng.normal(0, 0.1, 300)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    model = RandomForestRegressor(n_estimators=6, max_features=0.02, random_state=0).fit(X, y)
+    rows = rng.normal(size=(701, 1500))
+    rows[rng.random(rows.shape) < 0.2] = np.nan
+    rows[:300] = X
+    return model, rows
+
+
+def test_local_mdi_is_the_documented_sum_to_the_bit(wide_nan_forest):
+    """Every row equals, bit for bit, its terms added in tree order, root to leaf, along sklearn's
+    own decision_path, over several row blocks, for any thread count and with per-tree weights
+    (zeros included)."""
+    from xai_plugins import _native
+
+    model, rows = wide_nan_forest
+    trees = [est.tree_ for est in model.estimators_]
+    dense = [est.decision_path(rows.astype(np.float32)).toarray().astype(bool) for est in model.estimators_]
+    paths = lambda t, i: np.flatnonzero(dense[t][i])  # noqa: E731 - increasing ids: parents first in sklearn
+    args = (paths, [tr.impurity for tr in trees], [tr.feature for tr in trees], rows)
+    plain = ordered_mdi(*args, np.full((len(rows), len(trees)), 1.0 / len(trees)))
+    for n_jobs in (1, 2, 3):
+        np.testing.assert_array_equal(xp.local_mdi(model, rows, n_jobs=n_jobs), plain)
+    weight = np.random.default_rng(1).integers(0, 3, (len(rows), len(trees))) / 7.0
+    forest = xp.import_model(model)
+    np.testing.assert_array_equal(_native.local_mdi(forest, rows, tree_weight=weight, n_jobs=2),
+                                  ordered_mdi(*args, weight))
+
+
+def test_walk_layout_is_pre_order_with_the_impurity_decreases(cancer):
+    """The cached walk layout: one record per node, each tree in depth-first pre-order (left child
+    next), the split feature and NaN direction, the right child, i(parent) - i(node)."""
+    from xai_plugins import _native
+
+    X, y = cancer
+    model = RandomForestClassifier(n_estimators=3, max_depth=6, random_state=0).fit(X, y)
+    forest = xp.import_model(model)
+    layout = _native.mdi_layout(forest)
+    assert _native.mdi_layout(forest) is layout and layout.nbytes == 24 * forest.n_nodes
+    records = layout.view(np.dtype([("threshold", "<f8"), ("gain", "<f8"), ("split", "<i4"), ("right", "<i4")]))
+    for t, est in enumerate(model.estimators_):
+        tree = est.tree_
+        nodes = records[forest.tree_offset[t]:forest.tree_offset[t + 1]]
+        order, stack, parent = [], [(0, -1)], {}
+        while stack:                    # pre-order of sklearn's tree, written independently
+            node, up = stack.pop()
+            order.append(node)
+            parent[node] = up
+            if tree.children_left[node] >= 0:
+                stack += [(tree.children_right[node], node), (tree.children_left[node], node)]
+        new = {old: k for k, old in enumerate(order)}
+        for k, old in enumerate(order):
+            up = parent[old]
+            assert nodes["gain"][k] == (0.0 if up < 0 else tree.impurity[up] - tree.impurity[old])
+            if tree.children_left[old] < 0:
+                assert nodes["split"][k] == -1
+                continue
+            assert nodes["threshold"][k] == tree.threshold[old]
+            assert nodes["split"][k] == 2 * tree.feature[old] + int(tree.missing_go_to_left[old])
+            assert new[tree.children_left[old]] == k + 1 and new[tree.children_right[old]] == nodes["right"][k]
+
+
+def test_relabelled_nodes_and_the_strict_split_rule(diabetes):
+    """Node ids in any order (as XGBoost reuses slots) give the same bits; the `<` rule with inputs
+    on the thresholds routes as a Python walk does."""
+    import dataclasses
+
+    X, y = diabetes
+    model = RandomForestRegressor(n_estimators=4, max_depth=7, random_state=0).fit(X, y)
+    forest = xp.import_model(model)
+    rng = np.random.default_rng(3)
+    arrays = {k: [] for k in ("left_child", "right_child", "feature", "threshold", "missing_left", "value",
+                              "impurity", "weight")}
+    for t in range(forest.n_trees):
+        a, b = forest.tree_offset[t], forest.tree_offset[t + 1]
+        perm = np.concatenate([[0], 1 + rng.permutation(b - a - 1)])     # old local id -> new, root kept
+        inverse = np.argsort(perm)
+        for name in ("left_child", "right_child"):
+            old = getattr(forest, name)[a:b][inverse]
+            arrays[name].append(np.where(old >= 0, perm[np.maximum(old, 0)], -1).astype(np.int32))
+        for name in ("feature", "threshold", "missing_left", "value", "impurity", "weight"):
+            arrays[name].append(getattr(forest, name)[a:b][inverse])
+    shuffled = dataclasses.replace(forest, **{k: np.concatenate(v) for k, v in arrays.items()})
+    rows = X[:150].copy()
+    np.testing.assert_array_equal(xp.local_mdi(shuffled, rows), xp.local_mdi(forest, rows))
+    strict = dataclasses.replace(shuffled, split_rule="lt", input_float32=False)
+    internal = strict.left_child >= 0
+    rows[::2, strict.feature[internal][:75]] = strict.threshold[internal][:75]     # ties with thresholds
+    paths = lambda t, i: python_walk(strict, t, rows[i])  # noqa: E731
+    per_tree = lambda name: [getattr(strict, name)[strict.tree_offset[t]:strict.tree_offset[t + 1]]  # noqa: E731
+                             for t in range(strict.n_trees)]
+    expected = ordered_mdi(paths, per_tree("impurity"), per_tree("feature"), rows,
+                           np.full((len(rows), strict.n_trees), 1.0 / strict.n_trees))
+    np.testing.assert_array_equal(xp.local_mdi(strict, rows), expected)

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 6
+ABI_VERSION = 7
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -123,14 +123,21 @@ def validate(forest) -> None:
     _check(lib.xai_validate(c_forest(forest).ptr), "invalid tree structure")
 
 
-def _run_chunks(n_rows: int, n_jobs, work) -> None:
+def _run_chunks(n_rows: int, n_jobs, work, chunks_per_worker: int = 4) -> None:
     """Call work(start, stop) over row chunks, in parallel threads (``n_jobs``: see
+<<<<<<< HEAD
     :func:`xai_plugins._validation.check_n_jobs`)."""
     workers = check_n_jobs(n_jobs, n_rows)
     if workers <= 1:
+=======
+    :func:`xai_plugins._validation.check_n_jobs`; ``chunks_per_worker``: more balance the load,
+    fewer keep more rows per call)."""
+    workers = min(check_n_jobs(n_jobs), max(n_rows, 1))
+    if workers <= 1 or n_rows < 2:
+>>>>>>> h6-mdi
         work(0, n_rows)
         return
-    bounds = np.linspace(0, n_rows, min(n_rows, 4 * workers) + 1).astype(int)
+    bounds = np.linspace(0, n_rows, min(n_rows, chunks_per_worker * workers) + 1).astype(int)
     with ThreadPoolExecutor(workers) as pool:
         for future in [pool.submit(work, a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]:
             future.result()
@@ -188,17 +195,33 @@ def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None,
     return ranking, path
 
 
+#: Forest -> its local MDI walk layout (xai_mdi_layout's records, dropped with the Forest)
+_MDI_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def mdi_layout(forest) -> np.ndarray:
+    """The cached walk layout of local MDI for a Forest (``xai_mdi_node`` records, built on first use:
+    one 24-byte record per node)."""
+    cached = _MDI_LAYOUTS.get(forest)
+    if cached is None:
+        cached = np.empty(forest.n_nodes * ffi.sizeof("xai_mdi_node"), dtype=np.uint8)
+        _check(lib.xai_mdi_layout(c_forest(forest).ptr, _ptr("xai_mdi_node *", cached)), "local MDI")
+        _MDI_LAYOUTS[forest] = cached
+    return cached
+
+
 def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
     """(n, d) local MDI; tree_weight (n, n_trees) or None for the plain average over trees."""
     s = c_forest(forest).ptr
+    layout = _ptr("xai_mdi_node *", mdi_layout(forest))
     out = np.empty((len(X), forest.n_features))
 
     def work(a, b):
         w = None if tree_weight is None else tree_weight[a:b]
-        _check(lib.xai_local_mdi(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", w),
+        _check(lib.xai_local_mdi(s, layout, _ptr("double *", X[a:b]), b - a, _ptr("double *", w),
                                  _ptr("double *", out[a:b])), "local MDI", a)
 
-    _run_chunks(len(X), n_jobs, work)
+    _run_chunks(len(X), n_jobs, work, chunks_per_worker=1)  # one chunk per thread: blocks as large as can be
     return out
 
 
