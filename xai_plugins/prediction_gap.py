@@ -16,6 +16,7 @@ predictor for probabilities.
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 import weakref
@@ -275,7 +276,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     start = time.perf_counter()
     reason = ""
     if method == "auto":
-        method, n_samples, reason = auto_method(forest, X, masks, noise, rtol, row_seed(random_state))
+        method, n_samples, reason = auto_method(forest, X, masks, noise, rtol, random_state)
     if method == "exact":
         values, terms = _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs)
         values = _squeeze(forest, values)
@@ -317,16 +318,20 @@ def _informative(stderr: np.ndarray, nonzero: np.ndarray, masks: np.ndarray) -> 
 _DEPTHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _leaf_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """(tree, depth) of every leaf, one level of the trees at a time; computed once per Forest."""
+def _leaf_depths(forest: Forest) -> np.ndarray:
+    """(n_trees, max depth + 1): the number of leaves of each tree at each depth; computed once
+    per Forest."""
     cached = _DEPTHS.get(forest)
     if cached is None:
-        cached = _DEPTHS[forest] = _walk_depths(forest)
+        tree, depth = _walk_depths(forest)
+        cached = np.zeros((forest.n_trees, int(depth.max(initial=0)) + 1))
+        np.add.at(cached, (tree, depth), 1.0)
+        _DEPTHS[forest] = cached
     return cached
 
 
 def _walk_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_leaf_depths` without the cache."""
+    """(tree, depth) of every leaf, one level of the trees at a time."""
     tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offset))
     depth = np.zeros(forest.n_nodes, dtype=np.int64)
     frontier, level = np.asarray(forest.tree_offset[:-1], dtype=np.int64), 0
@@ -346,17 +351,20 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
     with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the chance), which gives
     N_t leaves per tree and Σ_{t<u, same output} N_t N_u leaf pairs, of which
     :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
-    tree, depth = _leaf_depths(forest)
+    counts = _leaf_depths(forest)
     outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
-    per_tree = np.bincount(tree, weights=np.exp2(-depth * outside), minlength=forest.n_trees)
-    target = np.asarray(forest.tree_target)
-    per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
-    square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
-    pairs = float(np.sum(per_output ** 2 - square) / 2.0)
+    per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
+    if forest.n_outputs == 1:
+        pairs = float(per_tree.sum() ** 2 - per_tree @ per_tree) / 2.0
+    else:
+        target = np.asarray(forest.tree_target)
+        per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
+        square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
+        pairs = float(np.sum(per_output ** 2 - square) / 2.0)
     return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
 
 
-def auto_method(forest: Forest, X, masks, noise, rtol, root) -> tuple[str, int, str]:
+def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[str, int, str]:
     """``(method, n_samples, reason)`` for ``method="auto"``: the cheaper of the exact method
     (:func:`exact_seconds`) and Monte Carlo at :data:`AUTO_SECONDS_PER_TREE_SAMPLE` per tree and
     sample. Monte Carlo needs n = (sd/mean)² / rtol² samples for a relative standard error rtol, at
@@ -364,13 +372,14 @@ def auto_method(forest: Forest, X, masks, noise, rtol, root) -> tuple[str, int, 
     floor plus the pilot, it runs without one. Otherwise sd/mean of the squared gap comes from a
     pilot of :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows (the 90th
     percentile over them; a pilot row with fewer than :data:`MIN_INFORMATIVE_GAPS` nonzero gaps
-    counts as needing at least 1/p − 1 for p = (nonzero + 3) / samples)."""
+    counts as needing at least 1/p − 1 for p = (nonzero + 3) / samples), drawn from
+    ``random_state`` as :func:`row_seed` says."""
     if not (isinstance(rtol, numbers.Real) and 0 < rtol < 1):
         raise InputError(f"rtol must be a relative accuracy in (0, 1); got {rtol!r}")
     n = len(X)
-    exact = exact_seconds(forest, masks.sum(axis=1).mean() if n else 0)
+    exact = exact_seconds(forest, float(np.count_nonzero(masks)) / n if n else 0.0)
     per_sample = forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE
-    floor = int(max(AUTO_MIN_SAMPLES, np.ceil(1.0 / rtol ** 2)))
+    floor = max(AUTO_MIN_SAMPLES, math.ceil(1.0 / rtol ** 2))
     pilot_rows = min(n, AUTO_PILOT_ROWS)
     pilot_seconds = pilot_rows * AUTO_PILOT_SAMPLES * per_sample
     head = f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row"
@@ -379,7 +388,7 @@ def auto_method(forest: Forest, X, masks, noise, rtol, root) -> tuple[str, int, 
                             f"samples) plus a pilot; ran exact without a pilot")
     pilot = slice(0, pilot_rows)
     mean, stderr, nonzero = _sampled_pg2(forest, X[pilot], masks[pilot], noise, AUTO_PILOT_SAMPLES, "monte_carlo",
-                                         root)
+                                         row_seed(random_state))
     spread = np.where(mean > 0, stderr ** 2 * AUTO_PILOT_SAMPLES / np.where(mean > 0, mean, 1.0) ** 2, 0.0)
     unseen = AUTO_PILOT_SAMPLES / (nonzero + 3.0) - 1.0        # CV² >= 1/p - 1 when only a share p is nonzero
     shaky = ~_informative(stderr, nonzero, masks[pilot])
