@@ -9,6 +9,8 @@ from xai_plugins import prediction_gap
 from xai_plugins.errors import InputError
 from xai_plugins.forest import import_model
 
+from oracle import gaussian, grid_pg2
+
 xgb = pytest.importorskip("xgboost")
 
 
@@ -69,3 +71,80 @@ def test_progress_bar_on_long_calls_only(model_and_rows, monkeypatch, capsys):
     shown = xp.pg2(model, rows, [0, 1])
     assert "exact PG²" in capsys.readouterr().err
     np.testing.assert_array_equal(shown.value, quiet.value)
+
+
+# ------------------------------------------------------------- a zero-variance pilot proves nothing
+
+@pytest.fixture(scope="module")
+def faraway_row(model_and_rows, diabetes_std):
+    """(model, row, feature): the diabetes row whose exact PG² for one perturbed feature is the
+    smallest one above 1e-9 (float64 grid integration still resolves it): its thresholds sit so far
+    from x (relative to sigma) that 256 Monte Carlo samples all give a zero gap, although the true
+    PG² is not 0."""
+    model = model_and_rows[0]
+    X = np.ascontiguousarray(diabetes_std[0])
+    best = None
+    for j in range(X.shape[1]):
+        exact = xp.pg2(model, X, [j]).value
+        positive = np.flatnonzero(exact > 1e-9)
+        i = positive[np.argmin(exact[positive])]
+        if best is None or exact[i] < best[2]:
+            best = (i, j, exact[i])
+    i, j, _ = best
+    return model, X[i:i + 1], j
+
+
+def grid_truth(model, row, j, sigma=0.3):
+    """Grid integration over the cells of feature j, through the C predict (XGBoost's own sums
+    are float32; the C predict's parity with them is tested in test_properties)."""
+    return grid_pg2(model, import_model(model).predict, row[0], [j], [gaussian(sigma)] * row.shape[1])
+
+
+def test_auto_returns_the_exact_value_where_a_pilot_sees_only_zero_gaps(faraway_row):
+    model, row, j = faraway_row
+    truth = grid_truth(model, row, j)
+    assert truth[0] > 0
+    pilot = xp.pg2(model, row, [j], method="monte_carlo", n_samples=prediction_gap.AUTO_PILOT_SAMPLES,
+                   random_state=0)
+    assert pilot.value[0] == 0 and pilot.stderr[0] == 0     # the failing case: 0 ± 0 from the samples
+    est = xp.pg2(model, row, [j], method="auto", rtol=0.01, random_state=0)
+    np.testing.assert_allclose(est.value, truth, rtol=1e-9)
+    assert est.stderr[0] == 0 and est.informative.all()
+
+
+def test_auto_computes_exactly_the_rows_whose_samples_show_no_error(faraway_row, model_and_rows, monkeypatch):
+    """With exact work priced so high that auto samples, the row whose samples are all zero is
+    computed exactly (and said so); the other rows keep an informative Monte Carlo estimate."""
+    model, row, j = faraway_row
+    rows = np.vstack([row, model_and_rows[1]])
+    monkeypatch.setattr(prediction_gap, "AUTO_SECONDS_PER_TREE", 1.0)
+    est = xp.pg2(model, rows, [j], method="auto", rtol=0.05, random_state=0)
+    assert est.method == "monte_carlo" and "computed exactly" in est.reason
+    assert est.stderr[0] == 0 and est.informative.all()
+    np.testing.assert_allclose(est.value[0], grid_truth(model, row, j)[0], rtol=1e-9)
+    exact = xp.pg2(model, rows, [j]).value
+    sampled = est.stderr > 0
+    assert sampled.any()
+    assert np.all(np.abs(est.value - exact)[sampled] <= 5 * est.stderr[sampled])
+
+
+def test_monte_carlo_flags_a_standard_error_that_says_nothing(faraway_row, model_and_rows):
+    model, row, j = faraway_row
+    rows = np.vstack([row, model_and_rows[1]])
+    est = xp.pg2(model, rows, [j, 2], method="monte_carlo", n_samples=2000, random_state=0)
+    assert est.informative.shape == est.value.shape and est.informative[1:].all()
+    few = xp.pg2(model, row, [j], method="monte_carlo", n_samples=256, random_state=0)
+    assert not few.informative[0] and "uninformative" in repr(few)
+    assert xp.pg2(model, row, [j]).informative.all()
+
+
+def test_auto_skips_the_pilot_when_exact_costs_less_than_any_monte_carlo(model_and_rows, monkeypatch):
+    model, rows = model_and_rows
+
+    def no_pilot(*args, **kwargs):
+        raise AssertionError("the pilot ran although the cost model had decided")
+
+    monkeypatch.setattr(prediction_gap, "_sampled_pg2", no_pilot)
+    for S in ([0], [0, 2, 5], list(range(rows.shape[1]))):
+        est = xp.pg2(model, rows, S, method="auto", rtol=0.01)
+        assert est.method == "exact" and "without a pilot" in est.reason

@@ -457,3 +457,38 @@ def test_mean_local_mdi_is_the_trees_unnormalised_mdi_without_bootstrap(kind, da
     got = xp.local_mdi(model, X).mean(axis=0)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(expected).max()),
                                err_msg=f"{kind}, criterion={criterion}")
+
+
+# ----------------------------------------------------------------------------- method="auto"
+
+@pytest.mark.parametrize("kind", ("rf_reg", "rf_clf", "xgb_reg", "lgbm_clf"))
+@examples(6)
+@given(data=st.data())
+def test_auto_is_within_its_claimed_error_of_exact(kind, data):
+    """Whichever method auto runs (its cost drawn: exact cheap, or priced out so that it samples),
+    |auto - exact| <= 5 stderr (1e-12 of the scale for exact values), and a zero stderr only on
+    exact values; small sigmas give rows whose samples rarely leave x's leaves."""
+    from unittest import mock
+
+    from xai_plugins import prediction_gap
+
+    X = draw_X(data, nan=False, extremes=False)
+    d = X.shape[1]
+    model = fit_model(data, kind, X)
+    forest = import_model(model)
+    S = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=min(3, d), unique=True), label="S")
+    sigma = data.draw(st.sampled_from((0.01, 0.05, 0.3, 1.0)), label="sigma")
+    rtol = data.draw(st.sampled_from((0.05, 0.1, 0.3)), label="rtol")
+    per_tree = data.draw(st.sampled_from((prediction_gap.AUTO_SECONDS_PER_TREE, 10.0)), label="exact price")
+    rows = threshold_rows(data, forest, X, max_rows=3)
+    with mock.patch.object(prediction_gap, "AUTO_SECONDS_PER_TREE", per_tree):
+        est = xp.pg2(model, rows, S, sigma=sigma, method="auto", rtol=rtol, random_state=0)
+    event(f"auto ran {est.method}")
+    value, stderr = (np.asarray(a, dtype=np.float64).reshape(len(rows), -1) for a in (est.value, est.stderr))
+    truth = np.array([leaf_pair_pg2(forest, x, S, [gaussian(sigma)] * d) for x in rows]).reshape(len(rows), -1)
+    scale = max(1.0, np.abs(truth).max())
+    assert np.all(np.abs(value - truth) <= np.maximum(5 * stderr, 1e-12 * scale)), (value, stderr, truth)
+    exact_rows = np.all(stderr == 0, axis=1)
+    event(f"rows computed exactly under sampling={est.method != 'exact' and bool(exact_rows.any())}")
+    np.testing.assert_allclose(value[exact_rows], truth[exact_rows], rtol=1e-10, atol=1e-12 * scale)
+    assert np.all(est.informative)

@@ -311,7 +311,7 @@ def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs
         m = _set_masks(S, len(X), forest.n_features, names)
         _check_perturbed_finite(X, m, forest.missing_value)
         noise = make_perturbation(forest.n_features, sigma, perturbation, None, names=forest.feature_names)
-        value, stderr = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
+        value, stderr, _ = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
         terms = 0
     col = np.zeros((len(X), 1))
     col[0, 0] = terms

@@ -6,6 +6,7 @@ inherits the builtin a caller would expect (``except ValueError`` keeps working)
     XaiError
     ├── InputError(XaiError, ValueError)          bad data or argument value (NaN, sizes, sigma <= 0, ...)
     │   ├── FeatureMismatchError                  columns that cannot be aligned to the model's features
+    │   ├── ExplanationMismatchError              attributions that are not additive for this model's output
     │   └── ModelStructureError                   trees that are not well-formed (from the C validator)
     ├── InputTypeError(XaiError, TypeError)       an argument of the wrong type (complex X, n_jobs="x", ...)
     ├── UnsupportedModelError(XaiError, TypeError)  model type, objective or split kind not supported
@@ -18,7 +19,8 @@ inherits the builtin a caller would expect (``except ValueError`` keeps working)
 
 from __future__ import annotations
 
-__all__ = ["XaiError", "InputError", "FeatureMismatchError", "ModelStructureError", "InputTypeError",
+__all__ = ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError",
+           "ModelStructureError", "InputTypeError",
            "UnsupportedModelError", "InputIndexError", "ModelGoneError", "NativeMemoryError", "XaiWarning"]
 
 
@@ -32,6 +34,11 @@ class InputError(XaiError, ValueError):
 
 class FeatureMismatchError(InputError):
     """The data's columns cannot be aligned by name to the model's features."""
+
+
+class ExplanationMismatchError(InputError):
+    """Additive attributions (with ``base_values``) that do not add up to this model's output: the
+    explanation belongs to another model or another output."""
 
 
 class ModelStructureError(InputError):

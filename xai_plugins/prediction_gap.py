@@ -16,6 +16,7 @@ predictor for probabilities.
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 import weakref
@@ -42,6 +43,17 @@ AUTO_PRUNED_SHARE = 0.5
 AUTO_SECONDS_PER_TREE_SAMPLE = 1.0e-8
 #: Monte Carlo pilot of ``method="auto"``: samples per row, on at most this many rows.
 AUTO_PILOT_SAMPLES, AUTO_PILOT_ROWS = 256, 8
+#: The Monte Carlo of ``method="auto"`` draws at least max(AUTO_MIN_SAMPLES, 1/rtol²) samples per row
+#: (the squared gap's coefficient of variation is √2 when f(x') − f(x) is a centred Gaussian, and
+#: larger with the mass at 0 that trees give, so fewer samples would rarely show rtol); this bounds
+#: its cost from below, and when the exact method costs no more than that bound no pilot runs.
+AUTO_MIN_SAMPLES = 1000
+#: ``method="auto"`` keeps a sampled row only when its relative standard error is within this many
+#: times rtol (and informative); other rows are computed exactly.
+AUTO_ACCEPT = 2.0
+#: A sampled PG²'s standard error is informative only when at least this many of its sampled gaps
+#: are nonzero and not all of them are equal (``PG2Estimate.informative``).
+MIN_INFORMATIVE_GAPS = 10
 #: A progress bar is shown (``verbose=True``) on calls estimated to take longer than this (seconds).
 PROGRESS_AFTER = 5.0
 #: Relative error bound of the exact method's certified pruning (``prune=True``): leaves whose
@@ -55,8 +67,11 @@ PRUNE_RTOL = 1e-13
 class PG2Estimate:
     """PG² per row: ``value`` (n,) or (n, k) for k outputs, ``stderr`` (zeros when exact),
     ``method`` actually used, ``n_samples`` (0 when exact), wall ``seconds``, for the exact
-    method the number of leaf-pair terms evaluated, and with ``method="auto"`` the ``reason`` for
-    its choice. ``np.asarray(estimate)`` is ``value``."""
+    method the number of leaf-pair terms evaluated, with ``method="auto"`` the ``reason`` for
+    its choice, and ``informative`` (shape of ``value``): False where a sampled value's standard
+    error says nothing about its error (fewer than :data:`MIN_INFORMATIVE_GAPS` nonzero sampled
+    gaps, or all of them equal: a 0 ± 0 from samples that never left x's leaves); True for exact
+    values (None when not recorded: dask Monte Carlo). ``np.asarray(estimate)`` is ``value``."""
 
     value: np.ndarray
     stderr: np.ndarray
@@ -66,13 +81,20 @@ class PG2Estimate:
     pair_terms: int = 0
     #: why ``method="auto"`` chose ``method`` (the cost model's two estimates); "" otherwise
     reason: str = ""
+    informative: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.informative is None and self.method == "exact":
+            self.informative = np.ones(np.shape(self.value), dtype=bool)
 
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.value, dtype=dtype)
 
     def __repr__(self):
+        shaky = 0 if self.informative is None else int(np.sum(~np.asarray(self.informative)))
         return (f"PG2Estimate(method={self.method!r}, n_rows={len(self.value)}, "
-                f"mean={np.mean(self.value):.6g}, seconds={self.seconds:.3g})")
+                f"mean={np.mean(self.value):.6g}, seconds={self.seconds:.3g}"
+                + (f", uninformative stderr on {shaky} values" if shaky else "") + ")")
 
 
 @dataclass
@@ -264,36 +286,62 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     start = time.perf_counter()
     reason = ""
     if method == "auto":
-        method, n_samples, reason = auto_method(forest, X, masks, noise, rtol, row_seed(random_state))
+        method, n_samples, reason = auto_method(forest, X, masks, noise, rtol, random_state)
     if method == "exact":
-        splits = split_boundaries(forest)
-        table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
-        seconds = exact_seconds(forest, masks.sum(axis=1).mean()) * len(X) if verbose and len(X) > 1 else 0.0
-        values, terms = _batched(len(X), seconds, verbose, "exact PG²", lambda a, b: _native.pg2(
-            splits.c_forest, splits.cdf_offset, X[a:b], masks[a:b, None, :], table[a:b], n_jobs=n_jobs,
-            prune_rtol=PRUNE_RTOL if prune else 0.0))
-        values = _squeeze(forest, values[:, 0, :])
+        values, terms = _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs)
+        values = _squeeze(forest, values)
         return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms, reason)
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
         raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
-    mean, stderr = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
+    mean, stderr, nonzero = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
+    informative = _informative(stderr, nonzero, masks)
+    terms = 0
+    if reason:      # auto: a row whose samples have not shown the asked accuracy is computed exactly
+        redo = ~np.all(informative & (stderr <= AUTO_ACCEPT * rtol * mean), axis=1)
+        if redo.any():
+            mean[redo], terms = _exact_pg2(forest, X[redo], masks[redo], noise, prune, verbose, n_jobs)
+            stderr[redo], informative[redo] = 0.0, True
+            reason += (f"; {int(redo.sum())} of {len(X)} rows computed exactly (their samples did not show a "
+                       f"relative standard error within {AUTO_ACCEPT:g} x rtol)")
     return PG2Estimate(_squeeze(forest, mean), _squeeze(forest, stderr), method, int(n_samples),
-                       time.perf_counter() - start, 0, reason)
+                       time.perf_counter() - start, terms, reason, _squeeze(forest, informative))
+
+
+def _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs) -> tuple[np.ndarray, int]:
+    """Exact PG² (n, outputs) of the rows of ``X`` under their ``masks``, and the leaf-pair terms summed."""
+    splits = split_boundaries(forest)
+    table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
+    seconds = exact_seconds(forest, masks.sum(axis=1).mean()) * len(X) if verbose and len(X) > 1 else 0.0
+    values, terms = _batched(len(X), seconds, verbose, "exact PG²", lambda a, b: _native.pg2(
+        splits.c_forest, splits.cdf_offset, X[a:b], masks[a:b, None, :], table[a:b], n_jobs=n_jobs,
+        prune_rtol=PRUNE_RTOL if prune else 0.0))
+    return values[:, 0, :], terms
+
+
+def _informative(stderr: np.ndarray, nonzero: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """Where a sampled PG²'s standard error is informative (see :attr:`PG2Estimate.informative`):
+    at least :data:`MIN_INFORMATIVE_GAPS` nonzero gaps, not all equal; rows perturbing nothing are
+    exactly 0."""
+    return ((nonzero >= MIN_INFORMATIVE_GAPS) & (stderr > 0)) | ~masks.any(axis=1)[:, None]
 
 
 _DEPTHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _leaf_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """(tree, depth) of every leaf, one level of the trees at a time; computed once per Forest."""
+def _leaf_depths(forest: Forest) -> np.ndarray:
+    """(n_trees, max depth + 1): the number of leaves of each tree at each depth; computed once
+    per Forest."""
     cached = _DEPTHS.get(forest)
     if cached is None:
-        cached = _DEPTHS[forest] = _walk_depths(forest)
+        tree, depth = _walk_depths(forest)
+        cached = np.zeros((forest.n_trees, int(depth.max(initial=0)) + 1))
+        np.add.at(cached, (tree, depth), 1.0)
+        _DEPTHS[forest] = cached
     return cached
 
 
 def _walk_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_leaf_depths` without the cache."""
+    """(tree, depth) of every leaf, one level of the trees at a time."""
     tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offset))
     depth = np.zeros(forest.n_nodes, dtype=np.int64)
     frontier, level = np.asarray(forest.tree_offset[:-1], dtype=np.int64), 0
@@ -313,35 +361,53 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
     with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the chance), which gives
     N_t leaves per tree and Σ_{t<u, same output} N_t N_u leaf pairs, of which
     :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
-    tree, depth = _leaf_depths(forest)
+    counts = _leaf_depths(forest)
     outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
-    per_tree = np.bincount(tree, weights=np.exp2(-depth * outside), minlength=forest.n_trees)
-    target = np.asarray(forest.tree_target)
-    per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
-    square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
-    pairs = float(np.sum(per_output ** 2 - square) / 2.0)
+    per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
+    if forest.n_outputs == 1:
+        pairs = float(per_tree.sum() ** 2 - per_tree @ per_tree) / 2.0
+    else:
+        target = np.asarray(forest.tree_target)
+        per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
+        square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
+        pairs = float(np.sum(per_output ** 2 - square) / 2.0)
     return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
 
 
-def auto_method(forest: Forest, X, masks, noise, rtol, root) -> tuple[str, int, str]:
-    """``(method, n_samples, reason)`` for ``method="auto"``: Monte Carlo needs n = (sd/mean)² /
-    rtol² samples for a relative standard error rtol, sd/mean of the squared gap from a pilot of
-    :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows (the 90th percentile
-    over them), each sample costing :data:`AUTO_SECONDS_PER_TREE_SAMPLE` per tree; the exact cost is
-    :func:`exact_seconds`. The cheaper one runs."""
+def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[str, int, str]:
+    """``(method, n_samples, reason)`` for ``method="auto"``: the cheaper of the exact method
+    (:func:`exact_seconds`) and Monte Carlo at :data:`AUTO_SECONDS_PER_TREE_SAMPLE` per tree and
+    sample. Monte Carlo needs n = (sd/mean)² / rtol² samples for a relative standard error rtol, at
+    least max(:data:`AUTO_MIN_SAMPLES`, 1/rtol²); when the exact method costs no more than that
+    floor plus the pilot, it runs without one. Otherwise sd/mean of the squared gap comes from a
+    pilot of :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows (the 90th
+    percentile over them; a pilot row with fewer than :data:`MIN_INFORMATIVE_GAPS` nonzero gaps
+    counts as needing at least 1/p − 1 for p = (nonzero + 3) / samples), drawn from
+    ``random_state`` as :func:`row_seed` says."""
     if not (isinstance(rtol, numbers.Real) and 0 < rtol < 1):
         raise InputError(f"rtol must be a relative accuracy in (0, 1); got {rtol!r}")
-    exact = exact_seconds(forest, masks.sum(axis=1).mean() if len(X) else 0)
-    pilot = slice(0, min(len(X), AUTO_PILOT_ROWS))
-    mean, stderr = _sampled_pg2(forest, X[pilot], masks[pilot], noise, AUTO_PILOT_SAMPLES, "monte_carlo", root)
+    n = len(X)
+    exact = exact_seconds(forest, float(np.count_nonzero(masks)) / n if n else 0.0)
+    per_sample = forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE
+    floor = max(AUTO_MIN_SAMPLES, math.ceil(1.0 / rtol ** 2))
+    pilot_rows = min(n, AUTO_PILOT_ROWS)
+    pilot_seconds = pilot_rows * AUTO_PILOT_SAMPLES * per_sample
+    head = f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row"
+    if n == 0 or exact * n <= pilot_seconds + n * floor * per_sample:
+        return "exact", 0, (f"{head} vs Monte Carlo ≥ {floor * per_sample * 1e3:.3g} ms per row (at least {floor} "
+                            f"samples) plus a pilot; ran exact without a pilot")
+    pilot = slice(0, pilot_rows)
+    mean, stderr, nonzero = _sampled_pg2(forest, X[pilot], masks[pilot], noise, AUTO_PILOT_SAMPLES, "monte_carlo",
+                                         row_seed(random_state))
     spread = np.where(mean > 0, stderr ** 2 * AUTO_PILOT_SAMPLES / np.where(mean > 0, mean, 1.0) ** 2, 0.0)
-    per_row = spread.max(axis=1) if spread.size else np.zeros(0)
-    n_samples = int(np.clip(np.ceil(np.percentile(per_row, 90) / rtol ** 2) if per_row.size else 2, 2, 10**7))
-    sampled = n_samples * forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE
+    unseen = AUTO_PILOT_SAMPLES / (nonzero + 3.0) - 1.0        # CV² >= 1/p - 1 when only a share p is nonzero
+    shaky = ~_informative(stderr, nonzero, masks[pilot])
+    per_row = np.where(shaky, np.maximum(spread, unseen), spread).max(axis=1)
+    n_samples = int(np.clip(np.ceil(np.percentile(per_row, 90) / rtol ** 2), floor, 10**7))
+    sampled = n_samples * per_sample
     method = "exact" if exact <= sampled else "monte_carlo"
-    reason = (f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row vs Monte Carlo ≈ {sampled * 1e3:.3g} ms "
-              f"per row ({n_samples} samples for a {rtol:.0%} relative standard error); ran {method}")
-    return method, n_samples, reason
+    return method, n_samples, (f"{head} vs Monte Carlo ≈ {sampled * 1e3:.3g} ms per row ({n_samples} samples for a "
+                               f"{rtol:.0%} relative standard error, from a pilot); ran {method}")
 
 
 def _batched(n_rows: int, seconds: float, verbose: bool, what: str, call) -> tuple:
@@ -384,14 +450,16 @@ def _row_rng(root: np.random.SeedSequence, i: int) -> np.random.Generator:
 
 
 def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=200_000, row_offset=0):
-    """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor; row i
-    draws from its own generator (:func:`row_seed`), row index ``row_offset + i``."""
+    """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor: ``(mean,
+    stderr, nonzero)`` per row and output, ``nonzero`` the count of sampled gaps that are not 0; row
+    i draws from its own generator (:func:`row_seed`), row index ``row_offset + i``."""
     if forest.predict_fn is None:
         raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
     n, d = X.shape
     k = forest.n_outputs
     mean = np.zeros((n, k))
     stderr = np.zeros((n, k))
+    nonzero = np.zeros((n, k), dtype=np.int64)
     base = np.asarray(forest.predict_fn(X)).reshape(n, k)
     replicates = 8 if method == "qmc" else 1
     per_rep = max(n_samples // replicates, 1)
@@ -414,6 +482,7 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=20
             xp = np.repeat(X[i:i + 1], min(batch_rows, len(eps) - a), axis=0)
             xp[:, feats] += eps[a:a + batch_rows]
             gaps[a:a + batch_rows] = (np.asarray(forest.predict_fn(xp)).reshape(-1, k) - base[i]) ** 2
+        nonzero[i] = np.count_nonzero(gaps, axis=0)
         if method == "monte_carlo":
             mean[i] = gaps.mean(axis=0)
             stderr[i] = gaps.std(axis=0, ddof=1) / np.sqrt(len(gaps))
@@ -421,7 +490,7 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=20
             rep_means = gaps.reshape(replicates, per_rep, k).mean(axis=1)
             mean[i] = rep_means.mean(axis=0)
             stderr[i] = rep_means.std(axis=0, ddof=1) / np.sqrt(replicates)
-    return mean, stderr
+    return mean, stderr, nonzero
 
 
 def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndarray:

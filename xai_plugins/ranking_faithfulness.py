@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import feature_order, is_dask
-from .errors import InputError
+from ._validation import feature_order, is_dask, resolve_output
+from .errors import ExplanationMismatchError, InputError
 from .forest import import_model
 from .prediction_gap import pgi2
 
@@ -29,7 +29,14 @@ def rank_by_magnitude(values) -> np.ndarray:
     return np.argsort(-np.abs(values), axis=1, kind="stable")
 
 
-def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, background=None,
+#: Rows on which :func:`faithfulness` checks that additive attributions add up to the model's output.
+ADDITIVITY_ROWS = 8
+#: Relative tolerance of that check, against |f(x)| + |base| + Σ|values| (the scale of the float32
+#: sums XGBoost and shap's TreeSHAP make; TreeSHAP's own errors are ~1e-6 of it).
+ADDITIVITY_RTOL = 1e-4
+
+
+def faithfulness(model, explanation, sigma=0.3, *, X=None, output=None, perturbation=None, background=None,
                  n_jobs=None) -> np.ndarray:
     """Exact PGI² of the ranking by |value| of each row of ``explanation``.
 
@@ -41,9 +48,15 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, ba
     ``feature_names``, else a DataFrame ``X``'s columns) and positionally otherwise.
 
     Returns (n,) for a single-output model; (n, k) for k outputs — column c scores the
-    explanation of output c when the explanation has k outputs, else the one ranking on output c.
+    explanation of output c when the explanation has k outputs, else the one ranking on output c;
+    ``output`` (a class label / output name or index) gives that column alone, (n,).
     For boosted classifiers the model output is the margin, which is also what shap's
     ``TreeExplainer`` explains by default.
+
+    An additive explanation (one with ``base_values``, as TreeSHAP's) must add up to this model's
+    output (the margin, or for boosted classifiers its probability) on its first
+    :data:`ADDITIVITY_ROWS` rows, within :data:`ADDITIVITY_RTOL`; otherwise it explains another
+    model or output and :class:`~xai_plugins.errors.ExplanationMismatchError` is raised.
 
     Dask attribution values and/or a dask ``X`` give a lazy dask array (see
     :mod:`xai_plugins.distributed`).
@@ -61,14 +74,64 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, perturbation=None, ba
     if np.ndim(X) != 2 or len(X) != len(values):
         raise InputError(f"X has shape {np.shape(X)} but the explanation has {len(values)} rows")
     values, X = _model_order(forest, values, X, getattr(explanation, "feature_names", None))
+    k = forest.n_outputs
+    if values.ndim == 3 and values.shape[2] != k:
+        raise InputError(f"the explanation has {values.shape[2]} outputs but the model has {k}")
+    _check_additive(forest, values, getattr(explanation, "base_values", None), X)
+    c = None if output is None else resolve_output(forest.output_names, output)
     ranking = rank_by_magnitude(values)
     noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
     if ranking.ndim == 2:
-        return pgi2(forest, X, ranking, **noise)
+        scores = pgi2(forest, X, ranking, **noise)
+    elif c is not None:
+        scores = pgi2(forest, X, ranking[:, :, c], **noise)
+    else:
+        return own_output_pgi2(forest, X, ranking, **noise)
+    return scores if c is None or scores.ndim == 1 else scores[:, c]
+
+
+def _check_additive(forest, values, base, X) -> None:
+    """Refuse additive attributions (``base`` not None) whose sum plus base is not this model's
+    output on the first :data:`ADDITIVITY_ROWS` rows (see :func:`faithfulness`)."""
+    if base is None:
+        return
+    m = min(len(values), ADDITIVITY_ROWS)
+    if m == 0:
+        return
     k = forest.n_outputs
-    if ranking.shape[2] != k:
-        raise InputError(f"the explanation has {ranking.shape[2]} outputs but the model has {k}")
-    return own_output_pgi2(forest, X, ranking, **noise)
+    rows = X.iloc[:m] if hasattr(X, "iloc") else np.asarray(X)[:m]
+    total = values[:m].sum(axis=1).reshape(m, -1)
+    b = np.asarray(base, dtype=np.float64)
+    b = np.broadcast_to(b if b.ndim == 0 else b.reshape(len(values), -1)[:m], total.shape)
+    explained = total + b
+    scale = np.abs(values[:m]).sum(axis=1).reshape(m, -1) + np.abs(b)
+    worst = np.inf
+    for _, out in _model_outputs(forest, rows):
+        for o in ([out] if explained.shape[1] == k else [out[:, [j]] for j in range(k)]):
+            gap = np.abs(explained - o)
+            if np.all(gap <= ADDITIVITY_RTOL * (scale + np.abs(o)) + 1e-12):
+                return
+            worst = min(worst, float(gap.max()))
+    raise ExplanationMismatchError(
+        f"the explanation does not add up to this model's output: its values plus base_values differ from the "
+        f"model's {forest.output_space} output by {worst:.6g} or more on the first {m} rows, so it explains "
+        "another model (or another output). Explain this model (e.g. shap.TreeExplainer(model)(X)), or pass the "
+        "values without base_values to score a ranking computed elsewhere")
+
+
+def _model_outputs(forest, rows) -> list:
+    """(name, (m, k) output) pairs an additive explanation of this model may add up to: the output
+    the PG² is computed on, and for boosted classifiers also its probability."""
+    out = np.asarray(forest.predict(rows), dtype=np.float64)
+    outputs = [(forest.output_space, out)]
+    if forest.task == "classification" and forest.output_space == "margin":
+        if out.shape[1] == 1:
+            prob = 1.0 / (1.0 + np.exp(-out))
+        else:
+            e = np.exp(out - out.max(axis=1, keepdims=True))
+            prob = e / e.sum(axis=1, keepdims=True)
+        outputs.append(("probability", prob))
+    return outputs
 
 
 def _model_order(forest, values, X, explained_names):
