@@ -125,16 +125,10 @@ def validate(forest) -> None:
 
 def _run_chunks(n_rows: int, n_jobs, work, chunks_per_worker: int = 4) -> None:
     """Call work(start, stop) over row chunks, in parallel threads (``n_jobs``: see
-<<<<<<< HEAD
-    :func:`xai_plugins._validation.check_n_jobs`)."""
-    workers = check_n_jobs(n_jobs, n_rows)
-    if workers <= 1:
-=======
     :func:`xai_plugins._validation.check_n_jobs`; ``chunks_per_worker``: more balance the load,
     fewer keep more rows per call)."""
-    workers = min(check_n_jobs(n_jobs), max(n_rows, 1))
-    if workers <= 1 or n_rows < 2:
->>>>>>> h6-mdi
+    workers = check_n_jobs(n_jobs, n_rows)
+    if workers <= 1:
         work(0, n_rows)
         return
     bounds = np.linspace(0, n_rows, min(n_rows, chunks_per_worker * workers) + 1).astype(int)
