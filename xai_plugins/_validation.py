@@ -142,13 +142,15 @@ def check_matrix(X, *, n_features: int | None = None, allow_nan: bool = False,
     """
     if X is None:
         raise InputTypeError(f"{name} is None; pass a 2-D array or DataFrame of shape (n_rows, n_features)")
-    if np.iscomplexobj(X) or (hasattr(X, "dtypes") and any(np.issubdtype(np.dtype(t), np.complexfloating)
-                                                            for t in _dtypes(X))):
-        raise InputTypeError(f"{name} holds complex numbers; pass real-valued data")
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputTypeError(f"{name} must be numeric; could not convert it to float64 ({exc})") from exc
+    if hasattr(X, "dtypes") and hasattr(X, "items"):
+        arr = frame_values(X, name)
+    else:
+        if np.iscomplexobj(X):
+            raise InputTypeError(f"{name} holds complex numbers; pass real-valued data")
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputTypeError(f"{name} must be numeric; could not convert it to float64 ({exc})") from exc
     if arr.ndim == 1:
         arr = arr.reshape(1, -1)
     if arr.ndim != 2:
@@ -167,9 +169,67 @@ def check_matrix(X, *, n_features: int | None = None, allow_nan: bool = False,
     return np.ascontiguousarray(arr)
 
 
-def _dtypes(X):
-    dtypes = X.dtypes
-    return list(dtypes) if hasattr(dtypes, "__iter__") else [dtypes]
+def frame_values(frame, name: str = "X") -> np.ndarray:
+    """A pandas DataFrame's values as an (n, d) float64 array, converting only what converts exactly.
+
+    Numeric columns of any dtype become float64: numpy, nullable (``Float64``, ``Int64``,
+    ``boolean``), pyarrow (``double[pyarrow]``, ``int64[pyarrow]``, ...) and object columns that
+    hold only numbers; a missing value (``pd.NA``, ``None``) becomes NaN; a ``category`` whose
+    categories are numbers becomes its values. An integer beyond ±2**53, which float64 would round,
+    raises :class:`InputError`. Text, dates, non-numeric categories and objects that are not
+    numbers raise :class:`InputTypeError` naming the columns: encode them as the model was
+    trained (its numeric codes) first. Complex columns are refused as well.
+    """
+    n = len(frame)
+    out = np.empty((n, frame.shape[1]), dtype=np.float64, order="F")
+    refused = []
+    for j, (label, column) in enumerate(frame.items()):
+        values = _column_values(column, f"{name} column {str(label)!r}")
+        if values is None:
+            refused.append(f"{str(label)!r} ({column.dtype})")
+        else:
+            out[:, j] = values
+    if refused:
+        raise InputTypeError(
+            f"{name} has non-numeric column(s) {', '.join(refused[:20])}{' ...' if len(refused) > 20 else ''}: "
+            "the trees compare numbers; encode these columns as the model was trained (e.g. the numeric "
+            "category codes or one-hot columns it was fitted on) before passing them")
+    return out
+
+
+#: object columns with these pandas.api.types.infer_dtype kinds hold only numbers (and missing values)
+_NUMERIC_OBJECTS = {"integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"}
+
+
+def _column_values(column, what: str) -> np.ndarray | None:
+    """One column as float64 (missing -> NaN), or None when it is not numeric (see :func:`frame_values`)."""
+    import pandas as pd
+    from pandas.api import types
+
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = _column_values(pd.Series(dtype.categories), what)
+        if categories is None:
+            return None
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes >= 0, categories[codes], np.nan)
+    if types.is_complex_dtype(dtype):
+        raise InputTypeError(f"{what} holds complex numbers; pass real-valued data")
+    numeric = types.is_numeric_dtype(dtype) or types.is_bool_dtype(dtype)
+    if dtype == object:
+        numeric = types.infer_dtype(column, skipna=True) in _NUMERIC_OBJECTS
+    if not numeric or types.is_timedelta64_dtype(dtype):
+        return None
+    try:
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        return None
+    if (types.is_integer_dtype(dtype) or dtype == object) and np.any(np.abs(values) > 2.0 ** 53):
+        big = column[np.abs(values) > 2.0 ** 53]
+        if any(int(v) != int(f) for v, f in zip(big, values[np.abs(values) > 2.0 ** 53])):
+            raise InputError(f"{what} holds integers beyond 2**53 that float64 cannot represent exactly "
+                             f"(e.g. {big.iloc[0]}); rescale the column as the model was trained")
+    return values
 
 
 def feature_index(feature, names: list[str] | None, n_features: int) -> int:
@@ -246,18 +306,22 @@ def check_random_state(random_state) -> np.random.Generator:
 
 
 def check_is_fitted(model) -> None:
-    """Raise sklearn's NotFittedError when a scikit-learn style model has not been fitted."""
-    from sklearn.exceptions import NotFittedError
+    """Raise :class:`~xai_plugins.errors.NotFittedError` (an ``XaiError`` that is also scikit-learn's
+    ``NotFittedError``) when a scikit-learn style model (scikit-learn, the XGBoost and LightGBM
+    scikit-learn wrappers) has not been fitted."""
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
     from sklearn.utils.validation import check_is_fitted as _sk_check
+
+    from .errors import NotFittedError
 
     try:
         _sk_check(model)
-    except NotFittedError as exc:
+    except SklearnNotFittedError as exc:
         raise NotFittedError(f"{type(model).__name__} is not fitted yet; call fit() first") from exc
     except TypeError:
         pass  # not a scikit-learn estimator: the importer decides
 
 
 __all__ = ["is_dask", "model_rows", "model_feature_names", "feature_order", "feature_index", "resolve_output",
-           "check_matrix", "check_n_jobs", "check_random_state", "check_is_fitted",
+           "check_matrix", "frame_values", "check_n_jobs", "check_random_state", "check_is_fitted",
            "default_feature_names"]

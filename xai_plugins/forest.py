@@ -525,8 +525,8 @@ def import_model(model) -> Forest:
     :func:`clear_model_cache` after it.)
 
     Raises :class:`~xai_plugins.errors.UnsupportedModelError` for other model types, objectives,
-    categorical splits, linear trees or vector leaves, and sklearn's ``NotFittedError`` for an
-    unfitted estimator.
+    categorical splits, linear trees or vector leaves, and :class:`~xai_plugins.errors.NotFittedError`
+    (also scikit-learn's) for an unfitted estimator.
     """
     if isinstance(model, Forest):
         return model
