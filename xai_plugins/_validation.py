@@ -232,6 +232,77 @@ def _column_values(column, what: str) -> np.ndarray | None:
     return values
 
 
+def check_target(y, classes, *, n_rows: int | None = None, what: str = "y") -> np.ndarray:
+    """``y`` as a 1-D array checked against the model's task; the one label check of the API and the CLI.
+
+    ``classes``: the model's class labels (a classifier) or None (a regressor). A regressor's target
+    must be numeric (any pandas dtype :func:`frame_values` reads) and is returned as float64; a
+    classifier's labels must each be one of ``classes``, equal to it or written as it (the text
+    ``"1"`` is class ``1``: a CSV column can read either way), and are returned as the model's own
+    class values. A missing target (NaN, None, ``pd.NA``) cannot be scored: it raises
+    :class:`InputError` with the first row, as do labels the model does not know
+    (``'n'``/``'y'`` for a 0/1 model) and a length other than ``n_rows``.
+    """
+    import pandas as pd
+
+    if isinstance(y, pd.DataFrame):
+        if y.shape[1] != 1:
+            raise InputError(f"{what} must be one column of targets; got {y.shape[1]} columns")
+        y = y.iloc[:, 0]
+    if not isinstance(y, pd.Series):
+        array = np.asarray(y)
+        if array.ndim > 1 and sum(k > 1 for k in array.shape) > 1:
+            raise InputError(f"{what} must be 1-D (one target per row); got shape {array.shape}")
+        y = pd.Series(array.ravel())
+    if n_rows is not None and len(y) != n_rows:
+        raise InputError(f"{what} has {len(y)} values but the data has {n_rows} rows")
+    missing = np.flatnonzero(pd.isna(y).to_numpy(dtype=bool))
+    if missing.size:
+        raise InputError(f"{what} has {missing.size} missing target(s) (NaN/None, first at row {missing[0]}); a "
+                         "missing target cannot be scored: drop those rows (from the data too) or fill them")
+    if classes is None:
+        values = _column_values(y, what)
+        if values is None:
+            raise InputTypeError(f"the model is a regressor but {what} is not numeric (e.g. {y.iloc[0]!r}); "
+                                 "pass the numeric target it predicts")
+        if np.isinf(values).any():
+            raise InputError(f"{what} contains infinite values (first at row {np.flatnonzero(np.isinf(values))[0]})")
+        return values
+    classes = list(classes)
+    index = {}
+    for label in pd.unique(y):
+        same = [k for k, c in enumerate(classes) if _same_label(c, label)]
+        index[label] = same[0] if same else -1
+    unknown = sorted(str(label) for label, k in index.items() if k < 0)
+    if unknown:
+        raise InputError(f"the model is a classifier of classes {[str(c) for c in classes]} but {what} holds labels "
+                         f"{unknown[:5]}{' ...' if len(unknown) > 5 else ''} it was not trained on: pass the "
+                         "labels encoded as when the model was fitted (and check that this is the target column)")
+    kept = np.asarray(classes)
+    return kept[y.map(index).to_numpy(dtype=np.intp)]
+
+
+def _same_label(cls, label) -> bool:
+    """A target value names a class when it equals it (1.0 is 1) or is written as it ("1" is 1)."""
+    try:
+        if bool(cls == label):
+            return True
+    except (TypeError, ValueError):
+        pass
+    if str(cls) == str(label):
+        return True
+    number = _as_number(cls)
+    return isinstance(cls, str) != isinstance(label, str) and number is not None and number == _as_number(label)
+
+
+def _as_number(value) -> float | None:
+    """``value`` as a float (numbers and numeric text), or None."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def feature_index(feature, names: list[str] | None, n_features: int) -> int:
     """Index in the model's feature order of a feature given by position or by name."""
     if isinstance(feature, (bool, np.bool_)):
@@ -323,5 +394,5 @@ def check_is_fitted(model) -> None:
 
 
 __all__ = ["is_dask", "model_rows", "model_feature_names", "feature_order", "feature_index", "resolve_output",
-           "check_matrix", "frame_values", "check_n_jobs", "check_random_state", "check_is_fitted",
+           "check_matrix", "frame_values", "check_target", "check_n_jobs", "check_random_state", "check_is_fitted",
            "default_feature_names"]
