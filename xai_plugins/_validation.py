@@ -216,7 +216,8 @@ def _column_values(column, what: str) -> np.ndarray | None:
     if types.is_complex_dtype(dtype):
         raise InputTypeError(f"{what} holds complex numbers; pass real-valued data")
     numeric = types.is_numeric_dtype(dtype) or types.is_bool_dtype(dtype)
-    if dtype == object:
+    objects = types.is_object_dtype(dtype)
+    if objects:
         numeric = types.infer_dtype(column, skipna=True) in _NUMERIC_OBJECTS
     if not numeric or types.is_timedelta64_dtype(dtype):
         return None
@@ -224,9 +225,10 @@ def _column_values(column, what: str) -> np.ndarray | None:
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
         return None
-    if (types.is_integer_dtype(dtype) or dtype == object) and np.any(np.abs(values) > 2.0 ** 53):
-        big = column[np.abs(values) > 2.0 ** 53]
-        if any(int(v) != int(f) for v, f in zip(big, values[np.abs(values) > 2.0 ** 53])):
+    beyond = np.abs(values) > 2.0 ** 53
+    if (types.is_integer_dtype(dtype) or objects) and beyond.any():
+        big = column[beyond]
+        if any(int(v) != int(f) for v, f in zip(big, values[beyond])):
             raise InputError(f"{what} holds integers beyond 2**53 that float64 cannot represent exactly "
                              f"(e.g. {big.iloc[0]}); rescale the column as the model was trained")
     return values
