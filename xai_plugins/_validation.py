@@ -225,7 +225,7 @@ def _column_values(column, what: str) -> np.ndarray | None:
         values = column.to_numpy(dtype=np.float64, na_value=np.nan)
     except (TypeError, ValueError):
         return None
-    beyond = np.abs(values) > 2.0 ** 53
+    beyond = np.abs(values) >= 2.0 ** 53
     if (types.is_integer_dtype(dtype) or objects) and beyond.any():
         big = column[beyond]
         if any(int(v) != int(f) for v, f in zip(big, values[beyond])):
