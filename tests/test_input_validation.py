@@ -13,7 +13,6 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import xai_plugins as xp
-from xai_plugins._validation import check_target
 from xai_plugins.cli import main
 from xai_plugins.errors import InputError, InputTypeError
 from xai_plugins.report import audit
@@ -60,6 +59,8 @@ def test_missing_targets_get_the_same_error_from_audit_and_the_cli(binary, tmp_p
 
 
 def test_labels_written_as_the_classes_are_read_as_them(binary):
+    from xai_plugins._validation import check_target
+
     X, y, model = binary
     for given in (y.astype(str), y.astype(float), y.astype("Int64"), y.astype("category")):
         np.testing.assert_array_equal(check_target(given, model.classes_), y.to_numpy())
@@ -70,6 +71,8 @@ def test_labels_written_as_the_classes_are_read_as_them(binary):
 
 
 def test_regression_targets_must_be_numeric_and_present():
+    from xai_plugins._validation import check_target
+
     with pytest.raises(InputTypeError, match="regressor but y_test is not numeric"):
         check_target(["low", "high"], None, what="y_test")
     with pytest.raises(InputError, match="has 3 values but the data has 2 rows"):
