@@ -6,6 +6,8 @@ missing (the oracle: that frame, through the same function, and the model's own 
 columns are refused by name.
 """
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -152,8 +154,6 @@ def test_text_column_is_named_by_the_api_and_the_cli(tmp_path, capsys):
     texty = X.assign(colour=np.where(X.colour > 0, "red", "blue"))
     with pytest.raises(InputTypeError, match="'colour'") as caught:
         xp.pg2(model, texty, S=[0])
-    import pickle
-
     (tmp_path / "m.pkl").write_bytes(pickle.dumps(model))
     texty.assign(y=X.a).to_csv(tmp_path / "d.csv", index=False)
     code = main(["--model", str(tmp_path / "m.pkl"), "--trust-pickle", "--data", str(tmp_path / "d.csv"),
@@ -182,3 +182,4 @@ def test_unfitted_models_raise_an_xai_error_that_is_sklearns():
             import_model(model)
         assert isinstance(caught.value, NotFittedError) and isinstance(caught.value, SklearnNotFittedError)
         assert isinstance(caught.value, ValueError) and isinstance(caught.value, AttributeError)
+        assert type(pickle.loads(pickle.dumps(caught.value))) is NotFittedError     # crosses process boundaries

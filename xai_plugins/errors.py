@@ -78,7 +78,7 @@ def _not_fitted_error() -> type:
         """The model has not been fitted: call its ``fit`` first. Also scikit-learn's ``NotFittedError``
         (and so a ``ValueError`` and an ``AttributeError``)."""
 
-    NotFittedError.__module__ = __name__
+    NotFittedError.__module__, NotFittedError.__qualname__ = __name__, "NotFittedError"    # picklable by name
     return NotFittedError
 
 
