@@ -180,6 +180,8 @@ def frame_values(frame, name: str = "X") -> np.ndarray:
     numbers raise :class:`InputTypeError` naming the columns: encode them as the model was
     trained (its numeric codes) first. Complex columns are refused as well.
     """
+    if all(isinstance(t, np.dtype) and t.kind in "fb" for t in frame.dtypes):
+        return np.asarray(frame, dtype=np.float64)          # plain numpy floats: one block, no per-column work
     n = len(frame)
     out = np.empty((n, frame.shape[1]), dtype=np.float64, order="F")
     refused = []
