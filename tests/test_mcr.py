@@ -325,7 +325,7 @@ def test_bad_inputs(xor):
         mcr(model, nan, y)
     with pytest.raises(ValueError, match="columns"):
         mcr(model, Xa[:, :2], y)
-    with pytest.raises(ValueError, match="entries"):
+    with pytest.raises(ValueError, match="999 values but the data has 1000 rows"):
         mcr(model, Xa, y[:-1])
     with pytest.raises(ValueError, match="labels"):
         mcr(model, Xa, y + 5)

@@ -492,3 +492,65 @@ def test_auto_is_within_its_claimed_error_of_exact(kind, data):
     event(f"rows computed exactly under sampling={est.method != 'exact' and bool(exact_rows.any())}")
     np.testing.assert_allclose(value[exact_rows], truth[exact_rows], rtol=1e-10, atol=1e-12 * scale)
     assert np.all(est.informative)
+
+
+# ----------------------------------------------------------------------------- 5. pandas extension dtypes
+
+#: column dtype -> the values it can hold exactly (drawn from GRID)
+EXTENSION_DTYPES = {"float64": GRID, "Float64": GRID, "Float32": GRID, "double[pyarrow]": GRID,
+                    "float[pyarrow]": GRID, "Int64": (-2.0, -1.0, 0.0, 1.0, 3.0),
+                    "int64[pyarrow]": (-2.0, 0.0, 1.0, 3.0), "UInt8": (0.0, 1.0, 3.0), "boolean": (0.0, 1.0),
+                    "bool[pyarrow]": (0.0, 1.0), "category": GRID, "object": GRID}
+
+
+def draw_extension_frame(data, n: int, names: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A DataFrame whose columns have random pandas dtypes (nullable, pyarrow, numeric category,
+    numeric object) with missing values (pd.NA / None / NaN), and the same data as a float64
+    frame with NaN where a value is missing."""
+    plain, typed = {}, {}
+    for name in names:
+        dtype = data.draw(st.sampled_from(sorted(EXTENSION_DTYPES)), label=f"dtype of {name}")
+        values = data.draw(hnp.arrays(np.float64, n, elements=st.sampled_from(EXTENSION_DTYPES[dtype]),
+                                      fill=st.nothing()), label=f"values of {name}")
+        missing = data.draw(hnp.arrays(np.bool_, n, elements=st.sampled_from((False, False, True)),
+                                       fill=st.nothing()), label=f"missing in {name}")
+        values[missing] = np.nan
+        plain[name] = values
+        cells = [None if m else (bool(v) if "bool" in dtype else int(v) if "int" in dtype.lower() else float(v))
+                 for v, m in zip(values, missing)]
+        if dtype == "category":
+            typed[name] = pd.Series(values).astype("category")
+        elif dtype == "object":
+            typed[name] = pd.Series(cells, dtype=object)
+        else:
+            typed[name] = pd.Series(pd.array(cells, dtype=dtype))
+    return pd.DataFrame(typed), pd.DataFrame(plain)
+
+
+@pytest.mark.parametrize("kind", ("dt_clf", "rf_reg", "xgb_reg", "lgbm_clf"))
+@examples(6)
+@given(data=st.data())
+def test_extension_dtype_frames_give_the_float64_frames_results(kind, data):
+    d = data.draw(st.integers(2, 4), label="n_features")
+    names = NAMES[:d]
+    fit_frame = pd.DataFrame(draw_X(data, nan=True, extremes=False, d=d), columns=names)
+    model = fit_model(data, kind, fit_frame)
+    typed, plain = draw_extension_frame(data, data.draw(st.integers(1, 12), label="n_rows"), names)
+    event(f"dtypes {sorted(set(map(str, typed.dtypes)))}")
+    forest = import_model(model)
+    np.testing.assert_array_equal(forest.rows(typed)[0], plain.to_numpy())
+    np.testing.assert_array_equal(forest.predict(typed), forest.predict(plain))
+    observed = [j for j in range(d) if plain.iloc[:, j].notna().all()]
+    sigma = data.draw(st.floats(0.05, 2.0), label="sigma")
+    if observed:
+        S = data.draw(st.lists(st.sampled_from(observed), min_size=1, unique=True), label="S")
+        np.testing.assert_array_equal(xp.pg2(model, typed, S, sigma=sigma).value,
+                                      xp.pg2(model, plain, S, sigma=sigma).value)
+    complete = plain.notna().all(axis=1).to_numpy()
+    if complete.any():
+        greedy = xp.greedy_pg2_ranking(model, typed[complete], sigma=sigma)
+        reference = xp.greedy_pg2_ranking(model, plain[complete], sigma=sigma)
+        np.testing.assert_array_equal(greedy.ranking, reference.ranking)
+        np.testing.assert_array_equal(greedy.pg2_path, reference.pg2_path)
+    if kind in SKLEARN_KINDS:
+        np.testing.assert_array_equal(xp.local_mdi(model, typed), xp.local_mdi(model, plain))

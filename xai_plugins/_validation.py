@@ -162,13 +162,15 @@ def check_matrix(X, *, n_features: int | None = None, allow_nan: bool = False,
     """
     if X is None:
         raise InputTypeError(f"{name} is None; pass a 2-D array or DataFrame of shape (n_rows, n_features)")
-    if np.iscomplexobj(X) or (hasattr(X, "dtypes") and any(np.issubdtype(np.dtype(t), np.complexfloating)
-                                                            for t in _dtypes(X))):
-        raise InputTypeError(f"{name} holds complex numbers; pass real-valued data")
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputTypeError(f"{name} must be numeric; could not convert it to float64 ({exc})") from exc
+    if hasattr(X, "dtypes") and hasattr(X, "items"):
+        arr = frame_values(X, name)
+    else:
+        if np.iscomplexobj(X):
+            raise InputTypeError(f"{name} holds complex numbers; pass real-valued data")
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputTypeError(f"{name} must be numeric; could not convert it to float64 ({exc})") from exc
     if arr.ndim == 1:
         arr = arr.reshape(1, -1)
     if arr.ndim != 2:
@@ -203,9 +205,142 @@ def _sentinel_mask(arr: np.ndarray, missing: float) -> np.ndarray | None:
     return mask if mask.any() else None
 
 
-def _dtypes(X):
-    dtypes = X.dtypes
-    return list(dtypes) if hasattr(dtypes, "__iter__") else [dtypes]
+def frame_values(frame, name: str = "X") -> np.ndarray:
+    """A pandas DataFrame's values as an (n, d) float64 array, converting only what converts exactly.
+
+    Numeric columns of any dtype become float64: numpy, nullable (``Float64``, ``Int64``,
+    ``boolean``), pyarrow (``double[pyarrow]``, ``int64[pyarrow]``, ...) and object columns that
+    hold only numbers; a missing value (``pd.NA``, ``None``) becomes NaN; a ``category`` whose
+    categories are numbers becomes its values. An integer beyond ±2**53, which float64 would round,
+    raises :class:`InputError`. Text, dates, non-numeric categories and objects that are not
+    numbers raise :class:`InputTypeError` naming the columns: encode them as the model was
+    trained (its numeric codes) first. Complex columns are refused as well.
+    """
+    if all(isinstance(t, np.dtype) and t.kind in "fb" for t in frame.dtypes):
+        return np.asarray(frame, dtype=np.float64)          # plain numpy floats: one block, no per-column work
+    n = len(frame)
+    out = np.empty((n, frame.shape[1]), dtype=np.float64, order="F")
+    refused = []
+    for j, (label, column) in enumerate(frame.items()):
+        values = _column_values(column, f"{name} column {str(label)!r}")
+        if values is None:
+            refused.append(f"{str(label)!r} ({column.dtype})")
+        else:
+            out[:, j] = values
+    if refused:
+        raise InputTypeError(
+            f"{name} has non-numeric column(s) {', '.join(refused[:20])}{' ...' if len(refused) > 20 else ''}: "
+            "the trees compare numbers; encode these columns as the model was trained (e.g. the numeric "
+            "category codes or one-hot columns it was fitted on) before passing them")
+    return out
+
+
+#: object columns with these pandas.api.types.infer_dtype kinds hold only numbers (and missing values)
+_NUMERIC_OBJECTS = {"integer", "floating", "mixed-integer-float", "decimal", "boolean", "empty"}
+
+
+def _column_values(column, what: str) -> np.ndarray | None:
+    """One column as float64 (missing -> NaN), or None when it is not numeric (see :func:`frame_values`)."""
+    import pandas as pd
+    from pandas.api import types
+
+    dtype = column.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = _column_values(pd.Series(dtype.categories), what)
+        if categories is None:
+            return None
+        codes = column.cat.codes.to_numpy()
+        return np.where(codes >= 0, categories[codes], np.nan)
+    if types.is_complex_dtype(dtype):
+        raise InputTypeError(f"{what} holds complex numbers; pass real-valued data")
+    numeric = types.is_numeric_dtype(dtype) or types.is_bool_dtype(dtype)
+    objects = types.is_object_dtype(dtype)
+    if objects:
+        numeric = types.infer_dtype(column, skipna=True) in _NUMERIC_OBJECTS
+    if not numeric or types.is_timedelta64_dtype(dtype):
+        return None
+    try:
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        return None
+    beyond = np.abs(values) >= 2.0 ** 53
+    if (types.is_integer_dtype(dtype) or objects) and beyond.any():
+        big = column[beyond]
+        if any(int(v) != int(f) for v, f in zip(big, values[beyond])):
+            raise InputError(f"{what} holds integers beyond 2**53 that float64 cannot represent exactly "
+                             f"(e.g. {big.iloc[0]}); rescale the column as the model was trained")
+    return values
+
+
+def check_target(y, classes, *, n_rows: int | None = None, what: str = "y") -> np.ndarray:
+    """``y`` as a 1-D array checked against the model's task; the one label check of the API and the CLI.
+
+    ``classes``: the model's class labels (a classifier) or None (a regressor). A regressor's target
+    must be numeric (any pandas dtype :func:`frame_values` reads) and is returned as float64; a
+    classifier's labels must each be one of ``classes``, equal to it or written as it (the text
+    ``"1"`` is class ``1``: a CSV column can read either way), and are returned as the model's own
+    class values. A missing target (NaN, None, ``pd.NA``) cannot be scored: it raises
+    :class:`InputError` with the first row, as do labels the model does not know
+    (``'n'``/``'y'`` for a 0/1 model) and a length other than ``n_rows``.
+    """
+    import pandas as pd
+
+    if isinstance(y, pd.DataFrame):
+        if y.shape[1] != 1:
+            raise InputError(f"{what} must be one column of targets; got {y.shape[1]} columns")
+        y = y.iloc[:, 0]
+    if not isinstance(y, pd.Series):
+        array = np.asarray(y)
+        if array.ndim > 1 and sum(k > 1 for k in array.shape) > 1:
+            raise InputError(f"{what} must be 1-D (one target per row); got shape {array.shape}")
+        y = pd.Series(array.ravel())
+    if n_rows is not None and len(y) != n_rows:
+        raise InputError(f"{what} has {len(y)} values but the data has {n_rows} rows")
+    missing = np.flatnonzero(pd.isna(y).to_numpy(dtype=bool))
+    if missing.size:
+        raise InputError(f"{what} has {missing.size} missing target(s) (NaN/None, first at row {missing[0]}); a "
+                         "missing target cannot be scored: drop those rows (from the data too) or fill them")
+    if classes is None:
+        values = _column_values(y, what)
+        if values is None:
+            raise InputTypeError(f"the model is a regressor but {what} is not numeric (e.g. {y.iloc[0]!r}); "
+                                 "pass the numeric target it predicts")
+        if np.isinf(values).any():
+            raise InputError(f"{what} contains infinite values (first at row {np.flatnonzero(np.isinf(values))[0]})")
+        return values
+    classes = list(classes)
+    index = {}
+    for label in pd.unique(y):
+        same = [k for k, c in enumerate(classes) if _same_label(c, label)]
+        index[label] = same[0] if same else -1
+    unknown = sorted(str(label) for label, k in index.items() if k < 0)
+    if unknown:
+        raise InputError(f"the model is a classifier of classes {[str(c) for c in classes]} but {what} holds labels "
+                         f"{unknown[:5]}{' ...' if len(unknown) > 5 else ''} it was not trained on: pass the "
+                         "labels encoded as when the model was fitted (and check that this is the target column)")
+    kept = np.asarray(classes)
+    return kept[y.map(index).to_numpy(dtype=np.intp)]
+
+
+def _same_label(cls, label) -> bool:
+    """A target value names a class when it equals it (1.0 is 1) or is written as it ("1" is 1)."""
+    try:
+        if bool(cls == label):
+            return True
+    except (TypeError, ValueError):
+        pass
+    if str(cls) == str(label):
+        return True
+    number = _as_number(cls)
+    return isinstance(cls, str) != isinstance(label, str) and number is not None and number == _as_number(label)
+
+
+def _as_number(value) -> float | None:
+    """``value`` as a float (numbers and numeric text), or None."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def feature_index(feature, names: list[str] | None, n_features: int) -> int:
@@ -289,18 +424,23 @@ def check_random_state(random_state) -> np.random.Generator:
 
 
 def check_is_fitted(model) -> None:
-    """Raise sklearn's NotFittedError when a scikit-learn style model has not been fitted."""
-    from sklearn.exceptions import NotFittedError
+    """Raise :class:`~xai_plugins.errors.NotFittedError` (an ``XaiError`` that is also scikit-learn's
+    ``NotFittedError``) when a scikit-learn style model (scikit-learn, the XGBoost and LightGBM
+    scikit-learn wrappers) has not been fitted."""
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
     from sklearn.utils.validation import check_is_fitted as _sk_check
+
+    from .errors import NotFittedError
 
     try:
         _sk_check(model)
-    except NotFittedError as exc:
+    except SklearnNotFittedError as exc:
         raise NotFittedError(f"{type(model).__name__} is not fitted yet; call fit() first") from exc
     except TypeError:
         pass  # not a scikit-learn estimator: the importer decides
 
 
 __all__ = ["is_dask", "model_rows", "model_feature_names", "model_missing_value", "feature_order", "feature_index",
-           "resolve_output", "check_matrix", "check_n_jobs", "check_random_state", "check_is_fitted",
+           "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "check_random_state",
+           "check_is_fitted",
            "default_feature_names"]

@@ -181,22 +181,18 @@ def read_table(path, target: str, label: str, sep: str = ",") -> tuple[pd.DataFr
     return frame.drop(columns=[target]), frame[target]
 
 
-def check_target(model, y: pd.Series, label: str) -> None:
-    """:class:`CLIError` when the target column does not fit the model's task: a non-numeric target
-    for a regressor, labels the classifier does not know for a classifier."""
-    classes = getattr(model, "classes_", None)
-    if classes is None and not hasattr(model, "predict_proba"):
-        if not pd.api.types.is_numeric_dtype(y):
-            raise CLIError(f"the model is a regressor but the target column {y.name!r} of {label} is not numeric "
-                           f"(e.g. {y.dropna().iloc[0]!r})")
-        return
-    known = {str(c) for c in (classes if classes is not None else [])}
-    if known:
-        unknown = sorted({str(v) for v in pd.unique(y.dropna())} - known)
-        if unknown:
-            raise CLIError(f"the model is a classifier of classes {sorted(known)} but the target column {y.name!r} "
-                           f"of {label} holds {unknown[:5]}{' ...' if len(unknown) > 5 else ''}: is --target the "
-                           "right column, and the model a classifier?")
+def check_target(model, forest, y: pd.Series, label: str, what: str) -> None:
+    """:class:`CLIError` when the target column does not fit the model's task, from the audit's own
+    check (:func:`xai_plugins._validation.check_target`, so its message is the one ``audit()`` gives
+    for ``what``: "y_test" or "y_train"): a non-numeric target for a regressor, labels the classifier
+    was not trained on, missing targets."""
+    from ._validation import check_target as check_labels
+    from .report.context import model_classes
+
+    try:
+        check_labels(y, model_classes(model, forest), what=what)
+    except XaiError as exc:
+        raise CLIError(f"target column {y.name!r} of {label}: {exc}") from exc
 
 
 def check_columns(frame, columns, label: str, flag: str) -> None:
@@ -348,13 +344,13 @@ def prepare_files(args, argv) -> dict:
     else:
         X, y = read_table(args.data, args.target, "--data", args.sep)
         check_columns(X, protected, f"--data {Path(args.data).name}", "--protected")
-        check_target(model, y, f"--data {Path(args.data).name}")
+        check_target(model, forest, y, f"--data {Path(args.data).name}", "y_test")
         X = align_features(forest, X, "--data", keep=protected)
         provenance["test file"] = f"{Path(args.data).name} (sha256 {sha256_file(args.data)})"
     X_train = y_train = None
     if args.train:
         X_train, y_train = read_table(args.train, args.target, "--train", args.sep)
-        check_target(model, y_train, f"--train {Path(args.train).name}")
+        check_target(model, forest, y_train, f"--train {Path(args.train).name}", "y_train")
         X_train = align_features(forest, X_train, "--train", keep=[c for c in protected if c in X_train.columns])
         provenance["training file"] = f"{Path(args.train).name} (sha256 {sha256_file(args.train)})"
     fixed = {"provenance": provenance, "positive_class": _positive_class(model, getattr(args, "positive_class", None))}

@@ -43,7 +43,7 @@ import weakref
 import numpy as np
 
 from . import attributions, mdi, prediction_gap, ranking_faithfulness
-from ._validation import default_feature_names, feature_order, is_dask, resolve_output
+from ._validation import default_feature_names, feature_order, frame_values, is_dask, resolve_output
 from .acme import AcMELocal
 from .attributions import Attribution, _output_names
 from .errors import InputError, ModelGoneError
@@ -199,6 +199,9 @@ def _aligned(X, names, d, in_memory, what="X"):
         else:
             feature_order(given, given, what)       # refuses duplicated names
             names = given
+        if not all(isinstance(t, np.dtype) and t.kind == "f" for t in X.dtypes):
+            frame_values(X._meta, what)                 # refuses text, date, non-numeric category columns now
+            X = X.map_partitions(_float_partition, what, meta=X._meta.astype(np.float64))
         X = X.to_dask_array(lengths=True)
     elif not isinstance(X, da.Array):           # in-memory X with a dask S / ranking / weights
         rows, names = in_memory(X)
@@ -213,6 +216,12 @@ def _aligned(X, names, d, in_memory, what="X"):
         raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
     X = X.rechunk({1: -1})
     return X, (list(names) if names is not None else default_feature_names(d))
+
+
+def _float_partition(part, what: str):
+    """One partition of a dask DataFrame with its columns read as float64 by
+    :func:`~xai_plugins._validation.frame_values` (nullable, pyarrow, numeric category dtypes)."""
+    return type(part)(frame_values(part, what), columns=part.columns, index=part.index)
 
 
 def _by_rows(a, X, what):

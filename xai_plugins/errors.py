@@ -11,17 +11,24 @@ inherits the builtin a caller would expect (``except ValueError`` keeps working)
     ├── InputTypeError(XaiError, TypeError)       an argument of the wrong type (complex X, n_jobs="x", ...)
     ├── UnsupportedModelError(XaiError, TypeError)  model type, objective or split kind not supported
     ├── InputIndexError(XaiError, IndexError)     a feature / output / row index out of range
+    ├── NotFittedError(XaiError, sklearn.exceptions.NotFittedError)  a model that has not been fitted
     ├── ModelGoneError(XaiError, ReferenceError)  the model a Forest was imported from was garbage-collected
     └── NativeMemoryError(XaiError, MemoryError)  the C core ran out of memory
 
     XaiWarning(UserWarning)                       results that are valid but probably not what was meant
+
+:class:`NotFittedError` also is scikit-learn's (itself a ``ValueError`` and ``AttributeError``), so
+``except sklearn.exceptions.NotFittedError`` keeps working; it is built on first use, so that
+importing this module does not import scikit-learn.
 """
 
 from __future__ import annotations
 
-__all__ = ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError",
-           "ModelStructureError", "InputTypeError",
-           "UnsupportedModelError", "InputIndexError", "ModelGoneError", "NativeMemoryError", "XaiWarning"]
+from typing import TYPE_CHECKING
+
+__all__ = ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError", "ModelStructureError",
+           "InputTypeError", "UnsupportedModelError", "InputIndexError", "NotFittedError", "ModelGoneError",
+           "NativeMemoryError", "XaiWarning"]
 
 
 class XaiError(Exception):
@@ -67,3 +74,31 @@ class NativeMemoryError(XaiError, MemoryError):
 
 class XaiWarning(UserWarning):
     """A result that is valid but probably not the quantity the caller meant."""
+
+
+def _not_fitted_error() -> type:
+    """The class :class:`NotFittedError`: an :class:`XaiError` that is also scikit-learn's NotFittedError."""
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+
+    class NotFittedError(XaiError, SklearnNotFittedError):
+        """The model has not been fitted: call its ``fit`` first. Also scikit-learn's ``NotFittedError``
+        (and so a ``ValueError`` and an ``AttributeError``)."""
+
+    NotFittedError.__module__, NotFittedError.__qualname__ = __name__, "NotFittedError"    # picklable by name
+    return NotFittedError
+
+
+if TYPE_CHECKING:
+    from sklearn.exceptions import NotFittedError as _SklearnNotFittedError
+
+    class NotFittedError(XaiError, _SklearnNotFittedError):
+        """The model has not been fitted (see :func:`_not_fitted_error`)."""
+
+
+def __getattr__(name: str):
+    """Build :class:`NotFittedError` (which imports scikit-learn) on first use."""
+    if name == "NotFittedError":
+        cls = _not_fitted_error()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

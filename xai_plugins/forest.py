@@ -684,7 +684,8 @@ def import_model(model) -> Forest:
 
     Raises :class:`~xai_plugins.errors.UnsupportedModelError` for other model types, objectives,
     categorical splits, linear trees or vector leaves, a GradientBoosting ``init`` estimator that
-    is not constant, and sklearn's ``NotFittedError`` for an unfitted estimator.
+    is not constant, and :class:`~xai_plugins.errors.NotFittedError` (also scikit-learn's) for an
+    unfitted estimator.
     """
     if isinstance(model, Forest):
         return model

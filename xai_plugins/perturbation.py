@@ -93,6 +93,11 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
         from ._validation import model_rows
 
         bg, _ = model_rows(background, names, n_features, what="background", allow_nan=True, missing=missing)
+        empty = np.flatnonzero(np.isnan(bg).all(axis=0))
+        if empty.size:
+            raise InputError(f"background features {empty.tolist()} have no value (every entry is NaN): their "
+                             "standard deviation, the unit of sigma, is undefined; impute them or pass a "
+                             "background where they are observed")
         std = np.nanstd(bg, axis=0)
         if np.any(~np.isfinite(std)) or np.any(std <= 0):
             bad = np.flatnonzero(~(std > 0))

@@ -10,6 +10,7 @@ from .._validation import (
     check_is_fitted,
     check_matrix,
     check_random_state,
+    check_target,
     feature_index,
     model_feature_names,
     model_rows,
@@ -128,13 +129,8 @@ def _check_settings(n_permutations, epsilon, reliance) -> None:
 def _check_target(model, y, n: int, is_clf: bool):
     """``(y, y_index)``: the targets as a flat array (float64 for regression) and, for a classifier,
     each row's class index in ``model.classes_`` (None for a regressor)."""
-    y = np.asarray(y).ravel()
-    if y.shape[0] != n:
-        raise InputError(f"y has {y.shape[0]} entries but X has {n} rows")
+    y = check_target(y, list(model.classes_) if is_clf else None, n_rows=n, what="y")
     if not is_clf:
-        y = y.astype(np.float64)
-        if not np.all(np.isfinite(y)):
-            raise InputError("y contains NaN or infinite values")
         return y, None
     classes = model.classes_
     y_index = np.searchsorted(classes, y).clip(0, len(classes) - 1)

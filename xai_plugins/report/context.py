@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._validation import check_target
 from ..errors import FeatureMismatchError, InputError
 from ..forest import Forest, import_model
 
@@ -170,13 +171,29 @@ def _frame(forest, X, label: str, protected=()) -> tuple[pd.DataFrame, pd.DataFr
     return pd.DataFrame(arr, columns=names, index=getattr(X, "index", None)), groups
 
 
-def _target(y, n_rows: int, label: str) -> np.ndarray | None:
-    if y is None:
+def _check_observed(frame: pd.DataFrame, label: str, complete: bool = False) -> None:
+    """:class:`InputError` for a feature column with no value at all (every entry NaN): the noise scale
+    (in standard deviations of the background, X_train or X_test) and the explained rows (complete
+    test rows: the perturbation methods need every feature's value) do not exist. With ``complete``,
+    also when no row is complete."""
+    observed = frame.notna().to_numpy()
+    empty = [str(c) for c, seen in zip(frame.columns, observed.any(axis=0)) if not seen]
+    if empty and len(frame):
+        raise InputError(f"{label} column(s) {empty[:20]} are entirely missing (NaN): the audit needs observed "
+                         "values of every feature (σ is in units of their standard deviations, and the explained "
+                         "rows are complete rows); impute the column as the model's training pipeline does")
+    if complete and len(frame) and not observed.all(axis=1).any():
+        raise InputError(f"{label} has no complete row (every row has a NaN): the audit explains complete rows, as "
+                         "the perturbation methods need every feature's value; impute the missing values first")
+
+
+def model_classes(model, forest) -> list | None:
+    """The class labels of a classifier, in the order of its outputs (``classes_``, else 0, 1, ...),
+    or None for a regressor: what :func:`~xai_plugins._validation.check_target` checks targets against
+    (in :func:`make_context` and in the CLI alike)."""
+    if forest.task != "classification":
         return None
-    y = np.asarray(y).ravel()
-    if len(y) != n_rows:
-        raise InputError(f"{label} has {len(y)} values but the data has {n_rows} rows")
-    return y
+    return list(getattr(model, "classes_", range(max(forest.n_outputs, 2))))
 
 
 def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, positive_class=None,
@@ -202,10 +219,15 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
                                                                           train_protected)
     if X_train_f is not None and list(X_train_f.columns) != names:
         raise FeatureMismatchError(f"X_train columns {list(X_train_f.columns)} differ from X_test's {names}")
-    y_test = _target(y_test, len(X_test_f), "y_test")
-    y_train = _target(y_train, 0 if X_train_f is None else len(X_train_f), "y_train")
-    if forest.task == "classification":
-        classes = list(getattr(model, "classes_", range(max(forest.n_outputs, 2))))
+    _check_observed(X_test_f, "X_test", complete=cluster is None)
+    if X_train_f is not None:
+        _check_observed(X_train_f, "X_train")
+    classes = model_classes(model, forest)
+    if y_test is not None:
+        y_test = check_target(y_test, classes, n_rows=len(X_test_f), what="y_test")
+    if y_train is not None:
+        y_train = check_target(y_train, classes, n_rows=0 if X_train_f is None else len(X_train_f), what="y_train")
+    if classes is not None:
         if positive_class is None:
             positive_class = _default_class(classes, y_test)
         if forest.n_outputs == 1 and positive_class != classes[-1]:
