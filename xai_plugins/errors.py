@@ -11,15 +11,19 @@ inherits the builtin a caller would expect (``except ValueError`` keeps working)
     ├── UnsupportedModelError(XaiError, TypeError)  model type, objective or split kind not supported
     ├── InputIndexError(XaiError, IndexError)     a feature / output / row index out of range
     ├── ModelGoneError(XaiError, ReferenceError)  the model a Forest was imported from was garbage-collected
+    ├── OutputPathError(XaiError, OSError)        a report / output file that cannot be written
+    ├── NotAdditiveError(XaiError, TypeError)     an additive plot (shap waterfall) of scores that do not add up
     └── NativeMemoryError(XaiError, MemoryError)  the C core ran out of memory
 
     XaiWarning(UserWarning)                       results that are valid but probably not what was meant
+    └── NoiseScaleWarning                         noise so wide that the perturbation no longer depends on it
 """
 
 from __future__ import annotations
 
 __all__ = ["XaiError", "InputError", "FeatureMismatchError", "ModelStructureError", "InputTypeError",
-           "UnsupportedModelError", "InputIndexError", "ModelGoneError", "NativeMemoryError", "XaiWarning"]
+           "UnsupportedModelError", "InputIndexError", "ModelGoneError", "NativeMemoryError", "OutputPathError",
+           "NotAdditiveError", "XaiWarning", "NoiseScaleWarning"]
 
 
 class XaiError(Exception):
@@ -58,5 +62,20 @@ class NativeMemoryError(XaiError, MemoryError):
     """The C core could not allocate its work space."""
 
 
+class OutputPathError(XaiError, OSError):
+    """An output file (report, JSON, PDF) or its folder cannot be written; raised before computing."""
+
+
+class NotAdditiveError(XaiError, TypeError):
+    """Scores that are importances, not additive contributions, were asked for an additive view
+    (``shap.plots.waterfall`` / ``force``: a base value plus contributions adding up to the output)."""
+
+
 class XaiWarning(UserWarning):
     """A result that is valid but probably not the quantity the caller meant."""
+
+
+class NoiseScaleWarning(XaiWarning):
+    """The noise is so wide that the perturbed value falls outside every split threshold of a
+    perturbed feature almost surely: PG² then no longer depends on σ (see
+    :func:`~xai_plugins.perturbation.check_noise_scale`)."""

@@ -25,7 +25,7 @@ from ..errors import InputTypeError
 from . import sections as registry
 from .context import derive_seed, make_context
 from .governance import read_model_card
-from .options import AuditOptions
+from .options import AuditOptions, check_output_paths
 from .section import plain
 
 
@@ -66,16 +66,20 @@ class Audit:
                 "methods": {k: m.to_dict() for k, m in self.methods.items()}}
 
     def to_json(self, path=None, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text; also written to ``path`` when given."""
+        """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first:
+        :class:`~xai_plugins.errors.OutputPathError` when it cannot be written)."""
+        _check_path(path)
         text = json.dumps(self.to_dict(), indent=kwargs.pop("indent", 2), ensure_ascii=False, **kwargs)
         if path is not None:
             _write(path, text.encode("utf-8"))
         return text
 
     def to_html(self, path=None) -> str:
-        """The self-contained HTML report; also written to ``path`` when given."""
+        """The self-contained HTML report; also written to ``path`` when given (checked before
+        rendering: :class:`~xai_plugins.errors.OutputPathError` when it cannot be written)."""
         from .render import render_html
 
+        _check_path(path)
         html = render_html(self)
         if path is not None:
             _write(path, html.encode("utf-8"))
@@ -83,9 +87,11 @@ class Audit:
 
     def to_pdf(self, path=None) -> bytes:
         """The PDF rendered by weasyprint from the same HTML, with no network access; also written to
-        ``path`` when given."""
+        ``path`` when given (checked before rendering: :class:`~xai_plugins.errors.OutputPathError`
+        when it cannot be written)."""
         from .render import DataOnlyFetcher, html_to_pdf
 
+        _check_path(path)
         fetcher = DataOnlyFetcher()
         pdf = html_to_pdf(self.to_html(), fetcher)
         if fetcher.refused:
@@ -93,6 +99,11 @@ class Audit:
         if path is not None:
             _write(path, pdf)
         return pdf
+
+
+def _check_path(path) -> None:
+    if path is not None:
+        check_output_paths([path])
 
 
 def _write(path, payload: bytes) -> None:
@@ -171,7 +182,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         cl, X_test, y_test = cluster.prepare(import_model(model), X_test, y_test, runner=runner,
                                              sample_size=options.max_shap_rows, random_state=sample_seed)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
-                       random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root)
+                       random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
+                       progress=options.progress)
     bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
 
     def progress(name):
