@@ -27,17 +27,20 @@ data to ``reports/``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shlex
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 
-from .errors import OutputPathError, XaiError
+from .errors import OutputPathError, XaiError, XaiWarning
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 XGBOOST_SUFFIXES = (".json", ".ubj")
@@ -444,6 +447,25 @@ def report_problems(result, strict: bool) -> int:
     return EXIT_FAILED if strict and result.failed else EXIT_OK
 
 
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Print each distinct package warning (:class:`~xai_plugins.errors.XaiWarning`) raised inside
+    once, as the stderr line ``xai-audit: warning: <message>``; other warnings are shown as usual."""
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", XaiWarning)
+            yield
+    finally:
+        said = set()
+        for w in caught:
+            if not issubclass(w.category, XaiWarning):
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            elif str(w.message) not in said:
+                said.add(str(w.message))
+                print(f"xai-audit: warning: {w.message}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     """Entry point of ``xai-audit``; returns the exit status (0 ok, 1 a failure under ``--strict``,
     2 user error)."""
@@ -452,15 +474,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     given = {"--model": args.model, "--data": args.data, "--target": args.target}
     try:
-        if not any(given.values()):
-            if args.train:
-                raise CLIError("--train needs --model, --data and --target")
-            results = run_demo(args, argv)
-        elif not all(given.values()):
-            raise CLIError(f"{', '.join(k for k, v in given.items() if not v)} missing: --model, --data and "
-                           "--target go together (or give none of them for the demo)")
-        else:
-            results = run_files(args, argv)
+        with warnings_as_lines():
+            if not any(given.values()):
+                if args.train:
+                    raise CLIError("--train needs --model, --data and --target")
+                results = run_demo(args, argv)
+            elif not all(given.values()):
+                raise CLIError(f"{', '.join(k for k, v in given.items() if not v)} missing: --model, --data and "
+                               "--target go together (or give none of them for the demo)")
+            else:
+                results = run_files(args, argv)
     except CLIError as exc:
         print(f"xai-audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,12 +11,20 @@ probabilities (1e-15 and below) keep full relative precision.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import warnings
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special
 
-from .errors import InputError, InputTypeError
+from .errors import InputError, InputTypeError, NoiseScaleWarning
+
+#: σ at or above this multiple of the span (largest minus smallest) of a feature's split thresholds
+#: makes its perturbation meaningless: the perturbed value then falls between the thresholds with
+#: probability ≤ span / (σ √(2π)) < 0.4 %, so PG² compares only "below every threshold" with "above
+#: every threshold" and no longer depends on σ (:func:`check_noise_scale`)
+NOISE_SPAN_LIMIT = 100.0
 
 
 @dataclass
@@ -26,6 +34,8 @@ class Perturbation:
 
     sigma: np.ndarray | None
     dists: list | None
+    #: the noise limits (:func:`check_noise_scale`) this noise was found to be below, if any
+    safe_below: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def cdf(self, j: int, z: np.ndarray) -> np.ndarray:
         """P(noise_j < z), elementwise."""
@@ -109,13 +119,60 @@ def _isotropic(n_features: int, sigma: float) -> Perturbation:
     return Perturbation(sigma=s, dists=None)
 
 
+def check_noise_scale(splits, perturbation: Perturbation, features, stacklevel: int = 2) -> None:
+    """Warn (:class:`~xai_plugins.errors.NoiseScaleWarning`) when the Gaussian σ of a perturbed
+    feature (in ``features``) is at least :data:`NOISE_SPAN_LIMIT` times the span of the model's
+    split thresholds on it (``splits.boundaries[j]``, sorted). Features with fewer than two distinct
+    thresholds have no span and are not judged, nor is a ``perturbation`` of scipy distributions.
+
+    Free per call: the limits are computed once per ``splits``, and a Perturbation found below
+    every limit remembers it (the cached isotropic ones then cost one identity test)."""
+    if perturbation.dists is None:
+        limit = _noise_limits(splits)
+        if perturbation.safe_below is not limit:
+            _warn_wide(perturbation, limit, np.asarray(features, dtype=np.intp), splits.boundaries, stacklevel + 1)
+
+
+def _warn_wide(perturbation: Perturbation, limit: np.ndarray, features: np.ndarray, boundaries,
+               stacklevel: int) -> None:
+    sigma = perturbation.sigma
+    wide = features[sigma[features] >= limit[features]]
+    if not wide.size:
+        if np.all(sigma < limit):
+            perturbation.safe_below = limit
+        return
+    shown = ", ".join(f"feature {j}: σ = {sigma[j]:.3g} vs span {boundaries[j][-1] - boundaries[j][0]:.3g}"
+                      for j in wide[:5])
+    warnings.warn(f"the noise is at least {NOISE_SPAN_LIMIT:g} times the span of the model's split thresholds on "
+                  f"{wide.size} perturbed feature(s) ({shown}{', ...' if wide.size > 5 else ''}): the perturbed "
+                  "value falls outside every threshold almost surely, so PG² no longer depends on σ. Is σ in the "
+                  "features' units (with background data it is in standard deviations)?",
+                  NoiseScaleWarning, stacklevel=stacklevel)
+
+
+_LIMITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _noise_limits(splits) -> np.ndarray:
+    """(d,) :data:`NOISE_SPAN_LIMIT` times the span of each feature's thresholds (inf below two
+    distinct thresholds); computed once per ``splits`` (a Forest's cached split boundaries)."""
+    limit = _LIMITS.get(splits)
+    if limit is None:
+        limit = np.array([NOISE_SPAN_LIMIT * (b[-1] - b[0]) if len(b) > 1 else np.inf for b in splits.boundaries])
+        limit.flags.writeable = False
+        _LIMITS[splits] = limit
+    return limit
+
+
 def cdf_table(forest, X: np.ndarray, perturbation: Perturbation, features) -> np.ndarray:
     """(n, 2 * H) table, H = ``forest.cdf_offset[-1]``, in the layout of ``xai_pg2`` (csrc/xai.h):
     for each row and each feature j in ``features``, the CDF half ``[:, offsets[j]:offsets[j+1]]``
     holds [0, P(x_j + e < b_1), ..., P(x_j + e < b_m), 1] at feature j's sorted boundaries and the
     survival half ``[:, H + offsets[j]:H + offsets[j+1]]`` holds [1, P(x_j + e > b_1), ...,
     P(x_j + e > b_m), 0], each computed directly so that both tails keep their relative precision;
-    other features' entries hold [0, ..., 0, 1] and [1, 0, ..., 0] and are never read."""
+    other features' entries hold [0, ..., 0, 1] and [1, 0, ..., 0] and are never read.
+    Warns when the noise swamps the thresholds of a perturbed feature (:func:`check_noise_scale`)."""
+    check_noise_scale(forest, perturbation, features, stacklevel=4)  # 4: the caller of pg2 / pgi2 / greedy
     offsets = forest.cdf_offset
     half = int(offsets[-1])
     table = np.zeros((len(X), 2 * half))

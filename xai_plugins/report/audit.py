@@ -21,7 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._validation import check_n_jobs, is_dask
-from ..errors import InputTypeError
+from ..errors import InputTypeError, NoiseScaleWarning, XaiError
 from . import sections as registry
 from .context import derive_seed, make_context
 from .governance import read_model_card
@@ -184,13 +184,16 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
                        progress=options.progress)
+    _check_noise(ctx, options)
     bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
 
     def progress(name):
         bar.set_postfix_str(name)
         bar.update(1)
 
-    built = registry.build_all(ctx, options, on_section=progress)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseScaleWarning)     # said once, by _check_noise
+        built = registry.build_all(ctx, options, on_section=progress)
     bar.close()
     methods = built["explanations"].raw.get("methods", {}) if "explanations" in built else {}
     rows_explained = built["explanations"].data.get("explained rows", 0) if "explanations" in built else 0
@@ -208,6 +211,21 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                 m.ranking = None
     verdict = built["verdict"].raw.get("verdict") if "verdict" in built else None
     return Audit(str(options.title), built, methods, parameters, created, rows_explained, options, verdict)
+
+
+def _check_noise(ctx, options: AuditOptions) -> None:
+    """One :class:`~xai_plugins.errors.NoiseScaleWarning` for the audit's widest noise (largest σ,
+    and ``binary_sigma`` on the 0/1 columns) when it swamps a feature's split thresholds; noise the
+    sections cannot use is left for them to report."""
+    from ..perturbation import check_noise_scale, make_perturbation
+    from ..prediction_gap import split_boundaries
+
+    try:
+        noise = make_perturbation(ctx.n_features, ctx.sigma_vector(max(options.sigma), options.binary_sigma),
+                                  background=ctx.background)
+    except XaiError:
+        return
+    check_noise_scale(split_boundaries(ctx.forest), noise, range(ctx.n_features), stacklevel=5)
 
 
 def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
