@@ -13,7 +13,7 @@ from xai_plugins import errors
 from xai_plugins.cli import main
 from xai_plugins.report import audit
 
-LIMIT = 100.0     # the documented rule: σ ≥ 100 × the span of the feature's split thresholds
+LIMIT = 100.0     # the documented rule: σ ≥ 100 × the range of the feature's split thresholds and the rows' values
 
 
 @pytest.fixture(scope="module")
@@ -23,13 +23,15 @@ def forest_model():
     return RandomForestRegressor(n_estimators=6, max_depth=4, bootstrap=False, random_state=0).fit(X, y), X, y
 
 
-def _spans(model, d):
-    """Span of each feature's split thresholds, read from scikit-learn's own trees."""
-    spans = []
-    for j in range(d):
+def _ranges(model, rows):
+    """Per feature, the range of sklearn's own split thresholds together with the rows' values
+    (NaN where the trees have fewer than two distinct thresholds on it)."""
+    out = []
+    for j in range(rows.shape[1]):
         t = np.concatenate([e.tree_.threshold[e.tree_.feature == j] for e in model.estimators_])
-        spans.append(t.max() - t.min() if len(np.unique(t)) > 1 else np.nan)
-    return np.array(spans)
+        both = np.concatenate([t, rows[:, j]])
+        out.append(both.max() - both.min() if len(np.unique(t)) > 1 else np.nan)
+    return np.array(out)
 
 
 def _noise_warnings(record):
@@ -46,25 +48,44 @@ def test_huge_sigma_warns_in_every_api(forest_model):
              lambda: xp.greedy_pg2_ranking(model, rows, sigma=1e6),
              lambda: xp.faithfulness(model, np.abs(rows), sigma=1e6)]
     for call in calls:
-        with pytest.warns(errors.NoiseScaleWarning, match="times the span of the model's split thresholds"):
+        with pytest.warns(errors.NoiseScaleWarning, match="times the range of the model's split thresholds"):
             call()
 
 
 def test_the_rule_is_per_perturbed_feature(forest_model):
     model, X, _ = forest_model
-    d = X.shape[1]
-    span = _spans(model, d)
+    d, rows = X.shape[1], X[:3]
+    span = _ranges(model, rows)
     assert np.isnan(span[1]) and np.isfinite(np.delete(span, 1)).all()   # the trees never split on feature 1
-    below = np.where(np.isnan(span), 1e9, 0.99 * LIMIT * span)  # no threshold: no span to swamp, not judged
-    xp.pg2(model, X[:3], list(range(d)), sigma=below)          # just below the limit everywhere: silent
-    xp.greedy_pg2_ranking(model, X[:3], sigma=below)
+    below = np.where(np.isnan(span), 1e9, 0.99 * LIMIT * span)  # fewer than two thresholds: not judged
+    xp.pg2(model, rows, list(range(d)), sigma=below)           # just below the limit everywhere: silent
+    xp.greedy_pg2_ranking(model, rows, sigma=below)
     above = below.copy()
     above[3] = 1.01 * LIMIT * span[3]
-    xp.pg2(model, X[:3], [0, 1, 2, 4], sigma=above)            # the wide feature is not perturbed: silent
+    xp.pg2(model, rows, [0, 1, 2, 4], sigma=above)             # the wide feature is not perturbed: silent
     with pytest.warns(errors.NoiseScaleWarning, match="feature 3") as record:
-        xp.pg2(model, X[:3], [3], sigma=above)
+        xp.pg2(model, rows, [3], sigma=above)
     assert "feature 0" not in str(record[0].message)
-    xp.pg2(model, X[:3], [0, 1], sigma=0.3, background=X)    # the usual σ in standard deviations: silent
+    xp.pg2(model, rows, [0, 1], sigma=0.3, background=X)     # the usual σ in standard deviations: silent
+
+
+def test_rows_far_from_the_thresholds_are_judged_with_them(forest_model):
+    """A σ far beyond the thresholds' span but not beyond the row's distance to them still matters
+    (PG² grows with σ, by Monte Carlo through the model's own predict): no warning."""
+    model, X, _ = forest_model
+    j = 3
+    span = _ranges(model, X[:0])[j]
+    x = X[:1].copy()
+    x[0, j] = X[:, j].max() + 2 * LIMIT * span           # far above every threshold
+    values = []
+    for sigma in (1.5 * LIMIT * span, 15 * LIMIT * span):
+        values.append(xp.pg2(model, x, [j], sigma=sigma).value[0])
+        rng = np.random.default_rng(0)
+        z = np.repeat(x, 20_000, axis=0)
+        z[:, j] += rng.normal(0.0, sigma, len(z))
+        mc = np.mean((model.predict(z) - model.predict(x)[0]) ** 2)
+        np.testing.assert_allclose(values[-1], mc, rtol=0.1)
+    assert values[1] > 2 * values[0]
 
 
 def test_warned_noise_is_meaningless(forest_model):

@@ -16,7 +16,7 @@ inherits the builtin a caller would expect (``except ValueError`` keeps working)
     └── NativeMemoryError(XaiError, MemoryError)  the C core ran out of memory
 
     XaiWarning(UserWarning)                       results that are valid but probably not what was meant
-    └── NoiseScaleWarning                         noise so wide that the perturbation no longer depends on it
+    └── NoiseScaleWarning                         noise so wide that PG² no longer depends on it
 """
 
 from __future__ import annotations

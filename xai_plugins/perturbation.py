@@ -20,10 +20,10 @@ from scipy import special
 
 from .errors import InputError, InputTypeError, NoiseScaleWarning
 
-#: σ at or above this multiple of the span (largest minus smallest) of a feature's split thresholds
-#: makes its perturbation meaningless: the perturbed value then falls between the thresholds with
-#: probability ≤ span / (σ √(2π)) < 0.4 %, so PG² compares only "below every threshold" with "above
-#: every threshold" and no longer depends on σ (:func:`check_noise_scale`)
+#: σ at or above this multiple of the range of a feature's split thresholds and the rows' values makes
+#: its perturbation meaningless: the perturbed value then falls within that range with probability
+#: ≤ range / (σ √(2π)) < 0.4 %, so PG² compares only "below every threshold" with "above every
+#: threshold", with probability ½ each, and no longer depends on σ (:func:`check_noise_scale`)
 NOISE_SPAN_LIMIT = 100.0
 
 
@@ -119,35 +119,38 @@ def _isotropic(n_features: int, sigma: float) -> Perturbation:
     return Perturbation(sigma=s, dists=None)
 
 
-def check_noise_scale(splits, perturbation: Perturbation, features, stacklevel: int = 2) -> None:
+def check_noise_scale(splits, perturbation: Perturbation, features, X: np.ndarray, stacklevel: int = 2) -> None:
     """Warn (:class:`~xai_plugins.errors.NoiseScaleWarning`) when the Gaussian σ of a perturbed
-    feature (in ``features``) is at least :data:`NOISE_SPAN_LIMIT` times the span of the model's
-    split thresholds on it (``splits.boundaries[j]``, sorted). Features with fewer than two distinct
-    thresholds have no span and are not judged, nor is a ``perturbation`` of scipy distributions.
+    feature j (in ``features``) is at least :data:`NOISE_SPAN_LIMIT` times the range spanned by the
+    model's split thresholds on it (``splits.boundaries[j]``, sorted) and the rows' values ``X[:, j]``
+    together: every CDF entry is then ½ within 0.4 %, PG² no longer depends on σ. Features with
+    fewer than two distinct thresholds are not judged (one row on or near a lone threshold is ½ / ½
+    for every σ, rightly), nor is a ``perturbation`` of scipy distributions.
 
-    Free per call: the limits are computed once per ``splits``, and a Perturbation found below
-    every limit remembers it (the cached isotropic ones then cost one identity test)."""
-    if perturbation.dists is None:
-        limit = _noise_limits(splits)
-        if perturbation.safe_below is not limit:
-            _warn_wide(perturbation, limit, np.asarray(features, dtype=np.intp), splits.boundaries, stacklevel + 1)
-
-
-def _warn_wide(perturbation: Perturbation, limit: np.ndarray, features: np.ndarray, boundaries,
-               stacklevel: int) -> None:
-    sigma = perturbation.sigma
-    wide = features[sigma[features] >= limit[features]]
-    if not wide.size:
+    Free per call: the thresholds-only limits (a lower bound: the range is at least the thresholds'
+    span) are computed once per ``splits``, and a Perturbation found below all of them remembers it
+    (the cached isotropic ones then cost one identity test); only a σ beyond them reads the rows."""
+    if perturbation.dists is not None:
+        return
+    limit = _noise_limits(splits)
+    if perturbation.safe_below is limit:
+        return
+    sigma, features = perturbation.sigma, np.asarray(features, dtype=np.intp)
+    candidates = features[sigma[features] >= limit[features]]
+    if not candidates.size:
         if np.all(sigma < limit):
             perturbation.safe_below = limit
         return
-    shown = ", ".join(f"feature {j}: σ = {sigma[j]:.3g} vs span {boundaries[j][-1] - boundaries[j][0]:.3g}"
-                      for j in wide[:5])
-    warnings.warn(f"the noise is at least {NOISE_SPAN_LIMIT:g} times the span of the model's split thresholds on "
-                  f"{wide.size} perturbed feature(s) ({shown}{', ...' if wide.size > 5 else ''}): the perturbed "
-                  "value falls outside every threshold almost surely, so PG² no longer depends on σ. Is σ in the "
-                  "features' units (with background data it is in standard deviations)?",
-                  NoiseScaleWarning, stacklevel=stacklevel)
+    b = splits.boundaries
+    ranges = {int(j): np.nanmax(X[:, j], initial=b[j][-1]) - np.nanmin(X[:, j], initial=b[j][0]) for j in candidates}
+    wide = [j for j, r in ranges.items() if sigma[j] >= NOISE_SPAN_LIMIT * r]
+    if wide:
+        shown = ", ".join(f"feature {j}: σ = {sigma[j]:.3g} vs range {ranges[j]:.3g}" for j in wide[:5])
+        warnings.warn(f"the noise is at least {NOISE_SPAN_LIMIT:g} times the range of the model's split thresholds "
+                      f"and the rows' values on {len(wide)} perturbed feature(s) ({shown}"
+                      f"{', ...' if len(wide) > 5 else ''}): the perturbed value falls outside every threshold almost "
+                      "surely, so PG² no longer depends on σ. Is σ in the features' units (with background data it "
+                      "is in standard deviations)?", NoiseScaleWarning, stacklevel=stacklevel)
 
 
 _LIMITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -172,7 +175,7 @@ def cdf_table(forest, X: np.ndarray, perturbation: Perturbation, features) -> np
     P(x_j + e > b_m), 0], each computed directly so that both tails keep their relative precision;
     other features' entries hold [0, ..., 0, 1] and [1, 0, ..., 0] and are never read.
     Warns when the noise swamps the thresholds of a perturbed feature (:func:`check_noise_scale`)."""
-    check_noise_scale(forest, perturbation, features, stacklevel=4)  # 4: the caller of pg2 / pgi2 / greedy
+    check_noise_scale(forest, perturbation, features, X, stacklevel=4)  # 4: the caller of pg2 / pgi2 / greedy
     offsets = forest.cdf_offset
     half = int(offsets[-1])
     table = np.zeros((len(X), 2 * half))

@@ -266,7 +266,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms, reason)
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
         raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
-    check_noise_scale(split_boundaries(forest), noise, np.flatnonzero(masks.any(axis=0)))
+    check_noise_scale(split_boundaries(forest), noise, np.flatnonzero(masks.any(axis=0)), X)
     mean, stderr = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
     return PG2Estimate(_squeeze(forest, mean), _squeeze(forest, stderr), method, int(n_samples),
                        time.perf_counter() - start, 0, reason)

@@ -215,8 +215,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
 
 def _check_noise(ctx, options: AuditOptions) -> None:
     """One :class:`~xai_plugins.errors.NoiseScaleWarning` for the audit's widest noise (largest σ,
-    and ``binary_sigma`` on the 0/1 columns) when it swamps a feature's split thresholds; noise the
-    sections cannot use is left for them to report."""
+    and ``binary_sigma`` on the 0/1 columns) when it swamps a feature's split thresholds and test
+    values; noise the sections cannot use is left for them to report."""
     from ..perturbation import check_noise_scale, make_perturbation
     from ..prediction_gap import split_boundaries
 
@@ -225,7 +225,8 @@ def _check_noise(ctx, options: AuditOptions) -> None:
                                   background=ctx.background)
     except XaiError:
         return
-    check_noise_scale(split_boundaries(ctx.forest), noise, range(ctx.n_features), stacklevel=5)
+    check_noise_scale(split_boundaries(ctx.forest), noise, range(ctx.n_features), ctx.X_test.to_numpy(dtype=float),
+                      stacklevel=5)
 
 
 def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
