@@ -36,10 +36,10 @@ from .forest import Forest, import_model
 #: scikit-learn ensembles whose bootstrap draws :func:`in_bag_counts` can replay
 _IN_BAG_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 
-_IN_BAG_HOW = ("pass the exact X the forest was fitted on, in the same row order (the trees must have been "
-               "grown on the bootstrap counts alone: not a forest without bootstrap fitted with sample_weight, "
-               "nor class_weight='balanced_subsample'); or use global_mdi(model) (X=None) for the MDI from "
-               "the trees alone")
+_IN_BAG_HOW = ("pass the exact X the forest was fitted on, in the same row order, to a forest whose trees were "
+               "grown on the bootstrap counts alone (sample_weight or class_weight multiplied into the counts fail "
+               "this check: a fit without bootstrap, class_weight='balanced_subsample', scikit-learn < 1.8); or "
+               "use global_mdi(model) (X=None) for the MDI from the trees alone")
 
 
 def require_impurities(model) -> Forest:
@@ -183,9 +183,10 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
       checked against the trees (every leaf must receive the in-bag weight it was grown with) and
       refused with :class:`~xai_plugins.errors.InputError` otherwise. A bootstrap forest fitted with
       ``sample_weight`` or ``class_weight`` ("balanced" or a dict) is accepted and right: scikit-learn
-      (1.9 here) draws the bootstrap sample with those weights and grows each tree on the counts
-      alone, so the check passes; a forest without bootstrap fitted with ``sample_weight``, and
-      ``class_weight="balanced_subsample"`` (weights on top of the counts), fail the check. For a
+      ≥ 1.8 draws the bootstrap sample with those weights and grows each tree on the counts alone,
+      so the check passes; a forest without bootstrap fitted with ``sample_weight``,
+      ``class_weight="balanced_subsample"`` and older scikit-learn (weights multiplied into the
+      counts) fail the check. For a
       forest grown without bootstrap every count is one: ``in_bag=True`` gives the plain mean,
       after the same check (which then accepts the training rows in any order). Other models are
       refused with :class:`~xai_plugins.errors.UnsupportedModelError`.
