@@ -27,6 +27,9 @@ from .mdi import local_mdi
 from .prediction_gap import greedy_pg2_ranking
 from .ranking_faithfulness import own_output_pgi2
 
+#: what the values of each method are, for plot axes (in place of shap's "SHAP value")
+VALUE_LABELS = {"pg2": "PG² gain", "local_mdi": "local MDI", "acme": "AcME importance"}
+
 
 @dataclass
 class Attribution:
@@ -40,6 +43,11 @@ class Attribution:
     output_names: list | None
     method: str
     extras: dict = field(default_factory=dict)
+
+    @property
+    def value_label(self) -> str:
+        """What the values are, in words (:data:`VALUE_LABELS`), e.g. "PG² gain"."""
+        return VALUE_LABELS[self.method]
 
 
 def background_data(background):

@@ -27,18 +27,20 @@ data to ``reports/``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shlex
 import sys
-import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 
-from .errors import XaiError
+from .errors import OutputPathError, XaiError, XaiWarning
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 XGBOOST_SUFFIXES = (".json", ".ubj")
@@ -46,6 +48,8 @@ XGBOOST_SUFFIXES = (".json", ".ubj")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: the demo's protected attribute (a column of scikit-learn's diabetes data, also a model feature there)
 DEMO_PROTECTED = {"demo_diabetes_regression": ("sex",)}
+#: the demo's two audits: the stems of their files
+DEMO_STEMS = ("demo_diabetes_regression", "demo_breast_cancer_classification")
 
 
 class CLIError(XaiError):
@@ -203,23 +207,21 @@ def check_columns(frame, columns, label: str, flag: str) -> None:
         raise CLIError(f"{flag} column(s) {missing} not in {label} (columns: {shown})")
 
 
-def check_out(out: Path) -> None:
-    """Check, before any computation and without creating anything, that the output folder can be
-    written: an existing folder takes a test file; otherwise its nearest existing parent is a
-    writable folder."""
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise CLIError(f"the output folder {str(out)!r} is a file")
-        try:
-            with tempfile.NamedTemporaryFile(dir=out, prefix=".xai-audit-"):
-                pass
-        except OSError as exc:
-            raise CLIError(f"cannot write to the output folder {str(out)!r}: {exc.strerror or exc}") from exc
-        return
-    parent = next(p for p in out.absolute().parents if p.exists())
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise CLIError(f"cannot create the output folder {str(out)!r}: {str(parent)!r} is not a writable folder")
+def check_out(out: Path, stems, pdf: bool = True) -> None:
+    """Check, before any computation, that every file the run will write (``stem``.html/.json/.pdf
+    under ``out``) can be written, by trying (see
+    :func:`~xai_plugins.report.options.check_output_paths`, which leaves nothing behind)."""
+    from .report.options import check_output_paths
+
+    try:
+        check_output_paths(output_paths(Path(out), stems, pdf))
+    except OutputPathError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def output_paths(out: Path, stems, pdf: bool = True) -> list:
+    """The files ``xai-audit`` writes under ``out``: per stem, the HTML, the JSON and (``pdf``) the PDF."""
+    return [out / f"{stem}.{ext}" for stem in stems for ext in (("html", "json", "pdf") if pdf else ("html", "json"))]
 
 
 def connect(address: str):
@@ -280,13 +282,12 @@ def _slug(text: str) -> str:
 
 def write_audit(result, out: Path, stem: str, pdf: bool = True) -> list:
     """Write ``stem``.html/.json (and .pdf) under ``out``; returns the paths written."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{stem}.html", out / f"{stem}.json"]
-    result.to_html(paths[0])
-    result.to_json(paths[1])
-    if pdf:
-        paths.append(out / f"{stem}.pdf")
-        result.to_pdf(paths[2])
+    paths = output_paths(out, [stem], pdf)
+    try:
+        for path, write in zip(paths, (result.to_html, result.to_json, result.to_pdf)):
+            write(path)
+    except OSError as exc:   # checked before computing; this is a change on disk since then
+        raise CLIError(f"cannot write the report: {exc}") from exc
     return paths
 
 
@@ -320,7 +321,7 @@ def prepare_files(args, argv) -> dict:
     ``--protected`` columns, the model card and the positive class. Returns the audit's arguments."""
     from .forest import import_model
 
-    check_out(Path(args.out))
+    check_out(Path(args.out), [_slug(Path(args.model).stem)], pdf=not args.no_pdf)
     model = load_model(args.model, args.trust_pickle)
     try:
         forest = import_model(model)
@@ -398,10 +399,10 @@ def demo_models(random_state: int = 0) -> list:
 
     out = []
     for name, title, loader, estimator in (
-        ("demo_diabetes_regression", "Demo: diabetes progression (random forest regressor)", load_diabetes,
+        (DEMO_STEMS[0], "Demo: diabetes progression (random forest regressor)", load_diabetes,
          RandomForestRegressor(n_estimators=100, max_depth=4, max_features=0.5, bootstrap=False,
                                random_state=random_state, n_jobs=1)),
-        ("demo_breast_cancer_classification", "Demo: breast cancer diagnosis (random forest classifier)",
+        (DEMO_STEMS[1], "Demo: breast cancer diagnosis (random forest classifier)",
          load_breast_cancer, RandomForestClassifier(n_estimators=100, max_depth=3, max_features="sqrt",
                                                     bootstrap=False, random_state=random_state, n_jobs=1)),
     ):
@@ -415,7 +416,7 @@ def run_demo(args, argv) -> list:
     """Write the two demo audits to ``args.out``; returns each Audit with its paths."""
     from .report import audit
 
-    check_out(Path(args.out))
+    check_out(Path(args.out), DEMO_STEMS, pdf=not args.no_pdf)
     results = []
     client = connect(args.scheduler) if args.scheduler else None
     try:
@@ -442,6 +443,25 @@ def report_problems(result, strict: bool) -> int:
     return EXIT_FAILED if strict and result.failed else EXIT_OK
 
 
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Print each distinct package warning (:class:`~xai_plugins.errors.XaiWarning`) raised inside
+    once, as the stderr line ``xai-audit: warning: <message>``; other warnings are shown as usual."""
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", XaiWarning)
+            yield
+    finally:
+        said = set()
+        for w in caught:
+            if not issubclass(w.category, XaiWarning):
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            elif str(w.message) not in said:
+                said.add(str(w.message))
+                print(f"xai-audit: warning: {w.message}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     """Entry point of ``xai-audit``; returns the exit status (0 ok, 1 a failure under ``--strict``,
     2 user error)."""
@@ -450,15 +470,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     given = {"--model": args.model, "--data": args.data, "--target": args.target}
     try:
-        if not any(given.values()):
-            if args.train:
-                raise CLIError("--train needs --model, --data and --target")
-            results = run_demo(args, argv)
-        elif not all(given.values()):
-            raise CLIError(f"{', '.join(k for k, v in given.items() if not v)} missing: --model, --data and "
-                           "--target go together (or give none of them for the demo)")
-        else:
-            results = run_files(args, argv)
+        with warnings_as_lines():
+            if not any(given.values()):
+                if args.train:
+                    raise CLIError("--train needs --model, --data and --target")
+                results = run_demo(args, argv)
+            elif not all(given.values()):
+                raise CLIError(f"{', '.join(k for k, v in given.items() if not v)} missing: --model, --data and "
+                               "--target go together (or give none of them for the demo)")
+            else:
+                results = run_files(args, argv)
     except CLIError as exc:
         print(f"xai-audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -13,9 +13,12 @@ inherits the builtin a caller would expect (``except ValueError`` keeps working)
     ├── InputIndexError(XaiError, IndexError)     a feature / output / row index out of range
     ├── NotFittedError(XaiError, sklearn.exceptions.NotFittedError)  a model that has not been fitted
     ├── ModelGoneError(XaiError, ReferenceError)  the model a Forest was imported from was garbage-collected
+    ├── OutputPathError(XaiError, OSError)        a report / output file that cannot be written
+    ├── NotAdditiveError(XaiError, TypeError)     an additive plot (shap waterfall) of scores that do not add up
     └── NativeMemoryError(XaiError, MemoryError)  the C core ran out of memory
 
     XaiWarning(UserWarning)                       results that are valid but probably not what was meant
+    └── NoiseScaleWarning                         noise so wide that PG² no longer depends on it
 
 :class:`NotFittedError` also is scikit-learn's (itself a ``ValueError`` and ``AttributeError``), so
 ``except sklearn.exceptions.NotFittedError`` keeps working; it is built on first use, so that
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING
 
 __all__ = ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError", "ModelStructureError",
            "InputTypeError", "UnsupportedModelError", "InputIndexError", "NotFittedError", "ModelGoneError",
-           "NativeMemoryError", "XaiWarning"]
+           "NativeMemoryError", "OutputPathError", "NotAdditiveError", "XaiWarning", "NoiseScaleWarning"]
 
 
 class XaiError(Exception):
@@ -72,8 +75,23 @@ class NativeMemoryError(XaiError, MemoryError):
     """The C core could not allocate its work space."""
 
 
+class OutputPathError(XaiError, OSError):
+    """An output file (report, JSON, PDF) or its folder cannot be written; raised before computing."""
+
+
+class NotAdditiveError(XaiError, TypeError):
+    """Scores that are importances, not additive contributions, were asked for an additive view
+    (``shap.plots.waterfall`` / ``force``: a base value plus contributions adding up to the output)."""
+
+
 class XaiWarning(UserWarning):
     """A result that is valid but probably not the quantity the caller meant."""
+
+
+class NoiseScaleWarning(XaiWarning):
+    """The noise is so wide that the perturbed value falls outside every split threshold of a
+    perturbed feature almost surely: PG² then no longer depends on σ (see
+    :func:`~xai_plugins.perturbation.check_noise_scale`)."""
 
 
 def _not_fitted_error() -> type:

@@ -36,9 +36,10 @@ from .forest import Forest, import_model
 #: scikit-learn ensembles whose bootstrap draws :func:`in_bag_counts` can replay
 _IN_BAG_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 
-_IN_BAG_HOW = ("pass the exact X the forest was fitted on, in the same row order, to a forest fitted "
-               "without sample_weight or class_weight; or use global_mdi(model) (X=None) for the MDI "
-               "from the trees alone")
+_IN_BAG_HOW = ("pass the exact X the forest was fitted on, in the same row order, to a forest whose trees were "
+               "grown on the bootstrap counts alone (sample_weight or class_weight multiplied into the counts fail "
+               "this check: a fit without bootstrap, class_weight='balanced_subsample', scikit-learn < 1.8); or "
+               "use global_mdi(model) (X=None) for the MDI from the trees alone")
 
 
 def require_impurities(model) -> Forest:
@@ -177,14 +178,18 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
       an :class:`~xai_plugins.errors.XaiWarning` says so (``local_mdi(model, X).mean(axis=0)``
       gives the same mean without the warning);
     - ``in_bag=True`` (scikit-learn RandomForest* / ExtraTrees* only, ``X`` the exact training
-      data in its original row order, fit without ``sample_weight`` / ``class_weight``): each tree
-      averages only over its own bootstrap sample, weighted by in-bag counts, which restores the
-      identity with the trees-only MDI. ``X`` is checked against the trees (every leaf must receive
-      the in-bag weight it was grown with) and refused with
-      :class:`~xai_plugins.errors.InputError` otherwise. For a forest grown without bootstrap
-      every count is one: ``in_bag=True`` gives the plain mean, after the same check (which then
-      accepts the training rows in any order). Other models are refused with
-      :class:`~xai_plugins.errors.UnsupportedModelError`.
+      data in its original row order): each tree averages only over its own bootstrap sample,
+      weighted by in-bag counts, which restores the identity with the trees-only MDI. ``X`` is
+      checked against the trees (every leaf must receive the in-bag weight it was grown with) and
+      refused with :class:`~xai_plugins.errors.InputError` otherwise. A bootstrap forest fitted with
+      ``sample_weight`` or ``class_weight`` ("balanced" or a dict) is accepted and right: scikit-learn
+      ≥ 1.8 draws the bootstrap sample with those weights and grows each tree on the counts alone,
+      so the check passes; a forest without bootstrap fitted with ``sample_weight``,
+      ``class_weight="balanced_subsample"`` and older scikit-learn (weights multiplied into the
+      counts) fail the check. For a
+      forest grown without bootstrap every count is one: ``in_bag=True`` gives the plain mean,
+      after the same check (which then accepts the training rows in any order). Other models are
+      refused with :class:`~xai_plugins.errors.UnsupportedModelError`.
 
     The mean over ``X`` is correctly rounded (exact sums, one rounding: :func:`exact_column_sums`),
     so it does not depend on the row order or, for a dask ``X`` (a lazy reduction, see

@@ -11,12 +11,20 @@ probabilities (1e-15 and below) keep full relative precision.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import warnings
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special
 
-from .errors import InputError, InputTypeError
+from .errors import InputError, InputTypeError, NoiseScaleWarning
+
+#: σ at or above this multiple of the range of a feature's split thresholds and the rows' values makes
+#: its perturbation meaningless: the perturbed value then falls within that range with probability
+#: ≤ range / (σ √(2π)) < 0.4 %, so PG² compares only "below every threshold" with "above every
+#: threshold", with probability ½ each, and no longer depends on σ (:func:`check_noise_scale`)
+NOISE_SPAN_LIMIT = 100.0
 
 
 @dataclass
@@ -26,6 +34,8 @@ class Perturbation:
 
     sigma: np.ndarray | None
     dists: list | None
+    #: the noise limits (:func:`check_noise_scale`) this noise was found to be below, if any
+    safe_below: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def fill_tables(self, j: int, z: np.ndarray, cdf: np.ndarray, sf: np.ndarray) -> None:
         """Write P(noise_j < z) into ``cdf`` and P(noise_j > z) into ``sf`` (arrays of z's shape), the
@@ -115,6 +125,54 @@ def _isotropic(n_features: int, sigma: float) -> Perturbation:
     return Perturbation(sigma=s, dists=None)
 
 
+def check_noise_scale(splits, perturbation: Perturbation, features, X: np.ndarray, stacklevel: int = 2) -> None:
+    """Warn (:class:`~xai_plugins.errors.NoiseScaleWarning`) when the Gaussian σ of a perturbed
+    feature j (in ``features``) is at least :data:`NOISE_SPAN_LIMIT` times the range spanned by the
+    model's split thresholds on it (``splits.boundaries[j]``, sorted) and the rows' values ``X[:, j]``
+    together: every CDF entry is then ½ within 0.4 %, PG² no longer depends on σ. Features with
+    fewer than two distinct thresholds are not judged (one row on or near a lone threshold is ½ / ½
+    for every σ, rightly), nor is a ``perturbation`` of scipy distributions.
+
+    Free per call: the thresholds-only limits (a lower bound: the range is at least the thresholds'
+    span) are computed once per ``splits``, and a Perturbation found below all of them remembers it
+    (the cached isotropic ones then cost one identity test); only a σ beyond them reads the rows."""
+    if perturbation.dists is not None:
+        return
+    limit = _noise_limits(splits)
+    if perturbation.safe_below is limit:
+        return
+    sigma, features = perturbation.sigma, np.asarray(features, dtype=np.intp)
+    candidates = features[sigma[features] >= limit[features]]
+    if not candidates.size:
+        if np.all(sigma < limit):
+            perturbation.safe_below = limit
+        return
+    b = splits.boundaries
+    ranges = {int(j): np.nanmax(X[:, j], initial=b[j][-1]) - np.nanmin(X[:, j], initial=b[j][0]) for j in candidates}
+    wide = [j for j, r in ranges.items() if sigma[j] >= NOISE_SPAN_LIMIT * r]
+    if wide:
+        shown = ", ".join(f"feature {j}: σ = {sigma[j]:.3g} vs range {ranges[j]:.3g}" for j in wide[:5])
+        warnings.warn(f"the noise is at least {NOISE_SPAN_LIMIT:g} times the range of the model's split thresholds "
+                      f"and the rows' values on {len(wide)} perturbed feature(s) ({shown}"
+                      f"{', ...' if len(wide) > 5 else ''}): the perturbed value falls outside every threshold almost "
+                      "surely, so PG² no longer depends on σ. Is σ in the features' units (with background data it "
+                      "is in standard deviations)?", NoiseScaleWarning, stacklevel=stacklevel)
+
+
+_LIMITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _noise_limits(splits) -> np.ndarray:
+    """(d,) :data:`NOISE_SPAN_LIMIT` times the span of each feature's thresholds (inf below two
+    distinct thresholds); computed once per ``splits`` (a Forest's cached split boundaries)."""
+    limit = _LIMITS.get(splits)
+    if limit is None:
+        limit = np.array([NOISE_SPAN_LIMIT * (b[-1] - b[0]) if len(b) > 1 else np.inf for b in splits.boundaries])
+        limit.flags.writeable = False
+        _LIMITS[splits] = limit
+    return limit
+
+
 def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np.ndarray:
     """(n, 2 * H) table, H = ``splits.cdf_offset[-1]``, in the layout of ``xai_pg2`` (csrc/xai.h):
     for each row and each feature j in ``features``, the CDF half ``[:, offsets[j]:offsets[j+1]]``
@@ -122,7 +180,9 @@ def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np
     survival half ``[:, H + offsets[j]:H + offsets[j+1]]`` holds [1, P(x_j + e > b_1), ...,
     P(x_j + e > b_m), 0], each computed directly so that both tails keep their relative precision;
     other features' entries are 0 and never read. ``splits``: the
-    :class:`~xai_plugins.prediction_gap.SplitBoundaries` of the model."""
+    :class:`~xai_plugins.prediction_gap.SplitBoundaries` of the model.
+    Warns when the noise swamps the thresholds of a perturbed feature (:func:`check_noise_scale`)."""
+    check_noise_scale(splits, perturbation, features, X, stacklevel=4)  # 4: the caller of pg2 / pgi2 / greedy
     offsets = splits.cdf_offset
     half = int(offsets[-1])
     table = np.zeros((len(X), 2 * half))

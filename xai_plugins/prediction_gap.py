@@ -29,7 +29,7 @@ from . import _native
 from ._validation import check_random_state, feature_index, is_dask, resolve_output
 from .errors import InputError, InputTypeError
 from .forest import Forest, import_model
-from .perturbation import cdf_table, make_perturbation
+from .perturbation import cdf_table, check_noise_scale, make_perturbation
 
 METHODS = ("exact", "monte_carlo", "qmc", "auto")
 #: The cost model of ``method="auto"``, in CPU seconds of one thread, calibrated on a 2-core x86-64
@@ -293,6 +293,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms, reason)
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
         raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+    check_noise_scale(split_boundaries(forest), noise, np.flatnonzero(masks.any(axis=0)), X)
     mean, stderr, nonzero = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
     informative = _informative(stderr, nonzero, masks)
     terms = 0

@@ -1,13 +1,17 @@
 """Our explainers as ``shap.Explainer`` subclasses returning ``shap.Explanation`` objects.
 
-``shap.plots.bar``, ``beeswarm``, ``heatmap`` and ``scatter`` draw them like shap's own
-explanations. None of these scores adds up to the model output, so ``base_values`` is None and
-``shap.plots.waterfall`` (which needs additivity) refuses them::
+``shap.plots.bar``, ``beeswarm``, ``heatmap``, ``scatter`` and ``violin`` draw them like shap's own
+explanations; shap writes "SHAP value" on their axes whatever the values are, and
+:func:`label_plot` (after plotting with ``show=False``) writes what they are instead ("PG² gain",
+"local MDI", "AcME importance"). None of these scores adds up to the model output, so
+``base_values`` is a :class:`NotAdditive` marker, kept through shap's slicing, and the additive
+plots (``shap.plots.waterfall``, ``force``) raise :class:`~xai_plugins.errors.NotAdditiveError`
+saying so::
 
     import shap
-    from xai_plugins.shap import PG2Explainer
+    from xai_plugins.shap import PG2Explainer, label_plot
     explanation = PG2Explainer(model, sigma=0.3, background=X_train)(X_test[:100])
-    shap.plots.beeswarm(explanation)          # greedy PG² gains
+    shap.plots.beeswarm(explanation, show=False); label_plot(explanation)   # greedy PG² gains
     explanation.ranking, explanation.pgi2     # per-row greedy order and its exact PGI²
 
 Values have shape (n, d, k) whenever the explained model output has k > 1 columns — class
@@ -35,8 +39,55 @@ from functools import partial
 import shap as _shap
 
 from .attributions import acme_attribution, background_data, local_mdi_attribution, pg2_attribution
+from .errors import NotAdditiveError
 from .forest import import_model
 from .mdi import require_impurities
+
+#: shap's axis labels of the values, longest first (replaced by :func:`label_plot`)
+SHAP_LABELS = ("SHAP value (impact on model output)", "SHAP value")
+
+
+class NotAdditive:
+    """``base_values`` of our Explanations: the scores are importances, not contributions that add
+    up from a base value to the model output. shap's slicing keeps it (it has no length), its
+    ``label`` says what the values are, and any use as a number — ``float()`` in
+    ``shap.plots.waterfall``, arithmetic in ``force`` — raises :class:`~xai_plugins.errors.NotAdditiveError`."""
+
+    shape: tuple = ()
+    ndim = 0
+
+    def __init__(self, label: str):
+        self.label = label
+
+    def __repr__(self) -> str:
+        return f"NotAdditive({self.label!r})"
+
+    def _refuse(self, *args):
+        raise NotAdditiveError(
+            f"these values ({self.label}) are importances that do not add up to the model output: there is no base "
+            "value, so additive plots (shap.plots.waterfall, shap.plots.force) cannot draw them. Use shap.plots.bar, "
+            "beeswarm, heatmap, scatter or violin (then xai_plugins.shap.label_plot to name the values).")
+
+    __float__ = __int__ = __index__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+
+
+def label_plot(explanation, figure=None) -> None:
+    """Write what ``explanation``'s values are (e.g. "PG² gain") in place of shap's "SHAP value" on
+    every axis label of ``figure`` (default: matplotlib's current figure), after a shap plot drawn
+    with ``show=False``. An Explanation of shap's own explainers is left as it is."""
+    import matplotlib.pyplot as plt
+
+    label = getattr(explanation.base_values, "label", None) if isinstance(explanation.base_values, NotAdditive) \
+        else None
+    if label is None:
+        return
+    for ax in (figure or plt.gcf()).axes:
+        for get, put in ((ax.get_xlabel, ax.set_xlabel), (ax.get_ylabel, ax.set_ylabel)):
+            text = get()
+            for shap_label in SHAP_LABELS:
+                text = text.replace(shap_label, label)
+            if text != get():
+                put(text)
 
 
 class _AttributionExplainer(_shap.Explainer):
@@ -52,8 +103,9 @@ class _AttributionExplainer(_shap.Explainer):
         start = time.perf_counter()
         result = self._attribute(X)
         explanation = _shap.Explanation(
-            values=result.values, base_values=None, data=result.data, feature_names=result.feature_names,
-            output_names=result.output_names, compute_time=time.perf_counter() - start)
+            values=result.values, base_values=NotAdditive(result.value_label), data=result.data,
+            feature_names=result.feature_names, output_names=result.output_names,
+            compute_time=time.perf_counter() - start)
         for name, value in result.extras.items():
             setattr(explanation, name, value)
         return explanation

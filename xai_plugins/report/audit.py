@@ -21,11 +21,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._validation import check_n_jobs, is_dask
-from ..errors import InputTypeError
+from ..errors import InputTypeError, NoiseScaleWarning, XaiError
 from . import sections as registry
 from .context import derive_seed, make_context
 from .governance import read_model_card
-from .options import AuditOptions
+from .options import AuditOptions, check_output_paths
 from .section import plain
 
 
@@ -66,16 +66,20 @@ class Audit:
                 "methods": {k: m.to_dict() for k, m in self.methods.items()}}
 
     def to_json(self, path=None, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text; also written to ``path`` when given."""
+        """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first:
+        :class:`~xai_plugins.errors.OutputPathError` when it cannot be written)."""
+        _check_path(path)
         text = json.dumps(self.to_dict(), indent=kwargs.pop("indent", 2), ensure_ascii=False, **kwargs)
         if path is not None:
             _write(path, text.encode("utf-8"))
         return text
 
     def to_html(self, path=None) -> str:
-        """The self-contained HTML report; also written to ``path`` when given."""
+        """The self-contained HTML report; also written to ``path`` when given (checked before
+        rendering: :class:`~xai_plugins.errors.OutputPathError` when it cannot be written)."""
         from .render import render_html
 
+        _check_path(path)
         html = render_html(self)
         if path is not None:
             _write(path, html.encode("utf-8"))
@@ -83,9 +87,11 @@ class Audit:
 
     def to_pdf(self, path=None) -> bytes:
         """The PDF rendered by weasyprint from the same HTML, with no network access; also written to
-        ``path`` when given."""
+        ``path`` when given (checked before rendering: :class:`~xai_plugins.errors.OutputPathError`
+        when it cannot be written)."""
         from .render import DataOnlyFetcher, html_to_pdf
 
+        _check_path(path)
         fetcher = DataOnlyFetcher()
         pdf = html_to_pdf(self.to_html(), fetcher)
         if fetcher.refused:
@@ -93,6 +99,11 @@ class Audit:
         if path is not None:
             _write(path, pdf)
         return pdf
+
+
+def _check_path(path) -> None:
+    if path is not None:
+        check_output_paths([path])
 
 
 def _write(path, payload: bytes) -> None:
@@ -171,14 +182,18 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         cl, X_test, y_test = cluster.prepare(import_model(model), X_test, y_test, runner=runner,
                                              sample_size=options.max_shap_rows, random_state=sample_seed)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
-                       random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root)
+                       random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
+                       progress=options.progress)
+    _check_noise(ctx, options)
     bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
 
     def progress(name):
         bar.set_postfix_str(name)
         bar.update(1)
 
-    built = registry.build_all(ctx, options, on_section=progress)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseScaleWarning)     # said once, by _check_noise
+        built = registry.build_all(ctx, options, on_section=progress)
     bar.close()
     methods = built["explanations"].raw.get("methods", {}) if "explanations" in built else {}
     rows_explained = built["explanations"].data.get("explained rows", 0) if "explanations" in built else 0
@@ -196,6 +211,22 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                 m.ranking = None
     verdict = built["verdict"].raw.get("verdict") if "verdict" in built else None
     return Audit(str(options.title), built, methods, parameters, created, rows_explained, options, verdict)
+
+
+def _check_noise(ctx, options: AuditOptions) -> None:
+    """One :class:`~xai_plugins.errors.NoiseScaleWarning` for the audit's widest noise (largest σ,
+    and ``binary_sigma`` on the 0/1 columns) when it swamps a feature's split thresholds and test
+    values; noise the sections cannot use is left for them to report."""
+    from ..perturbation import check_noise_scale, make_perturbation
+    from ..prediction_gap import split_boundaries
+
+    try:
+        noise = make_perturbation(ctx.n_features, ctx.sigma_vector(max(options.sigma), options.binary_sigma),
+                                  background=ctx.background)
+    except XaiError:
+        return
+    check_noise_scale(split_boundaries(ctx.forest), noise, range(ctx.n_features), ctx.X_test.to_numpy(dtype=float),
+                      stacklevel=5)
 
 
 def _parameters(options: AuditOptions, ctx, built, cl) -> dict:

@@ -258,7 +258,7 @@ def _pg2_block(forest, start, X, *, output, sigma, perturbation):
     from ..attributions import greedy_gains
     from ..prediction_gap import greedy_pg2_ranking
 
-    greedy = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output)
+    greedy = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, verbose=False)
     ranking = greedy.ranking
     position = np.empty_like(ranking)
     np.put_along_axis(position, ranking, np.arange(ranking.shape[1])[None, :], axis=1)

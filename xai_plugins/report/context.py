@@ -52,6 +52,8 @@ class AuditContext:
     #: the Dask facts and rows of an audit on a cluster (see :mod:`.cluster`); None in memory
     cluster: object = None
     root_seed: np.random.SeedSequence = None
+    #: progress bars of the long PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``)
+    progress: bool = True
 
     def __post_init__(self):
         if self.root_seed is None:
@@ -197,7 +199,8 @@ def model_classes(model, forest) -> list | None:
 
 
 def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, positive_class=None,
-                 random_state=None, protected=(), cluster=None, root_seed=None) -> AuditContext:
+                 random_state=None, protected=(), cluster=None, root_seed=None,
+                 progress=True) -> AuditContext:
     """Import the model and check the data against it (numeric; DataFrame columns aligned by name).
 
     ``protected``: column names of ``X_test`` (and ``X_train`` when it has them) held apart as
@@ -245,7 +248,7 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
         output, label = 0, "the regression output"
         classes = []
     return AuditContext(model, forest, X_test_f, y_test, X_train_f, y_train, names, forest.task, output, label,
-                        positive_class, random_state, groups, groups_train, classes, cluster, root_seed)
+                        positive_class, random_state, groups, groups_train, classes, cluster, root_seed, progress)
 
 
 def _default_class(classes: list, y) -> object:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError, OutputPathError
 from .runners import EXPLAINERS
 
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
@@ -186,3 +187,53 @@ def _positive_int(options, name: str, minimum: int = 1) -> None:
     value = getattr(options, name)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise InputError(f"{name} must be an integer ≥ {minimum}; got {value!r}")
+
+
+def check_output_paths(paths) -> None:
+    """Raise :class:`~xai_plugins.errors.OutputPathError` unless every file in ``paths`` can be
+    written: its folder exists or can be created, and the file is not a folder and can be opened
+    for writing. Called before any computation; it tries for real (permission bits say nothing to
+    root, nor about /proc or a read-only mount) and leaves nothing behind: folders and files it
+    had to create for the test are removed, existing files are opened for appending and untouched."""
+    created: list = []
+    try:
+        for path in map(Path, paths):
+            _check_folder(path.parent, created)
+            _check_file(path)
+    finally:
+        for folder in reversed(created):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+
+
+def _check_folder(folder: Path, created: list) -> None:
+    """Create the missing folders down to ``folder`` (recorded in ``created``) or raise."""
+    missing = [p for p in [folder, *folder.parents] if not p.is_dir()][::-1]
+    for part in missing:
+        if part.exists():
+            raise OutputPathError(f"cannot create the output folder {str(folder)!r}: {str(part)!r} is a file, not "
+                                  "a writable folder; choose another output path")
+        try:
+            part.mkdir()
+        except OSError as exc:
+            raise OutputPathError(f"cannot create the output folder {str(folder)!r}: {str(part)!r} cannot be "
+                                  f"created ({exc.strerror or exc}), it is not a writable folder; choose another "
+                                  "output path") from exc
+        created.append(part)
+
+
+def _check_file(path: Path) -> None:
+    """Open ``path`` for writing without changing it (a new file is removed again), or raise."""
+    if path.is_dir():
+        raise OutputPathError(f"cannot write {str(path)!r}: it is a folder; choose another output path")
+    existed = path.exists()
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {str(path)!r} ({exc.strerror or exc}); choose another output "
+                              "path") from exc
+    if not existed:
+        os.unlink(path)

@@ -42,7 +42,8 @@ def pgi2_scores(ctx, rows: np.ndarray, rankings: dict, sigmas, labels=None,
     stacked = np.stack(list(rankings.values()))   # one call per σ: shared prefixes computed once
     per_row = {}
     for sigma in sigmas:
-        scores = pgi2(ctx.forest, X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background)
+        scores = pgi2(ctx.forest, X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background,
+                      verbose=ctx.progress)
         for method, values in zip(methods, scores):
             per_row[(method, sigma)] = _column(ctx, values)
     keys = list(per_row)

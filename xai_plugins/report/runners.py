@@ -156,7 +156,8 @@ def run_pg2(ctx: AuditContext, rows: np.ndarray, sigma, sigma_label: float | Non
     greedy order itself as the ranking. ``sigma_label``: the σ named in the parameters."""
     X = ctx.X_test.to_numpy()[rows]
     output = ctx.output if ctx.forest.n_outputs > 1 else None
-    greedy = greedy_pg2_ranking(ctx.forest, X, sigma=sigma, background=ctx.background, output=output)
+    greedy = greedy_pg2_ranking(ctx.forest, X, sigma=sigma, background=ctx.background, output=output,
+                                verbose=ctx.progress)
     ranking = greedy.ranking
     gains = greedy_gains(ranking, greedy.pg2_path)
     position = np.empty_like(ranking)
