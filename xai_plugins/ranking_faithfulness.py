@@ -95,13 +95,16 @@ def _check_additive(forest, values, base, X) -> None:
     output on the first :data:`ADDITIVITY_ROWS` rows (see :func:`faithfulness`)."""
     if base is None:
         return
+    try:
+        b = np.asarray(base, dtype=np.float64)
+    except TypeError:       # not numbers (the non-additive scores of xai_plugins.shap carry a marker): no base value
+        return
     m = min(len(values), ADDITIVITY_ROWS)
     if m == 0:
         return
     k = forest.n_outputs
     rows = X.iloc[:m] if hasattr(X, "iloc") else np.asarray(X)[:m]
     total = values[:m].sum(axis=1).reshape(m, -1)
-    b = np.asarray(base, dtype=np.float64)
     b = np.broadcast_to(b if b.ndim == 0 else b.reshape(len(values), -1)[:m], total.shape)
     explained = total + b
     scale = np.abs(values[:m]).sum(axis=1).reshape(m, -1) + np.abs(b)
