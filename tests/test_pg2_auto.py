@@ -148,3 +148,20 @@ def test_auto_skips_the_pilot_when_exact_costs_less_than_any_monte_carlo(model_a
     for S in ([0], [0, 2, 5], list(range(rows.shape[1]))):
         est = xp.pg2(model, rows, S, method="auto", rtol=0.01)
         assert est.method == "exact" and "without a pilot" in est.reason
+
+
+def test_dask_auto_keeps_the_guarantee_bitwise(faraway_row, model_and_rows, monkeypatch):
+    """On a dask X, auto holds every sampled row to the same guarantee, block by block: the row
+    whose samples are all zero is computed exactly, and the result equals the in-memory one bitwise."""
+    da = pytest.importorskip("dask.array")
+    model, row, j = faraway_row
+    rows = np.vstack([row, model_and_rows[1]])
+    monkeypatch.setattr(prediction_gap, "AUTO_SECONDS_PER_TREE", 1.0)
+    est = xp.pg2(model, rows, [j], method="auto", rtol=0.05, random_state=0)
+    lazy = xp.pg2(model, da.from_array(rows, chunks=(3, rows.shape[1])), [j], method="auto", rtol=0.05,
+                  random_state=0)
+    got = lazy.compute(scheduler="synchronous")
+    assert got.method == est.method == "monte_carlo" and "computed exactly" in got.reason
+    assert got.stderr[0] == 0 and got.informative.all()
+    for a, b in ((got.value, est.value), (got.stderr, est.stderr), (got.informative, est.informative)):
+        np.testing.assert_array_equal(a, b)

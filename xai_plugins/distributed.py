@@ -52,6 +52,7 @@ from .forest import import_model
 from .mdi import _warn_if_resampled, require_impurities
 from .perturbation import make_perturbation
 from .prediction_gap import (
+    AUTO_ACCEPT,
     AUTO_PILOT_ROWS,
     METHODS,
     GreedyRanking,
@@ -269,9 +270,10 @@ class DaskPG2Estimate(PG2Estimate):
         import dask
 
         start = time.perf_counter()
-        value, stderr, terms = dask.compute(self.value, self.stderr, self.pair_terms, **kwargs)
+        value, stderr, terms, informative = dask.compute(self.value, self.stderr, self.pair_terms, self.informative,
+                                                         **kwargs)
         return PG2Estimate(value, stderr, self.method, self.n_samples, time.perf_counter() - start,
-                           int(terms), self.reason)
+                           int(terms), self.reason, informative)
 
     def __repr__(self):
         return (f"DaskPG2Estimate(method={self.method!r}, n_rows={self.value.shape[0]}, lazy, "
@@ -304,15 +306,18 @@ def _per_row_sets(S) -> bool:
     return np.ndim(S) == 2 if not isinstance(S, (list, tuple)) or S else False
 
 
-def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, sigma, perturbation, prune):
-
+def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, sigma, perturbation, prune,
+               auto_rtol=None):
+    """PG² of a block of rows: columns value (k), stderr (k), informative (k, 0/1) and the block's
+    leaf-pair terms (in its first row). ``auto_rtol``: sampled rows are held to ``method="auto"``'s
+    guarantee (:func:`~xai_plugins.prediction_gap.exact_where_unshown`), row by row as in memory."""
     S = masks[0].astype(bool) if masks else S
     k = forest.n_outputs
     if method == "exact":
         est = prediction_gap.pg2(forest, X, S, sigma, perturbation=perturbation, method="exact", prune=prune,
                                  verbose=False, n_jobs=n_jobs)
         value, stderr = est.value.reshape(len(X), k), est.stderr.reshape(len(X), k)
-        terms = est.pair_terms
+        informative, terms = np.ones((len(X), k), dtype=bool), est.pair_terms
     else:
         forest = import_model(forest)
         X, names = forest.rows(X)
@@ -320,11 +325,14 @@ def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs
         m = _set_masks(S, len(X), forest.n_features, names)
         _check_perturbed_finite(X, m, forest.missing_value)
         noise = make_perturbation(forest.n_features, sigma, perturbation, None, names=forest.feature_names)
-        value, stderr, _ = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
-        terms = 0
+        value, stderr, nonzero = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
+        informative, terms = prediction_gap._informative(stderr, nonzero, m), 0
+        if auto_rtol is not None:
+            terms = prediction_gap.exact_where_unshown(forest, X, m, noise, value, stderr, informative, auto_rtol,
+                                                       prune=prune, n_jobs=n_jobs)[1]
     col = np.zeros((len(X), 1))
     col[0, 0] = terms
-    return np.concatenate([value, stderr, col], axis=1)
+    return np.concatenate([value, stderr, informative.astype(np.float64), col], axis=1)
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
@@ -366,14 +374,18 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
             raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
         root = row_seed(random_state)
         shipped = _ship_with_model(forest)
-    out = _map_rows(_pg2_block, Xd, shipped, per_row, 2 * k + 1, S=shared_S, method=method,
-                    n_samples=int(n_samples), root=root, n_jobs=n_jobs, prune=prune, **noise)
-    value, stderr = out[:, :k], out[:, k:2 * k]
+    out = _map_rows(_pg2_block, Xd, shipped, per_row, 3 * k + 1, S=shared_S, method=method,
+                    n_samples=int(n_samples), root=root, n_jobs=n_jobs, prune=prune,
+                    auto_rtol=rtol if reason and method != "exact" else None, **noise)
+    value, stderr, informative = out[:, :k], out[:, k:2 * k], out[:, 2 * k:3 * k] > 0.5
     if k == 1:
-        value, stderr = value[:, 0], stderr[:, 0]
-    terms = out[:, 2 * k].sum().astype(np.int64)
+        value, stderr, informative = value[:, 0], stderr[:, 0], informative[:, 0]
+    terms = out[:, 3 * k].sum().astype(np.int64)
+    if reason and method != "exact":
+        reason += (f"; rows whose samples do not show a relative standard error within {AUTO_ACCEPT:g} x rtol "
+                   "are computed exactly")
     return DaskPG2Estimate(value, stderr, method, 0 if method == "exact" else int(n_samples), float("nan"), terms,
-                           reason)
+                           reason, informative)
 
 
 def _pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigma, perturbation, prune):

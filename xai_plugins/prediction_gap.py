@@ -298,11 +298,10 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     informative = _informative(stderr, nonzero, masks)
     terms = 0
     if reason:      # auto: a row whose samples have not shown the asked accuracy is computed exactly
-        redo = ~np.all(informative & (stderr <= AUTO_ACCEPT * rtol * mean), axis=1)
-        if redo.any():
-            mean[redo], terms = _exact_pg2(forest, X[redo], masks[redo], noise, prune, verbose, n_jobs)
-            stderr[redo], informative[redo] = 0.0, True
-            reason += (f"; {int(redo.sum())} of {len(X)} rows computed exactly (their samples did not show a "
+        redone, terms = exact_where_unshown(forest, X, masks, noise, mean, stderr, informative, rtol, prune=prune,
+                                            verbose=verbose, n_jobs=n_jobs)
+        if redone:
+            reason += (f"; {redone} of {len(X)} rows computed exactly (their samples did not show a "
                        f"relative standard error within {AUTO_ACCEPT:g} x rtol)")
     return PG2Estimate(_squeeze(forest, mean), _squeeze(forest, stderr), method, int(n_samples),
                        time.perf_counter() - start, terms, reason, _squeeze(forest, informative))
@@ -317,6 +316,20 @@ def _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs) -> tuple[np.ndar
         splits.c_forest, splits.cdf_offset, X[a:b], masks[a:b, None, :], table[a:b], n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
     return values[:, 0, :], terms
+
+
+def exact_where_unshown(forest, X, masks, noise, mean, stderr, informative, rtol, *, prune=True, verbose=False,
+                        n_jobs=None) -> tuple[int, int]:
+    """``method="auto"``'s guarantee on sampled rows: a row whose samples have not shown a relative
+    standard error within :data:`AUTO_ACCEPT` × ``rtol``, or whose standard error is not informative
+    (see :func:`_informative`), is computed exactly; ``mean`` / ``stderr`` / ``informative`` are
+    updated in place. Returns (rows computed exactly, leaf-pair terms summed)."""
+    redo = ~np.all(informative & (stderr <= AUTO_ACCEPT * rtol * mean), axis=1)
+    if not redo.any():
+        return 0, 0
+    mean[redo], terms = _exact_pg2(forest, X[redo], masks[redo], noise, prune, verbose, n_jobs)
+    stderr[redo], informative[redo] = 0.0, True
+    return int(redo.sum()), terms
 
 
 def _informative(stderr: np.ndarray, nonzero: np.ndarray, masks: np.ndarray) -> np.ndarray:
