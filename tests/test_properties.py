@@ -5,8 +5,11 @@ Data cells are drawn from a small set of integers and halves, so that many input
 split thresholds, with a few cells replaced by NaN (for models that accept it) or by extreme
 magnitudes (±1e30, ±1e-36: float32 range, LightGBM's zero threshold 1e-35). Evaluation rows
 additionally get cells set exactly on (or one float64 / float32 step beside) a threshold of the
-imported model. Every test is derandomized, so a CI run always checks the same examples.
+imported model. LightGBM trees written as model strings draw ±inf and beyond-1e300
+thresholds. Every test is derandomized, so a CI run always checks the same examples.
 """
+
+import functools
 
 import numpy as np
 import pytest
@@ -22,6 +25,7 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+from test_import_parity import assert_lightgbm_parity, lightgbm_booster
 
 import xai_plugins as xp
 from xai_plugins.forest import import_model
@@ -559,3 +563,42 @@ def test_extension_dtype_frames_give_the_float64_frames_results(kind, data):
         np.testing.assert_array_equal(greedy.pg2_path, reference.pg2_path)
     if kind in SKLEARN_KINDS:
         np.testing.assert_array_equal(xp.local_mdi(model, typed), xp.local_mdi(model, plain))
+
+
+# ----------------------------------------------------------------------------- LightGBM model strings
+
+LGB_THRESHOLDS = (np.inf, -np.inf, 1e301, -1e301, 1e300, np.finfo(float).max, -np.finfo(float).max,
+                  -1.0, 0.0, 0.5, 2.0)
+LGB_DECISION_TYPES = (0, 2, 8, 10)     # missing None / NaN, default right / left (numeric splits)
+
+
+def draw_lightgbm_tree(data, n_features) -> dict:
+    """A random LightGBM tree in model-string fields: leaves split one at a time, thresholds drawn
+    from ±inf, values beyond 1e300 (which ``dump_model()`` clamps) and a few small ones."""
+    n = data.draw(st.integers(1, 7), label="internal nodes")
+    children = [[None, None]]
+    open_slots = [(0, 0), (0, 1)]
+    for i in range(1, n):
+        parent, side = open_slots.pop(data.draw(st.integers(0, len(open_slots) - 1), label="split leaf"))
+        children[parent][side] = i
+        children.append([None, None])
+        open_slots += [(i, 0), (i, 1)]
+    for j, (parent, side) in enumerate(open_slots):
+        children[parent][side] = ~j
+    draw = functools.partial(st.lists, min_size=n, max_size=n)
+    return dict(split_feature=data.draw(draw(st.integers(0, n_features - 1)), label="features"),
+                threshold=data.draw(draw(st.sampled_from(LGB_THRESHOLDS)), label="thresholds"),
+                decision_type=data.draw(draw(st.sampled_from(LGB_DECISION_TYPES)), label="decision types"),
+                left_child=[c[0] for c in children], right_child=[c[1] for c in children],
+                leaf_value=[float(j + 1) for j in range(n + 1)])
+
+
+@examples(25)
+@given(data=st.data())
+def test_lightgbm_extreme_thresholds_predict_as_lightgbm(data):
+    n_features = data.draw(st.integers(1, 3), label="n_features")
+    trees = [draw_lightgbm_tree(data, n_features) for _ in range(data.draw(st.integers(1, 3), label="n_trees"))]
+    booster = lightgbm_booster(trees, n_features)
+    values = st.sampled_from(LGB_THRESHOLDS + (np.nan, 1.5, -1e-36))
+    X = data.draw(hnp.arrays(np.float64, (12, n_features), elements=values, fill=st.nothing()), label="X")
+    assert_lightgbm_parity(import_model(booster), booster, X)

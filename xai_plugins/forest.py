@@ -409,63 +409,60 @@ _XGB_IDENTITY_PREDICTION = {"reg:squarederror", "reg:squaredlogerror", "reg:abso
                             "reg:pseudohubererror", "reg:quantileerror", "rank:pairwise", "rank:ndcg", "rank:map"}
 
 
-# UBJSON type markers -> struct / numpy codes (big-endian, as the format stores numbers)
-_UBJ_NUMBERS = {"i": "b", "U": "B", "I": "h", "l": "i", "L": "q", "d": "f", "D": "d"}
+# UBJSON number markers -> big-endian struct and numpy codes (the format stores numbers big-endian)
+_UBJ_NUMBERS = {ord(marker): code for marker, code in
+                {"i": ">b", "U": ">B", "I": ">h", "l": ">i", "L": ">q", "d": ">f", "D": ">d"}.items()}
+_UBJ_STRUCTS = {marker: struct.Struct(code) for marker, code in _UBJ_NUMBERS.items()}
+_UBJ_CONSTANTS = {ord("T"): True, ord("F"): False, ord("Z"): None}
 
 
 def _ubjson(data: bytes):
     """Decode the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")``: objects as dicts, typed
     arrays (``[$d#…``) as numpy arrays read straight from the bytes (exact: float32 thresholds keep
     their bits), other arrays as lists."""
-    buf = memoryview(data)
+    buf = bytes(data)
+    STRING, ARRAY, OBJECT, END_ARRAY, END_OBJECT, TYPE, COUNT = map(ord, "S[{]}$#")
 
-    def number(marker: str, pos: int):
-        code = ">" + _UBJ_NUMBERS[marker]
-        return struct.unpack_from(code, buf, pos)[0], pos + struct.calcsize(code)
+    def length(pos: int) -> tuple[int, int]:
+        packed = _UBJ_STRUCTS[buf[pos]]
+        return packed.unpack_from(buf, pos + 1)[0], pos + 1 + packed.size
 
-    def length(pos: int):
-        return number(chr(buf[pos]), pos + 1)
-
-    def container(pos: int):
-        kind = count = None
-        if chr(buf[pos]) == "$":
-            kind, pos = chr(buf[pos + 1]), pos + 2
-        if chr(buf[pos]) == "#":
-            count, pos = length(pos + 1)
-        return kind, count, pos
-
-    def value(pos: int, marker: str):
-        if marker in _UBJ_NUMBERS:
-            return number(marker, pos)
-        if marker in "TFZ":
-            return {"T": True, "F": False, "Z": None}[marker], pos
-        if marker == "S":
+    def value(pos: int, marker: int):
+        packed = _UBJ_STRUCTS.get(marker)
+        if packed is not None:
+            return packed.unpack_from(buf, pos)[0], pos + packed.size
+        if marker in _UBJ_CONSTANTS:
+            return _UBJ_CONSTANTS[marker], pos
+        if marker == STRING:
             n, pos = length(pos)
-            return bytes(buf[pos:pos + n]).decode(), pos + n
-        if marker == "C":
-            return chr(buf[pos]), pos + 1
-        if marker not in "[{":
-            raise UnsupportedModelError(f"unexpected UBJSON marker {marker!r} in the XGBoost model")
-        kind, count, pos = container(pos)
-        if marker == "[" and kind in _UBJ_NUMBERS:
-            dtype = np.dtype(">" + _UBJ_NUMBERS[kind])
+            return buf[pos:pos + n].decode(), pos + n
+        if marker != ARRAY and marker != OBJECT:
+            raise UnsupportedModelError(f"unexpected UBJSON marker {chr(marker)!r} in the XGBoost model")
+        kind = count = None
+        if buf[pos] == TYPE:
+            kind, pos = buf[pos + 1], pos + 2
+        if buf[pos] == COUNT:
+            count, pos = length(pos + 1)
+        if marker == ARRAY and kind in _UBJ_NUMBERS:        # a typed array: one numpy read
+            dtype = np.dtype(_UBJ_NUMBERS[kind])
             out = np.frombuffer(buf, dtype=dtype, count=count, offset=pos)
             return out.astype(dtype.newbyteorder("=")), pos + count * dtype.itemsize
         items: list = []
         names: list = []
-        while (count is None and chr(buf[pos]) not in "]}") or (count is not None and len(items) < count):
-            if marker == "{":
-                name, pos = length(pos)
-                names.append(bytes(buf[pos:pos + name]).decode())
-                pos += name
+        while len(items) != count and (count is not None or buf[pos] not in (END_ARRAY, END_OBJECT)):
+            if marker == OBJECT:
+                n, pos = length(pos)
+                names.append(buf[pos:pos + n].decode())
+                pos += n
             if kind is None:
-                kind_here, pos = chr(buf[pos]), pos + 1
-            item, pos = value(pos, kind or kind_here)
+                item, pos = value(pos + 1, buf[pos])
+            else:
+                item, pos = value(pos, kind)
             items.append(item)
         pos += count is None                                     # the closing ] or }
-        return (dict(zip(names, items)) if marker == "{" else items), pos
+        return (dict(zip(names, items)) if marker == OBJECT else items), pos
 
-    return value(1, chr(buf[0]))[0]
+    return value(1, buf[0])[0]
 
 
 def _import_xgboost(model) -> Forest:

@@ -1,0 +1,114 @@
+"""Model import time (model -> Forest, the first call on a model) per library, beside a reference
+build of this package (the previous main) measured in the same run.
+
+Models (data: ``make_friedman1`` with its first column duplicated, seed 0):
+- ``sklearn RF``: ``RandomForestRegressor(n_estimators=25)``, fully grown, 20,000 rows (~0.6 M nodes);
+  ``--big`` adds ``RandomForestRegressor(n_estimators=--big-trees)`` on 100,000 rows (500 trees: ~16 M
+  nodes; fitting it takes minutes);
+- ``XGBoost``: ``XGBRegressor(n_estimators=1000, max_depth=6)`` on 20,000 rows;
+- ``LightGBM``: ``LGBMRegressor(n_estimators=1000)`` (31 leaves) on 20,000 rows.
+
+Each build imports each model ``--repeat`` times (the cache cleared before each) in its own
+subprocess, on the same pickled models; the figure is the best CPU time of the process
+(``time.process_time``, less disturbed by other load than wall time) and the same per million nodes.
+
+Run: python benchmarks/bench_import.py [--ref DIR] [--repeat 3] [--big] [--big-trees 500]
+"""
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_models(big: bool, big_trees: int) -> dict:
+    """name -> fitted model."""
+    import lightgbm as lgb
+    import xgboost as xgb
+    from sklearn.datasets import make_friedman1
+    from sklearn.ensemble import RandomForestRegressor
+
+    def data(n):
+        X, y = make_friedman1(n, random_state=0)
+        return np.c_[X, X[:, 0]], y
+
+    X, y = data(20_000)
+    models = {"sklearn RF 25 trees": RandomForestRegressor(25, random_state=0, n_jobs=-1).fit(X, y),
+              "XGBoost 1000 x 6": xgb.XGBRegressor(n_estimators=1000, max_depth=6, random_state=0).fit(X, y),
+              "LightGBM 1000 x 31 leaves": lgb.LGBMRegressor(n_estimators=1000, verbose=-1,
+                                                              random_state=0).fit(X, y)}
+    if big:
+        Xb, yb = data(100_000)
+        models[f"sklearn RF {big_trees} trees, 100k rows"] = RandomForestRegressor(
+            big_trees, random_state=0, n_jobs=-1).fit(Xb, yb)
+    return models
+
+
+def measure(models: dict, repeat: int) -> dict:
+    """name -> (best CPU seconds of import_model, nodes) with the xai_plugins on sys.path."""
+    from xai_plugins.forest import clear_model_cache, import_model
+
+    out = {}
+    for name, model in models.items():
+        best = float("inf")
+        for _ in range(repeat if "100k" not in name else 1):
+            clear_model_cache()
+            start = time.process_time()
+            forest = import_model(model)
+            best = min(best, time.process_time() - start)
+        out[name] = (best, forest.n_nodes)
+        del forest
+        clear_model_cache()
+    return out
+
+
+def run(build: str, path: str, repeat: int) -> dict:
+    """measure() in a subprocess importing the package from ``build``."""
+    env = dict(os.environ, PYTHONPATH=build)
+    done = subprocess.run([sys.executable, __file__, "--worker", path, "--repeat", str(repeat)], env=env,
+                          cwd=build, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ref", help="checkout of the reference build (its C extension built in place)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--big", action="store_true", help="also the fully grown 100k-row random forest")
+    parser.add_argument("--big-trees", type=int, default=500)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        with open(args.worker, "rb") as fh:
+            print(json.dumps(measure(pickle.load(fh), args.repeat)))
+        return
+    models = build_models(args.big, args.big_trees)
+    with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as fh:
+        pickle.dump(models, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    del models
+    try:
+        old = run(str(Path(args.ref).resolve()), fh.name, args.repeat) if args.ref else {}
+        new = run(str(ROOT), fh.name, args.repeat)
+    finally:
+        os.unlink(fh.name)
+    print(f"{'model':36s} {'nodes':>11s} {'reference s':>12s} {'new s':>9s} {'ref s/M':>9s} {'new s/M':>9s} "
+          f"{'speed-up':>9s}")
+    for name, (seconds, nodes) in new.items():
+        ref = old.get(name, (float("nan"), nodes))[0]
+        print(f"{name:36s} {nodes:11,d} {ref:12.3f} {seconds:9.3f} {ref / nodes * 1e6:9.3f} "
+              f"{seconds / nodes * 1e6:9.3f} {ref / seconds:9.1f}")
+
+
+if __name__ == "__main__":
+    main()
