@@ -8,10 +8,12 @@ Workloads (each a fully grown ``RandomForestRegressor``):
 
 Per workload and thread count (n_jobs = 1 and 2 for both: scikit-learn's ``predict`` runs its
 trees on ``n_jobs`` joblib threads, local MDI its row chunks on ``n_jobs`` threads) the best of a
-few runs of ``model.predict(rows)``, of ``xp.local_mdi`` now (the Forest imported and cached
-beforehand, as after a first call) and, with ``--ref DIR``, of the previous main's ``local_mdi`` on
-the same pickled model and rows in a subprocess; the ratios to predict, the time per million nodes,
-and whether the two builds' results are bitwise identical. ``--memory`` adds, in a fresh
+few runs of ``model.predict(rows)`` and ``xp.local_mdi`` (the Forest imported and cached
+beforehand, as after a first call), timed alternately in one subprocess per build: this one and,
+with ``--ref DIR``, the previous main, on the same pickled model and rows. CPU time for n_jobs = 1
+(steadier when other processes share the cores), wall time for n_jobs = 2; the ratios to
+predict (old/now: the previous main's ratio over this one's), the time per million nodes, and
+whether the two builds' results are bitwise identical. ``--memory`` adds, in a fresh
 subprocess per build, the peak of numpy allocations (tracemalloc) and the peak resident memory of a
 first ``local_mdi`` call (import included) on the unpickled model, beside the model's own size and
 the output's.
@@ -38,13 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CALIFORNIA = ROOT.parent / "shared" / "datasets" / "california_housing.csv"
 
 
-def best_of(fn, repeat):
-    """Smallest wall time of ``repeat`` calls of fn."""
+def best_of(fn, repeat, clock=time.perf_counter):
+    """Smallest time of ``repeat`` calls of fn on ``clock``."""
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(clock() - t)
     return min(times)
 
 
@@ -78,7 +80,9 @@ def workload(name: str, trees: int, refit: bool) -> tuple[str, int]:
 
 
 def time_local_mdi(path: str, repeat: int, out: str | None) -> dict:
-    """Best times of this build's local MDI (n_jobs 1 and 2) on the pickled workload; the result saved to ``out``."""
+    """This build's local MDI and the model's predict on the pickled workload, timed alternately:
+    CPU time with n_jobs = 1 (steadier on a loaded machine) and wall time with n_jobs = 2;
+    the result saved to ``out``."""
     import xai_plugins as xp
 
     with open(path, "rb") as fh:
@@ -86,8 +90,14 @@ def time_local_mdi(path: str, repeat: int, out: str | None) -> dict:
     t = time.perf_counter()
     result = xp.local_mdi(model, rows)
     times = {"first call": time.perf_counter() - t}
-    for jobs in (1, 2):
-        times[str(jobs)] = best_of(lambda jobs=jobs: xp.local_mdi(model, rows, n_jobs=jobs), repeat)
+    for jobs, clock in ((1, time.process_time), (2, time.perf_counter)):
+        model.set_params(n_jobs=jobs)
+        key = f"{jobs} {'cpu' if clock is time.process_time else 'wall'}"
+        pred, mdi = [], []
+        for _ in range(repeat):
+            pred.append(best_of(lambda: model.predict(rows), 1, clock))
+            mdi.append(best_of(lambda jobs=jobs: xp.local_mdi(model, rows, n_jobs=jobs), 1, clock))
+        times[key] = (min(pred), min(mdi))
     if out:
         np.save(out, result)
     return times
@@ -131,19 +141,19 @@ def report(name: str, path: str, nodes: int, ref: str | None, repeat: int, with_
     with tempfile.TemporaryDirectory() as tmp:
         new = in_subprocess(ROOT, "--worker", path, str(repeat), f"{tmp}/new.npy")
         old = in_subprocess(Path(ref), "--worker", path, str(repeat), f"{tmp}/old.npy") if ref else None
-        same = "" if old is None else \
-            f"; results bitwise identical to the previous main: {np.array_equal(np.load(f'{tmp}/new.npy'), np.load(f'{tmp}/old.npy'))}"
+        same = "" if old is None else "; results bitwise identical to the previous main: " \
+            + str(np.array_equal(np.load(f"{tmp}/new.npy"), np.load(f"{tmp}/old.npy")))
     print(f"first call (import + local MDI, n_jobs=None): now {new['first call']:.3f} s"
           + (f", previous main {old['first call']:.3f} s" if old else "") + same)
-    print(f"{'n_jobs':>6s} {'predict s':>10s} {'MDI now s':>10s} {'now/pred':>9s} {'s/M nodes':>10s}"
-          + (f" {'MDI old s':>10s} {'old/pred':>9s} {'old/now':>8s}" if old else ""))
-    for jobs in (1, 2):
-        model.set_params(n_jobs=jobs)
-        t_pred = best_of(lambda: model.predict(rows), repeat)
-        now = new[str(jobs)]
-        line = f"{jobs:6d} {t_pred:10.3f} {now:10.3f} {now / t_pred:9.2f} {now / nodes * 1e6:10.4f}"
+    print(f"{'n_jobs':>10s} {'predict s':>10s} {'MDI now s':>10s} {'now/pred':>9s} {'s/M nodes':>10s}"
+          + (f" {'predict s':>10s} {'MDI old s':>10s} {'old/pred':>9s} {'old/now':>8s}" if old else ""))
+    for key in ("1 cpu", "2 wall"):
+        pred, now = new[key]
+        line = f"{key:>10s} {pred:10.3f} {now:10.3f} {now / pred:9.2f} {now / nodes * 1e6:10.4f}"
         if old:
-            line += f" {old[str(jobs)]:10.3f} {old[str(jobs)] / t_pred:9.2f} {old[str(jobs)] / now:8.2f}"
+            old_pred, old_mdi = old[key]
+            old_ratio = old_mdi / old_pred
+            line += f" {old_pred:10.3f} {old_mdi:10.3f} {old_ratio:9.2f} {old_ratio * pred / now:8.2f}"
         print(line, flush=True)
     if with_memory:
         for label, build in [("now", ROOT)] + ([("previous main", Path(ref))] if ref else []):

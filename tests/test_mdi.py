@@ -241,7 +241,10 @@ def python_walk(forest, t, x):
         v = x[forest.feature[a + node]]
         v = float(np.float32(v)) if forest.input_float32 else v
         thr = forest.threshold[a + node]
-        left = bool(forest.missing_left[a + node]) if np.isnan(v) else (v < thr if forest.split_rule == "lt" else v <= thr)
+        if np.isnan(v):
+            left = bool(forest.missing_left[a + node])
+        else:
+            left = v < thr if forest.split_rule == "lt" else v <= thr
         node = forest.left_child[a + node] if left else forest.right_child[a + node]
         nodes.append(node)
     return nodes
