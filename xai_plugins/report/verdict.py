@@ -517,11 +517,11 @@ def rule(kind: str, thresholds=None) -> str:
         "Rashomon sensitivity": ("R = widest MCR range / largest model reliance: pass R ≤ "
                                  f"{_named('rashomon_warn', t)}, warn R ≤ {_named('rashomon_fail', t)}, fail above"),
         "fairness": (f"per protected attribute, over groups of ≥ {t['min_group_rows']:g} test rows (min_group_rows; "
-                     f"smaller groups are insufficient evidence): fail when a disparity's {level} interval lies above "
+                     f"smaller groups are insufficient evidence): fail when a disparity's {level} interval lies wholly above "
                      f"its limit (demographic parity {_named('demographic_parity', t)}, equalized odds "
                      f"{_named('equalized_odds', t)}, mean prediction gap {_named('mean_prediction_gap', t)} sd); "
-                     "warn when a disparity, importance-profile, proxy or error-ratio limit is crossed without that "
-                     "certainty, or a protected attribute is used by the model; else pass"),
+                     "warn when a disparity's value crosses its limit without that certainty, or an importance-profile, "
+                     "proxy or error-ratio limit is crossed, or a protected attribute is used by the model; else pass"),
     }
     return rules[kind]
 
@@ -742,14 +742,14 @@ class Disparity:
 
     @property
     def status(self) -> str:
-        """"fail" when the whole interval lies above the limit, "warn" when the value or part of the interval
-        does, else "pass"; without an interval, "warn" above the limit (the data cannot settle a fail)."""
+        """"fail" when the whole interval lies above the limit (the data show the disparity), "warn" when the
+        value does but the interval reaches the limit (or there is no interval), "pass" when the value is
+        at or below the limit; "not assessed" for a value that is not finite."""
         if not np.isfinite(self.value):
             return NOT_ASSESSED
-        if np.isfinite([self.low, self.high]).all():
-            return grade(self.value, ConfidenceInterval(self.low, self.high, CI_LEVEL, "percentile", 0), self.limit,
-                         self.limit, lower_is_better=True)
-        return WARN if self.value > self.limit else PASS
+        if self.value <= self.limit:
+            return PASS
+        return FAIL if np.isfinite(self.low) and self.low > self.limit else WARN
 
     def __str__(self) -> str:
         """"attribute: metric value [low, high] vs limit"."""
