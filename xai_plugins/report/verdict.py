@@ -1,5 +1,6 @@
 """Per-criterion verdicts of an audit (pass / warn / fail, with the threshold in the text) and the
-two verdicts (model fitness, explanation reliability), with bootstrap confidence intervals over the explained rows.
+two verdicts (model fitness, explanation reliability), with bootstrap confidence intervals over the
+explained rows.
 
 Pure computation on numbers and per-row arrays: nothing here imports the report. The criteria:
 
@@ -517,11 +518,12 @@ def rule(kind: str, thresholds=None) -> str:
         "Rashomon sensitivity": ("R = widest MCR range / largest model reliance: pass R ≤ "
                                  f"{_named('rashomon_warn', t)}, warn R ≤ {_named('rashomon_fail', t)}, fail above"),
         "fairness": (f"per protected attribute, over groups of ≥ {t['min_group_rows']:g} test rows (min_group_rows; "
-                     f"smaller groups are insufficient evidence): fail when a disparity's {level} interval lies wholly above "
-                     f"its limit (demographic parity {_named('demographic_parity', t)}, equalized odds "
+                     f"smaller groups are insufficient evidence): fail when a disparity's {level} interval lies wholly "
+                     f"above its limit (demographic parity {_named('demographic_parity', t)}, equalized odds "
                      f"{_named('equalized_odds', t)}, mean prediction gap {_named('mean_prediction_gap', t)} sd); "
-                     "warn when a disparity's value crosses its limit without that certainty, or an importance-profile, "
-                     "proxy or error-ratio limit is crossed, or a protected attribute is used by the model; else pass"),
+                     "warn when a disparity's value crosses its limit without that certainty, or an "
+                     "importance-profile, proxy or error-ratio limit is crossed, or a protected attribute is used by "
+                     "the model; else pass"),
     }
     return rules[kind]
 
