@@ -100,7 +100,7 @@ def _rankings(methods, n_rows, cl) -> tuple[dict, dict]:
             continue
         key = CEILING if m.key == "pg2" else m.key
         if m.ranking is not None:
-            rankings[key], labels[key] = m.ranking, (f"{m.label} (greedy reference)" if key == CEILING else m.label)
+            rankings[key], labels[key] = m.ranking, (f"{m.label} (reference)" if key == CEILING else m.label)
         elif m.importance is not None:
             order = np.argsort(-m.importance.to_numpy(dtype=float), kind="stable")
             rankings[key] = np.tile(order, (n_rows, 1)) if cl is None else cl.tile(order)
