@@ -774,7 +774,9 @@ def fairness(attributes, disparities=(), crossed: str = "", insufficient=(), not
         return not_assessed(name, kind, not_assessed_reason, text_rule)
     by_status = {s: [d for d in disparities if d.status == s] for s in (FAIL, WARN)}
     status = FAIL if by_status[FAIL] else WARN if by_status[WARN] or crossed or insufficient else PASS
+    within = [d for d in disparities if d.status == PASS]
     parts = [f"{s} — " + "; ".join(map(str, by_status[s])) for s in (FAIL, WARN) if by_status[s]]
+    parts += [f"within limits — {'; '.join(map(str, within))}"] * bool(within)
     parts += [f"other findings: {crossed}"] * bool(crossed)
     parts += [f"insufficient evidence: {'; '.join(insufficient)}"] * bool(insufficient)
     text = f"{names}: " + (". ".join(parts) if parts else "no fairness threshold crossed") + "."

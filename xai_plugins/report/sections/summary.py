@@ -120,9 +120,11 @@ def _faithfulness_rows(section, seed, criteria) -> list:
                                  for c in judged) or "not judged by the verdict"}]
     for sigma, method in data["winners"].items():
         reference = data.get("greedy reference")
-        text = f"{method}: mean PGI² {shown(method, sigma)} {unit}; random floor {shown('random', sigma)}"
+        text = f"{method}: mean PGI² {shown(method, sigma)}; random floor {shown('random', sigma)}"
         if reference:
             text += f"; greedy PG² reference {shown(reference, sigma)}"
+        if unit:
+            text += f" (all in {unit})"
         rows.append({"finding": f"Highest mean PGI² among the explainers at σ = {sigma:g} (the greedy PG² ranking "
                                 "is a reference, not a contestant)", "result": text})
     return rows
