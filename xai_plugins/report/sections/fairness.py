@@ -153,7 +153,7 @@ def _performance(ctx, out, labels, predictions, seed) -> None:
     out["blocks"].append(Table(
         f"{out['name']}: disparities between groups (largest minus smallest group value; 95% percentile-bootstrap "
         "interval over the test rows where given). A disparity fails when its whole interval lies above its limit "
-        "and warns when only its value or part of its interval does" + basis, shown))
+        "and warns when its value does but its interval reaches the limit" + basis, shown))
     if judged is None:
         return
     for metric, row in judged.disparities.iterrows():
