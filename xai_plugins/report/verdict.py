@@ -117,7 +117,7 @@ def limits(thresholds=None) -> dict:
         raise InputError(f"unknown threshold(s) {unknown}; the thresholds are {sorted(THRESHOLDS)}")
     out = {name: t.default for name, t in THRESHOLDS.items()}
     for name, value in given.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)):
             raise InputError(f"threshold {name} must be a finite number; got {value!r}")
         out[name] = float(value)
     for higher, lower in (("faithfulness_pass", "faithfulness_fail"), ("agreement_pass", "agreement_fail"),
@@ -208,13 +208,18 @@ def bootstrap_ci(values, statistic=np.mean, *, n_boot: int = N_BOOT, level: floa
         if np.ptp(res.bootstrap_distribution) == 0 and np.isfinite(res.bootstrap_distribution).all():
             value = float(res.bootstrap_distribution.flat[0])
             return ConfidenceInterval(value, value, level, "percentile", n)
-    return ConfidenceInterval(low, high, level, "percentile", n)
+    undefined = bool(np.isnan(res.bootstrap_distribution).any())
+    return ConfidenceInterval(low, high, level, "undefined in some resamples" if undefined else "percentile", n)
 
 
 def _normalised(method, random, best, axis=-1):
-    """F of the row means along ``axis``: (mean(method) − mean(random)) / (mean(best) − mean(random))."""
+    """F of the row means along ``axis``: (mean(method) − mean(random)) / (mean(best) − mean(random)); NaN
+    where no ranking beats random on average (a bootstrap resample can draw such rows: F is undefined
+    there, and an interval that meets one is undefined too rather than above 1)."""
     base = np.mean(random, axis=axis)
-    return (np.mean(method, axis=axis) - base) / (np.mean(best, axis=axis) - base)
+    gap = np.mean(best, axis=axis) - base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(gap > 0, (np.mean(method, axis=axis) - base) / np.where(gap > 0, gap, 1.0), np.nan)
 
 
 def best_found(per_row: dict) -> np.ndarray:
@@ -388,9 +393,9 @@ class Verdict:
         unknown = sorted({c.kind for c in criteria} - set(VERDICT_OF_KIND))
         if unknown:
             raise InputError(f"criterion kind(s) {unknown} join neither verdict; add them to VERDICT_OF_KIND")
-        parts = [Judgement.from_criteria(name, [c for c in criteria if VERDICT_OF_KIND[c.kind] == name])
-                 for name in (MODEL_FITNESS, EXPLANATION_RELIABILITY)]
-        return cls(*parts, criteria, limits(thresholds))
+        fitness, reliability = (Judgement.from_criteria(name, [c for c in criteria if VERDICT_OF_KIND[c.kind] == name])
+                                for name in (MODEL_FITNESS, EXPLANATION_RELIABILITY))
+        return cls(fitness, reliability, criteria, limits(thresholds))
 
     @property
     def judgements(self) -> tuple:
@@ -679,8 +684,9 @@ def sigma_stability(pgi2: dict, *, thresholds=None, n_boot: int = N_BOOT, level:
     def spread(*values, axis=-1):
         """D of the row means: values are the arrays above, σ-major; F per (σ, method), range over σ."""
         means = np.mean(np.stack(values), axis=axis).reshape(len(sigmas), width, -1)
-        floor, top = means[:, -2], means[:, -1]
-        scores = (means[:, :-2] - floor[:, None]) / (top - floor)[:, None]
+        floor, gap = means[:, -2], (means[:, -1] - means[:, -2])[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):        # F undefined where no ranking beats random
+            scores = np.where(gap > 0, (means[:, :-2] - floor[:, None]) / np.where(gap > 0, gap, 1.0), np.nan)
         return np.max(np.max(scores, axis=0) - np.min(scores, axis=0), axis=0).reshape(np.shape(values[0])[:-1])
 
     value = float(spread(*arrays))
