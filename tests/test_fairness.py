@@ -281,14 +281,14 @@ def test_no_protected_attribute_skips_the_section(hidden):
 def test_warnings_judge_the_groups_large_enough_and_show_every_group():
     from types import SimpleNamespace
 
-    from xai_plugins.report.sections.fairness import _performance
+    from xai_plugins.report.sections.fairness import _performance, new_attribute
 
     rng = np.random.default_rng(5)
     g = pd.Series(["a"] * 200 + ["b"] * 200 + ["c"] * 3)
     y = rng.integers(0, 2, len(g))
     p = np.r_[rng.random(200) < 0.5, rng.random(200) < 0.45, [1, 1, 1]].astype(int)
     ctx = SimpleNamespace(y_test=y, task="classification", positive_class=1)
-    out = {"name": "g", "data": {}, "blocks": [], "findings": [], "warnings": []}
+    out = new_attribute("g")
     _performance(ctx, out, g, p, seed=0)
     rate = {k: p[(g == k).to_numpy()].mean() for k in "abc"}
     every = out["data"]["disparities"].loc["demographic parity difference", "value"]
@@ -296,7 +296,7 @@ def test_warnings_judge_the_groups_large_enough_and_show_every_group():
     assert every == pytest.approx(max(rate.values()) - min(rate.values()))        # group c (3 rows) included
     assert large == pytest.approx(abs(rate["a"] - rate["b"]))
     assert every > 0.4 and large < 0.1          # group c alone would cross the 0.1 threshold
-    assert not [w for w in out["warnings"] if w.startswith("demographic parity")]
+    assert not [w for w in out["disparity warnings"] if w.startswith("demographic parity")]
     assert any("fewer than 30 test rows (c)" in f for f in out["findings"])
 
 

@@ -124,15 +124,17 @@ def test_verdict_is_on_the_first_pdf_page_and_in_the_json(governed):
 
     reader = pypdf.PdfReader(io.BytesIO(governed.to_pdf()))
     first = " ".join(reader.pages[0].extract_text().split())
-    assert f"Overall verdict: {governed.verdict.overall.upper()}" in first
+    assert f"Model fitness: {governed.verdict.model_fitness.status.upper()}" in first
+    assert f"Explanation reliability: {governed.verdict.explanation_reliability.status.upper()}" in first
     assert "Diabetes progression RF" in first and "Signature" in first
     data = json.loads(governed.to_json())
-    assert data["verdict"]["overall"] == governed.verdict.overall in ("pass", "warn", "fail")
+    for key, judgement in zip(("model fitness", "explanation reliability"), governed.verdict.judgements):
+        assert data["verdict"][key]["status"] == judgement.status in ("pass", "warn", "fail")
     kinds = {c["kind"] for c in data["verdict"]["criteria"]}
     assert kinds == {"predictive adequacy", "faithfulness", "agreement", "stability", "Rashomon sensitivity",
                      "fairness"}
     names = [c["name"] for c in data["verdict"]["criteria"]]
-    assert "Faithfulness of SHAP" in names and not any("greedy" in n for n in names)   # the ceiling is no contestant
+    assert "Faithfulness of SHAP" in names and not any("greedy" in n for n in names)   # greedy is no contestant
     assert data["sections"]["governance"]["data"]["card fields"]["Owner"] == "Risk analytics"
 
 
@@ -157,8 +159,8 @@ def test_skipped_sections_are_not_assessed_and_never_pass(diabetes):
     status = {c.kind: c.status for c in a.verdict.criteria}
     assert status["faithfulness"] == status["stability"] == status["agreement"] == "not assessed"
     assert status["Rashomon sensitivity"] == "not assessed"
-    assert a.verdict.overall in ("warn", "fail")
-    assert "not assessed" in a.verdict.headline
+    assert a.verdict.explanation_reliability.status in ("warn", "fail")
+    assert "not assessed" in a.verdict.explanation_reliability.headline
     assert "Not assessed: the faithfulness section was not computed" in a.to_html()
     again = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, sections=("explanations",), **cheap)
     assert again.verdict.to_dict() == a.verdict.to_dict()          # every interval from its own seeded stream
@@ -214,7 +216,9 @@ def test_cli_model_card_and_command_line_on_the_report(cli_files, tmp_path):
     data = json.loads((tmp_path / "model.json").read_text(encoding="utf-8"))
     run = data["sections"]["governance"]["data"]["run"]
     assert run["Produced by"].startswith("xai-audit --model") and "--model-card" in run["Produced by"]
-    assert run["Run id"] == "R-7" and data["verdict"]["overall"] in ("pass", "warn", "fail")
+    assert run["Run id"] == "R-7"
+    assert {data["verdict"][k]["status"] for k in ("model fitness", "explanation reliability")} <= {"pass", "warn",
+                                                                                                       "fail"}
     html = (tmp_path / "model.html").read_text(encoding="utf-8")
     assert "Risk analytics" in html and "--protected COL" in html          # the CLI flag, not the Python argument
 

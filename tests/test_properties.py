@@ -602,3 +602,30 @@ def test_lightgbm_extreme_thresholds_predict_as_lightgbm(data):
     values = st.sampled_from(LGB_THRESHOLDS + (np.nan, 1.5, -1e-36))
     X = data.draw(hnp.arrays(np.float64, (12, n_features), elements=values, fill=st.nothing()), label="X")
     assert_lightgbm_parity(import_model(booster), booster, X)
+
+
+def _pgi2_rows(n_min=2, n_max=30):
+    """Per-row PGI² of n rankings for the same rows: random (the floor), greedy and two explainers, any of
+    which may beat greedy on a row (greedy is a heuristic), drawn over several orders of magnitude."""
+    value = st.floats(1e-6, 1e6, allow_nan=False, allow_infinity=False)
+    return st.integers(n_min, n_max).flatmap(lambda n: st.fixed_dictionaries(
+        {k: hnp.arrays(np.float64, n, elements=value) for k in ("random", "greedy", "A", "B")}))
+
+
+@examples(40)
+@given(per_row=_pgi2_rows(), thresholds=st.fixed_dictionaries({}, optional={
+    "faithfulness_pass": st.floats(0.3, 1.0), "faithfulness_fail": st.floats(-1.0, 0.3)}))
+def test_normalised_faithfulness_never_exceeds_one(per_row, thresholds):
+    """F against the best ranking found is at most 1, its interval too, whatever the rows and the
+    (valid) thresholds; the rule names every threshold it uses."""
+    from xai_plugins.report import verdict as vd
+
+    crit = vd.explainer_faithfulness("A", per_row, 0.3, thresholds=thresholds, n_boot=200, random_state=0)
+    if crit.status == "not assessed":
+        best = np.max([per_row[k] for k in ("greedy", "A", "B")], axis=0)
+        assert np.mean(best) - np.mean(per_row["random"]) <= 0
+        return
+    assert crit.value <= 1 + 1e-12
+    assert not np.isfinite(crit.ci.high) or crit.ci.high <= 1 + 1e-9
+    limits = vd.limits(thresholds)
+    assert f"{limits['faithfulness_pass']:g} (faithfulness_pass)" in crit.threshold_text

@@ -74,8 +74,8 @@ def test_html_shows_the_audit_numbers(report):
 
 def test_pgi2_beats_random_and_greedy_wins_at_its_sigma(report):
     table = report[0].sections["faithfulness"].data["pgi2"].set_index(["method", "sigma"])["mean"]
-    assert table[("PG² greedy (ceiling)", 0.3)] > table[("random", 0.3)]
-    assert table[("PG² greedy (ceiling)", 0.3)] >= table[("SHAP", 0.3)] * 0.999
+    assert table[("PG² greedy (reference)", 0.3)] > table[("random", 0.3)]
+    assert table[("PG² greedy (reference)", 0.3)] >= table[("SHAP", 0.3)] * 0.999
 
 
 def test_user_text_is_escaped(report):
@@ -268,11 +268,11 @@ def test_summary_means_carry_intervals_and_counts(report):
     findings = {row["finding"]: row["result"] for row in a.sections["summary"].data["findings"]}
     agreement = findings["Do the methods agree?"]
     assert "6 features" in agreement and "95% CI [" in agreement and "12 rows" in agreement
-    faithful = [v for k, v in findings.items() if k.startswith("Most faithful explainer at σ = 0.3")][0]
-    assert faithful.count("95% CI [") == 3                  # the winner, the random floor, the greedy ceiling
+    faithful = [v for k, v in findings.items() if k.startswith("Highest mean PGI² among the explainers at σ = 0.3")][0]
+    assert faithful.count("95% CI [") == 3                  # the winner, the random floor, the greedy reference
     per_row = a.sections["faithfulness"].raw["pgi2"][0.3]["random"]
     assert f"random floor {fmt(float(np.mean(per_row)))} (95% CI [" in faithful
-    assert "greedy" not in faithful.split(":")[0].lower()   # the ceiling is never named the most faithful
+    assert "greedy" not in faithful.split(":")[0].lower()   # the greedy reference is never named the most faithful
 
 
 def test_importing_the_report_keeps_the_users_backend():

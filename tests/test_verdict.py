@@ -1,5 +1,5 @@
 """Verdict criteria: thresholds on each side, bootstrap intervals that cover at their level, the paired
-faithfulness bootstrap, and the overall rule."""
+faithfulness bootstrap, and the rule of each of the two verdicts."""
 
 import json
 
@@ -111,12 +111,12 @@ def test_faithfulness_bootstrap_is_paired():
     assert paired.low <= 0.6 <= paired.high
 
 
-def test_faithfulness_undefined_when_the_ceiling_does_not_beat_random():
+def test_faithfulness_undefined_when_no_ranking_beats_random():
     r = np.linspace(1, 2, 20)
-    with pytest.raises(InputError, match="does not score above random"):
+    with pytest.raises(InputError, match="scores above random"):
         v.faithfulness_score(r, r, r * 0.9)
     crit = v.explainer_faithfulness("SHAP", {"SHAP": r, "random": r, "greedy": r}, 0.3)
-    assert crit.status == "not assessed" and "does not score above random" in crit.explanation
+    assert crit.status == "not assessed" and "scores above random" in crit.explanation
 
 
 @pytest.mark.parametrize("F, expected", [(0.85, "pass"), (0.4, "warn"), (0.1, "fail")])
@@ -125,7 +125,7 @@ def test_faithfulness_thresholds(F, expected):
     crit = v.explainer_faithfulness("SHAP", {"SHAP": m, "random": r, "greedy": g}, 0.3, random_state=0)
     assert crit.status == expected and crit.kind == "faithfulness"
     assert crit.value == pytest.approx(F, abs=0.02)
-    assert "0.5" in crit.threshold_text and "0.25" in crit.threshold_text
+    assert "0.5 (faithfulness_pass)" in crit.threshold_text and "0.25 (faithfulness_fail)" in crit.threshold_text
 
 
 def test_faithfulness_interval_straddling_the_pass_threshold_warns():
@@ -134,7 +134,7 @@ def test_faithfulness_interval_straddling_the_pass_threshold_warns():
     assert crit.ci.low < 0.5 < crit.ci.high and crit.status == "warn"
 
 
-def test_faithfulness_without_the_ceiling_is_not_assessed():
+def test_faithfulness_without_the_greedy_reference_is_not_assessed():
     r = np.ones(5)
     crit = v.explainer_faithfulness("SHAP", {"SHAP": r, "random": r}, 0.3)
     assert crit.status == "not assessed" and "greedy" in crit.explanation
@@ -251,26 +251,32 @@ def test_rashomon_without_reliance_is_not_assessed():
     assert v.rashomon_sensitivity(["a"], [0.0], [0.0], [0.0]).status == "not assessed"
 
 
-# ---------------------------------------------------------------- overall verdict
-def _crit(status, name="c"):
-    return v.Criterion(name, status, 0.5, None, "rule", "text", "kind")
+# ---------------------------------------------------------------- the two verdicts
+def _crit(status, name="c", kind="agreement"):
+    return v.Criterion(name, status, 0.5, None, "rule", "text", kind)
 
 
-@pytest.mark.parametrize("statuses, overall", [(["pass", "pass"], "pass"), (["pass", "warn"], "warn"),
-                                               (["warn", "fail", "pass"], "fail"),
-                                               (["pass", "not assessed"], "warn"),
-                                               (["fail", "not assessed"], "fail"), ([], "warn")])
-def test_overall_is_the_worst_and_incomplete_audits_do_not_pass(statuses, overall):
-    assert v.Verdict.from_criteria([_crit(s, f"c{i}") for i, s in enumerate(statuses)]).overall == overall
+@pytest.mark.parametrize("statuses, worst", [(["pass", "pass"], "pass"), (["pass", "warn"], "warn"),
+                                             (["warn", "fail", "pass"], "fail"),
+                                             (["pass", "not assessed"], "warn"),
+                                             (["fail", "not assessed"], "fail"), ([], "warn")])
+def test_each_verdict_is_the_worst_and_incomplete_ones_do_not_pass(statuses, worst):
+    criteria = [_crit(s, f"c{i}") for i, s in enumerate(statuses)]
+    assert v.Verdict.from_criteria(criteria).explanation_reliability.status == worst
+    fitness = [_crit(s, f"c{i}", "predictive adequacy") for i, s in enumerate(statuses)]
+    assert v.Verdict.from_criteria(fitness).model_fitness.status == worst
 
 
 def test_verdict_headline_and_json():
-    verdict = v.Verdict.from_criteria([_crit("fail", "Predictive adequacy"), _crit("pass", "Agreement"),
+    verdict = v.Verdict.from_criteria([_crit("fail", "Predictive adequacy", "predictive adequacy"),
+                                       _crit("pass", "Agreement"),
                                        v.not_assessed("Rashomon sensitivity", "Rashomon sensitivity", "MCR skipped")])
-    assert verdict.headline.startswith("Overall verdict: FAIL")
-    assert "Predictive adequacy" in verdict.headline and "not assessed: Rashomon sensitivity" in verdict.headline
+    assert verdict.headline.startswith("Model fitness: FAIL")
+    assert "Explanation reliability: WARN" in verdict.headline
+    assert "not assessed: Rashomon sensitivity" in verdict.explanation_reliability.headline
     data = json.loads(json.dumps(verdict.to_dict()))
-    assert data["overall"] == "fail" and [c["status"] for c in data["criteria"]] == ["fail", "pass", "not assessed"]
+    assert data["model fitness"]["status"] == "fail" and data["explanation reliability"]["status"] == "warn"
+    assert [c["status"] for c in data["criteria"]] == ["fail", "pass", "not assessed"]
     assert data["criteria"][2]["explanation"] == "Not assessed: MCR skipped."
 
 
@@ -282,11 +288,10 @@ def test_verdict_json_has_no_nan():
 
 
 # ---------------------------------------------------------------- fairness
-def test_fairness_mirrors_the_thresholds_crossed():
-    limits = {"demographic parity difference": 0.1, "proxy AUC": 0.8}
-    crossed = v.fairness(["race"], limits, crossed="demographic parity difference 0.23 > 0.1")
-    assert crossed.status == "warn" and "0.23" in crossed.explanation
-    assert "demographic parity difference > 0.1, proxy AUC > 0.8" in crossed.threshold_text
-    assert v.fairness(["race", "sex"], limits).status == "pass"
-    skipped = v.fairness(["race"], limits, not_assessed_reason="the fairness section failed")
+def test_fairness_mirrors_the_findings():
+    crossed = v.fairness(["race"], crossed="proxy AUC 0.93 above 0.8")
+    assert crossed.status == "warn" and "0.93" in crossed.explanation
+    assert "0.1 (demographic_parity)" in crossed.threshold_text and "(min_group_rows" in crossed.threshold_text
+    assert v.fairness(["race", "sex"]).status == "pass"
+    skipped = v.fairness(["race"], not_assessed_reason="the fairness section failed")
     assert skipped.status == "not assessed"

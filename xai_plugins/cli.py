@@ -2,6 +2,7 @@
 
     xai-audit --model model.json --data test.csv --target y --out reports/ [--train train.csv]
               [--sep ";"] [--protected race sex] [--model-card card.yaml] [--run-id R-42] [--strict]
+              [--threshold faithfulness_pass=0.6 ...]
               [--sections explanations faithfulness ...] [--sigma 0.1 0.3 1.0] [--trust-pickle]
     xai-audit --model model.json --data "test/*.parquet" --target y --scheduler tcp://host:8786
 
@@ -10,7 +11,10 @@ names, same defaults as :func:`xai_plugins.report.audit`). Everything the comman
 checked before any computation: the output folder is writable, the model file is a model, the data
 files are readable with ``--sep``, the target column fits the model's task, and the ``--protected``
 columns exist. A section or method that fails is printed to stderr as a one-line warning; with
-``--strict`` the exit status is then 1.
+``--strict`` the exit status is then 1. ``--strict`` checks that the audit was computed in full, not
+what it found: the two verdicts (model fitness, explanation reliability) are in the report and under
+the JSON's ``verdict`` key. ``--threshold NAME=VALUE`` changes one of the verdict's thresholds (the
+names, defaults and rationales are listed in the report's verdict section).
 
 With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
 ``client``): ``--data`` may be a glob of parquet or CSV files, read with ``dask.dataframe`` on the

@@ -146,7 +146,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     every machine), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
     makes the report machine-dependent, as it then says), ``binary_sigma`` (σ of 0/1 columns),
     ``protected`` (columns of ``X_test`` / ``X_train`` held apart as protected attributes, which need
-    not be model features), ``model_card``, ``run_id``.
+    not be model features), ``model_card``, ``run_id``, ``thresholds`` ({name: value}: the verdicts'
+    thresholds, names, defaults and rationales in :data:`~.verdict.THRESHOLDS`).
 
     With ``client`` (a ``distributed.Client``), or a dask DataFrame / array ``X_test``, the audit runs
     on the Dask cluster (see :mod:`.cluster`): greedy PG², local MDI, TreeSHAP, AcME local and the

@@ -24,6 +24,7 @@ at it beside the model's inputs. For each attribute this module computes
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,8 @@ import pandas as pd
 
 from .._extras import needs
 from ..errors import InputError
+from .verdict import DEFAULTS as THRESHOLDS_DEFAULTS
+from .verdict import limits as verdict_limits
 
 #: an attribute with at most this many distinct values is used as groups as it is
 MAX_GROUPS = 10
@@ -38,17 +41,29 @@ MAX_GROUPS = 10
 N_BINS = 4
 #: bootstrap resamples of the test rows for the confidence intervals of the disparity metrics
 N_BOOT = 100
-#: groups with fewer test rows than this get a "few rows" note
-SMALL_GROUP = 30
-#: thresholds above which the fairness section warns (each one is quoted in the report's text)
-THRESHOLDS = {
-    "demographic parity difference": 0.1,      # gap in the share of positive predictions
-    "equalized odds difference": 0.1,          # largest gap in true- or false-positive rate
-    "MAE ratio (worst / best group)": 1.25,    # regression: error of the worst-served group
-    "mean prediction gap (sd of predictions)": 0.5,   # regression: a medium standardised difference
-    "importance profile distance": 0.25,       # total-variation distance between groups' importance shares
-    "proxy AUC": 0.8,                          # the features predict the attribute well
+#: each limit of the fairness section by its name in the report, and its settable threshold in
+#: :data:`..verdict.THRESHOLDS` (value, rationale; ``thresholds=`` / ``--threshold NAME=VALUE``)
+THRESHOLD_NAMES = {
+    "demographic parity difference": "demographic_parity",
+    "equalized odds difference": "equalized_odds",
+    "MAE ratio (worst / best group)": "mae_ratio",
+    "mean prediction gap (sd of predictions)": "mean_prediction_gap",
+    "importance profile distance": "importance_profile_distance",
+    "proxy AUC": "proxy_auc",
 }
+
+
+def thresholds(values=None) -> dict:
+    """The fairness limits by their report names ({"demographic parity difference": 0.1, ...}) from the
+    verdict's threshold values ``values`` ({name: value}, see :func:`..verdict.limits`; default: defaults)."""
+    values = verdict_limits(values)
+    return {shown: values[name] for shown, name in THRESHOLD_NAMES.items()}
+
+
+#: the default limits by report name
+THRESHOLDS = thresholds()
+#: groups with fewer test rows than this (the default of the ``min_group_rows`` threshold) are insufficient evidence
+SMALL_GROUP = int(THRESHOLDS_DEFAULTS["min_group_rows"])
 #: importance profiles are compared only between groups with at least this many explained rows
 MIN_EXPLAINED_ROWS = 10
 MISSING = "missing"
@@ -120,7 +135,8 @@ class GroupPerformance:
 
 
 def performance_by_group(y_true, y_pred, groups: pd.Series, task: str, positive_class=None,
-                         random_state: int = 0, n_boot: int = N_BOOT) -> GroupPerformance:
+                         random_state: int = 0, n_boot: int = N_BOOT, limits: dict | None = None,
+                         min_rows: int = SMALL_GROUP) -> GroupPerformance:
     """fairlearn ``MetricFrame`` metrics per group and the disparities between groups.
 
     Classification: the positive class against the rest (multi-class labels are binarised on
@@ -129,8 +145,12 @@ def performance_by_group(y_true, y_pred, groups: pd.Series, task: str, positive_
     ``equalized_odds_difference`` and the TPR / FPR gaps. Regression: mean prediction, mean target,
     MAE and RMSE per group; the gaps (max − min between groups), the worst/best MAE ratio and the
     mean-prediction gap in standard deviations of the predictions. Without ``y_true`` (None) only the
-    metrics of the predictions. The headline disparity (demographic parity; regression: the mean
-    prediction gap) gets a 95% percentile-bootstrap interval over the test rows (fairlearn's ``n_boot``)."""
+    metrics of the predictions. The headline disparities (demographic parity, equalized odds;
+    regression: the mean prediction gap) get a 95% percentile-bootstrap interval over the test rows
+    (``n_boot`` resamples: fairlearn's for demographic parity and the mean prediction gap,
+    :func:`equalized_odds_ci` for equalized odds). ``limits``: {metric: limit} (default
+    :data:`THRESHOLDS`); groups under ``min_rows`` test rows get a note."""
+    limits = THRESHOLDS if limits is None else limits
     with needs("report", "the fairness section (fairlearn)"):
         from fairlearn.metrics import (
             MetricFrame,
@@ -163,7 +183,8 @@ def performance_by_group(y_true, y_pred, groups: pd.Series, task: str, positive_
             rates = frame({"true positive rate": true_positive_rate, "false positive rate": false_positive_rate,
                            "positive rate (actual)": lambda a, b: float(np.mean(a))}, t, p)
             parts += [rates.by_group, frame({"accuracy": accuracy_score}, y_true, y_pred).by_group]
-            rows["equalized odds difference"] = (equalized_odds_difference(t, p, sensitive_features=groups), None)
+            rows["equalized odds difference"] = (equalized_odds_difference(t, p, sensitive_features=groups),
+                                                 equalized_odds_ci(t, p, groups, n_boot, random_state))
             rows["true positive rate gap"] = (rates.difference()["true positive rate"], None)
             rows["false positive rate gap"] = (rates.difference()["false positive rate"], None)
     else:
@@ -188,13 +209,42 @@ def performance_by_group(y_true, y_pred, groups: pd.Series, task: str, positive_
     by_group.index = by_group.index.astype(str)
     by_group.index.name = "group"
     table = pd.DataFrame([{"metric": k, "value": float(v), "ci_low": np.nan if ci is None else ci[0],
-                           "ci_high": np.nan if ci is None else ci[1], "threshold": THRESHOLDS.get(k, np.nan)}
+                           "ci_high": np.nan if ci is None else ci[1], "threshold": limits.get(k, np.nan)}
                           for k, (v, ci) in rows.items()]).set_index("metric")
     table["exceeded"] = table["value"] > table["threshold"]
-    small = by_group.index[by_group["rows"] < SMALL_GROUP].tolist()
-    notes = [f"groups with fewer than {SMALL_GROUP} test rows ({', '.join(small)}): their metrics are imprecise"
-             ] if small else []
+    small = by_group.index[by_group["rows"] < min_rows].tolist()
+    notes = [f"groups with fewer than {min_rows:g} test rows ({', '.join(small)}): their metrics are insufficient "
+             "evidence"] if small else []
     return GroupPerformance(by_group, table, notes)
+
+
+def _equalized_odds(t, p, codes, n_groups: int, axis=-1):
+    """max(TPR gap, FPR gap) between groups (NaN-skipping: a group without positives has no TPR), of
+    rows weighted by ``codes``-grouped counts; vectorised over resamples (``t``, ``p``, ``codes``: (B, n))."""
+    def rate(hit, base):
+        num = np.stack([np.sum(hit & (codes == g), axis=axis) for g in range(n_groups)])
+        den = np.stack([np.sum(base & (codes == g), axis=axis) for g in range(n_groups)])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.maximum(den, 1), np.nan)
+
+    gaps = [np.nanmax(r, axis=0) - np.nanmin(r, axis=0) for r in (rate(t & p, t), rate(~t & p, ~t))]
+    return np.fmax(*gaps)
+
+
+def equalized_odds_ci(t, p, groups, n_boot: int = N_BOOT, random_state: int = 0) -> tuple:
+    """95% percentile-bootstrap interval of the equalized-odds difference over the test rows: ``n_boot``
+    resamples of (actual positive ``t``, predicted positive ``p``, group) rows drawn together."""
+    t, p = np.asarray(t, dtype=bool), np.asarray(p, dtype=bool)
+    codes = pd.factorize(pd.Series(np.asarray(groups)))[0]
+    idx = np.random.default_rng(random_state).integers(0, len(t), size=(n_boot, len(t)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)          # a resample with one rate undefined everywhere
+        values = _equalized_odds(t[idx], p[idx], codes[idx], int(codes.max()) + 1)
+    values = values[np.isfinite(values)]
+    if len(values) < 2:
+        return np.nan, np.nan
+    low, high = np.quantile(values, [0.025, 0.975])
+    return float(low), float(high)
 
 
 def _ci(frame, metric) -> tuple:
@@ -202,7 +252,8 @@ def _ci(frame, metric) -> tuple:
     return float(low[metric]), float(high[metric])
 
 
-def importance_by_group(importances: dict, feature_names, groups: pd.Series) -> tuple[dict, pd.DataFrame]:
+def importance_by_group(importances: dict, feature_names, groups: pd.Series,
+                        limit: float = THRESHOLDS["importance profile distance"]) -> tuple[dict, pd.DataFrame]:
     """Mean |importance| per feature (rows) and group (columns) of each method, from per-row
     importance matrices ``{method: (rows, features)}`` whose rows carry the labels ``groups``;
     and per method the largest total-variation distance between two groups' importance profiles
@@ -230,7 +281,7 @@ def importance_by_group(importances: dict, feature_names, groups: pd.Series) -> 
         rows.append({"method": method, "importance profile distance": distance, "groups compared": pair})
     summary = pd.DataFrame(rows).set_index("method") if rows else pd.DataFrame()
     if len(summary):
-        summary["threshold"] = THRESHOLDS["importance profile distance"]
+        summary["threshold"] = limit
         summary["exceeded"] = summary["importance profile distance"] > summary["threshold"]
     return means, summary
 

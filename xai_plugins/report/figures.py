@@ -154,8 +154,8 @@ def pgi2_by_sigma(caption: str, table, sigmas) -> Figure:
             rows = table[table["method"] == method].set_index("sigma").loc[list(sigmas)]
             mean = rows["mean"].to_numpy()
             se = rows["sd"].to_numpy() / np.sqrt(rows["rows"].to_numpy())
-            base = method.replace(" (global)", "").replace(" (ceiling)", "")
-            colour = "black" if "(ceiling)" in method else METHOD_COLOURS.get(base)
+            base = method.replace(" (global)", "").replace(" (reference)", "")
+            colour = "black" if "(reference)" in method else METHOD_COLOURS.get(base)
             ax.errorbar(np.arange(len(sigmas)) + offset, mean, yerr=[np.minimum(se, mean * 0.999), se], marker="o",
                         ms=3, capsize=2, lw=1, label=method, color=colour,
                         ls="--" if method == "random" or "(" in method else "-")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import InputError, InputTypeError, OutputPathError
 from .runners import EXPLAINERS
+from .verdict import limits as verdict_limits
 
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
 OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
@@ -28,6 +29,15 @@ def _option(default, label: str, help: str | None = None, *, factory=None, **cli
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
+
+
+def _threshold(text: str) -> tuple:
+    """One ``--threshold NAME=VALUE`` as (name, value); :class:`InputError` naming the expected form."""
+    name, sep, value = str(text).partition("=")
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise InputError(f"--threshold takes NAME=VALUE with a number as VALUE; got {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -87,8 +97,14 @@ class AuditOptions:
                                "protected attribute columns of the data (need not be model features)",
                                nargs="+", metavar="COL")
     run_id: str | None = _option(None, "run id", "your identifier of this run, printed on the report")
-    strict: bool = _option(False, "strict (a failed section fails the run)",
-                           "exit with status 1 when a section or a method failed")
+    thresholds: dict = _option(
+        None, "verdict thresholds set (others: defaults)",
+        "set a verdict threshold, NAME=VALUE (repeat the flag for several; the names, defaults and rationales are "
+        "listed in the report's verdict section; default: none changed)", type=_threshold, action="append",
+        metavar="NAME=VALUE")
+    strict: bool = _option(False, "strict (a failed computation fails the run; the verdicts do not)",
+                           "exit with status 1 when a section or a method failed to compute (it does not read the "
+                           "model-fitness and explanation-reliability verdicts)")
     command_line: str | None = _option(None, "command line")
     provenance: dict | None = _option(None, "provenance")
     progress: bool = _option(True, "progress bars")
@@ -106,6 +122,7 @@ class AuditOptions:
         set_("explainers", _choices(self.explainers, EXPLAINERS, "explainers"))
         set_("sections", _choices(self.sections, OPTIONAL_SECTIONS, "sections"))
         set_("protected", _choices(self.protected, None, "protected"))
+        set_("thresholds", _thresholds(self.thresholds))
         for name in ("max_rows", "max_shap_rows", "acme_quantiles", "mcr_permutations", "dt_sampler_rows",
                      "dt_sampler_features", "dt_sampler_samples", "top_k"):
             _positive_int(self, name)
@@ -128,6 +145,12 @@ class AuditOptions:
     def sigma_ref(self) -> float:
         """The middle noise level: the greedy PG² ranking and the Monte Carlo comparison use it."""
         return sorted(self.sigma)[len(self.sigma) // 2]
+
+    @property
+    def limits(self) -> dict:
+        """Every verdict threshold's value: the defaults with ``thresholds`` applied (see
+        :func:`~xai_plugins.report.verdict.limits`)."""
+        return verdict_limits(self.thresholds)
 
     @property
     def machine_dependent(self) -> bool:
@@ -155,14 +178,36 @@ class AuditOptions:
             return ", ".join(LABELS[k] for k in value)
         if name == "sections":
             return ", ".join(title(k) for k in value)
+        if name == "thresholds":
+            return ", ".join(f"{k}={v:g}" for k, v in value.items()) or "none changed (defaults)"
         if value is None:
             return "default" if name == "positive_class" else "none"
         return value
 
 
+#: options whose flag is not their name (a repeatable flag names one item)
+FLAGS = {"thresholds": "--threshold"}
+
+
 def flag(name: str) -> str:
     """The ``xai-audit`` flag of option ``name``."""
-    return "--" + name.replace("_", "-")
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def _thresholds(value) -> dict:
+    """``thresholds`` as {name: float}: from a mapping or (name, value) pairs; checked against the verdict's
+    thresholds (:func:`~xai_plugins.report.verdict.limits`)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        pairs = list(value)
+    else:
+        raise InputTypeError(f"thresholds must be a dict {{name: value}}; got {value!r}")
+    given = dict(pairs)
+    verdict_limits(given)
+    return {k: float(v) for k, v in given.items()}
 
 
 def cli_fields() -> list:

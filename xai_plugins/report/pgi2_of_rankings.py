@@ -2,8 +2,8 @@
 
 PGI²(x, π) is computed exactly (:func:`xai_plugins.pgi2`) for each method's ranking of each
 explained row, at every σ, next to a random-ranking baseline (the floor) and the greedy PG² ranking
-(the ceiling). Higher PGI² = perturbing the features a method ranks first moves the prediction more
-= a more faithful ranking.
+(a reference: a heuristic, not a bound). Higher PGI² = perturbing the features a method ranks first
+moves the prediction more = a more faithful ranking.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def share_sums(values, columns) -> list:
 
 def winners(table: pd.DataFrame, exclude=("random",)) -> dict:
     """Per σ, the method with the highest mean PGI² (the methods in ``exclude`` — the random floor,
-    the greedy ceiling — left out)."""
+    the greedy PG² reference — left out)."""
     ranked = table[~table["method"].isin(list(exclude))]
     return {sigma: group.loc[group["mean"].idxmax(), "method"] for sigma, group in ranked.groupby("sigma")}
 

@@ -1,25 +1,34 @@
 """Per-criterion verdicts of an audit (pass / warn / fail, with the threshold in the text) and the
-overall verdict, with bootstrap confidence intervals over the explained rows.
+two verdicts (model fitness, explanation reliability), with bootstrap confidence intervals over the
+explained rows.
 
 Pure computation on numbers and per-row arrays: nothing here imports the report. The criteria:
 
 - **predictive adequacy**: the share of the training skill above chance that is lost on the test data;
 - **faithfulness** of each explainer, as the normalised score
-  F = (PGI²(method) − PGI²(random)) / (PGI²(greedy) − PGI²(random)), 0 for a random ranking and 1 for the
-  greedy PG² ranking, which optimises PG² and is therefore the ceiling, never a contestant; its confidence
-  interval is a *paired* bootstrap over rows (the three per-row arrays are resampled together);
+  F = (PGI²(method) − PGI²(random)) / (PGI²(best found) − PGI²(random)), 0 for a random ranking and 1 for
+  the best ranking found on each row among every evaluated ranking (the greedy PG² reference and the
+  explainers): greedy is a heuristic, not a bound, so it is not the reference by itself, and F ≤ 1 by
+  construction; its confidence interval is a *paired* bootstrap over rows (the per-row arrays are
+  resampled together);
 - **agreement** between explainers: mean pairwise Kendall τ of their feature orderings;
 - **stability across σ**: the largest change of any explainer's F between noise levels;
 - **Rashomon sensitivity**: the widest MCR range relative to the model's largest reliance;
 - **fairness**, when protected attributes are named: whether a disparity, importance-profile or proxy
   threshold of the fairness section is crossed.
 
-A criterion without data is "not assessed" and says why; it never passes. The overall verdict is the
-worst assessed status, and an audit with a criterion not assessed is at best "warn".
+The criteria form two verdicts that are never combined (:data:`VERDICT_OF_KIND`): **model fitness**
+(predictive adequacy, fairness, and calibration / drift criteria where a section supplies them) and
+**explanation reliability** (faithfulness, agreement, stability, Rashomon sensitivity). A criterion
+without data is "not assessed" and says why; it never passes. Each verdict is the worst assessed status
+of its criteria, at best "warn" when one was not assessed. Every threshold is a named, settable
+:class:`Threshold` with its rationale (:data:`THRESHOLDS`); :data:`WORDS` is the one place a status
+becomes a qualitative word ("strong", "faithful", ...).
 """
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass, field
 
@@ -39,42 +48,93 @@ CI_LEVEL = 0.95
 #: costs more than the bootstrap itself, and the percentile interval is as accurate: it is used instead.
 BCA_MAX_ROWS = 1000
 
-#: Predictive adequacy: L = (train − test) / (train − chance), the share of the model's skill above
-#: chance on its training data that does not carry over to the test data. A tuned ensemble usually
-#: keeps at least three quarters of it (L ≤ 0.25); beyond half (the diabetes demo: R² 0.71 → 0.31,
-#: L = 0.56) the training fit is mostly memorised and the explanations describe that fit, not the
-#: population. A test score at or below chance fails whatever the gap. Judged on L's interval (see
-#: :func:`grade`): pass when it lies at or below 0.25, fail when it lies above 0.5.
-ADEQUACY_WARN_LOSS = 0.25
-ADEQUACY_FAIL_LOSS = 0.5
+@dataclass(frozen=True)
+class Threshold:
+    """A settable threshold of the verdict: ``name`` is its key in ``audit(..., thresholds={name: value})`` and
+    ``xai-audit --threshold NAME=VALUE``; ``default`` its value unless set; ``what`` the quantity and side it
+    bounds; ``rationale`` where the default comes from (shown in the report beside the verdict)."""
 
-#: Faithfulness: F ≥ 0.5 means the ranking recovers at least half of what the greedy ceiling gains over a
-#: random ranking; F < 0.25 means it is closer to random than to the ceiling. Judged on the confidence
-#: interval (see :func:`grade`): pass when it lies at or above 0.5, fail when it lies below 0.25.
-FAITHFULNESS_PASS = 0.5
-FAITHFULNESS_FAIL = 0.25
+    name: str
+    default: float
+    what: str
+    rationale: str
 
-#: Agreement: Kendall τ ≥ 0.6 is the conventional "strong" rank association and τ < 0.3 "weak"; explainers
-#: that agree only weakly give the reviewer conflicting stories about the same model.
-AGREEMENT_PASS = 0.6
-AGREEMENT_FAIL = 0.3
 
-#: Stability across σ: the largest change of an explainer's F between noise levels. A change of 0.2 is
-#: less than the gap between the faithfulness grades; a change of 0.5 moves a method from the ceiling to
-#: half-way to random, so its faithfulness depends on the noise scale chosen, not on the method. Judged on
-#: D's interval: pass when it lies at or below 0.2, fail when it lies above 0.5.
-STABILITY_WARN = 0.2
-STABILITY_FAIL = 0.5
+#: every threshold of the verdict and of the fairness section, by name (see :class:`Threshold`)
+THRESHOLDS = {t.name: t for t in (
+    Threshold("adequacy_warn", 0.25, "predictive adequacy: largest skill loss L that passes",
+              "a tuned ensemble usually keeps at least three quarters of its training skill above chance on new data"),
+    Threshold("adequacy_fail", 0.5, "predictive adequacy: skill loss L above which it fails",
+              "beyond half, the training fit is mostly memorised (the diabetes demo: R² 0.71 → 0.31, L = 0.56) and "
+              "the explanations describe that fit, not the population"),
+    Threshold("faithfulness_pass", 0.5, "faithfulness: F at or above which it passes",
+              "the ranking recovers at least half of what the best ranking found gains over random rankings"),
+    Threshold("faithfulness_fail", 0.25, "faithfulness: F below which it fails",
+              "below a quarter the ranking is closer to random than to the best ranking found"),
+    Threshold("agreement_pass", 0.6, "agreement: Kendall τ at or above which it passes",
+              "τ ≥ 0.6 is the conventional \"strong\" rank association"),
+    Threshold("agreement_fail", 0.3, "agreement: Kendall τ below which it fails",
+              "τ < 0.3 is the conventional \"weak\" rank association: the explainers tell the reviewer "
+              "conflicting stories about the same model"),
+    Threshold("stability_warn", 0.2, "stability: largest change D of F between noise levels that passes",
+              "a change of 0.2 is less than the gap between the faithfulness grades"),
+    Threshold("stability_fail", 0.5, "stability: change D of F above which it fails",
+              "a change of 0.5 moves a method from the best ranking found to half-way to random: its faithfulness "
+              "then depends on the noise scale chosen, not on the method"),
+    Threshold("rashomon_warn", 0.2, "Rashomon sensitivity: widest MCR range R (share of the top reliance) that "
+              "passes", "up to 0.2, equally accurate models agree on how much every feature matters"),
+    Threshold("rashomon_fail", 0.5, "Rashomon sensitivity: R above which it fails",
+              "above 0.5 some feature's reliance could move by half of the top feature's among equally good "
+              "models, so the importance ranking is partly an arbitrary choice"),
+    Threshold("demographic_parity", 0.1, "fairness: demographic-parity difference above which it warns (fails when "
+              "the whole interval lies above)", "a gap of 10 percentage points in the share of positive predictions, "
+              "the customary limit in fairness practice"),
+    Threshold("equalized_odds", 0.1, "fairness: equalized-odds difference above which it warns (fails when the "
+              "whole interval lies above)", "a gap of 10 percentage points in the true- or false-positive rate, "
+              "the same limit as demographic parity"),
+    Threshold("mean_prediction_gap", 0.5, "fairness (regression): mean-prediction gap, in standard deviations of "
+              "the predictions, above which it warns (fails when the whole interval lies above)",
+              "a medium standardised difference (Cohen's d = 0.5)"),
+    Threshold("mae_ratio", 1.25, "fairness (regression): worst / best group MAE above which it warns",
+              "the four-fifths rule read for errors (1 / 0.8 = 1.25)"),
+    Threshold("importance_profile_distance", 0.25, "fairness: total-variation distance between two groups' "
+              "importance profiles above which it warns", "a quarter of the importance mass on other features"),
+    Threshold("proxy_auc", 0.8, "fairness: ROC AUC of the features predicting the attribute above which it warns",
+              "an AUC of 0.8 is conventionally \"good\" discrimination: the features then reveal the attribute"),
+    Threshold("min_group_rows", 30, "fairness: fewest test rows a group needs for its disparities to be judged",
+              "a rate over fewer than 30 rows has a 95% interval wider than ±0.17 (binomial, p = 0.5), wider than "
+              "the disparities judged: such groups are insufficient evidence"),
+)}
 
-#: Rashomon sensitivity: the widest MCR range (MCR+ − MCR−) in units of the model's largest model
-#: reliance. Up to 0.2 equally accurate models agree on how much every feature matters; above 0.5
-#: some feature's reliance could move by half of the top feature's, so the importance ranking of
-#: this model is partly an arbitrary choice among equally good models.
-RASHOMON_WARN = 0.2
-RASHOMON_FAIL = 0.5
+
+def limits(thresholds=None) -> dict:
+    """Every threshold's value ({name: value}): the defaults of :data:`THRESHOLDS` with ``thresholds`` (a
+    mapping of names to numbers) applied. Raises :class:`InputError` on an unknown name or a value that is
+    not a finite number, and when a pass threshold lies on the wrong side of its fail threshold."""
+    given = dict(thresholds or {})
+    unknown = sorted(set(given) - set(THRESHOLDS))
+    if unknown:
+        raise InputError(f"unknown threshold(s) {unknown}; the thresholds are {sorted(THRESHOLDS)}")
+    out = {name: t.default for name, t in THRESHOLDS.items()}
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(float(value)):
+            raise InputError(f"threshold {name} must be a finite number; got {value!r}")
+        out[name] = float(value)
+    for higher, lower in (("faithfulness_pass", "faithfulness_fail"), ("agreement_pass", "agreement_fail"),
+                          ("adequacy_fail", "adequacy_warn"), ("stability_fail", "stability_warn"),
+                          ("rashomon_fail", "rashomon_warn")):
+        if out[higher] < out[lower]:
+            raise InputError(f"threshold {higher} ({out[higher]:g}) must be at least {lower} ({out[lower]:g})")
+    if out["min_group_rows"] < 2:
+        raise InputError(f"threshold min_group_rows must be at least 2; got {out['min_group_rows']:g}")
+    return out
+
+
+#: the default of every threshold by name
+DEFAULTS = limits()
 
 #: the entries of per-row PGI² dictionaries that are not explainers
-RANDOM, CEILING = "random", "greedy"
+RANDOM, GREEDY = "random", "greedy"
 
 
 @dataclass(frozen=True)
@@ -148,47 +208,89 @@ def bootstrap_ci(values, statistic=np.mean, *, n_boot: int = N_BOOT, level: floa
         if np.ptp(res.bootstrap_distribution) == 0 and np.isfinite(res.bootstrap_distribution).all():
             value = float(res.bootstrap_distribution.flat[0])
             return ConfidenceInterval(value, value, level, "percentile", n)
-    return ConfidenceInterval(low, high, level, "percentile", n)
+    undefined = bool(np.isnan(res.bootstrap_distribution).any())
+    return ConfidenceInterval(low, high, level, "undefined in some resamples" if undefined else "percentile", n)
 
 
-def _normalised(method, random, greedy, axis=-1):
-    """F of the row means along ``axis``: (mean(method) − mean(random)) / (mean(greedy) − mean(random))."""
+def _normalised(method, random, best, axis=-1):
+    """F of the row means along ``axis``: (mean(method) − mean(random)) / (mean(best) − mean(random)); NaN
+    where no ranking beats random on average (a bootstrap resample can draw such rows: F is undefined
+    there, and an interval that meets one is undefined too rather than above 1)."""
     base = np.mean(random, axis=axis)
-    return (np.mean(method, axis=axis) - base) / (np.mean(greedy, axis=axis) - base)
+    gap = np.mean(best, axis=axis) - base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(gap > 0, (np.mean(method, axis=axis) - base) / np.where(gap > 0, gap, 1.0), np.nan)
+
+
+def best_found(per_row: dict) -> np.ndarray:
+    """Per row, the highest PGI² among every evaluated ranking of ``per_row`` ({name: (rows,) PGI²}; the
+    random rankings left out): the best ranking found, the reference of F. The greedy PG² ranking is a
+    heuristic, not a bound, and an explainer may beat it on a row; the best found never is beaten, so
+    F ≤ 1 by construction, in every bootstrap resample too."""
+    return np.max(np.stack([np.asarray(v, dtype=float) for k, v in per_row.items() if k != RANDOM]), axis=0)
 
 
 @dataclass(frozen=True)
 class FaithfulnessScore:
-    """Normalised faithfulness F = (PGI²(method) − PGI²(random)) / (PGI²(greedy) − PGI²(random)) of the
-    row means, with its paired bootstrap interval. ``gap`` is PGI²(greedy) − PGI²(random) (the unit)."""
+    """Normalised faithfulness F = (PGI²(method) − PGI²(random)) / (PGI²(best found) − PGI²(random)) of the
+    row means, with its paired bootstrap interval. ``gap`` is PGI²(best found) − PGI²(random) (the unit)."""
 
     value: float
     ci: ConfidenceInterval
     gap: float
 
 
-def faithfulness_score(method, random, greedy, *, n_boot: int = N_BOOT, level: float = CI_LEVEL,
+def faithfulness_score(method, random, best, *, n_boot: int = N_BOOT, level: float = CI_LEVEL,
                        random_state=None) -> FaithfulnessScore:
-    """F of an explainer from per-row PGI² of its rankings, of random rankings and of the greedy PG²
-    ranking on the same rows; the interval resamples rows once for all three arrays (paired), and each
-    resample's F is the ratio of its resampled means. Raises :class:`InputError` when the greedy
-    ceiling does not beat random on average (F undefined)."""
-    arrays = tuple(np.asarray(a, dtype=float).ravel() for a in (method, random, greedy))
+    """F of an explainer from per-row PGI² of its rankings, of random rankings and of the best ranking found
+    (:func:`best_found`) on the same rows; the interval resamples rows once for all three arrays (paired),
+    and each resample's F is the ratio of its resampled means. Raises :class:`InputError` when the best
+    ranking found does not beat random on average (F undefined)."""
+    arrays = tuple(np.asarray(a, dtype=float).ravel() for a in (method, random, best))
     gap = float(np.mean(arrays[2]) - np.mean(arrays[1]))
     if not gap > 0:
-        raise InputError(f"the greedy PG² ranking does not score above random rankings (mean PGI² gap {gap:.3g}); "
+        raise InputError(f"no evaluated ranking scores above random rankings (mean PGI² gap {gap:.3g}); "
                          "the normalised faithfulness is undefined")
     ci = bootstrap_ci(arrays, _normalised, n_boot=n_boot, level=level, random_state=random_state)
     return FaithfulnessScore(float(_normalised(*arrays)), ci, gap)
+
+
+#: the two verdicts: what the model is worth, and what its explanations are worth
+MODEL_FITNESS, EXPLANATION_RELIABILITY = "model fitness", "explanation reliability"
+#: the verdict each kind of criterion joins; a new kind of criterion (calibration, drift, ...) joins by an entry
+#: here (an unknown kind raises, so no criterion is silently left out of both verdicts)
+VERDICT_OF_KIND = {"predictive adequacy": MODEL_FITNESS, "calibration": MODEL_FITNESS, "drift": MODEL_FITNESS,
+                   "fairness": MODEL_FITNESS, "faithfulness": EXPLANATION_RELIABILITY,
+                   "agreement": EXPLANATION_RELIABILITY, "stability": EXPLANATION_RELIABILITY,
+                   "Rashomon sensitivity": EXPLANATION_RELIABILITY}
+#: the question each verdict answers, shown beside it
+QUESTIONS = {MODEL_FITNESS: "Is the model fit for use? (predictive adequacy, calibration and drift when assessed, "
+                            "fairness when protected attributes are named)",
+             EXPLANATION_RELIABILITY: "Can its explanations be relied on? (faithfulness, agreement, stability across "
+                                      "σ, Rashomon sensitivity)"}
+
+#: the one source of every qualitative word the report uses for a graded quantity: kind -> status -> word
+WORDS = {"predictive adequacy": {PASS: "adequate", WARN: "doubtful", FAIL: "inadequate"},
+         "faithfulness": {PASS: "faithful", WARN: "partly faithful", FAIL: "unfaithful"},
+         "agreement": {PASS: "strong", WARN: "moderate", FAIL: "weak"},
+         "stability": {PASS: "stable", WARN: "somewhat σ-dependent", FAIL: "σ-dependent"},
+         "Rashomon sensitivity": {PASS: "low", WARN: "moderate", FAIL: "high"},
+         "fairness": {PASS: "no disparity found", WARN: "possible disparity", FAIL: "disparity"}}
+
+
+def word(kind: str, status: str) -> str:
+    """The qualitative word of a criterion of ``kind`` with ``status`` (:data:`WORDS`; the status itself for
+    a kind without words, "not assessed" when not assessed)."""
+    return WORDS.get(kind, {}).get(status, status)
 
 
 @dataclass
 class Criterion:
     """One verdict line. ``status``: "pass", "warn", "fail" or "not assessed"; ``value`` the measured
     quantity with its confidence interval ``ci`` (None where no row-level resampling applies);
-    ``threshold_text`` the rule; ``explanation`` what was measured, in words. ``kind`` groups the
-    criteria ("predictive adequacy", "faithfulness", "agreement", "stability", "Rashomon sensitivity",
-    "fairness")."""
+    ``threshold_text`` the rule, naming its thresholds; ``explanation`` what was measured, in words;
+    ``implication`` what the status means for the reader ("" when it implies nothing). ``kind`` groups the
+    criteria and decides which verdict they join (:data:`VERDICT_OF_KIND`)."""
 
     name: str
     status: str
@@ -197,42 +299,49 @@ class Criterion:
     threshold_text: str
     explanation: str
     kind: str = ""
+    implication: str = ""
+
+    @property
+    def word(self) -> str:
+        """The qualitative word of this criterion's status (see :func:`word`)."""
+        return word(self.kind, self.status)
 
     def to_dict(self) -> dict:
         """JSON-ready fields."""
-        return {"name": self.name, "kind": self.kind, "status": self.status,
+        return {"name": self.name, "kind": self.kind, "status": self.status, "word": self.word,
                 "value": _finite(self.value),
                 "ci": None if self.ci is None else self.ci.to_dict(), "threshold": self.threshold_text,
-                "explanation": self.explanation}
+                "explanation": self.explanation, "implication": self.implication}
 
 
 #: how the intervals of the verdict are computed
 INTERVALS = (f"Intervals are {CI_LEVEL:.0%} bootstrap intervals over rows ({N_BOOT:,} resamples; BCa up to "
              f"{BCA_MAX_ROWS:,} rows, percentile above); the faithfulness and stability intervals resample the same "
              "rows for every ranking (paired).")
-#: how the overall verdict follows from the criteria
-OVERALL_RULE = ("Overall: the worst status among the assessed criteria; if a criterion could not be assessed the "
-                "overall verdict is at best \"warn\" (an incomplete audit does not pass).")
+#: how each of the two verdicts follows from its criteria
+RULE = ("Each verdict is the worst status among its assessed criteria; if one of its criteria could not be assessed "
+        "it is at best \"warn\" (an incomplete assessment does not pass). The two verdicts are never combined: a "
+        "model can be fit for use while its explanations are not, and the other way round.")
 
 
 @dataclass
-class Verdict:
-    """The audit's verdict: ``overall`` in {"pass", "warn", "fail"}, the ``criteria`` it follows from
-    (see :data:`OVERALL_RULE`), and ``headline``, the one-line summary shown on page 1."""
+class Judgement:
+    """One of the two verdicts: ``name`` (:data:`MODEL_FITNESS` or :data:`EXPLANATION_RELIABILITY`),
+    ``status`` by :data:`RULE` over its ``criteria``."""
 
-    overall: str
-    criteria: list = field(default_factory=list)
-    rule: str = OVERALL_RULE
+    name: str
+    status: str
+    criteria: list
 
     @classmethod
-    def from_criteria(cls, criteria) -> "Verdict":
-        """Combine criteria by :data:`OVERALL_RULE`."""
+    def from_criteria(cls, name: str, criteria) -> "Judgement":
+        """Combine ``criteria`` by :data:`RULE`."""
         criteria = list(criteria)
         assessed = [c.status for c in criteria if c.status != NOT_ASSESSED]
         worst = max(assessed, key=_SEVERITY.__getitem__, default=WARN)
         if len(assessed) < len(criteria) and worst == PASS:
             worst = WARN
-        return cls(worst, criteria)
+        return cls(name, worst, criteria)
 
     def by_status(self, status: str) -> list:
         """The criteria with ``status``."""
@@ -240,27 +349,90 @@ class Verdict:
 
     @property
     def headline(self) -> str:
-        """One line: the overall verdict and the criteria that decided it."""
+        """One line: the verdict and the criteria that decided it."""
         parts = [f"{len(self.by_status(s))} {s}: {', '.join(c.name for c in self.by_status(s))}"
                  for s in (FAIL, WARN, NOT_ASSESSED) if self.by_status(s)]
         passed = len(self.by_status(PASS))
         detail = "; ".join(parts + ([f"{passed} pass"] if passed else []))
-        return f"Overall verdict: {self.overall.upper()} ({detail or 'no criteria'})."
+        return f"{self.name[0].upper() + self.name[1:]}: {self.status.upper()} ({detail or 'no criteria'})."
+
+    @property
+    def implications(self) -> list:
+        """What the failing and warning criteria mean for the reader, worst first; when all pass, that."""
+        said = [c.implication for s in (FAIL, WARN, NOT_ASSESSED) for c in self.by_status(s) if c.implication]
+        if said or self.status != PASS:
+            return said
+        return [{MODEL_FITNESS: "Every assessed criterion of the model's fitness passes.",
+                 EXPLANATION_RELIABILITY: "Every assessed criterion of the explanations passes: they may be used to "
+                                          "support individual decisions, within the limitations stated below."}
+                [self.name]]
 
     def to_dict(self) -> dict:
-        """JSON-ready: overall, headline, rule, how the intervals are computed and every criterion."""
-        return {"overall": self.overall, "headline": self.headline, "rule": self.rule, "intervals": INTERVALS,
-                "criteria": [c.to_dict() for c in self.criteria]}
+        """JSON-ready: status, headline, question, implications and the names of its criteria."""
+        return {"status": self.status, "headline": self.headline, "question": QUESTIONS[self.name],
+                "implications": self.implications, "criteria": [c.name for c in self.criteria]}
 
 
-def grade(value: float, ci: ConfidenceInterval | None, pass_at: float, fail_at: float) -> str:
+@dataclass
+class Verdict:
+    """The audit's two verdicts, :attr:`model_fitness` and :attr:`explanation_reliability`, each a
+    :class:`Judgement` of its own criteria (:data:`VERDICT_OF_KIND`, :data:`RULE`); ``criteria`` all of them
+    in report order; ``thresholds`` the threshold values used ({name: value})."""
+
+    model_fitness: Judgement
+    explanation_reliability: Judgement
+    criteria: list = field(default_factory=list)
+    thresholds: dict = field(default_factory=lambda: dict(DEFAULTS))
+    rule: str = RULE
+
+    @classmethod
+    def from_criteria(cls, criteria, thresholds=None) -> "Verdict":
+        """Split ``criteria`` between the two verdicts by kind and combine each by :data:`RULE`. Raises
+        :class:`InputError` for a criterion whose kind joins neither verdict."""
+        criteria = list(criteria)
+        unknown = sorted({c.kind for c in criteria} - set(VERDICT_OF_KIND))
+        if unknown:
+            raise InputError(f"criterion kind(s) {unknown} join neither verdict; add them to VERDICT_OF_KIND")
+        fitness, reliability = (Judgement.from_criteria(name, [c for c in criteria if VERDICT_OF_KIND[c.kind] == name])
+                                for name in (MODEL_FITNESS, EXPLANATION_RELIABILITY))
+        return cls(fitness, reliability, criteria, limits(thresholds))
+
+    @property
+    def judgements(self) -> tuple:
+        """(model fitness, explanation reliability)."""
+        return self.model_fitness, self.explanation_reliability
+
+    def criterion(self, kind: str) -> list:
+        """The criteria of ``kind``."""
+        return [c for c in self.criteria if c.kind == kind]
+
+    @property
+    def headline(self) -> str:
+        """The two verdicts' headlines, one after the other."""
+        return " ".join(j.headline for j in self.judgements)
+
+    def to_dict(self) -> dict:
+        """JSON-ready: both verdicts, the rule, how the intervals are computed, every criterion, and every
+        threshold with its value, default and rationale."""
+        return {MODEL_FITNESS: self.model_fitness.to_dict(),
+                EXPLANATION_RELIABILITY: self.explanation_reliability.to_dict(),
+                "headline": self.headline, "rule": self.rule, "intervals": INTERVALS,
+                "criteria": [c.to_dict() for c in self.criteria],
+                "thresholds": {name: {"value": value, "default": THRESHOLDS[name].default,
+                                      "what": THRESHOLDS[name].what, "rationale": THRESHOLDS[name].rationale}
+                               for name, value in self.thresholds.items()}}
+
+
+def grade(value: float, ci: ConfidenceInterval | None, pass_at: float, fail_at: float,
+          lower_is_better: bool | None = None) -> str:
     """Status of a measured quantity against two thresholds, a verdict only where the data decide it.
 
-    Higher is better when ``pass_at > fail_at``: "pass" when the interval lies at or above ``pass_at``,
-    "fail" when it lies below ``fail_at``. Lower is better when ``pass_at < fail_at``: "pass" when it lies
-    at or below ``pass_at``, "fail" when it lies above ``fail_at``. Otherwise "warn" — also when the
-    interval could not be computed (NaN bounds: fewer than two rows). Where no interval applies
-    (``ci`` None: a quantity that is not a mean over rows) the rule applies to ``value`` itself.
+    Higher is better (``lower_is_better`` False; by default when ``pass_at > fail_at``): "pass" when the
+    interval lies at or above ``pass_at``, "fail" when it lies below ``fail_at``. Lower is better: "pass"
+    when it lies at or below ``pass_at``, "fail" when it lies above ``fail_at`` (with ``pass_at ==
+    fail_at``, a single limit, say which side is better). Otherwise "warn" — also when the interval could
+    not be computed (NaN bounds: fewer than two rows). Where no interval applies (``ci`` None: a quantity
+    that is not a mean over rows) the rule applies to ``value`` itself.
     """
     if ci is None:
         low = high = value
@@ -268,14 +440,17 @@ def grade(value: float, ci: ConfidenceInterval | None, pass_at: float, fail_at: 
         low, high = ci.low, ci.high
     else:
         return WARN
-    if pass_at >= fail_at:
+    if lower_is_better is None:
+        lower_is_better = pass_at < fail_at
+    if not lower_is_better:
         return PASS if low >= pass_at else FAIL if high < fail_at else WARN
     return PASS if high <= pass_at else FAIL if low > fail_at else WARN
 
 
 def not_assessed(name: str, kind: str, reason: str, threshold_text: str = "") -> Criterion:
     """A criterion that could not be evaluated (section skipped, failed or not applicable): says why."""
-    return Criterion(name, NOT_ASSESSED, None, None, threshold_text, f"Not assessed: {reason}.", kind)
+    return Criterion(name, NOT_ASSESSED, None, None, threshold_text, f"Not assessed: {reason}.", kind,
+                     f"{name} is unknown: the audit cannot vouch for it.")
 
 
 def _r2(y, pred, axis=-1):
@@ -322,62 +497,104 @@ def holdout_score(metric: str, y_true, y_pred, *, n_boot: int = N_BOOT, level: f
     return HoldoutScore(metric, float(score(y_true.astype(float), y_pred.astype(float))), ci, float(chance(y_true)))
 
 
-ADEQUACY_RULE = (f"L = (training − test) / (training − chance): pass if its {CI_LEVEL:.0%} CI (from the test score's "
-                 f"bootstrap CI) lies ≤ {ADEQUACY_WARN_LOSS:g}, fail if it lies > {ADEQUACY_FAIL_LOSS:g} or the test "
-                 "score is at or below chance, else warn")
+def _named(name: str, values: dict) -> str:
+    """A threshold's value with its name, as the rules quote it: "0.5 (faithfulness_pass)"."""
+    return f"{values[name]:g} ({name})"
 
 
-def predictive_adequacy(test: HoldoutScore, train: float | None) -> Criterion:
+def rule(kind: str, thresholds=None) -> str:
+    """The rule of the criteria of ``kind``, naming each threshold with its value (``thresholds``: as
+    :func:`limits` takes them)."""
+    t = limits(thresholds)
+    level = f"{CI_LEVEL:.0%}"
+    rules = {
+        "predictive adequacy": (f"L = (training − test) / (training − chance): pass if its {level} CI (from the test "
+                                f"score's bootstrap CI) lies ≤ {_named('adequacy_warn', t)}, fail if it lies > "
+                                f"{_named('adequacy_fail', t)} or the test score is at or below chance, else warn"),
+        "faithfulness": (f"F = (PGI² − PGI² random) / (PGI² best ranking found − PGI² random), ≤ 1 by construction: "
+                         f"pass if its {level} paired-bootstrap CI lies ≥ {_named('faithfulness_pass', t)}, fail if "
+                         f"it lies < {_named('faithfulness_fail', t)}, else warn"),
+        "agreement": (f"mean pairwise Kendall τ: pass if its {level} bootstrap CI over rows (the value itself for "
+                      f"global importances) lies ≥ {_named('agreement_pass', t)}, fail if it lies < "
+                      f"{_named('agreement_fail', t)}, else warn"),
+        "stability": (f"D = largest change of an explainer's F between noise levels: pass if its {level} "
+                      f"paired-bootstrap CI lies ≤ {_named('stability_warn', t)}, fail if it lies > "
+                      f"{_named('stability_fail', t)}, else warn"),
+        "Rashomon sensitivity": ("R = widest MCR range / largest model reliance: pass R ≤ "
+                                 f"{_named('rashomon_warn', t)}, warn R ≤ {_named('rashomon_fail', t)}, fail above"),
+        "fairness": (f"per protected attribute, over groups of ≥ {t['min_group_rows']:g} test rows (min_group_rows; "
+                     f"smaller groups are insufficient evidence): fail when a disparity's {level} interval lies wholly "
+                     f"above its limit (demographic parity {_named('demographic_parity', t)}, equalized odds "
+                     f"{_named('equalized_odds', t)}, mean prediction gap {_named('mean_prediction_gap', t)} sd); "
+                     "warn when a disparity's value crosses its limit without that certainty, or an "
+                     "importance-profile, proxy or error-ratio limit is crossed, or a protected attribute is used by "
+                     "the model; else pass"),
+    }
+    return rules[kind]
+
+
+def predictive_adequacy(test: HoldoutScore, train: float | None, thresholds=None) -> Criterion:
     """Compare the test score with the training score ``train``: L = (train − test) / (train − chance),
-    the share of the training skill above chance lost on the test data, graded by :func:`grade` with
-    :data:`ADEQUACY_WARN_LOSS` / :data:`ADEQUACY_FAIL_LOSS` on the interval L takes over the test
-    score's interval (the training score held fixed). Without a training score the criterion is not
-    assessed, unless the test score is at or below chance, which fails."""
-    name, kind, chance = "Predictive adequacy", "predictive adequacy", test.chance
+    the share of the training skill above chance lost on the test data, graded by :func:`grade` with the
+    thresholds ``adequacy_warn`` / ``adequacy_fail`` on the interval L takes over the test score's interval
+    (the training score held fixed). Without a training score the criterion is not assessed, unless the
+    test score is at or below chance, which fails."""
+    name, kind, chance, t = "Predictive adequacy", "predictive adequacy", test.chance, limits(thresholds)
+    text = rule(kind, t)
     measured = f"{test.metric} {test.value:.3g} ({test.ci})"
+    useless = "The model's predictions should not be used: it does not predict better than chance."
     if not np.isfinite(test.value):
-        return not_assessed(name, kind, f"the test {test.metric} is not finite", ADEQUACY_RULE)
+        return not_assessed(name, kind, f"the test {test.metric} is not finite", text)
     if test.value <= chance:
-        return Criterion(name, FAIL, test.value, test.ci, ADEQUACY_RULE, f"Test {measured} is at or below chance "
-                         f"({chance:.3g}): the model does not predict the test data.", kind)
+        return Criterion(name, FAIL, test.value, test.ci, text, f"Test {measured} is at or below chance "
+                         f"({chance:.3g}): the model does not predict the test data.", kind, useless)
     if train is None or not np.isfinite(train):
-        return not_assessed(name, kind, f"no training score to compare the test {measured} with", ADEQUACY_RULE)
+        return not_assessed(name, kind, f"no training score to compare the test {measured} with", text)
     if train <= chance:
-        return Criterion(name, FAIL, np.nan, None, ADEQUACY_RULE, f"the training {test.metric} {train:.3g} is at or "
-                         f"below chance ({chance:.3g}): the model did not learn its training data.", kind)
+        return Criterion(name, FAIL, np.nan, None, text, f"the training {test.metric} {train:.3g} is at or "
+                         f"below chance ({chance:.3g}): the model did not learn its training data.", kind, useless)
     loss = (train - test.value) / (train - chance)
     ci = ConfidenceInterval((train - test.ci.high) / (train - chance), (train - test.ci.low) / (train - chance),
                             test.ci.level, test.ci.method, test.ci.rows)
-    return Criterion(name, grade(loss, ci, ADEQUACY_WARN_LOSS, ADEQUACY_FAIL_LOSS), float(loss), ci, ADEQUACY_RULE,
+    status = grade(loss, ci, t["adequacy_warn"], t["adequacy_fail"])
+    implication = {FAIL: "The model does not generalise: much of its training fit is memorised, so its predictions "
+                         "on new data are unreliable and its explanations describe that fit, not the population.",
+                   WARN: "The model may not generalise: check its test performance before relying on it."
+                   }.get(status, "")
+    return Criterion(name, status, float(loss), ci, text,
                      f"Test {measured} against training {test.metric} {train:.3g}: L = {loss:.2f} ({ci}), i.e. "
                      f"{max(loss, 0):.0%} of the skill above chance ({chance:.3g}) on the training data is lost on "
-                     "the test data.", kind)
+                     "the test data.", kind, implication)
 
 
-FAITHFULNESS_RULE = (f"F = (PGI² − PGI² random) / (PGI² greedy ceiling − PGI² random): pass if its {CI_LEVEL:.0%} "
-                     f"paired-bootstrap CI lies ≥ {FAITHFULNESS_PASS:g}, fail if it lies < {FAITHFULNESS_FAIL:g}, "
-                     "else warn")
-
-
-def explainer_faithfulness(method: str, per_row: dict, sigma: float, *, n_boot: int = N_BOOT,
+def explainer_faithfulness(method: str, per_row: dict, sigma: float, *, thresholds=None, n_boot: int = N_BOOT,
                            level: float = CI_LEVEL, random_state=None) -> Criterion:
     """Faithfulness criterion of ``method`` from ``per_row`` = {name: (rows,) PGI² at ``sigma``} holding
-    the method, ``"random"`` and ``"greedy"`` (see :func:`faithfulness_score`), graded by :func:`grade`
-    with :data:`FAITHFULNESS_PASS` / :data:`FAITHFULNESS_FAIL`."""
-    name, kind = f"Faithfulness of {method}", "faithfulness"
-    missing = [k for k in (method, RANDOM, CEILING) if k not in per_row]
+    the method, ``"random"``, ``"greedy"`` and any other evaluated rankings: F against the best ranking found
+    among them row by row (:func:`best_found`, :func:`faithfulness_score`), graded by :func:`grade` with the
+    thresholds ``faithfulness_pass`` / ``faithfulness_fail``."""
+    name, kind, t = f"Faithfulness of {method}", "faithfulness", limits(thresholds)
+    text = rule(kind, t)
+    missing = [k for k in (method, RANDOM, GREEDY) if k not in per_row]
     if missing:
-        return not_assessed(name, kind, f"no per-row PGI² for {', '.join(missing)} at σ = {sigma:g}", FAITHFULNESS_RULE)
+        return not_assessed(name, kind, f"no per-row PGI² for {', '.join(missing)} at σ = {sigma:g}", text)
+    best = best_found(per_row)
     try:
-        score = faithfulness_score(per_row[method], per_row[RANDOM], per_row[CEILING], n_boot=n_boot, level=level,
+        score = faithfulness_score(per_row[method], per_row[RANDOM], best, n_boot=n_boot, level=level,
                                    random_state=random_state)
     except InputError as exc:
-        return not_assessed(name, kind, str(exc), FAITHFULNESS_RULE)
-    status = grade(score.value, score.ci, FAITHFULNESS_PASS, FAITHFULNESS_FAIL)
-    return Criterion(name, status, score.value, score.ci, FAITHFULNESS_RULE,
+        return not_assessed(name, kind, str(exc), text)
+    status = grade(score.value, score.ci, t["faithfulness_pass"], t["faithfulness_fail"])
+    greedy_rows = float(np.mean(np.asarray(per_row[GREEDY], dtype=float) >= best))
+    implication = {FAIL: f"Explanations by {method} should not be used to justify individual decisions: its "
+                         "rankings are closer to random than to the best ranking found.",
+                   WARN: f"Explanations by {method} should be used with caution for individual decisions: "
+                         "their faithfulness is not established."}.get(status, "")
+    return Criterion(name, status, score.value, score.ci, text,
                      f"At σ = {sigma:g} over {score.ci.rows} rows, {method}'s rankings recover F = {score.value:.2f} "
-                     f"({score.ci}) of the PGI² gain of the greedy PG² ranking (the ceiling) over random rankings.",
-                     kind)
+                     f"({score.ci}) of the PGI² gain over random rankings of the best ranking found per row among "
+                     f"the {len(per_row) - 1} evaluated rankings (the greedy PG² reference is the best on "
+                     f"{greedy_rows:.0%} of the rows).", kind, implication)
 
 
 def per_row_tau(scores: dict) -> tuple[np.ndarray, dict]:
@@ -397,20 +614,17 @@ def per_row_tau(scores: dict) -> tuple[np.ndarray, dict]:
         return np.nanmean(taus, axis=0), {f"{a} vs {b}": float(np.nanmean(t)) for (a, b), t in zip(pairs, taus)}
 
 
-AGREEMENT_RULE = (f"mean pairwise Kendall τ: pass if its {CI_LEVEL:.0%} bootstrap CI over rows (the value itself for "
-                  f"global importances) lies ≥ {AGREEMENT_PASS:g}, fail if it lies < {AGREEMENT_FAIL:g}, else warn")
-
-
-def explainer_agreement(scores: dict | None = None, global_tau=None, *, n_boot: int = N_BOOT,
+def explainer_agreement(scores: dict | None = None, global_tau=None, *, thresholds=None, n_boot: int = N_BOOT,
                         level: float = CI_LEVEL, random_state=None) -> Criterion:
     """Agreement criterion: the mean pairwise Kendall τ of the explainers' feature orderings, graded by
-    :func:`grade` with :data:`AGREEMENT_PASS` / :data:`AGREEMENT_FAIL`.
+    :func:`grade` with the thresholds ``agreement_pass`` / ``agreement_fail``.
 
     With per-row ``scores`` ({method: (rows, d)}), τ is computed row by row (:func:`per_row_tau`) and its
     interval is a bootstrap over the rows; otherwise ``global_tau`` (a square pandas DataFrame of τ between
     the methods' global importances, NaN where undefined) gives the value, without an interval.
     """
-    name, kind = "Agreement between explainers", "agreement"
+    name, kind, t = "Agreement between explainers", "agreement", limits(thresholds)
+    text_rule = rule(kind, t)
     if scores is not None and len(scores) >= 2:
         methods, n_features = list(scores), np.shape(next(iter(scores.values())))[1]
         per_row, pairs = per_row_tau(scores)
@@ -427,10 +641,10 @@ def explainer_agreement(scores: dict | None = None, global_tau=None, *, n_boot: 
         tau = float(np.mean(finite)) if finite else np.nan
         over = "of the global importances"
     else:
-        return not_assessed(name, kind, "fewer than two explainers produced importances", AGREEMENT_RULE)
+        return not_assessed(name, kind, "fewer than two explainers produced importances", text_rule)
     if not np.isfinite(tau):
         return not_assessed(name, kind, "no pair of explainers orders the features (constant importances)",
-                            AGREEMENT_RULE)
+                            text_rule)
     finite_pairs = {k: v for k, v in pairs.items() if np.isfinite(v)}
     weakest = min(finite_pairs, key=lambda pair: finite_pairs[pair])
     features = "" if n_features is None else f" of {n_features} features"
@@ -438,42 +652,46 @@ def explainer_agreement(scores: dict | None = None, global_tau=None, *, n_boot: 
     text = (f"Mean Kendall τ over the {pair_count} of {len(methods)} explainers' orderings{features}, {over}: "
             f"{tau:.2f}" + ("" if ci is None else f" ({ci})") + f". Least agreeing pair: {weakest} "
             f"(τ = {finite_pairs[weakest]:.2f}).")
-    return Criterion(name, grade(tau, ci, AGREEMENT_PASS, AGREEMENT_FAIL), tau, ci, AGREEMENT_RULE, text, kind)
+    status = grade(tau, ci, t["agreement_pass"], t["agreement_fail"])
+    implication = {FAIL: "The explainers tell conflicting stories about the same model: no single method's ranking "
+                         "should be presented as the model's reasoning.",
+                   WARN: "The explainers agree only in part: compare methods before presenting one's ranking as the "
+                         "model's reasoning."}.get(status, "")
+    return Criterion(name, status, tau, ci, text_rule, text, kind, implication)
 
 
-STABILITY_RULE = (f"D = largest change of an explainer's F between noise levels: pass if its {CI_LEVEL:.0%} "
-                  f"paired-bootstrap CI lies ≤ {STABILITY_WARN:g}, fail if it lies > {STABILITY_FAIL:g}, else warn")
-
-
-def sigma_stability(pgi2: dict, *, n_boot: int = N_BOOT, level: float = CI_LEVEL, random_state=None) -> Criterion:
+def sigma_stability(pgi2: dict, *, thresholds=None, n_boot: int = N_BOOT, level: float = CI_LEVEL,
+                    random_state=None) -> Criterion:
     """Stability criterion from ``pgi2`` = {σ: {name: (rows,) PGI²}} (the same rows at every σ, each σ with
-    ``"random"`` and ``"greedy"``): D = max over explainers of (max_σ F − min_σ F), graded by
-    :data:`STABILITY_WARN` / :data:`STABILITY_FAIL`; the interval is a paired bootstrap of D (rows
-    resampled once for every array); the explanation also says whether the explainers' order by F
-    changes between σ."""
-    name, kind = "Stability across σ", "stability"
-    usable = {s: v for s, v in pgi2.items() if RANDOM in v and CEILING in v
-              and np.mean(v[CEILING]) - np.mean(v[RANDOM]) > 0}
+    ``"random"`` and ``"greedy"``): D = max over explainers of (max_σ F − min_σ F), F against the best ranking
+    found at each σ (:func:`best_found`), graded by the thresholds ``stability_warn`` / ``stability_fail``;
+    the interval is a paired bootstrap of D (rows resampled once for every array); the explanation also
+    says whether the explainers' order by F changes between σ."""
+    name, kind, t = "Stability across σ", "stability", limits(thresholds)
+    text_rule = rule(kind, t)
+    best = {s: best_found(v) for s, v in pgi2.items() if RANDOM in v and GREEDY in v}
+    usable = {s: v for s, v in pgi2.items() if s in best and np.mean(best[s]) - np.mean(v[RANDOM]) > 0}
     sigmas = sorted(usable)
-    methods = [m for m in (usable[sigmas[0]] if sigmas else ()) if m not in (RANDOM, CEILING)
+    methods = [m for m in (usable[sigmas[0]] if sigmas else ()) if m not in (RANDOM, GREEDY)
                and all(m in usable[s] for s in sigmas)]
     if len(sigmas) < 2 or not methods:
         return not_assessed(name, kind, "fewer than two noise levels σ with an explainer, random and greedy PGI² "
-                            "(and a ceiling above random)", STABILITY_RULE)
-    columns = [*methods, RANDOM, CEILING]
-    arrays = tuple(np.asarray(usable[s][m], dtype=float) for s in sigmas for m in columns)
+                            "(and a ranking above random)", text_rule)
+    arrays = tuple(np.asarray(a, dtype=float) for s in sigmas for a in
+                   [*(usable[s][m] for m in methods), usable[s][RANDOM], best[s]])
+    width = len(methods) + 2
 
     def spread(*values, axis=-1):
         """D of the row means: values are the arrays above, σ-major; F per (σ, method), range over σ."""
-        means = np.mean(np.stack(values), axis=axis).reshape(len(sigmas), len(columns), -1)
-        floor, ceiling = means[:, -2], means[:, -1]
-        scores = (means[:, :-2] - floor[:, None]) / (ceiling - floor)[:, None]
+        means = np.mean(np.stack(values), axis=axis).reshape(len(sigmas), width, -1)
+        floor, gap = means[:, -2], (means[:, -1] - means[:, -2])[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):        # F undefined where no ranking beats random
+            scores = np.where(gap > 0, (means[:, :-2] - floor[:, None]) / np.where(gap > 0, gap, 1.0), np.nan)
         return np.max(np.max(scores, axis=0) - np.min(scores, axis=0), axis=0).reshape(np.shape(values[0])[:-1])
 
     value = float(spread(*arrays))
     ci = bootstrap_ci(arrays, spread, n_boot=n_boot, level=level, random_state=random_state)
-    scores = {s: {m: float(_normalised(usable[s][m], usable[s][RANDOM], usable[s][CEILING])) for m in methods}
-              for s in sigmas}
+    scores = {s: {m: float(_normalised(usable[s][m], usable[s][RANDOM], best[s])) for m in methods} for s in sigmas}
     orders = {s: tuple(sorted(methods, key=lambda m: -scores[s][m])) for s in sigmas}
     moved = max(methods, key=lambda m: max(scores[s][m] for s in sigmas) - min(scores[s][m] for s in sigmas))
     order_text = ("The explainers' order by F is the same at every σ." if len(set(orders.values())) == 1 else
@@ -482,48 +700,98 @@ def sigma_stability(pgi2: dict, *, n_boot: int = N_BOOT, level: float = CI_LEVEL
     text = (f"F per σ ({', '.join(f'{s:g}' for s in sigmas)}) of {len(methods)} explainers; largest change "
             f"D = {value:.2f} ({ci}), for {moved} (" + ", ".join(f"{scores[s][moved]:.2f}" for s in sigmas) + "). "
             + order_text)
-    return Criterion(name, grade(value, ci, STABILITY_WARN, STABILITY_FAIL), value, ci, STABILITY_RULE, text, kind)
+    status = grade(value, ci, t["stability_warn"], t["stability_fail"])
+    implication = {FAIL: f"The faithfulness of {moved} depends on the noise scale σ chosen: its faithfulness grade "
+                         "holds only at the σ it was judged at.",
+                   WARN: f"The faithfulness of {moved} varies with the noise scale σ."}.get(status, "")
+    return Criterion(name, status, value, ci, text_rule, text, kind, implication)
 
 
-RASHOMON_RULE = (f"R = widest MCR range / largest model reliance: pass R ≤ {RASHOMON_WARN:g}, warn R ≤ "
-                 f"{RASHOMON_FAIL:g}, fail above")
-
-
-def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "") -> Criterion:
+def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "", thresholds=None) -> Criterion:
     """Rashomon criterion from each feature's model reliance MR_j(f) and its MCR range [MCR−_j, MCR+_j]:
-    R = max_j (MCR+_j − MCR−_j) / max_j MR_j(f), graded by :data:`RASHOMON_WARN` / :data:`RASHOMON_FAIL`.
-    No interval: the MCR bounds are themselves estimates over the Rashomon set, not row means. ``unit``
-    says in words what a reliance measures (e.g. "increase in log-loss when the feature is scrambled")."""
-    name, kind = "Rashomon sensitivity", "Rashomon sensitivity"
+    R = max_j (MCR+_j − MCR−_j) / max_j MR_j(f), graded by the thresholds ``rashomon_warn`` /
+    ``rashomon_fail``. No interval: the MCR bounds are themselves estimates over the Rashomon set, not row
+    means. ``unit`` says in words what a reliance measures (e.g. "increase in log-loss when the feature is
+    scrambled")."""
+    name, kind, t = "Rashomon sensitivity", "Rashomon sensitivity", limits(thresholds)
+    text_rule = rule(kind, t)
     features = [str(f) for f in features]
     reliance, lower, upper = (np.asarray(a, dtype=float) for a in (reliance, lower, upper))
     top = float(np.max(reliance)) if len(reliance) else np.nan
     if not len(features) or not np.isfinite(top) or top <= 0:
         return not_assessed(name, kind, "no feature has a positive model reliance to compare the MCR ranges with",
-                            RASHOMON_RULE)
+                            text_rule)
     widths = upper - lower
     widest = int(np.nanargmax(widths))
     value = float(widths[widest] / top)
-    status = grade(value, None, RASHOMON_WARN, RASHOMON_FAIL)
+    status = grade(value, None, t["rashomon_warn"], t["rashomon_fail"])
     text = (f"Widest range: {features[widest]}, reliance between {lower[widest]:.4g} and {upper[widest]:.4g} among "
             f"equally accurate models (the audited model: {reliance[widest]:.4g}); the largest reliance of the model "
             f"is {top:.4g} ({features[int(np.argmax(reliance))]}), so R = {value:.2f}."
             + (f" Reliance: {unit}." if unit else ""))
-    return Criterion(name, status, value, None, RASHOMON_RULE, text, kind)
+    implication = {FAIL: f"How much the model relies on {features[widest]} is partly an arbitrary choice among "
+                         "equally accurate models: its importance should not be read as a property of the data.",
+                   WARN: f"Equally accurate models could rely on {features[widest]} noticeably more or less."
+                   }.get(status, "")
+    return Criterion(name, status, value, None, text_rule, text, kind, implication)
 
 
-def fairness(attributes, thresholds: dict, crossed: str = "", not_assessed_reason: str = "") -> Criterion:
-    """Fairness criterion of the protected ``attributes``: "warn" when the fairness section warns
-    (``crossed``: its findings, as the section words them: a threshold of ``thresholds`` ({metric: limit},
-    quoted in the rule) crossed, or an attribute used as a model input), "pass" when it does not, "not
-    assessed" with ``not_assessed_reason``. A finding warns rather than fails: a disparity may be
-    justified by the intended use, which the reviewer, not the tool, judges."""
+@dataclass(frozen=True)
+class Disparity:
+    """A disparity between the groups of a protected ``attribute``: ``metric``, ``value`` with its interval
+    [``low``, ``high``] (NaN when there is none), and the ``limit`` above which it is a finding."""
+
+    attribute: str
+    metric: str
+    value: float
+    low: float
+    high: float
+    limit: float
+
+    @property
+    def status(self) -> str:
+        """"fail" when the whole interval lies above the limit (the data show the disparity), "warn" when the
+        value does but the interval reaches the limit (or there is no interval), "pass" when the value is
+        at or below the limit; "not assessed" for a value that is not finite."""
+        if not np.isfinite(self.value):
+            return NOT_ASSESSED
+        if self.value <= self.limit:
+            return PASS
+        return FAIL if np.isfinite(self.low) and self.low > self.limit else WARN
+
+    def __str__(self) -> str:
+        """"attribute: metric value [low, high] vs limit"."""
+        interval = f" (95% interval [{self.low:.3g}, {self.high:.3g}])" if np.isfinite([self.low, self.high]).all() \
+            else ""
+        return f"{self.attribute}: {self.metric} {self.value:.3g}{interval}, limit {self.limit:g}"
+
+
+def fairness(attributes, disparities=(), crossed: str = "", insufficient=(), not_assessed_reason: str = "",
+             thresholds=None) -> Criterion:
+    """Fairness criterion of the protected ``attributes``: "fail" when a :class:`Disparity` of ``disparities``
+    fails (its whole interval above its limit), "warn" when one warns, when the fairness section reports
+    other findings (``crossed``: importance profiles, proxies, error ratios, a protected attribute used as a
+    model input) or when an attribute had too few rows per group to be judged (``insufficient``: one text
+    per such attribute), else "pass"; "not assessed" with ``not_assessed_reason``."""
     name, kind = "Fairness", "fairness"
-    rule = ("warn when the fairness section warns (any of " + ", ".join(f"{k} > {v:g}" for k, v in thresholds.items())
-            + ", or a protected attribute used by the model), else pass")
+    text_rule = rule(kind, thresholds)
     names = f"Protected attribute{'s' * (len(attributes) > 1)} {', '.join(map(str, attributes))}"
     if not_assessed_reason:
-        return not_assessed(name, kind, not_assessed_reason, rule)
-    if crossed:
-        return Criterion(name, WARN, None, None, rule, f"{names}: the fairness section warns ({crossed}).", kind)
-    return Criterion(name, PASS, None, None, rule, f"{names}: no fairness threshold crossed.", kind)
+        return not_assessed(name, kind, not_assessed_reason, text_rule)
+    by_status = {s: [d for d in disparities if d.status == s] for s in (FAIL, WARN)}
+    status = FAIL if by_status[FAIL] else WARN if by_status[WARN] or crossed or insufficient else PASS
+    within = [d for d in disparities if d.status == PASS]
+    parts = [f"{s} — " + "; ".join(map(str, by_status[s])) for s in (FAIL, WARN) if by_status[s]]
+    parts += [f"within limits — {'; '.join(map(str, within))}"] * bool(within)
+    parts += [f"other findings: {crossed}"] * bool(crossed)
+    parts += [f"insufficient evidence: {'; '.join(insufficient)}"] * bool(insufficient)
+    text = f"{names}: " + (". ".join(parts) if parts else "no fairness threshold crossed") + "."
+    implication = ""
+    if by_status[FAIL]:
+        implication = ("The model's predictions differ between groups of "
+                       + ", ".join(dict.fromkeys(d.attribute for d in by_status[FAIL]))
+                       + " beyond the limit with 95% confidence: it should not be used for decisions about these "
+                         "groups without a documented justification.")
+    elif status == WARN:
+        implication = "Possible unfairness or too little evidence to judge it: review the fairness section before use."
+    return Criterion(name, status, None, None, text_rule, text, kind, implication)

@@ -25,7 +25,7 @@ from ..section import SKIPPED, STATUSES, Section, Table
 
 #: the order sections are built in: every section after the sections it reads
 COMPUTE_ORDER = ("model", "data", "explanations", "faithfulness", "agreement", "mcr", "fairness", "limitations",
-                 "summary", "reproducibility", "governance", "verdict")
+                 "verdict", "summary", "reproducibility", "governance")
 #: the order sections appear in the report (the verdict and the governance block first)
 RENDER_ORDER = ("verdict", "governance", "summary", "model", "data", "explanations", "faithfulness", "agreement",
                 "mcr", "fairness", "limitations", "reproducibility")

@@ -22,6 +22,7 @@ import pandas as pd
 from ...errors import InputError
 from .. import fairness as fair
 from .. import figures
+from .. import verdict as vd
 from ..render import fmt
 from ..runners import LABELS
 from ..section import Table
@@ -52,12 +53,15 @@ def build(ctx, results, options):
         predictions = np.asarray(ctx.model.predict(ctx.model_input(ctx.X_test.to_numpy())))
     assessed = [_assess(ctx, results, options, name, predictions) for name in options.protected]
     section.data = {"attributes": {a["name"]: a["data"] for a in assessed},
-                    "thresholds": dict(fair.THRESHOLDS)}
-    section.raw = {"attributes": assessed}
+                    "thresholds": fair.thresholds(options.limits), "min group rows": options.limits["min_group_rows"]}
+    section.raw = {"attributes": assessed, "disparities": [d for a in assessed for d in a["disparities"]],
+                   "other findings": "; ".join(f"{a['name']}: {w}" for a in assessed for w in a["warnings"]),
+                   "insufficient": [a["insufficient"] for a in assessed if a["insufficient"]]}
     blocks = [b for a in assessed for b in a["blocks"]]
     section.tables = [b for b in blocks if isinstance(b, Table)]
     section.figures = [b for b in blocks if isinstance(b, figures.Figure)]
-    warned = [f"{a['name']}: {w}" for a in assessed for w in a["warnings"] + [a["not assessed"]] if w]
+    warned = [f"{a['name']}: {w}" for a in assessed
+              for w in a["disparity warnings"] + a["warnings"] + [a["not assessed"], a["insufficient"]] if w]
     if all(a["not assessed"] for a in assessed):
         section.status = "not applicable"
         section.reason = "; ".join(f"{a['name']}: {a['not assessed']}" for a in assessed)
@@ -69,8 +73,7 @@ def build(ctx, results, options):
 def _assess(ctx, results, options, name, predictions) -> dict:
     """Tables, figures, findings (plain text) and warnings of one protected attribute."""
     values = ctx.protected[name].reset_index(drop=True)
-    out = {"name": name, "blocks": [], "findings": [], "warnings": [], "not assessed": "",
-           "data": {"groups": "", "group sizes": {}}}
+    out = new_attribute(name, options.limits)
     try:
         grouping = fair.make_grouping(values, name)
     except InputError as exc:
@@ -101,22 +104,40 @@ def _assess(ctx, results, options, name, predictions) -> dict:
     return out
 
 
+def new_attribute(name, limits=None) -> dict:
+    """The empty assessment of protected attribute ``name`` that the helpers below fill, under the verdict's
+    threshold values ``limits`` ({name: value}; default: the defaults)."""
+    limits = vd.limits(limits)
+    return {"name": name, "blocks": [], "findings": [], "warnings": [], "not assessed": "",
+            "data": {"groups": "", "group sizes": {}}, "limits": fair.thresholds(limits),
+            "min rows": limits["min_group_rows"], "disparities": [], "disparity warnings": [], "insufficient": ""}
+
+
 def _performance(ctx, out, labels, predictions, seed) -> None:
-    """Per-group metrics and disparities. When some groups have fewer than ``SMALL_GROUP`` test rows
-    and at least two have more, the warnings judge the disparities between the larger groups (a
-    rate over a handful of rows is mostly noise); the disparities over every group are shown too."""
-    perf = fair.performance_by_group(ctx.y_test, predictions, labels, ctx.task, ctx.positive_class, random_state=seed)
-    large = perf.by_group.index[perf.by_group["rows"] >= fair.SMALL_GROUP].tolist()
+    """Per-group metrics and disparities. Groups with fewer than ``min_group_rows`` test rows are
+    insufficient evidence: the disparities judged (``out["disparities"]``, for the verdict) are those
+    between the larger groups, and with fewer than two larger groups none is judged
+    (``out["insufficient"]``); the disparities over every group are shown too."""
+    limits, min_rows = out["limits"], out["min rows"]
+    perf = fair.performance_by_group(ctx.y_test, predictions, labels, ctx.task, ctx.positive_class, random_state=seed,
+                                     limits=limits, min_rows=min_rows)
+    large = perf.by_group.index[perf.by_group["rows"] >= min_rows].tolist()
     judged, scope = perf, ""
     shown = perf.disparities.assign(groups="all")
-    if 2 <= len(large) < len(perf.by_group):
+    if len(large) < 2:
+        judged = None
+        sizes = ", ".join(f"{g}: {n}" for g, n in perf.by_group["rows"].items())
+        out["insufficient"] = (f"{out['name']} has fewer than two groups of at least {min_rows:g} test rows "
+                               f"(min_group_rows; {sizes}), so its disparities are not judged")
+        out["findings"].append(f"Insufficient evidence: {out['insufficient']}.")
+    elif len(large) < len(perf.by_group):
         keep = labels.isin(large).to_numpy()
         judged = fair.performance_by_group(None if ctx.y_test is None else np.asarray(ctx.y_test)[keep],
                                            predictions[keep], labels[keep].reset_index(drop=True), ctx.task,
-                                           ctx.positive_class, random_state=seed)
-        scope = f" (groups of ≥ {fair.SMALL_GROUP} test rows)"
-        shown = pd.concat([shown, judged.disparities.assign(groups=f"≥ {fair.SMALL_GROUP} rows")])
-        out["data"][f"disparities (groups of ≥ {fair.SMALL_GROUP} rows)"] = judged.disparities
+                                           ctx.positive_class, random_state=seed, limits=limits, min_rows=min_rows)
+        scope = f" (groups of ≥ {min_rows:g} test rows)"
+        shown = pd.concat([shown, judged.disparities.assign(groups=f"≥ {min_rows:g} rows")])
+        out["data"][f"disparities (groups of ≥ {min_rows:g} rows)"] = judged.disparities
     out["data"].update({"by group": perf.by_group, "disparities": perf.disparities})
     what = (f"positive class {ctx.positive_class} against the rest" if ctx.task == "classification"
             else "regression output")
@@ -124,46 +145,65 @@ def _performance(ctx, out, labels, predictions, seed) -> None:
                                f"({what}; fairlearn MetricFrame).", perf.by_group))
     shown["95% interval"] = [f"[{fmt(a)}, {fmt(b)}]" if np.isfinite(a) else "–"
                              for a, b in zip(shown["ci_low"], shown["ci_high"])]
-    shown = shown.rename(columns={"threshold": "warn above"})[
-        (["groups"] if judged is not perf else []) + ["value", "95% interval", "warn above"]]
+    shown = shown.rename(columns={"threshold": "limit"})[
+        (["groups"] if judged is not perf else []) + ["value", "95% interval", "limit"]]
+    basis = (f"; the verdict judges the groups of at least {min_rows:g} rows." if judged is not perf and judged
+             is not None else f"; not judged: fewer than two groups of at least {min_rows:g} rows." if judged is None
+             else ".")
     out["blocks"].append(Table(
         f"{out['name']}: disparities between groups (largest minus smallest group value; 95% percentile-bootstrap "
-        "interval over the test rows where given)" + (f"; the warnings use the groups of at least {fair.SMALL_GROUP} "
-                                                      "rows." if judged is not perf else "."), shown))
+        "interval over the test rows where given). A disparity fails when its whole interval lies above its limit "
+        "and warns when its value does but its interval reaches the limit" + basis, shown))
+    if judged is None:
+        return
+    for metric, row in judged.disparities.iterrows():
+        if np.isfinite(row["threshold"]):
+            out["disparities"].append(vd.Disparity(str(out["name"]), str(metric), float(row["value"]),
+                                                   float(row["ci_low"]), float(row["ci_high"]),
+                                                   float(row["threshold"])))
+    _disparity_findings(ctx, out, perf, judged, scope)
+
+
+def _disparity_findings(ctx, out, perf, judged, scope) -> None:
+    """The disparities in words, with their limits and verdicts."""
+    limits = out["limits"]
     d = judged.disparities
-    for metric, row in d.iterrows():
-        if row["exceeded"]:
-            out["warnings"].append(f"{metric}{scope} {fmt(row['value'])} is above {fmt(row['threshold'])}")
+    for disparity in out["disparities"]:
+        if disparity.status in (vd.FAIL, vd.WARN):
+            certain = "with its whole interval" if disparity.status == vd.FAIL else "(not certain: warn)"
+            out["disparity warnings"].append(f"{disparity.metric}{scope} {fmt(disparity.value)} is above "
+                                             f"{fmt(disparity.limit)} {certain}")
     if ctx.task == "classification":
         out["findings"].append(
             f"Share of rows predicted as class {ctx.positive_class}: " + ", ".join(
                 f"{g}: {fmt(r, 3)}" for g, r in perf.by_group["selection rate"].items()) +
             f"; the demographic-parity difference{scope} is {fmt(d.loc['demographic parity difference', 'value'])} "
-            f"(warning above {fmt(fair.THRESHOLDS['demographic parity difference'])}).")
+            f"(limit {fmt(limits['demographic parity difference'])}).")
         if "equalized odds difference" in d.index:
             out["findings"].append(
                 f"The largest gap between groups{scope} in the true-positive or false-positive rate "
-                f"(equalized-odds difference) is {fmt(d.loc['equalized odds difference', 'value'])} (warning above "
-                f"{fmt(fair.THRESHOLDS['equalized odds difference'])}).")
+                f"(equalized-odds difference) is {fmt(d.loc['equalized odds difference', 'value'])} (limit "
+                f"{fmt(limits['equalized odds difference'])}).")
     else:
         out["findings"].append(
             "Mean prediction per group: " + ", ".join(
                 f"{g}: {fmt(v)}" for g, v in perf.by_group["mean prediction"].items()) +
             f"; the gap{scope} is {fmt(d.loc['mean prediction gap (sd of predictions)', 'value'])} standard "
-            f"deviations of the predictions (warning above "
-            f"{fmt(fair.THRESHOLDS['mean prediction gap (sd of predictions)'])}).")
+            f"deviations of the predictions (limit "
+            f"{fmt(limits['mean prediction gap (sd of predictions)'])}).")
         if "MAE ratio (worst / best group)" in d.index:
             out["findings"].append(
                 f"The worst-served group's mean absolute error{scope} is "
                 f"{fmt(d.loc['MAE ratio (worst / best group)', 'value'])} times the best-served group's (warning "
-                f"above {fmt(fair.THRESHOLDS['MAE ratio (worst / best group)'])}).")
+                f"above {fmt(limits['MAE ratio (worst / best group)'])}).")
     if ctx.y_test is None:
         out["findings"].append("Error rates per group need the test target, which was not given.")
-    out["findings"].extend(note[0].upper() + note[1:] + ("; the warnings leave them out." if judged is not perf
+    out["findings"].extend(note[0].upper() + note[1:] + ("; the verdict leaves them out." if judged is not perf
                                                          else ".") for note in perf.notes)
 
 
 def _importances(ctx, results, out, labels) -> None:
+    limits = out["limits"]
     explanations = results.get("explanations")
     raw = explanations.raw if explanations is not None else {}
     rows = np.asarray(raw.get("rows", []), dtype=int)
@@ -174,7 +214,8 @@ def _importances(ctx, results, out, labels) -> None:
         out["findings"].append("Per-group explanation importances: not computed (no per-row explanation ran).")
         return
     row_groups = labels.iloc[rows].reset_index(drop=True)
-    means, summary = fair.importance_by_group(per_row, ctx.feature_names, row_groups)
+    means, summary = fair.importance_by_group(per_row, ctx.feature_names, row_groups,
+                                              limits["importance profile distance"])
     counts = row_groups.value_counts().sort_index()
     out["data"].update({"explained rows per group": counts.to_dict(), "importance by group": means,
                         "importance profiles": summary})
@@ -191,7 +232,7 @@ def _importances(ctx, results, out, labels) -> None:
         f"{out['name']}: do the methods see different features as important for different groups? Profile distance: "
         "total-variation distance between two groups' importance shares (largest over pairs of groups with at "
         f"least {fair.MIN_EXPLAINED_ROWS} explained rows); warning above "
-        f"{fmt(fair.THRESHOLDS['importance profile distance'])}.", shown))
+        f"{fmt(limits['importance profile distance'])}.", shown))
     top = pd.DataFrame({method: {g: ", ".join(map(str, table[g].sort_values(ascending=False, kind="stable")
                                                    .head(3).index)) for g in table.columns}
                         for method, table in means.items()})
@@ -208,7 +249,7 @@ def _importances(ctx, results, out, labels) -> None:
         out["findings"].append(
             "Explanations per group: the largest difference between two groups' importance profiles is "
             f"{fmt(distances.max())} ({distances.idxmax()}; 0 = the same features matter in the same proportions, "
-            f"1 = entirely different features; warning above {fmt(fair.THRESHOLDS['importance profile distance'])}).")
+            f"1 = entirely different features; warning above {fmt(limits['importance profile distance'])}).")
     else:
         out["findings"].append(f"Explanations per group: no two groups have {fair.MIN_EXPLAINED_ROWS} explained "
                                "rows each, so their importance profiles are shown but not compared.")
@@ -321,6 +362,7 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
 
 
 def _proxies(out, X, labels, where, encodings, seed) -> None:
+    limits = out["limits"]
     name = out["name"]
     try:
         proxy = fair.proxy_check(X, labels, encodings, seed)
@@ -343,10 +385,10 @@ def _proxies(out, X, labels, where, encodings, seed) -> None:
         text += (" A small random-forest classifier predicts the group with a cross-validated ROC AUC of "
                  + "; ".join(f"{fmt(v, 3)} from {k}" for k, v in proxy.auc.items())
                  + f" ({proxy.folds}-fold; 0.5 = no better than chance; warning above "
-                   f"{fmt(fair.THRESHOLDS['proxy AUC'])}).")
+                   f"{fmt(limits['proxy AUC'])}).")
     else:
         text += f" {proxy.note[0].upper() + proxy.note[1:]}."
     out["findings"].append(text)
-    if indirect is not None and indirect > fair.THRESHOLDS["proxy AUC"]:
+    if indirect is not None and indirect > limits["proxy AUC"]:
         out["warnings"].append(f"the model features predict it indirectly (AUC {fmt(indirect, 3)} above "
-                               f"{fmt(fair.THRESHOLDS['proxy AUC'])}; strongest: {', '.join(proxy.top())})")
+                               f"{fmt(limits['proxy AUC'])}; strongest: {', '.join(proxy.top())})")

@@ -1,10 +1,10 @@
 """Faithfulness section: exact PGI² of every method's ranking of every explained row, per σ.
 
-The greedy PG² ranking maximises PG² step by step, the very quantity PGI² averages: it is the
-ceiling the other methods are judged against, not a contestant, and random rankings are the floor.
+The greedy PG² ranking adds the feature that raises PG² most at each step: a reference (a heuristic,
+not a bound: an explainer can beat it on a row), not a contestant; random rankings are the floor.
 ``raw["pgi2"][sigma][key]`` holds the per-row PGI² (shape (rows,)) of each ranking, keyed by method
 key (``"shap"``, ``"local_mdi"``, ``"acme"``, global rankings ``"dt_sampler"`` / ``"mcr"``) plus
-``"greedy"`` (the ceiling) and ``"random"`` (the floor); ``raw["rows"]`` the explained row positions;
+``"greedy"`` (the greedy reference) and ``"random"`` (the floor); ``raw["rows"]`` the explained row positions;
 ``raw["labels"]`` each key's display label. On a Dask cluster the per-row values stay on the cluster
 and ``raw["pgi2"]`` is empty.
 """
@@ -16,13 +16,14 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ...prediction_gap import pg2
 from .. import figures
 from .. import pgi2_of_rankings as faith
 from ..render import fmt
 from ..section import Table
 from . import new, register, skipped_by_user
 
-#: the key of the greedy PG² ranking in ``raw["pgi2"]`` (the ceiling) and of the random baseline
+#: the key of the greedy PG² ranking in ``raw["pgi2"]`` (the greedy reference) and of the random baseline
 CEILING, FLOOR = "greedy", "random"
 
 
@@ -50,6 +51,7 @@ def build(ctx, results, options):
         table, per_row = faith.pgi2_scores(ctx, rows, rankings, sigmas, labels, options.binary_sigma)
         win_rate = faith.win_rates(per_row, options.sigma_ref, exclude=(labels[FLOOR], labels.get(CEILING)))
         section.raw["pgi2"] = {s: {key: per_row[(labels[key], s)] for key in rankings} for s in sigmas}
+        section.raw["pg2 all"] = _pg2_all(ctx, rows, sigmas, options.binary_sigma)
     else:
         from ...distributed import random_rankings
         from .. import cluster
@@ -60,11 +62,33 @@ def build(ctx, results, options):
         section.raw["pgi2"] = {}
     section.raw.update({"rows": rows if cl is None else np.arange(0), "labels": labels})
     best = faith.winners(table, exclude=(labels[FLOOR], labels.get(CEILING)))
-    section.data = {"rows": n_rows, "sigmas": sigmas, "pgi2": table, "winners": best,
-                    "ceiling": labels.get(CEILING), "win rate": win_rate.to_dict(), "sigma_ref": options.sigma_ref}
+    unit = squared_unit(ctx)
+    section.data = {"rows": n_rows, "sigmas": sigmas, "pgi2": table, "winners": best, "unit": unit,
+                    "greedy reference": labels.get(CEILING), "win rate": win_rate.to_dict(),
+                    "sigma_ref": options.sigma_ref}
+    if "pg2 all" in section.raw:
+        section.data["mean PG² all features"] = {s: float(np.mean(v)) for s, v in section.raw["pg2 all"].items()}
     _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref, cl)
     _monte_carlo(ctx, section, rows, options)
     return section
+
+
+def squared_unit(ctx) -> str:
+    """The unit of PG² and PGI²: the square of the explained output's unit."""
+    if ctx.forest.output_space == "probability":
+        return "probability²"
+    if ctx.forest.output_space == "margin":
+        return "log-odds²" if ctx.task == "classification" else "(link-scale output)²"
+    return "(target unit)²"
+
+
+def _pg2_all(ctx, rows, sigmas, binary_sigma) -> dict:
+    """{σ: (rows,) exact PG² with every feature perturbed}: the scale PGI² is shown against (dimensionless
+    share = mean PGI² / mean PG² with all features perturbed, at the same σ)."""
+    X = ctx.X_test.to_numpy()[rows]
+    every = np.arange(ctx.n_features)
+    return {s: faith._column(ctx, pg2(ctx.forest, X, every, sigma=ctx.sigma_vector(s, binary_sigma),
+                                      background=ctx.background, verbose=False).value) for s in sigmas}
 
 
 def _rankings(methods, n_rows, cl) -> tuple[dict, dict]:
@@ -76,7 +100,7 @@ def _rankings(methods, n_rows, cl) -> tuple[dict, dict]:
             continue
         key = CEILING if m.key == "pg2" else m.key
         if m.ranking is not None:
-            rankings[key], labels[key] = m.ranking, (f"{m.label} (ceiling)" if key == CEILING else m.label)
+            rankings[key], labels[key] = m.ranking, (f"{m.label} (reference)" if key == CEILING else m.label)
         elif m.importance is not None:
             order = np.argsort(-m.importance.to_numpy(dtype=float), kind="stable")
             rankings[key] = np.tile(order, (n_rows, 1)) if cl is None else cl.tile(order)
@@ -87,18 +111,28 @@ def _rankings(methods, n_rows, cl) -> tuple[dict, dict]:
 def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, cl) -> None:
     wide = table.pivot(index="method", columns="sigma", values="mean").loc[shown_methods]
     sd = table.pivot(index="method", columns="sigma", values="sd").loc[shown_methods]
-    shown = pd.DataFrame({f"σ = {s:g}": [f"{fmt(a)} ± {fmt(b)}" for a, b in zip(wide[s], sd[s])] for s in sigmas},
-                         index=pd.Index(wide.index, name="method"))
+    unit = section.data["unit"]
+    scale = section.data.get("mean PG² all features")
+    share = None if scale is None else wide / pd.Series(scale)
+    shown = pd.DataFrame({f"σ = {s:g}": [f"{fmt(a)} ± {fmt(b)}" + ("" if share is None else f" ({c:.0%})")
+                                         for a, b, c in zip(wide[s], sd[s], wide[s] if share is None else share[s])]
+                          for s in sigmas}, index=pd.Index(wide.index, name="method"))
     shown[f"win rate at σ = {sigma_ref:g}"] = [section.data["win rate"].get(m, np.nan) for m in shown.index]
     where = "" if cl is None else " (every complete test row, computed on the Dask cluster)"
     section.tables.append(Table(
-        f"Exact PGI² of each method's per-row ranking: mean ± standard deviation over {n_rows} test rows{where}, "
-        f"per noise level σ (in training standard deviations). The greedy PG² ranking is the ceiling (it "
-        f"maximises the score it is judged by) and random rankings the floor; win rate: share of rows where the "
-        f"method's ranking scores highest among the explainers (ceiling and floor excluded).", shown))
+        f"Exact PGI² of each method's per-row ranking, in {unit} (the explained output's unit squared): mean ± "
+        f"standard deviation over {n_rows} test rows{where}, per noise level σ (in training standard deviations)"
+        + ("" if share is None else "; in parentheses, the dimensionless share: mean PGI² / mean PG² with every "
+           "feature perturbed at that σ (100%: as much output change as perturbing all features at once)")
+        + ". The greedy PG² ranking is a reference (a heuristic, not a bound) and random rankings the floor; "
+        "win rate: share of rows where the "
+        "method's ranking scores highest among the explainers (greedy reference and floor excluded).", shown))
     section.figures.append(figures.pgi2_by_sigma(
-        "Exact PGI² per method and σ: mean over the explained rows ± one standard error (log scale); dashed: the "
-        "random floor, the greedy ceiling and global rankings applied to every row.", table, sigmas))
+        f"Exact PGI² per method and σ, in {unit}: mean over the explained rows ± one standard error (log scale); "
+        "dashed: the random floor, the greedy PG² reference and global rankings applied to every row. What it shows: "
+        "how much the model output moves when each method's top-ranked features are perturbed first — higher is a "
+        "more faithful ranking; a method near the random floor ranks features no better than chance.", table,
+        sigmas))
 
 
 def _monte_carlo(ctx, section, rows, options) -> None:

@@ -29,8 +29,9 @@ def build(ctx, results, options):
                          "instead of the σ of the other features.")
     if "pg2" in ran:
         items.append(f"The greedy PG² ranking is computed at σ = {options.sigma_ref:g} and reused at the other σ; "
-                     "it maximises PG² step by step, so it is the ceiling the other methods are judged against, "
-                     "not one of them.")
+                     "it adds the feature that raises PG² most at each step, a heuristic, not a bound: an explainer's "
+                     "ranking can score higher on a row, so faithfulness is judged against the best ranking found "
+                     "among all evaluated rankings, and greedy is a reference, not a contestant.")
     if "local_mdi" in ran:
         items.append("Local MDI is the impurity decrease along the row's own decision path, averaged over trees, "
                      "using the node impurities stored at training time; it describes how the model was fitted, "

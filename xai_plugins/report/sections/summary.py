@@ -2,7 +2,9 @@
 
 ``data["problems"]`` lists each section or method that failed or warns (the CLI prints them to
 stderr, and ``--strict`` turns a failure into exit status 1); ``data["findings"]`` the findings.
-Means over rows carry a 95 % bootstrap confidence interval over those rows.
+Means over rows carry a 95 % bootstrap confidence interval over those rows. Every qualitative word
+("strong", "faithful", ...) is the verdict's (:data:`..verdict.WORDS` of the criterion's status), so
+the summary cannot contradict it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ def build(ctx, results, options):
     methods = results["explanations"].raw.get("methods", {})
     problems = collect_problems(results, methods)
     seed = ctx.seed_int("summary")
-    rows = _method_rows(methods) + _agreement_rows(results["agreement"], seed) + \
-        _faithfulness_rows(results["faithfulness"], seed) + _mcr_rows(results["mcr"]) + \
+    verdict = results["verdict"].raw.get("verdict") if "verdict" in results else None
+    criteria = [] if verdict is None else verdict.criteria
+    rows = _method_rows(methods) + _agreement_rows(results["agreement"], seed, criteria) + \
+        _faithfulness_rows(results["faithfulness"], seed, criteria) + _mcr_rows(results["mcr"]) + \
         _performance_rows(results["model"])
     section.data = {"findings": rows, "problems": problems, "explained output": ctx.output_label}
     if ctx.task == "classification" and len(ctx.classes) > 2:
@@ -69,21 +73,32 @@ def _method_rows(methods) -> list:
     return rows
 
 
-def _agreement_rows(section, seed) -> list:
+def verdict_word(criteria, kind: str) -> str:
+    """"word (status, by the verdict's criterion: value and interval)" of each criterion of ``kind``, the
+    qualitative word being the verdict's own; "not judged by the verdict" when there is none."""
+    said = [f"{c.word} ({c.status} in the verdict" + ("" if c.value is None or not np.isfinite(c.value) else
+                                                     f": {fmt(c.value)}" + ("" if c.ci is None else f", {c.ci}"))
+            + ")" for c in criteria if c.kind == kind]
+    return "; ".join(said) or "not judged by the verdict"
+
+
+def _agreement_rows(section, seed, criteria) -> list:
     data = section.data
     if "mean global tau" not in data:
         return []
-    tau = data["mean global tau"]
-    strength = "strong" if tau >= 0.6 else "moderate" if tau >= 0.3 else "weak"
-    text = (f"{strength}: mean pairwise Kendall τ of the global importances {fmt(tau)} and mean top-{data['k']} "
-            f"overlap {fmt(data['mean global overlap'])} ({len(data['methods'])} methods, {data['features']} features)")
+    judged = [c for c in criteria if c.kind == "agreement"]
+    basis = ("" if not judged or judged[0].value is None else
+             " — the verdict judges the mean per-row τ where per-row scores exist, else the global τ")
+    text = (f"{verdict_word(criteria, 'agreement')}{basis}. Mean pairwise Kendall τ of the global importances "
+            f"{fmt(data['mean global tau'])} and mean top-{data['k']} overlap {fmt(data['mean global overlap'])} "
+            f"({len(data['methods'])} methods, {data['features']} features)")
     per_row = section.raw.get("per-row tau")
     if per_row is not None and np.isfinite(per_row).sum() >= 2:
         text += f"; per row: mean pairwise τ {mean_with_ci(per_row[np.isfinite(per_row)], seed)}"
     return [{"finding": "Do the methods agree?", "result": text}]
 
 
-def _faithfulness_rows(section, seed) -> list:
+def _faithfulness_rows(section, seed, criteria) -> list:
     data = section.data
     if not data.get("winners"):
         return []
@@ -98,14 +113,20 @@ def _faithfulness_rows(section, seed) -> list:
             return mean_with_ci(per_row[sigma][key], seed)
         return fmt(table[(label, sigma)])
 
-    rows = []
+    unit = data.get("unit", "")
+    judged = [c for c in criteria if c.kind == "faithfulness"]
+    rows = [{"finding": f"Are the explainers faithful? (verdict, σ = {data['sigma_ref']:g})",
+             "result": "; ".join(f"{c.name.removeprefix('Faithfulness of ')}: {verdict_word([c], 'faithfulness')}"
+                                 for c in judged) or "not judged by the verdict"}]
     for sigma, method in data["winners"].items():
-        ceiling = data.get("ceiling")
+        reference = data.get("greedy reference")
         text = f"{method}: mean PGI² {shown(method, sigma)}; random floor {shown('random', sigma)}"
-        if ceiling:
-            text += f"; greedy PG² ceiling {shown(ceiling, sigma)}"
-        rows.append({"finding": f"Most faithful explainer at σ = {sigma:g} (highest mean PGI²; the greedy PG² "
-                                "ranking is the ceiling, not a contestant)", "result": text})
+        if reference:
+            text += f"; greedy PG² reference {shown(reference, sigma)}"
+        if unit:
+            text += f" (all in {unit})"
+        rows.append({"finding": f"Highest mean PGI² among the explainers at σ = {sigma:g} (the greedy PG² ranking "
+                                "is a reference, not a contestant)", "result": text})
     return rows
 
 

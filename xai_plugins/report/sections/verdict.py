@@ -1,7 +1,9 @@
 """Verdict section: pass / warn / fail per criterion, with its threshold and confidence interval, and
-one overall verdict (see :mod:`xai_plugins.report.verdict` for the criteria, thresholds and rule).
+two verdicts, model fitness and explanation reliability (see :mod:`xai_plugins.report.verdict` for
+the criteria, thresholds and rule).
 
-Computed last, from the other sections' results; rendered first. ``raw["verdict"]`` holds the
+Computed after the sections it reads and before the summary (which takes its words from it); rendered
+first. ``raw["verdict"]`` holds the
 :class:`~xai_plugins.report.verdict.Verdict` (``Audit.verdict``); ``data`` its JSON form. A criterion
 whose section did not run is "not assessed", with the reason.
 """
@@ -24,14 +26,15 @@ TASK_SCORES = {"regression": ("R²", metrics.r2_score), "classification": ("bala
 def build(ctx, results, options):
     """Every criterion of :mod:`..verdict` from the built sections; each interval draws from its own
     stream of the audit's seed."""
-    criteria = [_adequacy(ctx, ctx.rng("verdict: predictive adequacy")),
-                *_faithfulness(results.get("faithfulness"), options, ctx),
-                _agreement(results.get("agreement"), results.get("explanations"), ctx.rng("verdict: agreement")),
-                _stability(results.get("faithfulness"), ctx.rng("verdict: stability")),
-                _rashomon(results.get("mcr"))]
+    t = options.limits
+    criteria = [_adequacy(ctx, ctx.rng("verdict: predictive adequacy"), t)]
     if options.protected:
-        criteria.append(_fairness(results.get("fairness"), options.protected))
-    verdict = vd.Verdict.from_criteria(criteria)
+        criteria.append(_fairness(results.get("fairness"), options.protected, t))
+    criteria += [*_faithfulness(results.get("faithfulness"), options, ctx, t),
+                 _agreement(results.get("agreement"), results.get("explanations"), ctx.rng("verdict: agreement"), t),
+                 _stability(results.get("faithfulness"), ctx.rng("verdict: stability"), t),
+                 _rashomon(results.get("mcr"), t)]
+    verdict = vd.Verdict.from_criteria(criteria, t)
     section = new("verdict")
     section.data = verdict.to_dict()
     section.raw["verdict"] = verdict
@@ -48,10 +51,10 @@ def _unavailable(section, what: str) -> str | None:
     return f"the {what} section was {'not computed' if section.status == 'skipped' else section.status}{reason}"
 
 
-def _adequacy(ctx, rng) -> vd.Criterion:
+def _adequacy(ctx, rng, t) -> vd.Criterion:
     name, kind = "Predictive adequacy", "predictive adequacy"
     if ctx.y_test is None:
-        return vd.not_assessed(name, kind, "no test target was given", vd.ADEQUACY_RULE)
+        return vd.not_assessed(name, kind, "no test target was given", vd.rule(kind, t))
     metric, score = TASK_SCORES[ctx.task]
     try:
         test = vd.holdout_score(metric, ctx.y_test, ctx.model.predict(ctx.model_input(ctx.X_test.to_numpy())),
@@ -61,8 +64,8 @@ def _adequacy(ctx, rng) -> vd.Criterion:
             train = float(score(ctx.y_train, ctx.model.predict(ctx.model_input(ctx.X_train.to_numpy()))))
     except Exception as exc:  # noqa: BLE001 - e.g. the model's predict refusing missing values: said in the verdict
         return vd.not_assessed(name, kind, f"the model's predictions failed ({type(exc).__name__}: {exc})",
-                               vd.ADEQUACY_RULE)
-    return vd.predictive_adequacy(test, train)
+                               vd.rule(kind, t))
+    return vd.predictive_adequacy(test, train, t)
 
 
 def _per_row(section) -> tuple[dict, str | None]:
@@ -73,59 +76,59 @@ def _per_row(section) -> tuple[dict, str | None]:
     if not section.raw.get("pgi2"):
         return {}, "the per-row PGI² scores stay on the Dask cluster"
     labels = section.raw.get("labels", {})
-    keep = (vd.RANDOM, vd.CEILING)
+    keep = (vd.RANDOM, vd.GREEDY)
     return {s: {(k if k in keep else labels.get(k, k)): np.asarray(v, dtype=float) for k, v in by_key.items()}
             for s, by_key in section.raw["pgi2"].items()}, None
 
 
-def _faithfulness(section, options, ctx) -> list:
+def _faithfulness(section, options, ctx, t) -> list:
     name, kind = "Faithfulness of the explainers", "faithfulness"
     pgi2, why = _per_row(section)
     if why is not None:
-        return [vd.not_assessed(name, kind, why, vd.FAITHFULNESS_RULE)]
+        return [vd.not_assessed(name, kind, why, vd.rule(kind, t))]
     at_ref = pgi2.get(options.sigma_ref, {})
-    if vd.CEILING not in at_ref:
-        return [vd.not_assessed(name, kind, "the greedy PG² ranking (the ceiling F is measured against) did not run",
-                                vd.FAITHFULNESS_RULE)]
-    methods = [m for m in at_ref if m not in (vd.RANDOM, vd.CEILING)]
+    if vd.GREEDY not in at_ref:
+        return [vd.not_assessed(name, kind, "the greedy PG² reference ranking did not run", vd.rule(kind, t))]
+    methods = [m for m in at_ref if m not in (vd.RANDOM, vd.GREEDY)]
     if not methods:
-        return [vd.not_assessed(name, kind, "no explainer other than the greedy ceiling produced a ranking",
-                                vd.FAITHFULNESS_RULE)]
-    return [vd.explainer_faithfulness(m, at_ref, options.sigma_ref, random_state=ctx.rng(f"verdict: faithfulness {m}"))
-            for m in methods]
+        return [vd.not_assessed(name, kind, "no explainer other than the greedy PG² reference produced a ranking",
+                                vd.rule(kind, t))]
+    return [vd.explainer_faithfulness(m, at_ref, options.sigma_ref, thresholds=t,
+                                      random_state=ctx.rng(f"verdict: faithfulness {m}")) for m in methods]
 
 
-def _agreement(section, explanations, rng) -> vd.Criterion:
+def _agreement(section, explanations, rng, t) -> vd.Criterion:
     why = _unavailable(section, "agreement")
     if why is not None:
-        return vd.not_assessed("Agreement between explainers", "agreement", why, vd.AGREEMENT_RULE)
+        return vd.not_assessed("Agreement between explainers", "agreement", why, vd.rule("agreement", t))
     methods = explanations.raw.get("methods", {})
     scores = {methods[k].label if k in methods else k: v for k, v in explanations.raw.get("importances", {}).items()
               if v is not None}
     if len(scores) >= 2:
-        return vd.explainer_agreement(scores, random_state=rng)
-    return vd.explainer_agreement(global_tau=section.data.get("global tau"))
+        return vd.explainer_agreement(scores, thresholds=t, random_state=rng)
+    return vd.explainer_agreement(global_tau=section.data.get("global tau"), thresholds=t)
 
 
-def _stability(section, rng) -> vd.Criterion:
+def _stability(section, rng, t) -> vd.Criterion:
     pgi2, why = _per_row(section)
     if why is not None:
-        return vd.not_assessed("Stability across σ", "stability", why, vd.STABILITY_RULE)
-    return vd.sigma_stability(pgi2, random_state=rng)
+        return vd.not_assessed("Stability across σ", "stability", why, vd.rule("stability", t))
+    return vd.sigma_stability(pgi2, thresholds=t, random_state=rng)
 
 
-def _rashomon(section) -> vd.Criterion:
+def _rashomon(section, t) -> vd.Criterion:
     why = _unavailable(section, "model class reliance")
     if why is not None:
-        return vd.not_assessed("Rashomon sensitivity", "Rashomon sensitivity", why, vd.RASHOMON_RULE)
+        return vd.not_assessed("Rashomon sensitivity", "Rashomon sensitivity", why,
+                               vd.rule("Rashomon sensitivity", t))
     table = section.data["table"]
     return vd.rashomon_sensitivity(table.index, table["model_reliance"], table["mcr_minus"], table["mcr_plus"],
-                                   reliance_unit(section.data.get("params", {})))
+                                   reliance_unit(section.data.get("params", {})), thresholds=t)
 
 
-def _fairness(section, protected) -> vd.Criterion:
-    thresholds = section.data.get("thresholds", {}) if section is not None else {}
+def _fairness(section, protected, t) -> vd.Criterion:
     why = _unavailable(section, "fairness")
     if why is not None:
-        return vd.fairness(protected, thresholds, not_assessed_reason=why)
-    return vd.fairness(protected, thresholds, crossed=section.reason if section.status == "warn" else "")
+        return vd.fairness(protected, not_assessed_reason=why, thresholds=t)
+    return vd.fairness(protected, section.raw.get("disparities", []), section.raw.get("other findings", ""),
+                       section.raw.get("insufficient", []), thresholds=t)
