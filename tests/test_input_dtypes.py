@@ -183,3 +183,12 @@ def test_unfitted_models_raise_an_xai_error_that_is_sklearns():
         assert isinstance(caught.value, NotFittedError) and isinstance(caught.value, SklearnNotFittedError)
         assert isinstance(caught.value, ValueError) and isinstance(caught.value, AttributeError)
         assert type(pickle.loads(pickle.dumps(caught.value))) is NotFittedError     # crosses process boundaries
+
+
+def test_a_category_column_with_every_value_missing_reads_as_nan():
+    """A numeric ``category`` column whose values are all missing has no category at all: its
+    cells are NaN (it raised a raw IndexError)."""
+    from xai_plugins._validation import frame_values
+
+    frame = pd.DataFrame({"a": pd.Series([np.nan, np.nan]).astype("category"), "b": [1.0, 2.0]})
+    np.testing.assert_array_equal(frame_values(frame), [[np.nan, 1.0], [np.nan, 2.0]])

@@ -10,6 +10,7 @@ thresholds. Every test is derandomized, so a CI run always checks the same examp
 """
 
 import functools
+import warnings
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 from test_import_parity import assert_lightgbm_parity, lightgbm_booster
 
 import xai_plugins as xp
+from xai_plugins.errors import UnsupportedModelError
 from xai_plugins.forest import import_model
 
 from oracle import gaussian, grid_pg2, leaf_pair_pg2, xgboost_leaf_sum
@@ -629,3 +631,53 @@ def test_normalised_faithfulness_never_exceeds_one(per_row, thresholds):
     assert not np.isfinite(crit.ci.high) or crit.ci.high <= 1 + 1e-9
     limits = vd.limits(thresholds)
     assert f"{limits['faithfulness_pass']:g} (faithfulness_pass)" in crit.threshold_text
+
+
+# ----------------------------------------------------------------------------- in-place model changes
+
+#: the in-place changes a user makes through the libraries' own Booster methods, per library
+IN_PLACE_CHANGES = {"xgb": ("load_model", "refresh"), "lgbm": ("set_leaf_output", "model_from_string")}
+
+
+@pytest.mark.parametrize("kind", LIB_KINDS)
+@examples(6)
+@given(data=st.data())
+def test_in_place_changes_never_leave_a_stale_import(kind, data, tmp_path_factory):
+    """A model imported (and cached), then changed in place — XGBoost ``load_model`` of another
+    model into the fitted wrapper or the ``refresh`` updater on new targets, LightGBM
+    ``set_leaf_output`` or ``model_from_string`` of another model into the same Booster — is
+    imported again on the next call: the Forest predicts what the library now predicts."""
+    X = draw_X(data, nan=False, extremes=False)
+    model = fit_model(data, kind, X)
+    import_model(model)
+    change = data.draw(st.sampled_from(IN_PLACE_CHANGES[kind.split("_")[0]]), label="change")
+    event(f"{kind}: {change}")
+    if change == "load_model":
+        path = tmp_path_factory.mktemp("in_place") / "other.json"
+        fit_model(data, kind, X).save_model(path)
+        model.load_model(path)
+    elif change == "refresh":
+        booster = model.get_booster()
+        y, yc = draw_targets(data, len(X))
+        booster.set_param({"process_type": "update", "updater": "refresh", "refresh_leaf": True})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)     # XGBoost: "updater" overrides tree_method
+            for i in range(booster.num_boosted_rounds()):
+                booster.update(xgb.DMatrix(X, yc if kind == "xgb_clf" else y), i)
+    elif change == "set_leaf_output":
+        booster = model.booster_
+        tree = data.draw(st.integers(0, booster.num_trees() - 1), label="tree")
+        delta = data.draw(st.sampled_from((-50.0, 0.25, 3.0)), label="delta")
+        booster.set_leaf_output(tree, 0, booster.get_leaf_output(tree, 0) + delta)
+    else:
+        other = fit_model(data, kind, X)
+        model.booster_.model_from_string(other.booster_.model_to_string())
+    if kind.startswith("xgb") and model.get_booster().num_boosted_rounds() == 0:
+        event("refresh left no tree")       # XGBoost's refresh of a one-round model drops its tree
+        with pytest.raises(UnsupportedModelError, match="no trees"):
+            import_model(model)
+        return
+    ref = library_output(model, kind, X)
+    got = import_model(model).predict(X)
+    tol = 2e-6 if kind.startswith("xgb") else 1e-12
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * max(1.0, np.abs(ref).max()), err_msg=f"{kind} {change}")

@@ -250,7 +250,10 @@ def _column_values(column, what: str) -> np.ndarray | None:
         if categories is None:
             return None
         codes = column.cat.codes.to_numpy()
-        return np.where(codes >= 0, categories[codes], np.nan)
+        values = np.full(len(codes), np.nan)        # code -1: missing (also when there is no category at all)
+        present = codes >= 0
+        values[present] = categories[codes[present]]
+        return values
     if types.is_complex_dtype(dtype):
         raise InputTypeError(f"{what} holds complex numbers; pass real-valued data")
     numeric = types.is_numeric_dtype(dtype) or types.is_bool_dtype(dtype)
