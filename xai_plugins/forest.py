@@ -180,7 +180,7 @@ class ModelPredictor:
         return np.asarray(self._predict(model, X), dtype=np.float64).reshape(len(X), -1)
 
 
-def _tree_levels(left, right, offsets, *, strict: bool = False):
+def tree_levels(left, right, offsets, *, strict: bool = False):
     """Breadth-first walk of every tree at once: yields, level by level from the roots, the global ids
     of the nodes reached, their tree indices and which of them are internal. A child out of its tree's
     range, the root, or a node reached before is not followed (``strict``: raises
@@ -216,7 +216,7 @@ def _max_depth(left, right, offsets) -> int:
     """Deepest root-to-leaf edge count. Malformed trees (a node reached twice: a cycle or a shared
     child; an index out of range) are walked no further here: the C validator reports them."""
     best = 0
-    for depth, (_, _, inner) in enumerate(_tree_levels(left, right, offsets)):
+    for depth, (_, _, inner) in enumerate(tree_levels(left, right, offsets)):
         if not inner.all():
             best = depth
     return best
@@ -225,12 +225,12 @@ def _max_depth(left, right, offsets) -> int:
 def _preorder(left, right, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Renumber the nodes reachable from each tree's root in preorder (node, left subtree, right
     subtree; unused slots dropped), vectorised over all trees. ``left`` / ``right`` hold local child
-    ids (-1 for a leaf). Returns (the old global id of each new node, new tree offsets, new left,
-    new right children, local)."""
+    ids (-1 for a leaf). Returns (the old global id of each new node, the new tree offsets, and the
+    new left and right children, local to their tree)."""
     left = np.asarray(left, dtype=np.int64)
     right = np.asarray(right, dtype=np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    levels = list(_tree_levels(left, right, offsets, strict=True))
+    levels = list(tree_levels(left, right, offsets, strict=True))
     size = np.ones(len(left), dtype=np.int64)             # nodes in the subtree
     for ids, tree, inner in reversed(levels):
         g, base = ids[inner], offsets[tree[inner]]

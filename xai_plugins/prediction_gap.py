@@ -28,7 +28,7 @@ from scipy.stats import qmc
 from . import _native
 from ._validation import check_random_state, feature_index, is_dask, resolve_output
 from .errors import InputError, InputTypeError
-from .forest import Forest, import_model
+from .forest import Forest, import_model, tree_levels
 from .perturbation import cdf_table, check_noise_scale, make_perturbation
 
 METHODS = ("exact", "monte_carlo", "qmc", "auto")
@@ -355,18 +355,11 @@ def _leaf_depths(forest: Forest) -> np.ndarray:
 
 
 def _walk_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
-    """(tree, depth) of every leaf, one level of the trees at a time."""
-    tree_of = np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offset))
-    depth = np.zeros(forest.n_nodes, dtype=np.int64)
-    frontier, level = np.asarray(forest.tree_offset[:-1], dtype=np.int64), 0
-    while frontier.size:
-        depth[frontier] = level
-        inner = frontier[forest.left_child[frontier] >= 0]
-        base = forest.tree_offset[tree_of[inner]]
-        frontier = np.concatenate([base + forest.left_child[inner], base + forest.right_child[inner]])
-        level += 1
-    leaf = forest.left_child < 0
-    return tree_of[leaf], depth[leaf]
+    """(tree, depth) of every leaf (:func:`~xai_plugins.forest.tree_levels`)."""
+    leaves = [(tree[~inner], np.full(int((~inner).sum()), depth))
+              for depth, (_, tree, inner) in enumerate(tree_levels(forest.left_child, forest.right_child,
+                                                                    forest.tree_offset))]
+    return np.concatenate([t for t, _ in leaves]), np.concatenate([d for _, d in leaves])
 
 
 def exact_seconds(forest: Forest, n_perturbed: float) -> float:

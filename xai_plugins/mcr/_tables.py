@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
+from ..forest import tree_levels
 from ._surrogates import SurrogateSplits, tree_surrogates
 
 #: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
@@ -41,7 +42,9 @@ class ForestTables:
         value = forest.value
         self.node_pred = (value / value.sum(axis=1, keepdims=True) if is_classifier
                           else np.ascontiguousarray(value[:, 0]))
-        self.levels = _levels_by_depth(self.left, self.right, self.offsets, self.tree_of)
+        # global ids of the internal nodes of all trees, one array per depth, roots first
+        self.levels = [ids[inner] for ids, _, inner in tree_levels(self.left, self.right, forest.tree_offset)
+                       if inner.any()]
         self._leaf_cache = [None] * self.T if self.T * self.n * 4 <= LEAF_CACHE_BYTES else None
 
     def leaves(self, t: int, X32, tree=None) -> np.ndarray:
@@ -119,15 +122,3 @@ class TrainingSurvey:
     forest_sum: np.ndarray
     digests: list
     surrogates: SurrogateSplits
-
-
-def _levels_by_depth(left, right, offsets, tree_of) -> list:
-    """Global ids of the internal nodes of all trees, one array per depth, roots first."""
-    levels, frontier = [], np.asarray(offsets, dtype=np.int64)
-    while frontier.size:
-        inner = frontier[left[frontier] >= 0]
-        if inner.size:
-            levels.append(inner)
-        off = offsets[tree_of[inner]]
-        frontier = np.concatenate([left[inner] + off, right[inner] + off])
-    return levels
