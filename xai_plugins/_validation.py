@@ -19,6 +19,7 @@ Conventions (the same for every function of the package):
 
 from __future__ import annotations
 
+import functools
 import numbers
 import sys
 
@@ -32,7 +33,12 @@ _LIGHTGBM_DEFAULT_NAME = "Column_{}"
 
 def default_feature_names(n_features: int) -> list[str]:
     """x0, x1, ... for data without column names."""
-    return [f"x{j}" for j in range(n_features)]
+    return list(_default_names(n_features))
+
+
+@functools.lru_cache(maxsize=16)
+def _default_names(n_features: int) -> tuple[str, ...]:
+    return tuple(f"x{j}" for j in range(n_features))
 
 
 def model_feature_names(model) -> list[str] | None:
@@ -182,6 +188,8 @@ def check_matrix(X, *, n_features: int | None = None, allow_nan: bool = False,
     sentinel = _sentinel_mask(arr, missing)
     if sentinel is not None:
         arr = np.where(sentinel, np.nan, arr)
+    if np.isfinite(arr.sum()):          # one pass: no infinity and no NaN (a huge finite sum is checked below)
+        return np.ascontiguousarray(arr)
     if np.isinf(arr).any():
         rows, cols = np.nonzero(np.isinf(arr))
         raise InputError(f"{name} contains infinite values (first at row {rows[0]}, column {cols[0]})")

@@ -37,17 +37,19 @@ class Perturbation:
     #: the noise limits (:func:`check_noise_scale`) this noise was found to be below, if any
     safe_below: np.ndarray | None = field(default=None, repr=False, compare=False)
 
-    def fill_tables(self, j: int, z: np.ndarray, cdf: np.ndarray, sf: np.ndarray) -> None:
-        """Write P(noise_j < z) into ``cdf`` and P(noise_j > z) into ``sf`` (arrays of z's shape), the
-        latter computed directly (not as 1 - cdf, which loses the upper tail); ``z`` is overwritten."""
-        if self.dists is None:
-            u = np.divide(z, self.sigma[j], out=z)
-            special.ndtr(u, out=cdf)
-            special.ndtr(np.negative(u, out=u), out=sf)
-            return
-        dist = self.dists[j]
-        cdf[...] = dist.cdf(z)
-        sf[...] = dist.sf(z) if hasattr(dist, "sf") else 1.0 - dist.cdf(z)
+    def side_probabilities(self, features: np.ndarray, z: np.ndarray, side: np.ndarray) -> np.ndarray:
+        """(n, K) probabilities at the offsets ``z`` (n, K): column k holds P(noise_j < z) where
+        ``side[k]`` is +1 and P(noise_j > z) where it is -1, j = ``features[k]``, each computed
+        directly (not as one minus the other, which loses a tail); ``z`` is overwritten."""
+        if self.dists is None:   # P(e > z) = P(e < -z) = ndtr(z / -sigma), exactly -(z / sigma)
+            return special.ndtr(np.divide(z, side * self.sigma[features], out=z))
+        below, out = side > 0, np.empty_like(z)
+        for j in np.unique(features):
+            dist = self.dists[j]
+            for side, fn in ((below, dist.cdf), (~below, getattr(dist, "sf", None))):
+                cols = (features == j) & side
+                out[:, cols] = fn(z[:, cols]) if fn is not None else 1.0 - dist.cdf(z[:, cols])
+        return out
 
     def ppf(self, j: int, u: np.ndarray) -> np.ndarray:
         """Inverse CDF of noise_j (for quasi-Monte Carlo)."""
@@ -183,14 +185,12 @@ def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np
     :class:`~xai_plugins.prediction_gap.SplitBoundaries` of the model.
     Warns when the noise swamps the thresholds of a perturbed feature (:func:`check_noise_scale`)."""
     check_noise_scale(splits, perturbation, features, X, stacklevel=4)  # 4: the caller of pg2 / pgi2 / greedy
-    offsets = splits.cdf_offset
-    half = int(offsets[-1])
-    table = np.zeros((len(X), 2 * half))
-    for j in features:
-        lo, hi = offsets[j], offsets[j + 1]
-        z = splits.padded[j] - X[:, j:j + 1]          # -inf, b_1 - x_j, ..., b_m - x_j, +inf
-        cdf, sf = table[:, lo:hi], table[:, half + lo:half + hi]
-        perturbation.fill_tables(j, z, cdf, sf)
-        if perturbation.dists is not None:         # exact ends, whatever a distribution gives at +-inf
-            cdf[:, 0], cdf[:, -1], sf[:, 0], sf[:, -1] = 0.0, 1.0, 1.0, 0.0
+    cols, owner, at, side = splits.columns_of(features)
+    z = at - X[:, owner]                            # per feature: -inf, b_1 - x_j, ..., b_m - x_j, +inf, twice
+    probabilities = perturbation.side_probabilities(owner, z, side)
+    if perturbation.dists is not None:              # exact ends, whatever a distribution gives at +-inf
+        ends = np.isinf(at)
+        probabilities[:, ends] = (side[ends] * at[ends] > 0)
+    table = np.zeros((len(X), 2 * len(splits.column_feature)))
+    table[:, cols] = probabilities
     return table

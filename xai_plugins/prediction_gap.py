@@ -20,7 +20,7 @@ import math
 import numbers
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import qmc
@@ -61,6 +61,8 @@ PROGRESS_AFTER = 5.0
 #: (the bound and its proof: ``prune_leaves`` in ``csrc/pg2.c``); below float64 accumulation error
 #: over the ~10⁸ terms of a large model. ``prune=False`` sums every leaf pair.
 PRUNE_RTOL = 1e-13
+#: How many perturbed-feature sets a model's :class:`SplitBoundaries` remembers the CDF-table columns of.
+COLUMN_SETS_KEPT = 1024
 
 
 @dataclass
@@ -122,15 +124,38 @@ class SplitBoundaries:
     sends a real x left iff x < b (up to a null set); ``threshold_rank`` (n_nodes,) is each node's
     1-based rank among its feature's boundaries; ``cdf_offset`` (d + 1,) the layout of the per-row
     CDF tables (feature j owns ``cdf_offset[j] .. cdf_offset[j+1]``: 0, one entry per boundary, 1);
-    ``padded[j]`` is ``boundaries[j]`` between -inf and +inf (one entry per table column);
-    ``c_forest`` the C struct carrying the ranks.
+    ``column_boundary`` (cdf_offset[-1],) holds, for each column of the CDF half of a table, the
+    boundary it is read at (each feature's ``boundaries[j]`` between -inf and +inf) and
+    ``column_feature`` the feature owning it; ``c_forest`` the C struct carrying the ranks.
     """
 
     boundaries: list
     threshold_rank: np.ndarray
     cdf_offset: np.ndarray
     c_forest: _native.CForest
-    padded: list
+    column_boundary: np.ndarray
+    column_feature: np.ndarray
+    _columns: dict = field(default_factory=dict, repr=False)
+
+    def columns_of(self, features) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The table columns of a set of features (indices): their indices in both halves of the
+        table (CDF half first), the feature and the boundary each is read at, and whether it holds
+        P(x_j + e < b) (True, the CDF half) or P(x_j + e > b); remembered per set (up to
+        :data:`COLUMN_SETS_KEPT` sets)."""
+        key = np.asarray(features, dtype=np.int64).tobytes()
+        found = self._columns.get(key)
+        if found is None:
+            perturbed = np.zeros(len(self.cdf_offset) - 1, dtype=bool)
+            perturbed[np.asarray(features, dtype=np.int64)] = True
+            cols = np.flatnonzero(perturbed[self.column_feature])
+            twice = np.concatenate((cols, cols))
+            below = np.arange(len(twice)) < len(cols)
+            if len(self._columns) >= COLUMN_SETS_KEPT:
+                self._columns.clear()
+            found = (np.where(below, twice, twice + len(self.column_feature)), self.column_feature[twice],
+                     self.column_boundary[twice], np.where(below, 1.0, -1.0))
+            self._columns[key] = found
+        return found
 
 
 _BOUNDARIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -168,9 +193,11 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
         rank[sel] = np.searchsorted(values, boundary[sel]) + 1
     rank.flags.writeable = False
     counts = np.array([len(v) for v in boundaries], dtype=np.int32)
-    padded = [np.concatenate(([-np.inf], v, [np.inf])) for v in boundaries]
+    column_boundary = np.concatenate([np.concatenate(([-np.inf], v, [np.inf])) for v in boundaries])
+    column_feature = np.repeat(np.arange(forest.n_features), counts + 2)
     cached = SplitBoundaries(boundaries, rank, np.asarray(offsets, dtype=np.int64),
-                             _native.CForest(forest, threshold_rank=rank, rank_count=counts), padded)
+                             _native.CForest(forest, threshold_rank=rank, rank_count=counts), column_boundary,
+                             column_feature)
     _BOUNDARIES[forest] = cached
     return cached
 
