@@ -5,21 +5,18 @@ and LightGBM ``Booster`` classes watched."""
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
 import operator
 import weakref
-from typing import Callable
+from typing import Any, Callable
 
-from .._validation import check_is_fitted, model_missing_value
+from .._validation import check_is_fitted
 from ..errors import UnsupportedModelError
-from .layout import SUPPORTED_MODELS, Forest
-from .lightgbm import _import_lightgbm
-from .sklearn import _import_sklearn
-from .xgboost import _import_xgboost
+from .layout import Forest
+from .registry import BOOSTER_MUTATORS, LibraryImporter, importer, importer_for, supported_models
 
 
-def import_model(model) -> Forest:
+def import_model(model: Any) -> Forest:
     """The :class:`Forest` of a fitted tree ensemble (a Forest is returned as is).
 
     A model is imported once: the Forest is cached, keyed on the model object (held weakly) and
@@ -54,21 +51,19 @@ def import_model(model) -> Forest:
     """
     if isinstance(model, Forest):
         return model
-    library = type(model).__module__.split(".")[0]
-    importer = _IMPORTERS.get(library)
-    if importer is None:
+    found = importer_for(model)
+    if found is None:
         raise UnsupportedModelError(f"unsupported model type {type(model).__module__}.{type(model).__name__}; "
-                                    f"supported: {SUPPORTED_MODELS}")
+                                    f"supported: {supported_models()}")
     key = id(model)
     entry = _CACHE.get(key)
     if entry is not None and entry[0]() is model:
-        token = _fingerprint(model, library)
-        if _same_fingerprint(entry[1], token):
+        if _same_fingerprint(entry[1], _fingerprint(model, found)):
             return entry[2]
     check_is_fitted(model)
-    _watch_boosters(library)
-    token = _fingerprint(model, library)          # taken before the import: a change during it is seen next time
-    forest = importer(model)
+    _watch_boosters(found.name)
+    token = _fingerprint(model, found)            # taken before the import: a change during it is seen next time
+    forest = found.to_forest(model)
     try:
         ref = weakref.ref(model, functools.partial(_forget, _CACHE, key))   # no globals needed at exit
     except TypeError:            # not weak-referenceable: not cached
@@ -79,19 +74,12 @@ def import_model(model) -> Forest:
 
 #: id(model) -> (weak reference to the model, fingerprint, Forest)
 _CACHE: dict = {}
-_IMPORTERS = {"sklearn": _import_sklearn, "xgboost": _import_xgboost, "lightgbm": _import_lightgbm}
-#: per library, the methods of its ``Booster`` that change a model in place (each call gives the booster
-#: a new generation, see :func:`import_model`); the others only read it, or return a new Booster
-BOOSTER_MUTATORS = {
-    "xgboost": ("load_model", "load_config", "update", "boost", "set_param", "set_attr", "_set_feature_info",
-                "__setstate__"),
-    "lightgbm": ("model_from_string", "set_leaf_output", "update", "rollback_one_iter", "shuffle_models",
-                 "__setstate__"),
-}
-#: booster -> its generation (the last value of _NEXT_GENERATION it took; 0 when never changed since watched)
-_GENERATION: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+#: mutable model object -> its generation (the last value of _NEXT_GENERATION it took; 0 when never changed
+#: since watched)
+_GENERATION: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _NEXT_GENERATION = itertools.count(1)
-_WATCHED: set = set()
+#: the classes whose mutators are wrapped
+_WATCHED: set[type] = set()
 
 
 def clear_model_cache() -> None:
@@ -101,7 +89,13 @@ def clear_model_cache() -> None:
     _CACHE.clear()
 
 
-def _forget(cache: dict, key, ref) -> None:
+def generation(obj: Any) -> int:
+    """The generation of ``obj``: the counter value its last call of a watched mutator took (0 when none
+    since it was watched). Importers put it in their fingerprint."""
+    return _GENERATION.get(obj, 0)
+
+
+def _forget(cache: dict, key: int, ref: weakref.ref) -> None:
     """Drop the entry of a garbage-collected model (unless the id was already reused)."""
     entry = cache.get(key)
     if entry is not None and entry[0] is ref:
@@ -109,19 +103,19 @@ def _forget(cache: dict, key, ref) -> None:
 
 
 def _watch_boosters(library: str) -> None:
-    """Wrap ``library``'s in-place Booster mutators (:data:`BOOSTER_MUTATORS`), once per process."""
-    if library in _WATCHED or library not in BOOSTER_MUTATORS:
+    """Wrap ``library``'s in-place mutators (:data:`BOOSTER_MUTATORS`), once per process."""
+    mutable = importer(library).mutable_class() if library in BOOSTER_MUTATORS else None
+    if mutable is None or mutable in _WATCHED:
         return
-    booster_class = importlib.import_module(library).Booster
     for name in BOOSTER_MUTATORS[library]:
-        method = booster_class.__dict__.get(name)
+        method = mutable.__dict__.get(name)
         if method is not None and not hasattr(method, "__xai_mutator__"):
-            setattr(booster_class, name, _new_generation_after(method))
-    _WATCHED.add(library)
+            setattr(mutable, name, _new_generation_after(method))
+    _WATCHED.add(mutable)
 
 
 def _new_generation_after(method: Callable) -> Callable:
-    """``method`` that then gives its booster a new generation (also when it raises: a failed load
+    """``method`` that then gives its object a new generation (also when it raises: a failed load
     may have changed the model half-way)."""
     @functools.wraps(method)
     def mutator(self, *args, **kwargs):
@@ -134,29 +128,13 @@ def _new_generation_after(method: Callable) -> Callable:
     return mutator
 
 
-def _fingerprint(model, library: str) -> tuple:
-    """(objects a refit replaces, compared by identity; scalars, compared by value)."""
-    objects, values = [], [type(model)]
-    if library == "sklearn":
-        values.append(getattr(model, "n_features_in_", None))
-        for name in ("tree_", "estimators_", "_predictors"):
-            held = getattr(model, name, None)
-            if held is not None:
-                objects.append(held)
-                values.append(len(held) if hasattr(held, "__len__") else 0)
-        values += [getattr(model, "learning_rate", None), getattr(model, "n_estimators", None)]
-    elif library == "xgboost":
-        booster = model.get_booster() if hasattr(model, "get_booster") else model
-        objects.append(booster)
-        values += [_GENERATION.get(booster, 0), repr(model_missing_value(model))]
-    elif library == "lightgbm":
-        booster = getattr(model, "booster_", model)
-        objects.append(booster)
-        values += [_GENERATION.get(booster, 0), getattr(booster, "best_iteration", None)]
-    return tuple(objects), tuple(values)
+def _fingerprint(model: Any, found: LibraryImporter) -> tuple[tuple, tuple]:
+    """The importer's fingerprint of ``model``, with the model's class among the scalars."""
+    objects, values = found.fingerprint(model)
+    return tuple(objects), (type(model), *values)
 
 
-def _same_fingerprint(a, b) -> bool:
+def _same_fingerprint(a: tuple[tuple, tuple], b: tuple[tuple, tuple]) -> bool:
     """Same objects (by identity) and equal scalars; scalars that cannot be compared count as changed."""
     if len(a[0]) != len(b[0]) or not all(map(operator.is_, a[0], b[0])):
         return False

@@ -17,11 +17,6 @@ import numpy as np
 from .._validation import model_rows
 from ..errors import InputError, ModelStructureError
 
-SUPPORTED_MODELS = (
-    "xgboost Booster/XGBRegressor/XGBClassifier (gbtree), scikit-learn DecisionTree*, RandomForest*, "
-    "ExtraTrees*, GradientBoosting*, HistGradientBoosting*, lightgbm Booster/LGBMRegressor/LGBMClassifier"
-)
-
 _ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
                  "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,
                  "base_score": np.float64, "impurity": np.float64, "weight": np.float64}

@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import functools
+import sys
+from typing import Any
 
 import numpy as np
 
-from .._validation import model_feature_names
 from ..errors import UnsupportedModelError
-from .layout import SUPPORTED_MODELS, Forest, preorder
+from .cache import generation
+from .layout import Forest, preorder
 from .predictor import ModelPredictor
+from .registry import LibraryImporter, model_feature_names, register
+
+#: LightGBM names the columns of data fitted without names Column_0, Column_1, ...
+_DEFAULT_NAME = "Column_{}"
 
 #: LightGBM reads an input x with |x| <= kZeroThreshold (the float 1e-35f) as 0.0
 LIGHTGBM_ZERO_THRESHOLD = float(np.float32(1e-35))
@@ -20,7 +26,7 @@ _LGB_IDENTITY_PREDICTION = {"regression", "regression_l1", "huber", "fair", "qua
                             "rank_xendcg", "custom"}
 
 
-def _lightgbm_numbers(trees: list[dict], key: str, dtype) -> np.ndarray:
+def _lightgbm_numbers(trees: list[dict], key: str, dtype: Any) -> np.ndarray:
     """The ``key=`` lists of every tree of a LightGBM model string, concatenated (parsed exactly:
     LightGBM writes doubles with 17 significant digits and ±inf as "inf" / "-inf")."""
     return np.array(" ".join(tree[key] for tree in trees).split(), dtype=dtype)
@@ -30,10 +36,8 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
     """The header fields and the Forest arrays of a LightGBM ``model_to_string()``: nodes renumbered
     in preorder (as ``dump_model()`` lists them); refuses linear trees, categorical splits and
     zero-as-missing splits."""
-    head, _, body = text.partition("\nTree=")
-    header = dict(line.split("=", 1) if "=" in line else (line, "") for line in head.splitlines())
-    trees = [dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
-             for block in body.partition("\nend of trees")[0].split("\nTree=")] if body else []
+    header, blocks = _split(text)
+    trees = [dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line) for block in blocks]
     if not trees:
         raise UnsupportedModelError("the LightGBM model has no trees")
     if any(tree.get("is_linear", "0") != "0" for tree in trees):
@@ -72,38 +76,91 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
                         tree_target=np.arange(len(trees)) % per_iteration)
 
 
-def _import_lightgbm(model) -> Forest:
-    import lightgbm
-
-    booster = model.booster_ if hasattr(model, "booster_") else model
-    if not isinstance(booster, lightgbm.Booster):
-        raise UnsupportedModelError(f"unsupported model {type(model).__name__}; supported: {SUPPORTED_MODELS}")
-    header, arrays = _lightgbm_forest(booster.model_to_string())
-    per_iteration = int(header.get("num_tree_per_iteration", "1"))
-    objective_words = header.get("objective", "custom").split()  # no key: a custom objective
-    objective = objective_words[0]
-    task = "classification" if objective in ("binary", "multiclass", "multiclassova", "cross_entropy") \
-        else "regression"
-    n_outputs = per_iteration
-    if task == "classification":
-        outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
-    else:
-        outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
-    # boosting="rf": the margin is (sum over an output's trees) / n_iter, but predict(raw_score=True)
-    # returns the plain sum (LightGBM divides only before applying its link)
-    mean = "average_output" in header
-    n_iter = len(arrays["tree_target"]) // per_iteration
-    return Forest(**arrays, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
-                  split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
-                  output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
-                  else "margin", model_type=f"lightgbm.{type(model).__name__}",
-                  feature_names=model_feature_names(model), output_names=outputs,
-                  predict_fn=ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean=mean)),
-                  zero_threshold=LIGHTGBM_ZERO_THRESHOLD,
-                  objective=objective)
+def _split(text: str) -> tuple[dict, list[str]]:
+    """The header fields of a LightGBM ``model_to_string()`` and the text of each of its trees."""
+    head, _, body = text.partition("\nTree=")
+    header = dict(line.split("=", 1) if "=" in line else (line, "") for line in head.splitlines())
+    return header, body.partition("\nend of trees")[0].split("\nTree=") if body else []
 
 
-def _lightgbm_raw(model, X, n_iter, mean):
-    booster = model.booster_ if hasattr(model, "booster_") else model
-    raw = booster.predict(np.asarray(X, dtype=np.float64), raw_score=True, num_iteration=n_iter)
+class LightGBMImporter(LibraryImporter):
+    """LightGBM's ``Booster`` and its scikit-learn wrappers (``LGBMRegressor``, ``LGBMClassifier``, ...)."""
+
+    name = "lightgbm"
+    supported = "lightgbm Booster/LGBMRegressor/LGBMClassifier"
+    mutators = ("model_from_string", "set_leaf_output", "update", "rollback_one_iter", "shuffle_models",
+                "__setstate__")
+
+    def owns(self, cls: type) -> bool:
+        """A subclass of ``lightgbm.Booster`` or ``lightgbm.LGBMModel`` (False while lightgbm is not imported)."""
+        lightgbm = sys.modules.get("lightgbm")
+        return lightgbm is not None and issubclass(cls, (lightgbm.Booster, lightgbm.LGBMModel))
+
+    def to_forest(self, model: Any) -> Forest:
+        """Trees parsed from ``model_to_string()``."""
+        header, arrays = _lightgbm_forest(_booster(model).model_to_string())
+        per_iteration = int(header.get("num_tree_per_iteration", "1"))
+        objective_words = header.get("objective", "custom").split()  # no key: a custom objective
+        objective = objective_words[0]
+        task = "classification" if objective in ("binary", "multiclass", "multiclassova", "cross_entropy") \
+            else "regression"
+        n_outputs = per_iteration
+        if task == "classification":
+            outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
+        else:
+            outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
+        return Forest(**arrays, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
+                      split_rule="le", input_float32=False, aggregate="mean" if "average_output" in header else "sum",
+                      task=task,
+                      output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
+                      else "margin", model_type=f"lightgbm.{type(model).__name__}",
+                      feature_names=model_feature_names(model), output_names=outputs,
+                      predict_fn=_raw_predictor(model, header, len(arrays["tree_target"])),
+                      zero_threshold=LIGHTGBM_ZERO_THRESHOLD, objective=objective)
+
+    def feature_names(self, model: Any) -> Any:
+        """The wrapper's ``feature_names_in_``, else the booster's ``feature_name()``; LightGBM's generated
+        ``Column_i`` names count as none."""
+        names = getattr(model, "feature_names_in_", None)
+        if names is None:
+            names = _booster(model).feature_name()
+        if names is not None and [str(c) for c in names] == [_DEFAULT_NAME.format(j) for j in range(len(names))]:
+            return None
+        return names
+
+    def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
+        """The booster by identity, its generation and its ``best_iteration``."""
+        booster = _booster(model)
+        return (booster,), (generation(booster), getattr(booster, "best_iteration", None))
+
+    def predictor(self, model: Any) -> ModelPredictor:
+        """The raw score of ``predict(raw_score=True)`` over the model's trees."""
+        header, blocks = _split(_booster(model).model_to_string())
+        return _raw_predictor(model, header, len(blocks))
+
+    def mutable_class(self) -> type:
+        """``lightgbm.Booster``."""
+        import lightgbm
+
+        return lightgbm.Booster
+
+
+def _booster(model: Any) -> Any:
+    """The model's ``Booster`` (the model itself when it is one)."""
+    return getattr(model, "booster_", model)
+
+
+def _raw_predictor(model: Any, header: dict, n_trees: int) -> ModelPredictor:
+    """The raw-score predictor of a model whose ``model_to_string()`` has ``header`` and ``n_trees`` trees.
+    With boosting="rf" the margin is (sum over an output's trees) / n_iter, but ``predict(raw_score=True)``
+    returns the plain sum (LightGBM divides only before applying its link)."""
+    n_iter = n_trees // int(header.get("num_tree_per_iteration", "1"))
+    return ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean="average_output" in header))
+
+
+def _lightgbm_raw(model: Any, X: Any, n_iter: int, mean: bool) -> Any:
+    raw = _booster(model).predict(np.asarray(X, dtype=np.float64), raw_score=True, num_iteration=n_iter)
     return raw / n_iter if mean else raw
+
+
+register(LightGBMImporter())

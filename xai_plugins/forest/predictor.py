@@ -7,8 +7,8 @@ from typing import Callable
 
 import numpy as np
 
-from .._validation import model_feature_names
 from ..errors import ModelGoneError
+from .registry import model_feature_names
 
 
 class ModelPredictor:
