@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..errors import InputTypeError
 from .layout import Forest
 
 if TYPE_CHECKING:
@@ -83,7 +84,8 @@ def register(importer: LibraryImporter) -> LibraryImporter:
     replacing an importer of the same name. Libraries must own disjoint classes: the first importer
     in registration order that owns a class takes it. Returns ``importer``."""
     if not isinstance(importer, LibraryImporter) or not importer.name:
-        raise TypeError(f"register() takes a LibraryImporter instance with a name; got {importer!r}")
+        raise InputTypeError(f"register() takes an instance of a LibraryImporter subclass with a name set; got "
+                             f"{importer!r}")
     _IMPORTERS[importer.name] = importer
     BOOSTER_MUTATORS.pop(importer.name, None)
     if importer.mutators:
