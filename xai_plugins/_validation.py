@@ -337,11 +337,11 @@ def resolve_output(output_names: list[str] | None, output, *, default=None) -> i
     None. With several outputs, ``None`` falls back to ``default`` (an index or name; when it is
     None too, the caller must choose and an :class:`InputError` says so).
     """
-    k = 1 if output_names is None else len(output_names)
-    if k == 1:
+    if output_names is None or len(output_names) == 1:
         if output not in (None, 0) and not (output_names and str(output) == str(output_names[0])):
             raise InputError(f"the model has a single output; got output={output!r}")
         return None
+    k = len(output_names)
     if output is None:
         output = default
     if output is None:
@@ -368,7 +368,7 @@ def check_n_jobs(n_jobs, n_tasks: int | None = None) -> int:
         raise InputError("n_jobs == 0 has no meaning; use None, a positive count, or -1 for all cores")
     if n_tasks is not None and n_tasks <= 1:
         return 1
-    if n_jobs is not None and n_jobs > 0:
+    if n_jobs is not None and int(n_jobs) > 0:
         return int(n_jobs) if n_tasks is None else min(int(n_jobs), n_tasks)
     from joblib import effective_n_jobs
 
@@ -387,7 +387,8 @@ def check_random_state(random_state) -> np.random.Generator:
             random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence))):
         raise InputTypeError(f"random_state must be None, an int, a SeedSequence or a numpy Generator; "
                              f"got {random_state!r}")
-    return np.random.default_rng(random_state)
+    seed = int(random_state) if isinstance(random_state, numbers.Integral) else random_state
+    return np.random.default_rng(seed)
 
 
 def check_is_fitted(model) -> None:

@@ -42,7 +42,9 @@ def decode_ubjson(data: bytes):
             kind, pos = buf[pos + 1], pos + 2
         if buf[pos] == COUNT:
             count, pos = length(pos + 1)
-        if marker == ARRAY and kind in _UBJ_NUMBERS:        # a typed array: one numpy read
+        if kind is not None and count is None:
+            raise UnsupportedModelError("malformed UBJSON in the XGBoost model: a typed container without a count")
+        if marker == ARRAY and kind in _UBJ_NUMBERS and count is not None:        # a typed array: one numpy read
             dtype = np.dtype(_UBJ_NUMBERS[kind])
             out = np.frombuffer(buf, dtype=dtype, count=count, offset=pos)
             return out.astype(dtype.newbyteorder("=")), pos + count * dtype.itemsize

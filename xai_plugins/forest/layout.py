@@ -9,10 +9,12 @@ on float32(x) where the model casts).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from .._validation import model_rows
 from ..errors import InputError, ModelStructureError
@@ -22,7 +24,7 @@ _ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.
                  "base_score": np.float64, "impurity": np.float64, "weight": np.float64}
 
 
-def _read_only(array, dtype) -> np.ndarray:
+def _read_only(array: ArrayLike, dtype: DTypeLike) -> np.ndarray:
     """A C-contiguous read-only view of ``array`` as ``dtype`` (no copy when it already is one)."""
     out = np.ascontiguousarray(array, dtype=dtype).view()
     out.flags.writeable = False
@@ -75,8 +77,8 @@ class Forest:
     n_leaves: int = field(init=False)
     max_depth: int = field(init=False)
 
-    def __post_init__(self):
-        def put(name, value):
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
         n = len(self.left_child)
@@ -111,7 +113,7 @@ class Forest:
 
         _native.validate(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Forest({self.model_type}, {self.n_trees} trees, {self.n_leaves} leaves, "
                 f"{self.n_features} features, outputs {self.output_names} in {self.output_space} space)")
 
@@ -122,14 +124,14 @@ class Forest:
         used[self.feature[self.left_child >= 0]] = True
         return used
 
-    def rows(self, X, *, what: str = "X", allow_nan: bool = True) -> tuple[np.ndarray, list[str]]:
+    def rows(self, X: Any, *, what: str = "X", allow_nan: bool = True) -> tuple[np.ndarray, list[str]]:
         """``X`` as float64 rows in this model's feature order and the feature names (a DataFrame
         is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
         ``missing_value`` become NaN."""
         return model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
                           missing=self.missing_value)
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: Any) -> np.ndarray:
         """Model output in ``output_space`` computed by the C core, shape (n, n_outputs)."""
         from .. import _native
 
@@ -137,7 +139,8 @@ class Forest:
 
 
 
-def tree_levels(left, right, offsets, *, strict: bool = False):
+def tree_levels(left: np.ndarray, right: np.ndarray, offsets: ArrayLike, *,
+                strict: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Breadth-first walk of every tree at once: yields, level by level from the roots, the global ids
     of the nodes reached, their tree indices and which of them are internal. A child out of its tree's
     range, the root, or a node reached before is not followed (``strict``: raises
@@ -169,7 +172,7 @@ def tree_levels(left, right, offsets, *, strict: bool = False):
         ids, tree = kids[keep], tree[keep]
 
 
-def _max_depth(left, right, offsets) -> int:
+def _max_depth(left: np.ndarray, right: np.ndarray, offsets: np.ndarray) -> int:
     """Deepest root-to-leaf edge count. Malformed trees (a node reached twice: a cycle or a shared
     child; an index out of range) are walked no further here: the C validator reports them."""
     best = 0
@@ -179,7 +182,8 @@ def _max_depth(left, right, offsets) -> int:
     return best
 
 
-def preorder(left, right, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def preorder(left: ArrayLike, right: ArrayLike,
+             offsets: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Renumber the nodes reachable from each tree's root in preorder (node, left subtree, right
     subtree; unused slots dropped), vectorised over all trees. ``left`` / ``right`` hold local child
     ids (-1 for a leaf). Returns (the old global id of each new node, the new tree offsets, and the
@@ -212,14 +216,14 @@ def preorder(left, right, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return order, new_offsets, new_left, new_right
 
 
-def concat_trees(trees: list[dict], **common) -> Forest:
+def concat_trees(trees: list[dict], **common: Any) -> Forest:
     """Build a Forest from per-tree dicts of local arrays (left, right, feature, threshold,
     missing_left, value, target and optional impurity / weight), each concatenated once into its
     Forest dtype."""
     offsets = np.zeros(len(trees) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(t["left"]) for t in trees])
 
-    def cat(key, dtype):
+    def cat(key: str, dtype: DTypeLike) -> np.ndarray:
         return np.concatenate([np.asarray(t[key]).reshape(len(t["left"]), -1) for t in trees],
                               dtype=dtype, casting="unsafe")
 

@@ -79,7 +79,7 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
 def _split(text: str) -> tuple[dict, list[str]]:
     """The header fields of a LightGBM ``model_to_string()`` and the text of each of its trees."""
     head, _, body = text.partition("\nTree=")
-    header = dict(line.split("=", 1) if "=" in line else (line, "") for line in head.splitlines())
+    header = dict(line.partition("=")[::2] for line in head.splitlines())       # a line without "=": key -> ""
     return header, body.partition("\nend of trees")[0].split("\nTree=") if body else []
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -20,12 +20,12 @@ class ModelPredictor:
     DataFrame get one with their own column names.
     """
 
-    def __init__(self, model, predict: Callable):
+    def __init__(self, model: Any, predict: Callable[[Any, Any], Any]) -> None:
         self._model = weakref.ref(model)
         self._predict = predict
         self._names = model_feature_names(model) if getattr(model, "feature_names_in_", None) is not None else None
 
-    def __call__(self, X) -> np.ndarray:
+    def __call__(self, X: Any) -> np.ndarray:
         model = self._model()
         if model is None:
             raise ModelGoneError("the model this Forest was imported from no longer exists; keep a reference "
