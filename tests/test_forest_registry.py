@@ -164,3 +164,14 @@ def test_register_refuses_what_is_not_an_importer():
         register(StumpImporter)                       # the class, not an instance
     with pytest.raises(InputTypeError, match="name"):
         register(LibraryImporter())
+
+
+def test_malformed_inputs_of_the_core_path_get_clear_errors():
+    from xai_plugins.errors import InputError
+    from xai_plugins.forest._ubjson import decode_ubjson
+    from xai_plugins.perturbation import Perturbation
+
+    with pytest.raises(UnsupportedModelError, match="without a count"):
+        decode_ubjson(b"[$d" + bytes(8))                # a typed array must say how many items it holds
+    with pytest.raises(InputError, match="sigma"):
+        Perturbation(sigma=None, dists=None).sample(0, 3, np.random.default_rng(0))
