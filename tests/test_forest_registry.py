@@ -10,7 +10,7 @@ from scipy.stats import norm
 from sklearn.ensemble import RandomForestRegressor
 
 import xai_plugins as xp
-from xai_plugins.errors import InputTypeError, UnsupportedModelError
+from xai_plugins.errors import InputError, InputTypeError, UnsupportedModelError
 from xai_plugins.forest import (
     Forest,
     LibraryImporter,
@@ -20,6 +20,7 @@ from xai_plugins.forest import (
     model_feature_names,
     model_missing_value,
     register,
+    registry,
     supported_models,
 )
 from xai_plugins.forest.cache import generation
@@ -162,12 +163,18 @@ def test_subclasses_of_supported_models_belong_to_their_library(named_frame):
 def test_register_refuses_what_is_not_an_importer():
     with pytest.raises(InputTypeError, match="LibraryImporter"):
         register(StumpImporter)                       # the class, not an instance
+    class Nameless(StumpImporter):
+        name = ""
+
     with pytest.raises(InputTypeError, match="name"):
-        register(LibraryImporter())
+        register(Nameless())
+    with pytest.raises(TypeError, match="abstract"):
+        type("Incomplete", (LibraryImporter,), {"name": "incomplete"})()     # owns / to_forest / predictor missing
+    with pytest.raises(InputError, match="no model library 'nowhere'.*sklearn"):
+        registry.importer("nowhere")
 
 
 def test_malformed_inputs_of_the_core_path_get_clear_errors():
-    from xai_plugins.errors import InputError
     from xai_plugins.forest._ubjson import decode_ubjson
     from xai_plugins.perturbation import Perturbation
 

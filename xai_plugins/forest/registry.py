@@ -10,22 +10,22 @@ and the model's own predictor.
 
 from __future__ import annotations
 
-import weakref
+import abc
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputTypeError
+from ..errors import InputError, InputTypeError
 from .layout import Forest
 
 if TYPE_CHECKING:
     from .predictor import ModelPredictor
 
 
-class LibraryImporter:
-    """One library's importer. Subclass it, set :attr:`name` and :attr:`supported`, override
-    :meth:`owns` and :meth:`to_forest` (and the others where the library differs from the defaults),
-    and :func:`register` an instance.
+class LibraryImporter(abc.ABC):
+    """One library's importer. Subclass it, set :attr:`name` and :attr:`supported`, implement
+    :meth:`owns`, :meth:`to_forest` and :meth:`predictor` (and override the others where the library
+    differs from the defaults), and :func:`register` an instance.
 
     ``mutators``: the methods of the library's mutable model class (:meth:`mutable_class`) that
     change a fitted model in place; the import cache wraps them once so that each call gives that
@@ -39,10 +39,12 @@ class LibraryImporter:
     #: in-place mutators of :meth:`mutable_class` to watch (see the class docstring)
     mutators: tuple[str, ...] = ()
 
+    @abc.abstractmethod
     def owns(self, cls: type) -> bool:
         """Whether models of class ``cls`` belong to this library (decided by class: cached per class)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def to_forest(self, model: Any) -> Forest:
         """The :class:`Forest` of a fitted ``model`` (already checked to be fitted)."""
         raise NotImplementedError
@@ -60,6 +62,7 @@ class LibraryImporter:
         imports ``model`` again when either changes."""
         return (), ()
 
+    @abc.abstractmethod
     def predictor(self, model: Any) -> ModelPredictor:
         """The model's own predictor in its Forest's output space."""
         raise NotImplementedError
@@ -75,8 +78,9 @@ _IMPORTERS: dict[str, LibraryImporter] = {}
 #: per library, the methods of its mutable model class that change a model in place (each call gives the
 #: object a new generation, see :func:`xai_plugins.forest.import_model`)
 BOOSTER_MUTATORS: dict[str, tuple[str, ...]] = {}
-#: class -> its importer (None: no library owns it), filled on first sight of a class
-_BY_CLASS: weakref.WeakKeyDictionary[type, LibraryImporter | None] = weakref.WeakKeyDictionary()
+#: class -> its importer (None: no library owns it), filled on first sight of a class (a plain dict: a
+#: lookup costs a hash, and holding a class does not hold any model)
+_BY_CLASS: dict[type, LibraryImporter | None] = {}
 
 
 def register(importer: LibraryImporter) -> LibraryImporter:
@@ -102,8 +106,11 @@ def unregister(name: str) -> None:
 
 
 def importer(name: str) -> LibraryImporter:
-    """The importer registered under ``name`` (KeyError when there is none)."""
-    return _IMPORTERS[name]
+    """The importer registered under ``name`` (InputError when there is none)."""
+    try:
+        return _IMPORTERS[name]
+    except KeyError:
+        raise InputError(f"no model library {name!r} is registered; registered: {sorted(_IMPORTERS)}") from None
 
 
 def importer_for(model: Any) -> LibraryImporter | None:
@@ -112,13 +119,8 @@ def importer_for(model: Any) -> LibraryImporter | None:
     try:
         return _BY_CLASS[cls]
     except KeyError:
-        pass
-    found = next((imp for imp in _IMPORTERS.values() if imp.owns(cls)), None)
-    try:
-        _BY_CLASS[cls] = found
-    except TypeError:             # a class that cannot be weakly referenced: not cached
-        pass
-    return found
+        found = _BY_CLASS[cls] = next((imp for imp in _IMPORTERS.values() if imp.owns(cls)), None)
+        return found
 
 
 def library_of(model: Any) -> str | None:
