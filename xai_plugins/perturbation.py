@@ -37,12 +37,19 @@ class Perturbation:
     #: the noise limits (:func:`check_noise_scale`) this noise was found to be below, if any
     safe_below: np.ndarray | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def gaussian_sigma(self) -> np.ndarray:
+        """``sigma`` of Gaussian noise (``dists`` None); InputError for a Perturbation built with neither."""
+        if self.sigma is None:
+            raise InputError("a Perturbation needs sigma (Gaussian noise) or dists; build one with make_perturbation")
+        return self.sigma
+
     def side_probabilities(self, features: np.ndarray, z: np.ndarray, side: np.ndarray) -> np.ndarray:
         """(n, K) probabilities at the offsets ``z`` (n, K): column k holds P(noise_j < z) where
         ``side[k]`` is +1 and P(noise_j > z) where it is -1, j = ``features[k]``, each computed
         directly (not as one minus the other, which loses a tail); ``z`` is overwritten."""
         if self.dists is None:   # P(e > z) = P(e < -z) = ndtr(z / -sigma), exactly -(z / sigma)
-            return special.ndtr(np.divide(z, side * self.sigma[features], out=z))
+            return special.ndtr(np.divide(z, side * self.gaussian_sigma[features], out=z))
         below, out = side > 0, np.empty_like(z)
         for j in np.unique(features):
             dist = self.dists[j]
@@ -54,13 +61,13 @@ class Perturbation:
     def ppf(self, j: int, u: np.ndarray) -> np.ndarray:
         """Inverse CDF of noise_j (for quasi-Monte Carlo)."""
         if self.dists is None:
-            return self.sigma[j] * special.ndtri(u)
+            return self.gaussian_sigma[j] * special.ndtri(u)
         return self.dists[j].ppf(u)
 
     def sample(self, j: int, size, rng: np.random.Generator) -> np.ndarray:
         """Draws of noise_j."""
         if self.dists is None:
-            return rng.normal(0.0, self.sigma[j], size=size)
+            return rng.normal(0.0, self.gaussian_sigma[j], size=size)
         return self.dists[j].rvs(size=size, random_state=rng)
 
 
@@ -143,7 +150,7 @@ def check_noise_scale(splits, perturbation: Perturbation, features, X: np.ndarra
     limit = _noise_limits(splits)
     if perturbation.safe_below is limit:
         return
-    sigma, features = perturbation.sigma, np.asarray(features, dtype=np.intp)
+    sigma, features = perturbation.gaussian_sigma, np.asarray(features, dtype=np.intp)
     candidates = features[sigma[features] >= limit[features]]
     if not candidates.size:
         if np.all(sigma < limit):
