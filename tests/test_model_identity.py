@@ -11,10 +11,10 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 import xai_plugins as xp
-import xai_plugins.forest as forest_module
+import xai_plugins.forest.cache as forest_module
 from xai_plugins import errors
 from xai_plugins._validation import check_random_state, resolve_output
-from xai_plugins.forest import clear_model_cache, import_model
+from xai_plugins.forest import clear_model_cache, import_model, registry
 
 NAMES = ["a", "b", "c", "d"]
 
@@ -235,13 +235,14 @@ def test_explainer_on_a_three_output_model_imports_it_once(named_frame, monkeypa
     model = RandomForestClassifier(n_estimators=6, max_depth=4, random_state=0).fit(X, labels)
     clear_model_cache()
     calls = []
-    original = forest_module._IMPORTERS["sklearn"]
+    importer = registry.importer("sklearn")
+    original = importer.to_forest
 
     def counting(m):
         calls.append(type(m).__name__)
         return original(m)
 
-    monkeypatch.setitem(forest_module._IMPORTERS, "sklearn", counting)
+    monkeypatch.setattr(importer, "to_forest", counting)
     rows = X.iloc[:4]
     explanation = xs.PG2Explainer(model)(rows)
     assert calls == ["RandomForestClassifier"]

@@ -13,7 +13,7 @@ Conventions (the same for every function of the package):
 - **random_state** follows scikit-learn: ``None`` draws fresh entropy, an int or a
   ``numpy.random.Generator`` / ``RandomState`` makes results reproducible.
 - **Missing values** are NaN. A model that reads another value as missing (XGBoost's
-  ``missing=-999`` sentinel, :func:`model_missing_value`) has that value turned into NaN where
+  ``missing=-999`` sentinel, :func:`xai_plugins.forest.model_missing_value`) has that value turned into NaN where
   rows enter (:func:`model_rows`), so every method sees NaN = missing, as the model does.
 """
 
@@ -27,9 +27,6 @@ import numpy as np
 
 from .errors import FeatureMismatchError, InputError, InputIndexError, InputTypeError
 
-#: LightGBM names the columns of data fitted without names Column_0, Column_1, ...
-_LIGHTGBM_DEFAULT_NAME = "Column_{}"
-
 
 def default_feature_names(n_features: int) -> list[str]:
     """x0, x1, ... for data without column names."""
@@ -39,47 +36,6 @@ def default_feature_names(n_features: int) -> list[str]:
 @functools.lru_cache(maxsize=16)
 def _default_names(n_features: int) -> tuple[str, ...]:
     return tuple(f"x{j}" for j in range(n_features))
-
-
-def model_feature_names(model) -> list[str] | None:
-    """The feature names a fitted model was trained with, in its column order, or None.
-
-    A :class:`~xai_plugins.forest.Forest` carries them; scikit-learn (and the XGBoost / LightGBM
-    scikit-learn wrappers) store ``feature_names_in_``; XGBoost boosters ``feature_names``;
-    LightGBM boosters ``feature_name()`` (its generated ``Column_i`` names count as none).
-    """
-    if model is None:
-        return None
-    if hasattr(model, "tree_offset") and hasattr(model, "feature_names"):       # a Forest
-        return None if model.feature_names is None else list(model.feature_names)
-    library = type(model).__module__.split(".")[0]
-    try:
-        names = getattr(model, "feature_names_in_", None)
-        if names is None and library == "xgboost":
-            names = (model.get_booster() if hasattr(model, "get_booster") else model).feature_names
-        elif names is None and library == "lightgbm":
-            names = getattr(model, "booster_", model).feature_name()
-    except Exception:  # noqa: BLE001 - an unfitted wrapper has no names; the importer says it is unfitted
-        return None
-    if names is None or len(names) == 0:
-        return None
-    names = [str(c) for c in names]
-    if library == "lightgbm" and names == [_LIGHTGBM_DEFAULT_NAME.format(j) for j in range(len(names))]:
-        return None
-    return names
-
-
-def model_missing_value(model) -> float:
-    """The input value a fitted model reads as missing besides NaN: XGBoost's scikit-learn
-    wrappers' ``missing`` (a :class:`~xai_plugins.forest.Forest` carries it as ``missing_value``);
-    NaN for every other model, a bare XGBoost ``Booster`` included (its ``missing`` belongs to the
-    DMatrix, not to the model)."""
-    if hasattr(model, "tree_offset") and hasattr(model, "missing_value"):       # a Forest
-        return float(model.missing_value)
-    if type(model).__module__.split(".")[0] == "xgboost" and hasattr(model, "get_booster"):
-        missing = getattr(model, "missing", None)
-        return float("nan") if missing is None else float(missing)
-    return float("nan")
 
 
 def stored_name(column: str) -> str:
@@ -117,10 +73,10 @@ def model_rows(X, names: list[str] | None, n_features: int | None, *, what: str 
     """``X`` as (n, n_features) float64 rows in the model's feature order, and the feature names.
 
     A DataFrame (or a Series, read as one row) is aligned by column name to ``names`` (the
-    model's feature names, see :func:`model_feature_names`); when the model knows no names its
+    model's feature names, see :func:`xai_plugins.forest.model_feature_names`); when the model knows no names its
     columns are taken in order and name the features. Arrays are read positionally.
     ``n_features`` None accepts any column count. Entries equal to the model's ``missing`` value
-    (:func:`model_missing_value`) become NaN (see :func:`check_matrix`).
+    (:func:`xai_plugins.forest.model_missing_value`) become NaN (see :func:`check_matrix`).
     """
     if _is_series(X):
         X = X.to_frame().T
@@ -451,7 +407,7 @@ def check_is_fitted(model) -> None:
         pass  # not a scikit-learn estimator: the importer decides
 
 
-__all__ = ["is_dask", "model_rows", "model_feature_names", "model_missing_value", "feature_order", "feature_index",
+__all__ = ["is_dask", "model_rows", "feature_order", "feature_index",
            "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "check_random_state",
            "check_is_fitted",
            "default_feature_names"]

@@ -31,7 +31,7 @@ from . import _native
 from ._validation import is_dask
 from .errors import InputError, UnsupportedModelError, XaiWarning
 from .exact_sum import exact_column_sums, exact_mean
-from .forest import Forest, import_model
+from .forest import Forest, import_model, library_of
 
 #: scikit-learn ensembles whose bootstrap draws :func:`in_bag_counts` can replay
 _IN_BAG_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
@@ -65,7 +65,7 @@ def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
 
 def _is_in_bag_model(model) -> bool:
     """Whether ``model`` is a scikit-learn forest whose bootstrap draws can be replayed."""
-    return type(model).__module__.startswith("sklearn.") and type(model).__name__ in _IN_BAG_MODELS
+    return library_of(model) == "sklearn" and type(model).__name__ in _IN_BAG_MODELS
 
 
 def _require_in_bag_model(model) -> None:
@@ -144,7 +144,7 @@ def _resampling(model) -> str | None:
     if _is_in_bag_model(model) and getattr(model, "bootstrap", False):
         return "bootstrap"
     name = type(model).__name__
-    if type(model).__module__.startswith("sklearn.") and name.startswith("GradientBoosting") \
+    if library_of(model) == "sklearn" and name.startswith("GradientBoosting") \
             and getattr(model, "subsample", 1.0) < 1.0:
         return "subsample"
     return None

@@ -8,8 +8,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._validation import is_dask, model_feature_names, model_missing_value, model_rows
+from .._validation import is_dask, model_rows
 from ..errors import InputError, XaiWarning
+from ..forest import model_feature_names, model_missing_value
 from ._effects import local_effects, segment_effects
 from ._grid import build_grid, categorical_mask, global_baseline
 from ._results import AcMEGlobal, AcMELocal

@@ -12,11 +12,10 @@ from .._validation import (
     check_random_state,
     check_target,
     feature_index,
-    model_feature_names,
     model_rows,
 )
 from ..errors import InputError, InputTypeError, UnsupportedModelError
-from ..forest import import_model
+from ..forest import import_model, model_feature_names
 from ._loss import check_loss, make_loss, model_reliance
 from ._parallel import tree_threads
 from ._passes import Reference, boundary_forest, permutation_pass

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from sklearn import metrics
 
+from ..forest import library_of
+
 PACKAGES = ("xai_plugins", "numpy", "scipy", "pandas", "scikit-learn", "xgboost", "lightgbm", "shap", "matplotlib",
             "jinja2", "weasyprint", "fairlearn", "python-sat", "pyunigen")
 
@@ -24,7 +26,7 @@ def model_card(ctx) -> dict:
             "mean leaves per tree": round(leaves_per_tree, 1), "features": ctx.n_features,
             "features used in splits": int(f.split_features.sum()),
             "training rows": "not given" if ctx.X_train is None else len(ctx.X_train), "test rows": len(ctx.X_test)}
-    if type(ctx.model).__module__.split(".")[0] == "sklearn" and hasattr(ctx.model, "bootstrap"):
+    if library_of(ctx.model) == "sklearn" and hasattr(ctx.model, "bootstrap"):
         card["bootstrap"] = bool(ctx.model.bootstrap)
     return card
 

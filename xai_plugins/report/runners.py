@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..acme import AcME
 from ..attributions import greedy_gains
-from ..forest import UnsupportedModelError
+from ..forest import UnsupportedModelError, library_of
 from ..mdi import local_mdi
 from ..prediction_gap import greedy_pg2_ranking
 from ..ranking_faithfulness import rank_by_magnitude
@@ -292,7 +292,7 @@ def run_mcr(ctx: AuditContext, *, n_permutations: int, epsilon: float = 0.0,
     if ctx.X_train is None or ctx.y_train is None:
         raise NotApplicable("RF-MCR needs the training data (X_train and y_train)")
     name = type(ctx.model).__name__
-    if name not in MCR_MODELS or type(ctx.model).__module__.split(".")[0] != "sklearn":
+    if name not in MCR_MODELS or library_of(ctx.model) != "sklearn":
         reason = f"RF-MCR needs a scikit-learn RandomForest or ExtraTrees; this model is {name}"
     elif ctx.model.bootstrap:
         reason = "RF-MCR needs a forest grown with bootstrap=False; this one used bootstrap samples"

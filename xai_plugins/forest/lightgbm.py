@@ -1,0 +1,166 @@
+"""The LightGBM importer: ``Booster``, ``LGBMRegressor``, ``LGBMClassifier`` ->
+:class:`~xai_plugins.forest.Forest`, parsed from ``model_to_string()`` (exact thresholds, ±inf included)."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..errors import UnsupportedModelError
+from .cache import generation
+from .layout import Forest, preorder
+from .predictor import ModelPredictor
+from .registry import LibraryImporter, model_feature_names, register
+
+#: LightGBM names the columns of data fitted without names Column_0, Column_1, ...
+_DEFAULT_NAME = "Column_{}"
+
+#: LightGBM reads an input x with |x| <= kZeroThreshold (the float 1e-35f) as 0.0
+LIGHTGBM_ZERO_THRESHOLD = float(np.float32(1e-35))
+
+# objectives whose prediction is the raw score (ConvertOutput identity; not with reg_sqrt, "... sqrt")
+_LGB_IDENTITY_PREDICTION = {"regression", "regression_l1", "huber", "fair", "quantile", "mape", "lambdarank",
+                            "rank_xendcg", "custom"}
+
+
+def _lightgbm_numbers(trees: list[dict], key: str, dtype: Any) -> np.ndarray:
+    """The ``key=`` lists of every tree of a LightGBM model string, concatenated (parsed exactly:
+    LightGBM writes doubles with 17 significant digits and ±inf as "inf" / "-inf")."""
+    return np.array(" ".join(tree[key] for tree in trees).split(), dtype=dtype)
+
+
+def _lightgbm_forest(text: str) -> tuple[dict, dict]:
+    """The header fields and the Forest arrays of a LightGBM ``model_to_string()``: nodes renumbered
+    in preorder (as ``dump_model()`` lists them); refuses linear trees, categorical splits and
+    zero-as-missing splits."""
+    header, blocks = _split(text)
+    trees = [dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line) for block in blocks]
+    if not trees:
+        raise UnsupportedModelError("the LightGBM model has no trees")
+    if any(tree.get("is_linear", "0") != "0" for tree in trees):
+        raise UnsupportedModelError("LightGBM linear trees are not supported")
+    leaves = np.array([int(tree["num_leaves"]) for tree in trees], dtype=np.int64)
+    kind = _lightgbm_numbers(trees, "decision_type", np.int64)
+    if np.any(kind & 1):
+        raise UnsupportedModelError("LightGBM categorical splits are not supported; only numeric thresholds are")
+    missing = (kind >> 2) & 3                             # 0: None, 1: Zero, 2: NaN
+    if np.any(missing == 1):
+        raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') are not supported")
+    # local ids: the tree's num_leaves - 1 internal nodes, then its leaves (LightGBM's child ~j is leaf j)
+    inner = leaves - 1
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(inner + leaves)
+    is_inner = np.arange(offsets[-1]) - np.repeat(offsets[:-1], inner + leaves) < np.repeat(inner, inner + leaves)
+    n_inner = np.repeat(inner, inner)
+    left = np.full(offsets[-1], -1, dtype=np.int64)
+    right = left.copy()
+    for side, key in ((left, "left_child"), (right, "right_child")):
+        child = _lightgbm_numbers(trees, key, np.int64)
+        side[is_inner] = np.where(child >= 0, child, n_inner + ~child)
+    threshold = np.zeros(offsets[-1])
+    threshold[is_inner] = _lightgbm_numbers(trees, "threshold", np.float64)
+    feature = np.zeros(offsets[-1], dtype=np.int64)
+    feature[is_inner] = _lightgbm_numbers(trees, "split_feature", np.int64)
+    missing_left = np.zeros(offsets[-1], dtype=np.uint8)
+    # missing_type None: LightGBM replaces NaN by 0.0 and compares
+    missing_left[is_inner] = np.where(missing == 2, (kind >> 1) & 1, 0.0 <= threshold[is_inner])
+    value = np.zeros(offsets[-1])
+    value[~is_inner] = _lightgbm_numbers(trees, "leaf_value", np.float64)
+    order, offsets, left, right = preorder(left, right, offsets)
+    per_iteration = int(header.get("num_tree_per_iteration", "1"))
+    return header, dict(left_child=left, right_child=right, feature=feature[order], threshold=threshold[order],
+                        missing_left=missing_left[order], value=value[order], tree_offset=offsets,
+                        tree_target=np.arange(len(trees)) % per_iteration)
+
+
+def _split(text: str) -> tuple[dict, list[str]]:
+    """The header fields of a LightGBM ``model_to_string()`` and the text of each of its trees."""
+    head, _, body = text.partition("\nTree=")
+    header = dict(line.split("=", 1) if "=" in line else (line, "") for line in head.splitlines())
+    return header, body.partition("\nend of trees")[0].split("\nTree=") if body else []
+
+
+class LightGBMImporter(LibraryImporter):
+    """LightGBM's ``Booster`` and its scikit-learn wrappers (``LGBMRegressor``, ``LGBMClassifier``, ...)."""
+
+    name = "lightgbm"
+    supported = "lightgbm Booster/LGBMRegressor/LGBMClassifier"
+    mutators = ("model_from_string", "set_leaf_output", "update", "rollback_one_iter", "shuffle_models",
+                "__setstate__")
+
+    def owns(self, cls: type) -> bool:
+        """A subclass of ``lightgbm.Booster`` or ``lightgbm.LGBMModel`` (False while lightgbm is not imported)."""
+        lightgbm = sys.modules.get("lightgbm")
+        return lightgbm is not None and issubclass(cls, (lightgbm.Booster, lightgbm.LGBMModel))
+
+    def to_forest(self, model: Any) -> Forest:
+        """Trees parsed from ``model_to_string()``."""
+        header, arrays = _lightgbm_forest(_booster(model).model_to_string())
+        per_iteration = int(header.get("num_tree_per_iteration", "1"))
+        objective_words = header.get("objective", "custom").split()  # no key: a custom objective
+        objective = objective_words[0]
+        task = "classification" if objective in ("binary", "multiclass", "multiclassova", "cross_entropy") \
+            else "regression"
+        n_outputs = per_iteration
+        if task == "classification":
+            outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
+        else:
+            outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
+        return Forest(**arrays, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
+                      split_rule="le", input_float32=False, aggregate="mean" if "average_output" in header else "sum",
+                      task=task,
+                      output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
+                      else "margin", model_type=f"lightgbm.{type(model).__name__}",
+                      feature_names=model_feature_names(model), output_names=outputs,
+                      predict_fn=_raw_predictor(model, header, len(arrays["tree_target"])),
+                      zero_threshold=LIGHTGBM_ZERO_THRESHOLD, objective=objective)
+
+    def feature_names(self, model: Any) -> Any:
+        """The wrapper's ``feature_names_in_``, else the booster's ``feature_name()``; LightGBM's generated
+        ``Column_i`` names count as none."""
+        names = getattr(model, "feature_names_in_", None)
+        if names is None:
+            names = _booster(model).feature_name()
+        if names is not None and [str(c) for c in names] == [_DEFAULT_NAME.format(j) for j in range(len(names))]:
+            return None
+        return names
+
+    def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
+        """The booster by identity, its generation and its ``best_iteration``."""
+        booster = _booster(model)
+        return (booster,), (generation(booster), getattr(booster, "best_iteration", None))
+
+    def predictor(self, model: Any) -> ModelPredictor:
+        """The raw score of ``predict(raw_score=True)`` over the model's trees."""
+        header, blocks = _split(_booster(model).model_to_string())
+        return _raw_predictor(model, header, len(blocks))
+
+    def mutable_class(self) -> type:
+        """``lightgbm.Booster``."""
+        import lightgbm
+
+        return lightgbm.Booster
+
+
+def _booster(model: Any) -> Any:
+    """The model's ``Booster`` (the model itself when it is one)."""
+    return getattr(model, "booster_", model)
+
+
+def _raw_predictor(model: Any, header: dict, n_trees: int) -> ModelPredictor:
+    """The raw-score predictor of a model whose ``model_to_string()`` has ``header`` and ``n_trees`` trees.
+    With boosting="rf" the margin is (sum over an output's trees) / n_iter, but ``predict(raw_score=True)``
+    returns the plain sum (LightGBM divides only before applying its link)."""
+    n_iter = n_trees // int(header.get("num_tree_per_iteration", "1"))
+    return ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean="average_output" in header))
+
+
+def _lightgbm_raw(model: Any, X: Any, n_iter: int, mean: bool) -> Any:
+    raw = _booster(model).predict(np.asarray(X, dtype=np.float64), raw_score=True, num_iteration=n_iter)
+    return raw / n_iter if mean else raw
+
+
+register(LightGBMImporter())

@@ -1,0 +1,173 @@
+"""The scikit-learn importer: DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*,
+HistGradientBoosting* -> :class:`~xai_plugins.forest.Forest`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import UnsupportedModelError
+from .layout import Forest, concat_trees
+from .predictor import ModelPredictor
+from .registry import LibraryImporter, model_feature_names, register
+
+
+def _sklearn_tree(est: Any, value: Any, target: int = 0) -> dict:
+    """One fitted scikit-learn tree as the per-tree arrays of :func:`concat_trees`."""
+    tree = est.tree_
+    if getattr(tree, "n_categorical_splits", 0) or np.any(getattr(tree, "is_categorical", False)):
+        raise UnsupportedModelError("categorical splits are not supported; only numeric thresholds are")
+    missing = getattr(tree, "missing_go_to_left", None)
+    if missing is None:
+        missing = np.zeros(tree.node_count, dtype=np.uint8)
+    return dict(left=tree.children_left, right=tree.children_right, feature=tree.feature,
+                threshold=tree.threshold, missing_left=missing, value=value, target=target,
+                impurity=tree.impurity, weight=tree.weighted_n_node_samples)
+
+
+def _families() -> dict[str, tuple[type, ...]]:
+    """The supported scikit-learn model classes, by family (imports scikit-learn's tree and ensemble)."""
+    from sklearn import ensemble, tree
+
+    return {"forest": (tree.BaseDecisionTree, ensemble.RandomForestClassifier, ensemble.RandomForestRegressor,
+                       ensemble.ExtraTreesClassifier, ensemble.ExtraTreesRegressor),
+            "boosting": (ensemble.GradientBoostingRegressor, ensemble.GradientBoostingClassifier),
+            "hist": (ensemble.HistGradientBoostingRegressor, ensemble.HistGradientBoostingClassifier)}
+
+
+def _family(model: Any) -> str:
+    """"forest", "boosting" or "hist": which kind of supported scikit-learn model ``model`` is."""
+    return next(name for name, classes in _families().items() if isinstance(model, classes))
+
+
+class SklearnImporter(LibraryImporter):
+    """scikit-learn's DecisionTree*, ExtraTree*, RandomForest*, ExtraTrees*, GradientBoosting*,
+    HistGradientBoosting* (subclasses included)."""
+
+    name = "sklearn"
+    supported = ("scikit-learn DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, "
+                 "HistGradientBoosting*")
+
+    def owns(self, cls: type) -> bool:
+        """A subclass of a supported scikit-learn model (False while scikit-learn is not imported)."""
+        return "sklearn" in sys.modules and any(issubclass(cls, classes) for classes in _families().values())
+
+    def to_forest(self, model: Any) -> Forest:
+        """Trees read from ``tree_`` (forests, GradientBoosting) or ``_predictors`` (HistGradientBoosting)."""
+        name = type(model).__name__
+        family = _family(model)
+        common = dict(n_features=int(model.n_features_in_), split_rule="le", input_float32=True,
+                      feature_names=model_feature_names(model), model_type=f"sklearn.{name}",
+                      predict_fn=self.predictor(model))
+        is_clf = hasattr(model, "classes_")
+        if family == "forest":
+            from sklearn.tree import BaseDecisionTree
+
+            estimators = [model] if isinstance(model, BaseDecisionTree) else model.estimators_
+            if is_clf:
+                if model.n_outputs_ != 1:
+                    raise UnsupportedModelError(f"{name} with several outputs is not supported")
+                trees = [_sklearn_tree(e, e.tree_.value[:, 0, :]) for e in estimators]
+                k = len(model.classes_)
+                return concat_trees(trees, base_score=np.zeros(k), aggregate="mean", task="classification",
+                                    output_space="probability", output_names=[str(c) for c in model.classes_],
+                                    **common)
+            trees = [_sklearn_tree(e, e.tree_.value[:, :, 0]) for e in estimators]
+            k = model.n_outputs_
+            return concat_trees(trees, base_score=np.zeros(k), aggregate="mean", task="regression",
+                                output_space="raw",
+                                output_names=["output"] if k == 1 else [f"output_{o}" for o in range(k)], **common)
+        if family == "boosting":
+            _check_constant_init(model)
+            rate = model.learning_rate
+            trees = [_sklearn_tree(e, e.tree_.value[:, 0, 0] * rate, target=k)
+                     for row in model.estimators_ for k, e in enumerate(row)]
+            base = np.asarray(model._raw_predict_init(np.zeros((1, model.n_features_in_), dtype=np.float32)),
+                              dtype=np.float64).ravel()
+        else:
+            trees = _hgb_trees(model)
+            base = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
+            common["input_float32"] = False
+        if is_clf:
+            outputs = ["margin"] if len(model.classes_) == 2 else [str(c) for c in model.classes_]
+            return concat_trees(trees, base_score=base, aggregate="sum", task="classification",
+                                output_space="margin", output_names=outputs, **common)
+        return concat_trees(trees, base_score=base, aggregate="sum", task="regression", output_space="raw", **common)
+
+    def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
+        """The fitted trees (``tree_``, ``estimators_``, ``_predictors``) by identity and length, with
+        ``n_features_in_``, ``learning_rate`` and ``n_estimators``."""
+        objects: list = []
+        values: list = [getattr(model, "n_features_in_", None)]
+        for attribute in ("tree_", "estimators_", "_predictors"):
+            held = getattr(model, attribute, None)
+            if held is not None:
+                objects.append(held)
+                values.append(len(held) if hasattr(held, "__len__") else 0)
+        values += [getattr(model, "learning_rate", None), getattr(model, "n_estimators", None)]
+        return tuple(objects), tuple(values)
+
+    def predictor(self, model: Any) -> ModelPredictor:
+        """``predict_proba`` (forest classifiers), ``decision_function`` (GradientBoosting classifiers),
+        ``_raw_predict`` (HistGradientBoosting), ``predict`` otherwise."""
+        family = _family(model)
+        method: Callable
+        if family == "hist":
+            method = _raw_predict
+        elif hasattr(model, "classes_"):
+            method = _predict_proba if family == "forest" else _decision_function
+        else:
+            method = _predict
+        return ModelPredictor(model, method)
+
+
+def _predict(model: Any, X: Any) -> Any:
+    return model.predict(X)
+
+
+def _predict_proba(model: Any, X: Any) -> Any:
+    return model.predict_proba(X)
+
+
+def _decision_function(model: Any, X: Any) -> Any:
+    return model.decision_function(X)
+
+
+def _raw_predict(model: Any, X: Any) -> Any:
+    return model._raw_predict(X)
+
+
+def _check_constant_init(model: Any) -> None:
+    """UnsupportedModelError unless a GradientBoosting model's ``init`` gives a constant baseline
+    ("zero", or scikit-learn's Dummy estimators, whose prediction does not depend on x)."""
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    init = model.init_
+    constant = (isinstance(init, str) and init == "zero") or isinstance(init, DummyRegressor) or (
+        isinstance(init, DummyClassifier) and init.strategy != "stratified")
+    if not constant:
+        raise UnsupportedModelError(
+            f"{type(model).__name__} with init={init!r} is not supported: its initial prediction varies with "
+            "x, so the model is not a sum of leaf values; refit with init=None, init='zero', or a constant "
+            "init (DummyRegressor / DummyClassifier, not strategy='stratified')")
+
+
+def _hgb_trees(model: Any) -> list[dict]:
+    """The per-tree arrays of a HistGradientBoosting model's ``_predictors``."""
+    trees = []
+    for row in model._predictors:
+        for k, predictor in enumerate(row):
+            nodes = predictor.nodes
+            if np.any(nodes["is_categorical"]):
+                raise UnsupportedModelError("HistGradientBoosting categorical splits are not supported; "
+                                            "only numeric thresholds are")
+            leaf = nodes["is_leaf"].astype(bool)
+            trees.append(dict(left=np.where(leaf, -1, nodes["left"]), right=np.where(leaf, -1, nodes["right"]),
+                              feature=nodes["feature_idx"], threshold=nodes["num_threshold"],
+                              missing_left=nodes["missing_go_to_left"], value=nodes["value"], target=k))
+    return trees
+
+
+register(SklearnImporter())
