@@ -19,12 +19,18 @@ imputer's missing-indicator columns) is refused, naming the step.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
-from .errors import UnsupportedModelError
+from .._validation import default_feature_names
+from ..errors import UnsupportedModelError
+from .cache import import_model
+from .layout import Forest
+from .predictor import ModelPredictor
+from .registry import LibraryImporter, importer_for, register
 
 #: Transformers that act on each column alone and monotonely (non-decreasing), by class name
 PER_COLUMN_MONOTONE = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "SimpleImputer")
@@ -70,12 +76,6 @@ class _Column:
         for stage in self.stages:
             values = stage(values)
         return values
-
-
-def is_pipeline(model) -> bool:
-    """True for a scikit-learn ``Pipeline``."""
-    return type(model).__name__ == "Pipeline" and type(model).__module__.startswith("sklearn.") \
-        and hasattr(model, "steps")
 
 
 def pipeline_columns(pipeline) -> tuple[list[_Column], object]:
@@ -184,12 +184,11 @@ def switch_points(goes_right: Callable[[np.ndarray], np.ndarray], count: int) ->
     return np.where(right_low, -np.inf, np.where(right_high, _from_keys(hi), np.inf))
 
 
-def compile_pipeline(forest, columns: list[_Column], feature_names: list[str] | None, predict_fn: Callable | None):
+def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list[str],
+                     predict_fn: Callable | None) -> Forest:
     """The Forest over the pipeline's input columns of ``forest`` (the final model's Forest over the
     transformed columns ``columns``): every split x < T on the input column, T the exact switch
     point, NaN routed where the transform sends it. ``predict_fn``: the pipeline's own predictor."""
-    from .forest import Forest
-
     if len(columns) != forest.n_features:
         raise UnsupportedModelError(f"the Pipeline gives {len(columns)} columns but its model takes "
                                     f"{forest.n_features}")
@@ -206,11 +205,10 @@ def compile_pipeline(forest, columns: list[_Column], feature_names: list[str] | 
         if not np.isnan(filled):       # an imputer: a missing input goes where its fill value goes
             missing_left[nodes] = _goes_left(forest, nodes, np.full(len(nodes), filled))
         feature[nodes] = column.source
-    n_inputs = len(feature_names) if feature_names is not None else max(c.source for c in columns) + 1
     return Forest(left_child=forest.left_child, right_child=forest.right_child, feature=feature,
                   threshold=threshold, missing_left=missing_left, value=forest.value,
                   tree_offset=forest.tree_offset, tree_target=forest.tree_target, base_score=forest.base_score,
-                  n_features=n_inputs, split_rule="lt", input_float32=False, aggregate=forest.aggregate,
+                  n_features=len(feature_names), split_rule="lt", input_float32=False, aggregate=forest.aggregate,
                   task=forest.task, output_space=forest.output_space, model_type=f"Pipeline({forest.model_type})",
                   impurity=forest.impurity, weight=forest.weight, feature_names=feature_names,
                   output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective)
@@ -228,22 +226,54 @@ def _goes_left(forest, nodes: np.ndarray, z: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(v), forest.missing_left[nodes] != 0, left)
 
 
-def import_pipeline(pipeline, import_model: Callable):
-    """The Forest of a fitted Pipeline over its input columns (see the module docstring);
-    ``import_model`` imports its final tree model."""
-    from ._validation import check_is_fitted, default_feature_names, model_feature_names
-    from .forest import ModelPredictor
+class PipelineImporter(LibraryImporter):
+    """scikit-learn ``Pipeline``s of per-column monotone transformers in front of a supported tree
+    model (see the module docstring)."""
 
-    check_is_fitted(pipeline)
-    columns, final = pipeline_columns(pipeline)
-    inner = import_model(final)
-    if not np.isnan(inner.missing_value):
-        raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed columns; "
-                                    "leave missing values as NaN (the XGBoost default)")
-    names = model_feature_names(pipeline)
-    n_inputs = int(pipeline.n_features_in_)
-    inner_predict = inner.predict_fn
-    predictor = None if inner_predict is None else ModelPredictor(
-        pipeline, lambda model, X: inner_predict(model[:-1].transform(X)))
-    return compile_pipeline(inner, columns, names if names is not None else default_feature_names(n_inputs),
-                            predictor)
+    name = "sklearn-pipeline"
+    supported = ("a scikit-learn Pipeline of " + ", ".join(PER_COLUMN_MONOTONE) +
+                 " / ColumnTransformer steps in front of one of these models")
+
+    def owns(self, cls: type) -> bool:
+        """A subclass of ``sklearn.pipeline.Pipeline`` (False while scikit-learn is not imported)."""
+        pipeline = sys.modules.get("sklearn.pipeline")
+        return pipeline is not None and issubclass(cls, pipeline.Pipeline)
+
+    def to_forest(self, model: Any) -> Forest:
+        columns, final = pipeline_columns(model)
+        inner = import_model(final)
+        if not np.isnan(inner.missing_value):
+            raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed "
+                                        "columns; leave missing values as NaN (the XGBoost default)")
+        names = self.feature_names(model)
+        names = [str(c) for c in names] if names is not None else default_feature_names(int(model.n_features_in_))
+        return compile_pipeline(inner, columns, names, self.predictor(model))
+
+    def predictor(self, model: Any) -> ModelPredictor:
+        """The final model's own predictor applied to the pipeline's transform of the input rows."""
+        final = model.steps[-1][1]
+        found = importer_for(final)
+        if found is None:
+            raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
+        inner = found.predictor(final)
+        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(X)))
+
+    def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
+        """Every step object and its fitted arrays (a refit replaces them), and the final model's own
+        fingerprint."""
+        objects: list = []
+        values: list = [type(model), len(model.steps)]
+        for _, step in model.steps[:-1]:
+            objects.append(step)
+            objects += [v for k, v in sorted(vars(step).items()) if k.endswith("_") and hasattr(v, "__len__")] \
+                if hasattr(step, "__dict__") else []
+        final = model.steps[-1][1]
+        found = importer_for(final)
+        if found is not None:
+            inner_objects, inner_values = found.fingerprint(final)
+            objects += [final, *inner_objects]
+            values += list(inner_values)
+        return tuple(objects), tuple(values)
+
+
+register(PipelineImporter())
