@@ -14,12 +14,23 @@ import pytest
 import xgboost as xgb
 from sklearn.compose import ColumnTransformer
 from sklearn.decomposition import PCA
-from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor, HistGradientBoostingRegressor,
-                              RandomForestRegressor)
+from sklearn.ensemble import (
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    HistGradientBoostingRegressor,
+    RandomForestRegressor,
+)
 from sklearn.impute import SimpleImputer
 from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import (FunctionTransformer, MaxAbsScaler, MinMaxScaler, OneHotEncoder,
-                                   PolynomialFeatures, RobustScaler, StandardScaler)
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    OneHotEncoder,
+    PolynomialFeatures,
+    RobustScaler,
+    StandardScaler,
+)
 
 import xai_plugins as xp
 from xai_plugins.errors import UnsupportedModelError
