@@ -47,6 +47,10 @@ def model_thresholds(model) -> tuple[dict, str, bool]:
         for f, s in zip(df.split_feature, df.threshold):
             thr.setdefault(names.index(f), []).append(float(s))
         return thr, "le", False
+    if module == "catboost":           # every border of every float feature; x > border goes right
+        for j, borders in model.get_borders().items():
+            thr[int(j)] = [float(b) for b in borders]
+        return thr, "le", True
     if hasattr(model, "_predictors"):  # sklearn HistGradientBoosting
         for row in model._predictors:
             for p in row:

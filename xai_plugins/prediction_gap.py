@@ -171,12 +171,17 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
     if forest.input_float32:
         # the model compares float32(x): left iff float32(x) <= a, where a is the largest
         # float32 obeying the rule against t; float32(x) <= a iff x < midpoint(a, next float32)
-        a = t.astype(np.float32)
-        obeys = (lambda v: v < t) if forest.split_rule == "lt" else (lambda v: v <= t)
-        a = np.where(obeys(a.astype(np.float64)), a, np.nextafter(a, np.float32(-np.inf)))
-        up = np.nextafter(a, np.float32(np.inf))
-        a = np.where(obeys(up.astype(np.float64)), up, a)
-        b = (a.astype(np.float64) + np.nextafter(a, np.float32(np.inf)).astype(np.float64)) / 2.0
+        # (float32's infinities stand for 2^128 in the midpoint: float32(x) is inf iff |x| >= 2^128 - 2^103)
+        with np.errstate(over="ignore"):
+            a = t.astype(np.float32)
+            obeys = (lambda v: v < t) if forest.split_rule == "lt" else (lambda v: v <= t)
+            a = np.where(obeys(a.astype(np.float64)), a, np.nextafter(a, np.float32(-np.inf)))
+            up = np.nextafter(a, np.float32(np.inf))
+            a = np.where(obeys(up.astype(np.float64)), up, a)
+            lo, hi = a.astype(np.float64), np.nextafter(a, np.float32(np.inf)).astype(np.float64)
+        b = np.where(lo == np.inf, np.inf, (np.where(lo == -np.inf, -2.0**128, lo) +
+                                            np.where((hi == np.inf) & (lo < np.inf), 2.0**128, hi)) / 2.0)
+        b = np.where(obeys(lo), b, -np.inf)           # no float32 obeys the rule: every x goes right
     else:
         b = t.copy()
     boundary = np.zeros(forest.n_nodes)
