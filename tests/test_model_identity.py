@@ -11,7 +11,7 @@ import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 import xai_plugins as xp
-import xai_plugins.forest as forest_module
+import xai_plugins.forest.cache as forest_module
 from xai_plugins import errors
 from xai_plugins._validation import check_random_state, resolve_output
 from xai_plugins.forest import clear_model_cache, import_model

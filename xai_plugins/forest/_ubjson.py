@@ -1,0 +1,64 @@
+"""A decoder for the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")``."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from ..errors import UnsupportedModelError
+
+# UBJSON number markers -> big-endian struct and numpy codes (the format stores numbers big-endian)
+_UBJ_NUMBERS = {ord(marker): code for marker, code in
+                {"i": ">b", "U": ">B", "I": ">h", "l": ">i", "L": ">q", "d": ">f", "D": ">d"}.items()}
+_UBJ_STRUCTS = {marker: struct.Struct(code) for marker, code in _UBJ_NUMBERS.items()}
+_UBJ_CONSTANTS = {ord("T"): True, ord("F"): False, ord("Z"): None}
+
+
+def decode_ubjson(data: bytes):
+    """Decode the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")``: objects as dicts, typed
+    arrays (``[$d#…``) as numpy arrays read straight from the bytes (exact: float32 thresholds keep
+    their bits), other arrays as lists."""
+    buf = bytes(data)
+    STRING, ARRAY, OBJECT, END_ARRAY, END_OBJECT, TYPE, COUNT = map(ord, "S[{]}$#")
+
+    def length(pos: int) -> tuple[int, int]:
+        packed = _UBJ_STRUCTS[buf[pos]]
+        return packed.unpack_from(buf, pos + 1)[0], pos + 1 + packed.size
+
+    def value(pos: int, marker: int):
+        packed = _UBJ_STRUCTS.get(marker)
+        if packed is not None:
+            return packed.unpack_from(buf, pos)[0], pos + packed.size
+        if marker in _UBJ_CONSTANTS:
+            return _UBJ_CONSTANTS[marker], pos
+        if marker == STRING:
+            n, pos = length(pos)
+            return buf[pos:pos + n].decode(), pos + n
+        if marker != ARRAY and marker != OBJECT:
+            raise UnsupportedModelError(f"unexpected UBJSON marker {chr(marker)!r} in the XGBoost model")
+        kind = count = None
+        if buf[pos] == TYPE:
+            kind, pos = buf[pos + 1], pos + 2
+        if buf[pos] == COUNT:
+            count, pos = length(pos + 1)
+        if marker == ARRAY and kind in _UBJ_NUMBERS:        # a typed array: one numpy read
+            dtype = np.dtype(_UBJ_NUMBERS[kind])
+            out = np.frombuffer(buf, dtype=dtype, count=count, offset=pos)
+            return out.astype(dtype.newbyteorder("=")), pos + count * dtype.itemsize
+        items: list = []
+        names: list = []
+        while len(items) != count and (count is not None or buf[pos] not in (END_ARRAY, END_OBJECT)):
+            if marker == OBJECT:
+                n, pos = length(pos)
+                names.append(buf[pos:pos + n].decode())
+                pos += n
+            if kind is None:
+                item, pos = value(pos + 1, buf[pos])
+            else:
+                item, pos = value(pos, kind)
+            items.append(item)
+        pos += count is None                                     # the closing ] or }
+        return (dict(zip(names, items)) if marker == OBJECT else items), pos
+
+    return value(1, buf[0])[0]

@@ -1,0 +1,238 @@
+"""The flat tree-ensemble structure every primitive works on (:class:`Forest`, mirroring
+``csrc/xai.h``) and the helpers the importers build it with.
+
+A :class:`Forest` is one structure of arrays over all nodes of all trees, child ids local to their
+tree (``tree_offset`` gives each tree's first node), thresholds bit-identical to the model's own,
+and the model's comparison rule (``x <= t`` for scikit-learn and LightGBM, ``x < t`` for XGBoost,
+on float32(x) where the model casts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .._validation import model_rows
+from ..errors import InputError, ModelStructureError
+
+SUPPORTED_MODELS = (
+    "xgboost Booster/XGBRegressor/XGBClassifier (gbtree), scikit-learn DecisionTree*, RandomForest*, "
+    "ExtraTrees*, GradientBoosting*, HistGradientBoosting*, lightgbm Booster/LGBMRegressor/LGBMClassifier"
+)
+
+_ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
+                 "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,
+                 "base_score": np.float64, "impurity": np.float64, "weight": np.float64}
+
+
+def _read_only(array, dtype) -> np.ndarray:
+    """A C-contiguous read-only view of ``array`` as ``dtype`` (no copy when it already is one)."""
+    out = np.ascontiguousarray(array, dtype=dtype).view()
+    out.flags.writeable = False
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Forest:
+    """A tree ensemble as flat, read-only arrays (see ``csrc/xai.h`` for the meaning of every field).
+
+    ``value`` has shape (n_nodes, leaf_width); a tree adds its leaf values to outputs
+    ``tree_target[t] .. tree_target[t] + leaf_width - 1``; the model output is
+    ``base_score + sum`` (boosting) or ``base_score + mean`` (forests) over trees, in
+    ``output_space`` ("raw" regression output, "margin" for boosted classifiers and link-function
+    objectives, "probability" for forest classifiers). ``predict_fn`` is the model's own predictor
+    in that space (it holds the model weakly). Inputs equal to ``missing_value`` (XGBoost's
+    ``missing=`` sentinel; NaN otherwise) are read as NaN, i.e. missing. A Forest is immutable:
+    derived tables (the C struct, PG²'s split boundaries) are cached by the modules that use them,
+    keyed on the Forest.
+    """
+
+    left_child: np.ndarray
+    right_child: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    missing_left: np.ndarray
+    value: np.ndarray
+    tree_offset: np.ndarray
+    tree_target: np.ndarray
+    base_score: np.ndarray
+    n_features: int
+    split_rule: str                      # "le" or "lt"
+    input_float32: bool
+    aggregate: str                       # "sum" or "mean"
+    task: str                            # "regression" or "classification"
+    output_space: str                    # "raw", "margin" or "probability"
+    model_type: str
+    impurity: np.ndarray | None = None
+    weight: np.ndarray | None = None     # weighted samples per node (sklearn), when known
+    feature_names: list[str] | None = None
+    output_names: list[str] = field(default_factory=lambda: ["output"])
+    predict_fn: Callable | None = None   # the model's own predictor, in output_space
+    zero_threshold: float = 0.0          # inputs with |x| <= zero_threshold are read as 0 (LightGBM)
+    objective: str | None = None         # the training objective, when the library records one
+    missing_value: float = float("nan")  # inputs equal to it (in float32) are missing, as NaN is (XGBoost)
+    leaf_width: int = field(init=False)
+    n_outputs: int = field(init=False)
+    n_trees: int = field(init=False)
+    n_nodes: int = field(init=False)
+    n_leaves: int = field(init=False)
+    max_depth: int = field(init=False)
+
+    def __post_init__(self):
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        n = len(self.left_child)
+        for name, dtype in _ARRAY_FIELDS.items():
+            value = getattr(self, name)
+            if value is not None:
+                put(name, _read_only(np.atleast_1d(value) if name == "base_score" else value, dtype))
+        feature = self.feature.copy()
+        threshold = self.threshold.copy()
+        is_leaf = self.left_child < 0
+        feature[is_leaf] = 0
+        threshold[is_leaf] = 0.0
+        put("feature", _read_only(feature, np.int32))
+        put("threshold", _read_only(threshold, np.float64))
+        put("value", _read_only(np.asarray(self.value, dtype=np.float64).reshape(n, -1), np.float64))
+        for name in ("right_child", "feature", "threshold", "missing_left"):
+            if len(getattr(self, name)) != n:
+                raise InputError(f"Forest.{name} has {len(getattr(self, name))} entries, expected {n}")
+        if self.tree_offset[-1] != n or len(self.tree_target) != len(self.tree_offset) - 1:
+            raise InputError("Forest.tree_offset / tree_target do not match the node arrays")
+        if self.feature_names is not None:
+            put("feature_names", [str(c) for c in self.feature_names])
+        put("output_names", [str(c) for c in self.output_names])
+        put("missing_value", float(self.missing_value))
+        put("leaf_width", self.value.shape[1])
+        put("n_outputs", len(self.base_score))
+        put("n_trees", len(self.tree_offset) - 1)
+        put("n_nodes", n)
+        put("n_leaves", int(is_leaf.sum()))
+        put("max_depth", _max_depth(self.left_child, self.right_child, self.tree_offset))
+        from .. import _native  # validates the structure in C once, at import time
+
+        _native.validate(self)
+
+    def __repr__(self):
+        return (f"Forest({self.model_type}, {self.n_trees} trees, {self.n_leaves} leaves, "
+                f"{self.n_features} features, outputs {self.output_names} in {self.output_space} space)")
+
+    @property
+    def split_features(self) -> np.ndarray:
+        """Boolean (n_features,): features that some internal node splits on."""
+        used = np.zeros(self.n_features, dtype=bool)
+        used[self.feature[self.left_child >= 0]] = True
+        return used
+
+    def rows(self, X, *, what: str = "X", allow_nan: bool = True) -> tuple[np.ndarray, list[str]]:
+        """``X`` as float64 rows in this model's feature order and the feature names (a DataFrame
+        is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
+        ``missing_value`` become NaN."""
+        return model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
+                          missing=self.missing_value)
+
+    def predict(self, X) -> np.ndarray:
+        """Model output in ``output_space`` computed by the C core, shape (n, n_outputs)."""
+        from .. import _native
+
+        return _native.predict(self, self.rows(X)[0])
+
+
+
+def tree_levels(left, right, offsets, *, strict: bool = False):
+    """Breadth-first walk of every tree at once: yields, level by level from the roots, the global ids
+    of the nodes reached, their tree indices and which of them are internal. A child out of its tree's
+    range, the root, or a node reached before is not followed (``strict``: raises
+    :class:`~xai_plugins.errors.ModelStructureError`; otherwise the C validator reports such trees)."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    tree = np.flatnonzero(offsets[:-1] < offsets[1:])
+    ids = offsets[tree]
+    slot = np.full(len(left), -1, dtype=np.int32 if len(left) < 2**31 else np.int64)   # >= 0: reached
+    slot[ids] = 0
+    while len(ids):
+        inner = left[ids] >= 0
+        yield ids, tree, inner
+        ids, tree = ids[inner], tree[inner]
+        base = offsets[tree]
+        kids = np.concatenate((left[ids] + base, right[ids] + base))
+        tree = np.concatenate((tree, tree))
+        base = np.concatenate((base, base))
+        keep = (kids > base) & (kids < offsets[tree + 1])
+        keep[keep] = slot[kids[keep]] < 0
+        if strict and not keep.all():
+            raise ModelStructureError("the model's trees are not binary trees rooted at node 0 (a child out "
+                                      "of range or reached twice)")
+        kids, tree = kids[keep], tree[keep]
+        first = np.arange(len(kids), dtype=slot.dtype)
+        slot[kids] = first                      # one of repeated kids (a node reached twice) keeps its slot
+        keep = slot[kids] == first
+        if strict and not keep.all():
+            raise ModelStructureError("the model's trees are not binary trees (a node reached twice)")
+        ids, tree = kids[keep], tree[keep]
+
+
+def _max_depth(left, right, offsets) -> int:
+    """Deepest root-to-leaf edge count. Malformed trees (a node reached twice: a cycle or a shared
+    child; an index out of range) are walked no further here: the C validator reports them."""
+    best = 0
+    for depth, (_, _, inner) in enumerate(tree_levels(left, right, offsets)):
+        if not inner.all():
+            best = depth
+    return best
+
+
+def preorder(left, right, offsets) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Renumber the nodes reachable from each tree's root in preorder (node, left subtree, right
+    subtree; unused slots dropped), vectorised over all trees. ``left`` / ``right`` hold local child
+    ids (-1 for a leaf). Returns (the old global id of each new node, the new tree offsets, and the
+    new left and right children, local to their tree)."""
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    levels = list(tree_levels(left, right, offsets, strict=True))
+    size = np.ones(len(left), dtype=np.int64)             # nodes in the subtree
+    for ids, tree, inner in reversed(levels):
+        g, base = ids[inner], offsets[tree[inner]]
+        size[g] += size[left[g] + base] + size[right[g] + base]
+    position = np.zeros(len(left), dtype=np.int64)        # preorder position in its tree
+    for ids, tree, inner in levels:
+        g, base = ids[inner], offsets[tree[inner]]
+        position[left[g] + base] = position[g] + 1
+        position[right[g] + base] = position[g] + 1 + size[left[g] + base]
+    new_offsets = np.zeros(len(offsets), dtype=np.int64)
+    new_offsets[1:] = np.cumsum(np.where(offsets[:-1] < offsets[1:], size[np.minimum(offsets[:-1], len(left) - 1)], 0))
+    reached = np.concatenate([ids for ids, _, _ in levels])
+    tree = np.concatenate([tree for _, tree, _ in levels])
+    order = np.empty(len(reached), dtype=np.int64)
+    order[new_offsets[tree] + position[reached]] = reached
+    local = np.full(len(left), -1, dtype=np.int64)
+    local[reached] = position[reached]
+    base = np.repeat(offsets[:-1], np.diff(new_offsets))
+    l_old, r_old = left[order], right[order]
+    new_left = np.where(l_old >= 0, local[np.maximum(l_old, 0) + base], -1)
+    new_right = np.where(r_old >= 0, local[np.maximum(r_old, 0) + base], -1)
+    return order, new_offsets, new_left, new_right
+
+
+def concat_trees(trees: list[dict], **common) -> Forest:
+    """Build a Forest from per-tree dicts of local arrays (left, right, feature, threshold,
+    missing_left, value, target and optional impurity / weight), each concatenated once into its
+    Forest dtype."""
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(t["left"]) for t in trees])
+
+    def cat(key, dtype):
+        return np.concatenate([np.asarray(t[key]).reshape(len(t["left"]), -1) for t in trees],
+                              dtype=dtype, casting="unsafe")
+
+    impurity = cat("impurity", np.float64).ravel() if all("impurity" in t for t in trees) else None
+    weight = cat("weight", np.float64).ravel() if all("weight" in t for t in trees) else None
+    return Forest(
+        left_child=cat("left", np.int32).ravel(), right_child=cat("right", np.int32).ravel(),
+        feature=cat("feature", np.int32).ravel(), threshold=cat("threshold", np.float64).ravel(),
+        missing_left=cat("missing_left", np.uint8).ravel(), value=cat("value", np.float64),
+        tree_offset=offsets, tree_target=np.array([t.get("target", 0) for t in trees]),
+        impurity=impurity, weight=weight, **common)

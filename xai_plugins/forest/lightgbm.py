@@ -1,0 +1,109 @@
+"""The LightGBM importer: ``Booster``, ``LGBMRegressor``, ``LGBMClassifier`` ->
+:class:`~xai_plugins.forest.Forest`, parsed from ``model_to_string()`` (exact thresholds, ±inf included)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .._validation import model_feature_names
+from ..errors import UnsupportedModelError
+from .layout import SUPPORTED_MODELS, Forest, preorder
+from .predictor import ModelPredictor
+
+#: LightGBM reads an input x with |x| <= kZeroThreshold (the float 1e-35f) as 0.0
+LIGHTGBM_ZERO_THRESHOLD = float(np.float32(1e-35))
+
+# objectives whose prediction is the raw score (ConvertOutput identity; not with reg_sqrt, "... sqrt")
+_LGB_IDENTITY_PREDICTION = {"regression", "regression_l1", "huber", "fair", "quantile", "mape", "lambdarank",
+                            "rank_xendcg", "custom"}
+
+
+def _lightgbm_numbers(trees: list[dict], key: str, dtype) -> np.ndarray:
+    """The ``key=`` lists of every tree of a LightGBM model string, concatenated (parsed exactly:
+    LightGBM writes doubles with 17 significant digits and ±inf as "inf" / "-inf")."""
+    return np.array(" ".join(tree[key] for tree in trees).split(), dtype=dtype)
+
+
+def _lightgbm_forest(text: str) -> tuple[dict, dict]:
+    """The header fields and the Forest arrays of a LightGBM ``model_to_string()``: nodes renumbered
+    in preorder (as ``dump_model()`` lists them); refuses linear trees, categorical splits and
+    zero-as-missing splits."""
+    head, _, body = text.partition("\nTree=")
+    header = dict(line.split("=", 1) if "=" in line else (line, "") for line in head.splitlines())
+    trees = [dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
+             for block in body.partition("\nend of trees")[0].split("\nTree=")] if body else []
+    if not trees:
+        raise UnsupportedModelError("the LightGBM model has no trees")
+    if any(tree.get("is_linear", "0") != "0" for tree in trees):
+        raise UnsupportedModelError("LightGBM linear trees are not supported")
+    leaves = np.array([int(tree["num_leaves"]) for tree in trees], dtype=np.int64)
+    kind = _lightgbm_numbers(trees, "decision_type", np.int64)
+    if np.any(kind & 1):
+        raise UnsupportedModelError("LightGBM categorical splits are not supported; only numeric thresholds are")
+    missing = (kind >> 2) & 3                             # 0: None, 1: Zero, 2: NaN
+    if np.any(missing == 1):
+        raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') are not supported")
+    # local ids: the tree's num_leaves - 1 internal nodes, then its leaves (LightGBM's child ~j is leaf j)
+    inner = leaves - 1
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(inner + leaves)
+    is_inner = np.arange(offsets[-1]) - np.repeat(offsets[:-1], inner + leaves) < np.repeat(inner, inner + leaves)
+    n_inner = np.repeat(inner, inner)
+    left = np.full(offsets[-1], -1, dtype=np.int64)
+    right = left.copy()
+    for side, key in ((left, "left_child"), (right, "right_child")):
+        child = _lightgbm_numbers(trees, key, np.int64)
+        side[is_inner] = np.where(child >= 0, child, n_inner + ~child)
+    threshold = np.zeros(offsets[-1])
+    threshold[is_inner] = _lightgbm_numbers(trees, "threshold", np.float64)
+    feature = np.zeros(offsets[-1], dtype=np.int64)
+    feature[is_inner] = _lightgbm_numbers(trees, "split_feature", np.int64)
+    missing_left = np.zeros(offsets[-1], dtype=np.uint8)
+    # missing_type None: LightGBM replaces NaN by 0.0 and compares
+    missing_left[is_inner] = np.where(missing == 2, (kind >> 1) & 1, 0.0 <= threshold[is_inner])
+    value = np.zeros(offsets[-1])
+    value[~is_inner] = _lightgbm_numbers(trees, "leaf_value", np.float64)
+    order, offsets, left, right = preorder(left, right, offsets)
+    per_iteration = int(header.get("num_tree_per_iteration", "1"))
+    return header, dict(left_child=left, right_child=right, feature=feature[order], threshold=threshold[order],
+                        missing_left=missing_left[order], value=value[order], tree_offset=offsets,
+                        tree_target=np.arange(len(trees)) % per_iteration)
+
+
+def _import_lightgbm(model) -> Forest:
+    import lightgbm
+
+    booster = model.booster_ if hasattr(model, "booster_") else model
+    if not isinstance(booster, lightgbm.Booster):
+        raise UnsupportedModelError(f"unsupported model {type(model).__name__}; supported: {SUPPORTED_MODELS}")
+    header, arrays = _lightgbm_forest(booster.model_to_string())
+    per_iteration = int(header.get("num_tree_per_iteration", "1"))
+    objective_words = header.get("objective", "custom").split()  # no key: a custom objective
+    objective = objective_words[0]
+    task = "classification" if objective in ("binary", "multiclass", "multiclassova", "cross_entropy") \
+        else "regression"
+    n_outputs = per_iteration
+    if task == "classification":
+        outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
+    else:
+        outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
+    # boosting="rf": the margin is (sum over an output's trees) / n_iter, but predict(raw_score=True)
+    # returns the plain sum (LightGBM divides only before applying its link)
+    mean = "average_output" in header
+    n_iter = len(arrays["tree_target"]) // per_iteration
+    return Forest(**arrays, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
+                  split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
+                  output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
+                  else "margin", model_type=f"lightgbm.{type(model).__name__}",
+                  feature_names=model_feature_names(model), output_names=outputs,
+                  predict_fn=ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean=mean)),
+                  zero_threshold=LIGHTGBM_ZERO_THRESHOLD,
+                  objective=objective)
+
+
+def _lightgbm_raw(model, X, n_iter, mean):
+    booster = model.booster_ if hasattr(model, "booster_") else model
+    raw = booster.predict(np.asarray(X, dtype=np.float64), raw_score=True, num_iteration=n_iter)
+    return raw / n_iter if mean else raw

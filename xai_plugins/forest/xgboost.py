@@ -1,0 +1,123 @@
+"""The XGBoost importer: ``Booster``, ``XGBRegressor``, ``XGBClassifier`` (gbtree) ->
+:class:`~xai_plugins.forest.Forest`, read from the model's UBJSON (exact float32 thresholds)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import model_feature_names, model_missing_value
+from ..errors import UnsupportedModelError
+from ._ubjson import decode_ubjson
+from .layout import SUPPORTED_MODELS, Forest, preorder
+from .predictor import ModelPredictor
+
+
+def _parse_floats(text) -> np.ndarray:
+    """XGBoost 3.x stores base_score as a string such as "[1.5213348E2]" or "5E-1"."""
+    if isinstance(text, (int, float)):
+        return np.array([float(text)])
+    return np.array([float(v) for v in str(text).strip("[]").split(",") if v.strip()])
+
+
+# objective -> its ProbToMargin: maps learner_model_param.base_score to the margin intercept (XGBoost 3.x;
+# the per-output base_score vectors of multi:* / multi-target / multi-alpha models are already margins)
+_XGB_INTERCEPT = {
+    **dict.fromkeys(("binary:logistic", "reg:logistic"), "logit"),
+    **dict.fromkeys(("count:poisson", "reg:gamma", "reg:tweedie", "survival:cox", "survival:aft"), "log"),
+    **dict.fromkeys(("reg:squarederror", "reg:squaredlogerror", "reg:absoluteerror", "reg:pseudohubererror",
+                     "reg:quantileerror", "binary:logitraw", "binary:hinge", "multi:softprob", "multi:softmax",
+                     "rank:pairwise", "rank:ndcg", "rank:map"), "identity"),
+}
+# regression objectives whose prediction is the margin itself (PredTransform identity): output_space "raw"
+_XGB_IDENTITY_PREDICTION = {"reg:squarederror", "reg:squaredlogerror", "reg:absoluteerror",
+                            "reg:pseudohubererror", "reg:quantileerror", "rank:pairwise", "rank:ndcg", "rank:map"}
+
+
+def _import_xgboost(model) -> Forest:
+    import xgboost
+
+    booster = model.get_booster() if hasattr(model, "get_booster") else model
+    if not isinstance(booster, xgboost.Booster):
+        raise UnsupportedModelError(f"unsupported model {type(model).__name__}; supported: {SUPPORTED_MODELS}")
+    doc = decode_ubjson(booster.save_raw(raw_format="ubj"))
+    learner = doc["learner"]
+    gb = learner["gradient_booster"]
+    if gb["name"] != "gbtree":
+        raise UnsupportedModelError(f"XGBoost booster '{gb['name']}' is not supported; only gbtree is")
+    params = learner["learner_model_param"]
+    n_class = int(params.get("num_class", "0"))
+    n_target = int(params.get("num_target", "1"))
+    n_outputs = max(n_class, n_target, 1)
+    objective = learner["objective"]["name"]
+    base = _parse_floats(params["base_score"])
+    link = _XGB_INTERCEPT.get(objective)
+    if link is None:
+        raise UnsupportedModelError(f"XGBoost objective '{objective}' is not supported: the map from its "
+                                    f"base_score to the margin is unknown; supported: {sorted(_XGB_INTERCEPT)}")
+    stored = base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if link == "logit":
+            base = np.log(base) - np.log1p(-base)
+        elif link == "log":
+            base = np.log(base)
+    if not np.all(np.isfinite(base)):
+        raise UnsupportedModelError(f"XGBoost objective '{objective}' stores base_score {stored.tolist()}, whose "
+                                    f"margin ({link} link) is not finite (e.g. every training label 0 under a log "
+                                    "link): the model's own margin output is undefined")
+    base = np.broadcast_to(base, (n_outputs,)).copy()
+    tree_info = np.asarray(gb["model"]["tree_info"], dtype=np.int64)
+    rounds = _xgboost_rounds(model)
+    n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
+    trees = gb["model"]["trees"][:n_used]
+    if not trees:
+        raise UnsupportedModelError("the XGBoost model has no trees")
+    if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
+        raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
+                                    "are not supported")
+
+    def cat(key):
+        return np.concatenate([np.asarray(tree.get(key, ()), dtype=np.float64 if key == "split_conditions"
+                                          else np.int64) for tree in trees])
+
+    if np.any(cat("split_type") != 0):
+        raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported; "
+                                    "only numeric thresholds are")
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
+    order, offsets, left, right = preorder(cat("left_children"), cat("right_children"), offsets)
+    cond = cat("split_conditions").astype(np.float32).astype(np.float64)[order]
+    forest_arrays = dict(left_child=left, right_child=right, feature=cat("split_indices")[order], threshold=cond,
+                         missing_left=cat("default_left")[order], value=cond, tree_offset=offsets,
+                         tree_target=tree_info[:len(trees)])
+    n_features = int(params.get("num_feature", "0")) or booster.num_features()
+    task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
+    if task == "classification":
+        outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
+    else:
+        outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
+
+    return Forest(**forest_arrays, base_score=base, n_features=n_features, split_rule="lt", input_float32=True,
+                   aggregate="sum", task=task,
+                   output_space="raw" if objective in _XGB_IDENTITY_PREDICTION else "margin",
+                   model_type=f"xgboost.{type(model).__name__}",
+                   feature_names=model_feature_names(model), output_names=outputs,
+                   predict_fn=ModelPredictor(model, _xgboost_margin), objective=objective,
+                   missing_value=model_missing_value(model))
+
+
+def _xgboost_rounds(model) -> int | None:
+    """Boosting rounds the model predicts with: ``best_iteration + 1`` for a scikit-learn wrapper
+    fitted with early stopping (its ``predict`` stops there), else None (all rounds)."""
+    if not hasattr(model, "get_booster"):
+        return None
+    try:
+        return int(model.best_iteration) + 1
+    except AttributeError:
+        return None
+
+
+def _xgboost_margin(model, X):
+    booster = model.get_booster() if hasattr(model, "get_booster") else model
+    rounds = _xgboost_rounds(model)
+    return booster.inplace_predict(np.asarray(X, dtype=np.float32), predict_type="margin",
+                                   iteration_range=(0, rounds or 0), missing=model_missing_value(model))
