@@ -28,8 +28,8 @@ def _lightgbm_numbers(trees: list[dict], key: str, dtype) -> np.ndarray:
 
 def _lightgbm_forest(text: str) -> tuple[dict, dict]:
     """The header fields and the Forest arrays of a LightGBM ``model_to_string()``: nodes renumbered
-    in preorder (as ``dump_model()`` lists them); refuses linear trees, categorical splits and
-    zero-as-missing splits."""
+    in preorder (as ``dump_model()`` lists them); categorical splits become category bitsets
+    (:func:`_lightgbm_categories`); refuses linear trees and zero-as-missing splits."""
     head, _, body = text.partition("\nTree=")
     header = dict(line.split("=", 1) if "=" in line else (line, "") for line in head.splitlines())
     trees = [dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
@@ -40,8 +40,6 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
         raise UnsupportedModelError("LightGBM linear trees are not supported")
     leaves = np.array([int(tree["num_leaves"]) for tree in trees], dtype=np.int64)
     kind = _lightgbm_numbers(trees, "decision_type", np.int64)
-    if np.any(kind & 1):
-        raise UnsupportedModelError("LightGBM categorical splits are not supported; only numeric thresholds are")
     missing = (kind >> 2) & 3                             # 0: None, 1: Zero, 2: NaN
     if np.any(missing == 1):
         raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') are not supported")
@@ -62,14 +60,54 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
     feature[is_inner] = _lightgbm_numbers(trees, "split_feature", np.int64)
     missing_left = np.zeros(offsets[-1], dtype=np.uint8)
     # missing_type None: LightGBM replaces NaN by 0.0 and compares
-    missing_left[is_inner] = np.where(missing == 2, (kind >> 1) & 1, 0.0 <= threshold[is_inner])
+    missing_left[is_inner] = np.where(missing == 2, (kind >> 1) & 1, 0.0 <= threshold[is_inner]) & ~kind & 1
+    categorical = _lightgbm_categories(header, trees, kind, feature[is_inner], threshold[is_inner])
     value = np.zeros(offsets[-1])
     value[~is_inner] = _lightgbm_numbers(trees, "leaf_value", np.float64)
     order, offsets, left, right = preorder(left, right, offsets)
     per_iteration = int(header.get("num_tree_per_iteration", "1"))
-    return header, dict(left_child=left, right_child=right, feature=feature[order], threshold=threshold[order],
+    if categorical is not None:
+        n_categories, cat_start, cat_bits = categorical
+        start = np.full(len(is_inner), -1, dtype=np.int64)
+        start[is_inner] = cat_start
+        categorical = dict(n_categories=n_categories, cat_start=start[order], cat_bits=cat_bits)
+    return header, dict(**(categorical or {}), left_child=left, right_child=right, feature=feature[order], threshold=threshold[order],
                         missing_left=missing_left[order], value=value[order], tree_offset=offsets,
                         tree_target=np.arange(len(trees)) % per_iteration)
+
+
+def _lightgbm_categories(header: dict, trees: list[dict], kind, feature, threshold):
+    """``(n_categories, cat_start, cat_bits)`` of a LightGBM model's categorical splits (``decision_type``
+    bit 0), per internal node in model order, or None without any. A categorical feature's categories
+    are the codes 0 .. K-1, K one more than the largest it lists in ``feature_infos``; a node sends
+    code c left when bit c of its ``cat_threshold`` words is set, and everything else right, NaN,
+    negative and unseen codes included (LightGBM's CategoricalDecision)."""
+    is_cat = (kind & 1).astype(bool)
+    if not is_cat.any():
+        return None
+    infos = header.get("feature_infos", "").split()
+    n_features = int(header["max_feature_idx"]) + 1
+    n_categories = np.zeros(n_features, dtype=np.int32)
+    for j, info in enumerate(infos[:n_features]):
+        if info != "none" and not info.startswith("["):
+            n_categories[j] = max(int(c) for c in info.split(":")) + 1
+    words_of = [np.array(tree.get("cat_threshold", "").split(), dtype=np.uint64) for tree in trees]
+    bounds_of = [np.array(tree.get("cat_boundaries", "").split(), dtype=np.int64) for tree in trees]
+    tree_of = np.repeat(np.arange(len(trees)), [int(tree["num_leaves"]) - 1 for tree in trees])
+    nodes = np.flatnonzero(is_cat)
+    codes = []
+    for node in nodes:
+        t, idx = tree_of[node], int(threshold[node])
+        words = words_of[t][bounds_of[t][idx]:bounds_of[t][idx + 1]]
+        codes.append(np.flatnonzero(np.unpackbits(words.astype("<u4").view(np.uint8), bitorder="little")))
+        j = feature[node]
+        n_categories[j] = max(n_categories[j], int(codes[-1].max(initial=-1)) + 1)
+    cat_start = np.full(len(kind), -1, dtype=np.int64)
+    cat_start[nodes] = np.concatenate(([0], np.cumsum((n_categories[feature[nodes]] + 64) // 64)[:-1]))
+    bits = np.zeros(64 * int(cat_start[nodes[-1]] + (n_categories[feature[nodes[-1]]] + 64) // 64), dtype=np.uint8)
+    for node, c in zip(nodes, codes):
+        bits[64 * cat_start[node] + c] = 1
+    return n_categories, cat_start, np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
 
 
 def _import_lightgbm(model) -> Forest:
