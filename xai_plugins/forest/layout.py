@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .._validation import model_rows
+from .._validation import category_codes, check_codes, model_rows
 from ..errors import InputError, ModelStructureError
 
 SUPPORTED_MODELS = (
@@ -79,6 +79,9 @@ class Forest:
     n_categories: np.ndarray | None = None
     cat_start: np.ndarray | None = None
     cat_bits: np.ndarray | None = None
+    #: per feature, the labels of a pandas ``category`` column the model was trained on (their positions are
+    #: its codes), or None; a DataFrame's category columns are read as these codes
+    category_labels: list | None = None
     leaf_width: int = field(init=False)
     n_outputs: int = field(init=False)
     n_trees: int = field(init=False)
@@ -142,8 +145,13 @@ class Forest:
         """``X`` as float64 rows in this model's feature order and the feature names (a DataFrame
         is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
         ``missing_value`` become NaN."""
-        return model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
-                          missing=self.missing_value)
+        if self.category_labels is not None:
+            X = category_codes(X, self.feature_names, self.category_labels)
+        rows, names = model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
+                                 missing=self.missing_value)
+        if self.n_categories is not None:
+            check_codes(rows, self.n_categories, what)
+        return rows, names
 
     def predict(self, X) -> np.ndarray:
         """Model output in ``output_space`` computed by the C core, shape (n, n_outputs)."""

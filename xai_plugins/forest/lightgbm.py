@@ -131,7 +131,10 @@ def _import_lightgbm(model) -> Forest:
     # returns the plain sum (LightGBM divides only before applying its link)
     mean = "average_output" in header
     n_iter = len(arrays["tree_target"]) // per_iteration
-    return Forest(**arrays, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
+    labels = _lightgbm_labels(booster, int(header["max_feature_idx"]) + 1)
+    if labels is not None and "n_categories" in arrays:     # a category dtype's codes are its labels' positions
+        arrays["n_categories"] = np.maximum(arrays["n_categories"], [len(c or ()) for c in labels])
+    return Forest(**arrays, category_labels=labels, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
                   split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
                   output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
                   else "margin", model_type=f"lightgbm.{type(model).__name__}",
@@ -139,6 +142,21 @@ def _import_lightgbm(model) -> Forest:
                   predict_fn=ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean=mean)),
                   zero_threshold=LIGHTGBM_ZERO_THRESHOLD,
                   objective=objective)
+
+
+def _lightgbm_labels(booster, n_features: int) -> list | None:
+    """Per feature, the categories of the pandas ``category`` column LightGBM was trained on (their
+    positions are the codes the trees compare; ``Booster.pandas_categorical`` lists them for the
+    model's ``categorical_feature`` parameter, in order), or None without any."""
+    found = getattr(booster, "pandas_categorical", None)
+    if not found:
+        return None
+    params = booster.model_to_string().rpartition("\n[categorical_feature: ")[2].partition("]")[0]
+    features = [int(j) for j in params.split(",") if j.strip()]
+    labels: list = [None] * n_features
+    for j, categories in zip(features, found):
+        labels[j] = list(categories)
+    return labels
 
 
 def _lightgbm_raw(model, X, n_iter, mean):
