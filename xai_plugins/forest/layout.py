@@ -22,6 +22,10 @@ SUPPORTED_MODELS = (
     "ExtraTrees*, GradientBoosting*, HistGradientBoosting*, lightgbm Booster/LGBMRegressor/LGBMClassifier"
 )
 
+#: what a refusal of categorical splits suggests instead
+CATEGORICAL_INSTEAD = ("one-hot encode the column (the model then has numeric splits), or fit LightGBM with "
+                       "categorical_feature= (its categorical splits are supported exactly)")
+
 _ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
                  "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,
                  "base_score": np.float64, "impurity": np.float64, "weight": np.float64,

@@ -71,7 +71,8 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
         start = np.full(len(is_inner), -1, dtype=np.int64)
         start[is_inner] = cat_start
         categorical = dict(n_categories=n_categories, cat_start=start[order], cat_bits=cat_bits)
-    return header, dict(**(categorical or {}), left_child=left, right_child=right, feature=feature[order], threshold=threshold[order],
+    return header, dict(**(categorical or {}), left_child=left, right_child=right, feature=feature[order],
+                        threshold=threshold[order],
                         missing_left=missing_left[order], value=value[order], tree_offset=offsets,
                         tree_target=np.arange(len(trees)) % per_iteration)
 
@@ -134,7 +135,8 @@ def _import_lightgbm(model) -> Forest:
     labels = _lightgbm_labels(booster, int(header["max_feature_idx"]) + 1)
     if labels is not None and "n_categories" in arrays:     # a category dtype's codes are its labels' positions
         arrays["n_categories"] = np.maximum(arrays["n_categories"], [len(c or ()) for c in labels])
-    return Forest(**arrays, category_labels=labels, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
+    return Forest(**arrays, category_labels=labels, base_score=np.zeros(n_outputs),
+                  n_features=int(header["max_feature_idx"]) + 1,
                   split_rule="le", input_float32=False, aggregate="mean" if mean else "sum", task=task,
                   output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
                   else "margin", model_type=f"lightgbm.{type(model).__name__}",

@@ -7,14 +7,15 @@ import numpy as np
 
 from .._validation import model_feature_names
 from ..errors import UnsupportedModelError
-from .layout import SUPPORTED_MODELS, Forest, concat_trees
+from .layout import CATEGORICAL_INSTEAD, SUPPORTED_MODELS, Forest, concat_trees
 from .predictor import ModelPredictor
 
 
 def _sklearn_tree(est, value, target=0) -> dict:
     tree = est.tree_
     if getattr(tree, "n_categorical_splits", 0) or np.any(getattr(tree, "is_categorical", False)):
-        raise UnsupportedModelError("categorical splits are not supported; only numeric thresholds are")
+        raise UnsupportedModelError("scikit-learn tree categorical splits are not supported yet: "
+                                    + CATEGORICAL_INSTEAD)
     missing = getattr(tree, "missing_go_to_left", None)
     if missing is None:
         missing = np.zeros(tree.node_count, dtype=np.uint8)
@@ -102,8 +103,8 @@ def _import_sklearn_hgb(model, is_clf, common) -> Forest:
         for k, predictor in enumerate(row):
             nodes = predictor.nodes
             if np.any(nodes["is_categorical"]):
-                raise UnsupportedModelError("HistGradientBoosting categorical splits are not supported; "
-                                            "only numeric thresholds are")
+                raise UnsupportedModelError("HistGradientBoosting categorical splits are not supported yet: "
+                                            + CATEGORICAL_INSTEAD)
             leaf = nodes["is_leaf"].astype(bool)
             trees.append(dict(left=np.where(leaf, -1, nodes["left"]), right=np.where(leaf, -1, nodes["right"]),
                               feature=nodes["feature_idx"], threshold=nodes["num_threshold"],

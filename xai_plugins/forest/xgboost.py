@@ -8,7 +8,7 @@ import numpy as np
 from .._validation import model_feature_names, model_missing_value
 from ..errors import UnsupportedModelError
 from ._ubjson import decode_ubjson
-from .layout import SUPPORTED_MODELS, Forest, preorder
+from .layout import CATEGORICAL_INSTEAD, SUPPORTED_MODELS, Forest, preorder
 from .predictor import ModelPredictor
 
 
@@ -80,8 +80,8 @@ def _import_xgboost(model) -> Forest:
                                           else np.int64) for tree in trees])
 
     if np.any(cat("split_type") != 0):
-        raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported; "
-                                    "only numeric thresholds are")
+        raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported yet: "
+                                    + CATEGORICAL_INSTEAD)
     offsets = np.zeros(len(trees) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
     order, offsets, left, right = preorder(cat("left_children"), cat("right_children"), offsets)
