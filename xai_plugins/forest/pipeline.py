@@ -226,6 +226,20 @@ def _goes_left(forest, nodes: np.ndarray, z: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(v), forest.missing_left[nodes] != 0, left)
 
 
+def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray | None]:
+    """What a tree-model library explains for ``model``: (the fitted tree model, a function from
+    ``model``'s input rows to that model's rows, for each of its columns the input column it comes
+    from, or None when they are the input columns). A Pipeline gives its final model, its transform
+    and its columns' sources, so that per-column explanations of the final model (TreeSHAP, whose
+    values depend only on which side of each split a value falls, so they are the same for the
+    compiled Forest) add up into the pipeline's input columns; any other model is its own."""
+    pipeline = sys.modules.get("sklearn.pipeline")
+    if pipeline is None or not isinstance(model, pipeline.Pipeline):
+        return model, (lambda X: X), None
+    columns, final = pipeline_columns(model)
+    return final, model[:-1].transform, np.array([c.source for c in columns], dtype=np.int64)
+
+
 class PipelineImporter(LibraryImporter):
     """scikit-learn ``Pipeline``s of per-column monotone transformers in front of a supported tree
     model (see the module docstring)."""
