@@ -414,20 +414,26 @@ __all__ = ["is_dask", "model_rows", "feature_order", "feature_index",
 
 
 def category_codes(X, names, labels: list):
-    """A DataFrame ``X`` with each pandas ``category`` column of a feature that has training ``labels``
-    (per feature, or None) replaced by its codes: the position of each value in those labels, NaN for a
-    missing value or one the model never saw (as LightGBM reads them). Anything else is returned as is."""
+    """A DataFrame ``X`` with each column of a feature that has training ``labels`` (per feature, or
+    None) and holds labels rather than codes (a pandas ``category``, text or object column) replaced by
+    its codes: the position of each value in those labels, NaN for a missing value, -1 (an unseen
+    category) for a label the model never saw. Numeric columns are codes already; anything else is
+    returned as is."""
     import pandas as pd
 
     if not isinstance(X, pd.DataFrame) or names is None:
         return X
     out = None
     for name, known in zip(names, labels):
-        if known is None or name not in X.columns or not isinstance(X[name].dtype, pd.CategoricalDtype):
+        if known is None or name not in X.columns:
             continue
-        codes = pd.Index(known).get_indexer(X[name].astype(object)).astype(np.float64)
+        column = X[name]
+        if not isinstance(column.dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(column.dtype):
+            continue
+        values = column.astype(object)
+        codes = pd.Index(known).get_indexer(values).astype(np.float64)
         out = X.copy() if out is None else out
-        out[name] = np.where(codes < 0, np.nan, codes)
+        out[name] = np.where(values.isna().to_numpy(), np.nan, codes)
     return X if out is None else out
 
 

@@ -34,9 +34,12 @@ from .registry import LibraryImporter, importer_for, register
 
 #: Transformers that act on each column alone and monotonely (non-decreasing), by class name
 PER_COLUMN_MONOTONE = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "SimpleImputer")
+#: Encoders whose input columns become categorical features (set-membership splits), by class name
+ENCODERS = ("OneHotEncoder", "OrdinalEncoder")
 
 _WHAT_WORKS = ("a Pipeline is explained in its input columns when every step before the tree model is one of "
-               f"{', '.join(PER_COLUMN_MONOTONE)}, 'passthrough', or a ColumnTransformer / Pipeline of them; "
+               f"{', '.join(PER_COLUMN_MONOTONE + ENCODERS)}, 'passthrough', or a ColumnTransformer / Pipeline "
+               "of them; "
                "otherwise fit the tree model on the transformed data and explain it on that data")
 
 
@@ -64,10 +67,15 @@ class _Stage:
 
 @dataclass(frozen=True)
 class _Column:
-    """A transformed column: the input column it comes from and the stages applied to it, in order."""
+    """A transformed column: the input column it comes from and the stages applied to it, in order.
+    A column an encoder made from a categorical input has that input's ``labels`` (its categories but
+    a missing value; a label's position is its code) and ``atoms``: its value for each code, for an
+    unseen category and for a missing value (csrc/xai.h's atoms), before ``stages``."""
 
     source: int
     stages: tuple = ()
+    labels: tuple | None = None
+    atoms: tuple | None = None
 
     def then(self, stage: _Stage) -> "_Column":
         return replace(self, stages=self.stages + (stage,))
@@ -76,6 +84,10 @@ class _Column:
         for stage in self.stages:
             values = stage(values)
         return values
+
+    def atom_values(self) -> np.ndarray:
+        """A categorical column's value (after its stages) for each atom."""
+        return self(np.asarray(self.atoms, dtype=np.float64))
 
 
 def pipeline_columns(pipeline) -> tuple[list[_Column], object]:
@@ -112,6 +124,8 @@ def _through(step, name: str, columns: list[_Column]) -> list[_Column]:
         return _through_column_transformer(step, name, columns)
     if kind == "FunctionTransformer" and step.func is None:
         return columns
+    if kind in ENCODERS:
+        return _through_encoder(step, name, kind, columns)
     if kind not in PER_COLUMN_MONOTONE:
         raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) does not transform each column on its own "
                                     f"and monotonely; {_WHAT_WORKS}")
@@ -127,6 +141,39 @@ def _through(step, name: str, columns: list[_Column]) -> list[_Column]:
             and step.strategy != "constant":
         kept = np.flatnonzero(~np.isnan(np.asarray(statistics, dtype=np.float64)))  # empty columns dropped
     return [columns[j].then(_Stage(step, int(j), out)) for out, j in enumerate(kept)]
+
+
+def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list[_Column]:
+    """The columns after a fitted OneHotEncoder (one indicator column per kept category) or
+    OrdinalEncoder (one code column per input): each a categorical column of its input."""
+    if int(step.n_features_in_) != len(columns):
+        raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) takes {step.n_features_in_} columns but "
+                                    f"receives {len(columns)}")
+    if getattr(step, "_infrequent_enabled", False):
+        raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) groups infrequent categories "
+                                    "(min_frequency / max_categories); fit it without them")
+    out = []
+    for i, column in enumerate(columns):
+        if column.stages or column.labels is not None:
+            raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) encodes a column that an earlier step "
+                                        f"transformed; encode the input column itself; {_WHAT_WORKS}")
+        categories = list(step.categories_[i])
+        missing = [k for k, c in enumerate(categories) if c is None or (isinstance(c, float) and np.isnan(c))]
+        labels = tuple(c for k, c in enumerate(categories) if k not in missing)
+        n = len(labels)
+        if kind == "OrdinalEncoder":
+            unseen = float(step.unknown_value) if step.handle_unknown == "use_encoded_value" else np.nan
+            atoms = np.concatenate((np.arange(n, dtype=np.float64), [unseen, float(step.encoded_missing_value)]))
+            out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
+            continue
+        dropped = None if step.drop_idx_ is None else step.drop_idx_[i]
+        for k in range(len(categories)):
+            if dropped is not None and k == dropped:
+                continue
+            atoms = np.zeros(n + 2)                 # an unseen category: every indicator 0 (handle_unknown)
+            atoms[n + 1 if k in missing else k] = 1.0
+            out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
+    return out
 
 
 def _through_column_transformer(step, name: str, columns: list[_Column]) -> list[_Column]:
@@ -196,22 +243,57 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
     feature = np.array(forest.feature, dtype=np.int32)
     threshold = np.array(forest.threshold, dtype=np.float64)
     missing_left = np.array(forest.missing_left, dtype=np.uint8)
+    n_categories = np.zeros(len(feature_names), dtype=np.int32)
+    labels: list = [None] * len(feature_names)
+    left_sets: dict[int, np.ndarray] = {}                # categorical node -> which atoms 0 .. K go left
     for j in np.unique(forest.feature[internal]):
         nodes = internal[forest.feature[internal] == j]
         column = columns[int(j)]
+        feature[nodes] = column.source
+        if column.labels is not None:
+            if labels[column.source] not in (None, column.labels):
+                raise UnsupportedModelError(f"input column {feature_names[column.source]!r} is encoded twice, "
+                                            "with different categories")
+            labels[column.source], n_categories[column.source] = column.labels, len(column.labels)
+            values = column.atom_values()
+            for node in nodes:
+                left = _goes_left(forest, np.full(len(values), node), values)
+                left_sets[int(node)], missing_left[node], threshold[node] = left[:-1], left[-1], 0.0
+            continue
         threshold[nodes] = switch_points(lambda x, nodes=nodes, column=column:
                                          ~_goes_left(forest, nodes, column(x)), len(nodes))
         filled = column(np.array([np.nan]))[0]
         if not np.isnan(filled):       # an imputer: a missing input goes where its fill value goes
             missing_left[nodes] = _goes_left(forest, nodes, np.full(len(nodes), filled))
-        feature[nodes] = column.source
+    numeric_and_categorical = set(feature[internal][[int(node) not in left_sets for node in internal]]) \
+        & set(np.flatnonzero(n_categories))
+    if numeric_and_categorical:
+        raise UnsupportedModelError(f"input column(s) {sorted(feature_names[j] for j in numeric_and_categorical)} "
+                                    "are both encoded as categories and used as numbers")
+    categorical = _category_bitsets(left_sets, n_categories, feature, len(feature)) if left_sets else {}
     return Forest(left_child=forest.left_child, right_child=forest.right_child, feature=feature,
                   threshold=threshold, missing_left=missing_left, value=forest.value,
                   tree_offset=forest.tree_offset, tree_target=forest.tree_target, base_score=forest.base_score,
                   n_features=len(feature_names), split_rule="lt", input_float32=False, aggregate=forest.aggregate,
                   task=forest.task, output_space=forest.output_space, model_type=f"Pipeline({forest.model_type})",
                   impurity=forest.impurity, weight=forest.weight, feature_names=feature_names,
-                  output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective)
+                  output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective,
+                  category_labels=labels if left_sets else None, **categorical)
+
+
+def _category_bitsets(left_sets: dict, n_categories: np.ndarray, feature: np.ndarray, n_nodes: int) -> dict:
+    """The Forest's categorical fields (csrc/xai.h) from each categorical node's left atoms 0 .. K."""
+    cat_start = np.full(n_nodes, -1, dtype=np.int64)
+    words = []
+    offset = 0
+    for node in sorted(left_sets):
+        k = int(n_categories[feature[node]])
+        bits = np.zeros(64 * ((k + 64) // 64), dtype=np.uint8)
+        bits[:k + 1] = left_sets[node]
+        cat_start[node] = offset
+        words.append(np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64))
+        offset += len(words[-1])
+    return dict(n_categories=n_categories, cat_start=cat_start, cat_bits=np.concatenate(words))
 
 
 def _goes_left(forest, nodes: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -240,6 +322,24 @@ def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray |
     return final, model[:-1].transform, np.array([c.source for c in columns], dtype=np.int64)
 
 
+def _labelled(X: Any, labels: dict) -> Any:
+    """Rows with the categorical input columns' codes replaced by their labels (an unseen category's
+    code by a label no encoder knows, NaN kept): what the pipeline's own transform reads."""
+    if not labels:
+        return X
+    import pandas as pd
+
+    frame = X.copy() if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
+    for j, known in labels.items():
+        codes = frame.iloc[:, j].to_numpy(dtype=np.float64)
+        inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
+        values = np.full(len(codes), "<unseen category>", dtype=object)
+        values[inside] = np.asarray(known, dtype=object)[codes[inside].astype(np.int64)]
+        values[np.isnan(codes)] = np.nan
+        frame[frame.columns[j]] = values
+    return frame
+
+
 class PipelineImporter(LibraryImporter):
     """scikit-learn ``Pipeline``s of per-column monotone transformers in front of a supported tree
     model (see the module docstring)."""
@@ -264,13 +364,15 @@ class PipelineImporter(LibraryImporter):
         return compile_pipeline(inner, columns, names, self.predictor(model))
 
     def predictor(self, model: Any) -> ModelPredictor:
-        """The final model's own predictor applied to the pipeline's transform of the input rows."""
-        final = model.steps[-1][1]
+        """The final model's own predictor applied to the pipeline's transform of the input rows
+        (categorical inputs given as codes are turned back into their labels first)."""
+        columns, final = pipeline_columns(model)
         found = importer_for(final)
         if found is None:
             raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
         inner = found.predictor(final)
-        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(X)))
+        labels = {c.source: c.labels for c in columns if c.labels is not None}
+        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(_labelled(X, labels))))
 
     def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
         """Every step object and its fitted arrays (a refit replaces them), and the final model's own
