@@ -111,10 +111,15 @@ static int check_tree_at(const xai_forest *f, int32_t t, uint8_t *seen, int32_t 
             return XAI_E_INDEX;
         if (f->feature[g] < 0 || f->feature[g] >= f->n_features)
             return XAI_E_INDEX;
-        if (isnan(f->threshold[g]))
+        const int32_t K = xai_categories(f, f->feature[g]);
+        if (K > 0) { /* a set-membership split: its bitset lies inside cat_bits */
+            if (f->cat_start[g] < 0 || f->cat_start[g] > f->n_cat_words - XAI_CAT_WORDS(K))
+                return XAI_E_INDEX;
+        } else if (isnan(f->threshold[g])) {
             return XAI_E_VALUE;
-        if (f->threshold_rank != NULL && f->threshold_rank[g] < 1)
+        } else if (f->threshold_rank != NULL && f->threshold_rank[g] < 1) {
             return XAI_E_INDEX;
+        }
         if (f->impurity != NULL && !isfinite(f->impurity[g]))
             return XAI_E_VALUE;
         if (top + 2 > size)
@@ -158,7 +163,7 @@ static int check_ranks(const xai_forest *f)
             return XAI_E_SIZE;
     for (int32_t t = 0; t < f->n_trees; t++)
         for (int64_t g = f->tree_offset[t]; g < f->tree_offset[t + 1]; g++)
-            if (f->left_child[g] >= 0 &&
+            if (f->left_child[g] >= 0 && xai_categories(f, f->feature[g]) == 0 &&
                 (f->threshold_rank[g] < 1 || f->threshold_rank[g] > f->rank_count[f->feature[g]])) {
                 xai_error_at(t, g - f->tree_offset[t], -1);
                 return XAI_E_INDEX;
@@ -183,6 +188,13 @@ static int validate(const xai_forest *f)
         return XAI_E_SIZE;
     if (!(f->zero_threshold >= 0.0) || isinf(f->zero_threshold))
         return XAI_E_VALUE;
+    if (f->n_categories != NULL) {
+        if (f->cat_start == NULL || f->n_cat_words < 0 || (f->cat_bits == NULL && f->n_cat_words > 0))
+            return XAI_E_SIZE;
+        for (int32_t j = 0; j < f->n_features; j++)
+            if (f->n_categories[j] < 0 || f->n_categories[j] > XAI_MAX_CATEGORIES)
+                return XAI_E_SIZE;
+    }
     for (int32_t o = 0; o < f->n_outputs; o++)
         if (!isfinite(f->base_score[o]))
             return XAI_E_VALUE;

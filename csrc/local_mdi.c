@@ -33,7 +33,7 @@ static int mdi_layout(const xai_forest *f, xai_mdi_node *layout)
 {
     if (f == NULL || layout == NULL)
         return XAI_E_SIZE;
-    if (f->impurity == NULL || f->n_features > (INT32_MAX >> 1))
+    if (f->impurity == NULL || f->n_features > (INT32_MAX >> 1) || f->n_categories != NULL)
         return XAI_E_UNSUPPORTED;
     pending *stack = xai_alloc((int64_t)f->max_depth + 2, sizeof(pending));
     if (stack == NULL)

@@ -23,7 +23,16 @@
  * all outer trees (one row per boundary: rows_prepare, block_rows), so that each frac is a difference
  * of two rows, and the products of an outer leaf's fracs continue those of the leaf before it where
  * their first fracs agree (block_pairs). prune_leaves may first leave out the least weighty leaves
- * under a proven relative error bound. */
+ * under a proven relative error bound.
+ *
+ * A categorical feature j in S (set-membership splits) is the same product form over a finite law:
+ * x'_j takes atom a (a category code, "other", NaN: see xai_forest) with probability p_a from its
+ * table. A leaf's box in j is the set A of atoms that reach it (a bitset in a per-call pool, named
+ * by its set id in place of the interval's ranks), its mass P(A) = sum_{a in A} p_a, and
+ * frac_j(l, m) = P(A_l & A_m) / P(A_m): one table row per distinct outer set (ROW_SET), with V the
+ * zero row. Sums of non-negative p_a have no cancellation, so no median split is needed. Pruning
+ * (prune_leaves) uses only E|c|, max |c| and Jensen's inequality, which hold for any law of x',
+ * so its bound holds unchanged. */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -81,7 +90,7 @@ typedef struct {
 } tree_rec;
 
 /* The table rows of the leaf-pair loop (see rows_prepare): their types, and the two constant rows. */
-enum { ROW_A, ROW_B, ROW_C, ROW_TYPES };
+enum { ROW_A, ROW_B, ROW_C, ROW_TYPES, ROW_SET = ROW_TYPES }; /* ROW_SET rows are found by set id (setmap) */
 enum { ROW_ZERO, ROW_ONE, ROW_FIRST };
 
 /* A table row: its S position, type and boundary rank, F(r) (A) or -S(r) (B, C), and the block it
@@ -170,6 +179,11 @@ typedef struct {
     int64_t *rec_rows_at; size_t rec_rows_at_cap; /* [2 * n_rec]: per record, its first row and count */
     double *pair_acc; size_t pair_acc_cap;    /* [n_rec * width]: all_pairs' sums per record */
     int32_t *prev_row;      /* [4 * n_features]: the bands of the last and the current leaf (block_pairs) */
+    /* categorical S positions: during the walk box_lo holds the set id of the position's current
+     * atom set and top the id of the whole set (every atom); sets are cw words in the pool */
+    int32_t cw;
+    uint64_t *pool; size_t pool_cap; int32_t n_pool;
+    int32_t *setmap; size_t setmap_cap;   /* [n_pool]: 1 + the ROW_SET row of a set, or 0 */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
     int64_t pair_terms;
@@ -206,6 +220,7 @@ static void ws_free(workspace *w)
     free(w->bands);  free(w->rowmap); free(w->rowdef); free(w->refs); free(w->rec_rows); free(w->rec_rows_at);
     free(w->pair_acc); free(w->level); free(w->table);
     free(w->sum_mean); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
+    free(w->pool); free(w->setmap);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
@@ -233,9 +248,14 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
     w->tree_order = malloc((size_t)f->n_trees * sizeof(int32_t));
     w->bands = malloc(d * sizeof(diff_band));
     w->max_len = 0;
-    for (int32_t j = 0; j < f->n_features; j++)
+    w->cw = 1;
+    for (int32_t j = 0; j < f->n_features; j++) {
         if (cdf_offset[j + 1] - cdf_offset[j] > w->max_len)
             w->max_len = (int32_t)(cdf_offset[j + 1] - cdf_offset[j]);
+        const int32_t K = xai_categories(f, j);
+        if (K > 0 && (K + 2 + 63) / 64 > w->cw)
+            w->cw = (K + 2 + 63) / 64;
+    }
     const size_t n_map = d * ROW_TYPES * (size_t)w->max_len;
     w->rowmap = calloc(n_map, sizeof(int32_t));
     w->sum_mean = malloc((size_t)f->n_outputs * sizeof(double));
@@ -266,6 +286,103 @@ static inline double interval_mass(double f_lo, double f_hi, double s_lo, double
         p = (below > 0.0 ? below : 0.0) + (above > 0.0 ? above : 0.0);
     }
     return p > 0.0 ? p : 0.0;
+}
+
+/* Index of the lowest set bit of b != 0. */
+static inline int lowest_bit(uint64_t b)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(b);
+#else
+    int c = 0;
+    while (!(b & 1)) {
+        b >>= 1;
+        c++;
+    }
+    return c;
+#endif
+}
+
+/* sum of p[a] over the atoms a of set a & b (cw words each; b NULL: the atoms of a). */
+static inline double atom_sum(const uint64_t *a, const uint64_t *b, int32_t cw, const double *p)
+{
+    double sum = 0.0;
+    for (int32_t q = 0; q < cw; q++)
+        for (uint64_t bits = b != NULL ? a[q] & b[q] : a[q]; bits; bits &= bits - 1)
+            sum += p[64 * q + lowest_bit(bits)];
+    return sum;
+}
+
+/* 1 when S position pos is a categorical feature. */
+static inline int is_set_pos(const workspace *w, int32_t pos)
+{
+    return xai_categories(w->f, w->s_feat[pos]) > 0;
+}
+
+/* P(A) for set id `id` of categorical S position pos, from the current row's atom probabilities. */
+static inline double set_mass(const workspace *w, int32_t pos, int32_t id)
+{
+    return atom_sum(w->pool + (size_t)id * w->cw, NULL, w->cw, w->cdf_row + w->cdf_offset[w->s_feat[pos]]);
+}
+
+/* The mass of a leaf's box (lo, hi] in S position pos (lo: the set id of a categorical one). */
+static inline double box_mass(const workspace *w, int32_t pos, int32_t lo, int32_t hi, const double *F,
+                              const double *S)
+{
+    return is_set_pos(w, pos) ? set_mass(w, pos, lo) : interval_mass(F[lo], F[hi], S[lo], S[hi]);
+}
+
+/* 1 when a leaf's box (lo, hi] in S position pos leaves out part of the line (or of the atoms). */
+static inline int box_narrow(const workspace *w, int32_t pos, int32_t lo, int32_t hi)
+{
+    return is_set_pos(w, pos) ? lo != w->top[pos] : lo > 0 || hi < w->top[pos];
+}
+
+static void walk(workspace *w, int32_t t, int32_t k, int32_t depth, const double *x_value);
+
+/* walk's step at a categorical node g on S position pos (K categories): the current set splits
+ * into the atoms going left (bitset, NaN by missing_left) and the others; each non-empty side is
+ * walked, with a new set id when it is a strict part of the current set. */
+static void walk_set(workspace *w, int32_t t, int64_t g, int32_t pos, int32_t K, int32_t depth,
+                     const double *x_value)
+{
+    const xai_forest *f = w->f;
+    const int32_t cw = w->cw, cur = w->box_lo[pos], dep = w->box_dep[pos];
+    if (grow((void **)&w->pool, &w->pool_cap, (size_t)(w->n_pool + 2) * cw, sizeof(uint64_t))) {
+        w->status = XAI_E_NOMEM;
+        return;
+    }
+    const int32_t id[2] = {w->n_pool, w->n_pool + 1};
+    const uint64_t *bits = f->cat_bits + f->cat_start[g], *C = w->pool + (size_t)cur * cw;
+    uint64_t *L = w->pool + (size_t)id[0] * cw, *R = w->pool + (size_t)id[1] * cw;
+    const int64_t n_words = XAI_CAT_WORDS(K), nan_word = (K + 1) / 64;
+    const uint64_t nan_bit = (uint64_t)1 << ((K + 1) % 64);
+    int any[2] = {0, 0};
+    for (int32_t q = 0; q < cw; q++) {
+        uint64_t left = q < n_words ? bits[q] : 0;
+        if (q == nan_word)
+            left = (left & ~nan_bit) | (f->missing_left[g] ? nan_bit : 0);
+        L[q] = C[q] & left;
+        R[q] = C[q] & ~left;
+        any[0] |= L[q] != 0;
+        any[1] |= R[q] != 0;
+    }
+    const int both = any[0] && any[1];
+    if (both)
+        w->n_pool += 2;
+    w->used[pos] = 1;
+    const int32_t child[2] = {f->left_child[g], f->right_child[g]};
+    for (int side = 0; side < 2; side++) {
+        if (!any[side])
+            continue;
+        if (both) {
+            w->box_lo[pos] = id[side];
+            w->box_dep[pos] = depth;
+        }
+        walk(w, t, child[side], depth + 1, x_value);
+        w->box_lo[pos] = cur;
+        w->box_dep[pos] = dep;
+    }
 }
 
 /* Walk tree t from local node k: features outside S follow x, features in S take both
@@ -306,6 +423,11 @@ static void walk(workspace *w, int32_t t, int32_t k, int32_t depth, const double
         walk(w, t, xai_goes_left(f, g, w->x[j]) ? f->left_child[g] : f->right_child[g], depth + 1, x_value);
         return;
     }
+    const int32_t K = xai_categories(f, j);
+    if (K > 0) {
+        walk_set(w, t, g, pos, K, depth, x_value);
+        return;
+    }
     w->used[pos] = 1;
     const int32_t rank = f->threshold_rank[g];
     const int32_t lo = w->box_lo[pos], hi = w->box_hi[pos], dep = w->box_dep[pos];
@@ -342,12 +464,13 @@ static int tree_moments(workspace *w, tree_rec *r)
     for (int32_t l = 0; l < L0; l++)
         p[l] = 1.0;
     for (int32_t q = 0; q < n_used; q++) {
-        const int64_t off = w->cdf_offset[w->s_feat[w->used_pos[r->used_start + q]]];
+        const int32_t pos = w->used_pos[r->used_start + q];
+        const int64_t off = w->cdf_offset[w->s_feat[pos]];
         const double *F = w->cdf_row + off, *S = w->sf_row + off;
         for (int32_t l = 0; l < L0; l++) {
             const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
             const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
-            p[l] *= interval_mass(F[lo], F[hi], S[lo], S[hi]);
+            p[l] *= box_mass(w, pos, lo, hi, F, S);
         }
     }
     double *bound_max = w->bound_max + w->f->tree_target[r->tree];
@@ -415,15 +538,18 @@ static int tree_boxes(workspace *w, const tree_rec *r)
         for (int32_t l = 0; l < L; l++) {
             const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
             const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
-            const double f_lo = F[lo], f_hi = F[hi], s_lo = S[lo], s_hi = S[hi];
-            const double mass = interval_mass(f_lo, f_hi, s_lo, s_hi);
-            col[COL_FLO][l] = f_lo;
-            col[COL_FHI][l] = f_hi;
-            col[COL_NSLO][l] = -s_lo;
-            col[COL_NSHI][l] = -s_hi;
+            const double mass = box_mass(w, pos, lo, hi, F, S);
+            if (is_set_pos(w, pos)) { /* the set id, read by block_rows' ROW_SET rows */
+                col[COL_FLO][l] = (double)lo;
+            } else {
+                col[COL_FLO][l] = F[lo];
+                col[COL_FHI][l] = F[hi];
+                col[COL_NSLO][l] = -S[lo];
+                col[COL_NSHI][l] = -S[hi];
+            }
             col[COL_INV][l] = 1.0 / mass;
             mass_q[l] = mass;
-            if (lo > 0 || hi < w->top[pos])
+            if (box_narrow(w, pos, lo, hi))
                 bits[(size_t)l * n_words + (pos >> 6)] |= (uint64_t)1 << (pos & 63);
         }
     }
@@ -581,8 +707,9 @@ static int lay_slots(workspace *w)
             if (w->slot[pos] < 0 || bits[pos >> 6] >> (pos & 63) & 1)
                 continue; /* no slot, or tree_boxes fills it */
             double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n + r->leaf_start;
+            const double whole = is_set_pos(w, pos) ? (double)w->top[pos] : 0.0; /* the whole line or set */
             for (int32_t l = 0; l < r->n_leaf; l++) {
-                col[COL_FLO * n + l] = 0.0;
+                col[COL_FLO * n + l] = whole;
                 col[COL_FHI * n + l] = 1.0;
                 col[COL_NSLO * n + l] = -1.0;
                 col[COL_NSHI * n + l] = 0.0;
@@ -817,7 +944,13 @@ static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_
         const double v = w->rowdef[r].val;
         const double *restrict inv = col + COL_INV * n_col;
         double *restrict row = w->table + (size_t)r * CHUNK + (a - b0);
-        if (w->rowdef[r].type == ROW_A) {
+        if (w->rowdef[r].type == ROW_SET) { /* P(A & A_m) / P(A_m), A_m by its set id */
+            const int32_t cw = w->cw;
+            const uint64_t *A = w->pool + (size_t)w->rowdef[r].rank * cw;
+            const double *p = w->cdf_row + w->cdf_offset[w->s_feat[pos]], *id = col + COL_FLO * n_col;
+            for (int32_t m = 0; m < nb; m++)
+                row[m] = atom_sum(A, w->pool + (size_t)id[m] * cw, cw, p) * inv[m];
+        } else if (w->rowdef[r].type == ROW_A) {
             const double *restrict x = col + COL_FLO * n_col, *restrict y = col + COL_FHI * n_col;
             for (int32_t m = 0; m < nb; m++) {
                 const double d = (y[m] < v ? y[m] : v) - x[m];
@@ -939,7 +1072,7 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
  * position, type and rank, 1 + the row, 0 when absent; rows_prepare resets the entries it set). */
 static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double value)
 {
-    int32_t *at = &w->rowmap[((size_t)pos * ROW_TYPES + (size_t)type) * w->max_len + r];
+    int32_t *at = type == ROW_SET ? &w->setmap[r] : &w->rowmap[((size_t)pos * ROW_TYPES + (size_t)type) * w->max_len + r];
     if (*at == 0) {
         *at = w->n_rows + 1;
         w->rowdef[w->n_rows].pos = pos;
@@ -964,8 +1097,10 @@ static int rows_prepare(workspace *w)
         grow((void **)&w->rec_rows, &w->rec_rows_cap, 2 * n_box, sizeof(int32_t)) ||
         grow((void **)&w->rec_rows_at, &w->rec_rows_at_cap, 2 * n_rec, sizeof(int64_t)) ||
         grow((void **)&w->level, &w->level_cap, (size_t)w->n_s * CHUNK, sizeof(double)) ||
-        grow((void **)&w->rowdef, &w->rowdef_cap, ROW_FIRST + 2 * n_box, sizeof(row_def)))
+        grow((void **)&w->rowdef, &w->rowdef_cap, ROW_FIRST + 2 * n_box, sizeof(row_def)) ||
+        grow((void **)&w->setmap, &w->setmap_cap, (size_t)(w->n_pool > 0 ? w->n_pool : 1), sizeof(int32_t)))
         return XAI_E_NOMEM;
+    memset(w->setmap, 0, (size_t)(w->n_pool > 0 ? w->n_pool : 1) * sizeof(int32_t));
     w->urow = w->refs;
     w->vrow = w->refs + n_box;
     w->border = w->refs + 2 * n_box;
@@ -992,7 +1127,10 @@ static int rows_prepare(workspace *w)
                 }
                 const int32_t lo = rank[RANK_STRIDE * at], hi = rank[RANK_STRIDE * at + 1];
                 int32_t u, v;
-                if (F[hi] <= 0.5) { /* below the median */
+                if (is_set_pos(w, pos)) { /* lo is the set id */
+                    u = table_row(w, pos, ROW_SET, lo, 0.0);
+                    v = ROW_ZERO;
+                } else if (F[hi] <= 0.5) { /* below the median */
                     u = table_row(w, pos, ROW_A, hi, F[hi]);
                     v = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
                 } else if (!(F[lo] <= 0.5)) { /* above it */
@@ -1036,7 +1174,8 @@ static int rows_prepare(workspace *w)
         }
     }
     for (int32_t r = ROW_FIRST; r < w->n_rows; r++) {
-        w->rowmap[((size_t)w->rowdef[r].pos * ROW_TYPES + w->rowdef[r].type) * w->max_len + w->rowdef[r].rank] = 0;
+        if (w->rowdef[r].type != ROW_SET)
+            w->rowmap[((size_t)w->rowdef[r].pos * ROW_TYPES + w->rowdef[r].type) * w->max_len + w->rowdef[r].rank] = 0;
         w->rowdef[r].block = -1; /* computed in no block yet */
     }
     if (grow((void **)&w->table, &w->table_cap, (size_t)w->n_rows * CHUNK, sizeof(double)))
@@ -1093,11 +1232,22 @@ static int pg2_one(workspace *w, double *out)
     if (w->n_s == 0)
         return XAI_OK;
     w->n_words = (w->n_s + 63) / 64;
+    w->n_pool = 0;
     for (int32_t k = 0; k < w->n_s; k++) {
-        const int32_t j = w->s_feat[k];
+        const int32_t j = w->s_feat[k], K = xai_categories(f, j);
         w->box_lo[k] = 0;
         w->box_dep[k] = -1;
         w->box_hi[k] = w->top[k] = (int32_t)(w->cdf_offset[j + 1] - w->cdf_offset[j]) - 1;
+        if (K > 0) { /* the whole set: atoms 0 .. K + 1 */
+            if (grow((void **)&w->pool, &w->pool_cap, (size_t)(w->n_pool + 1) * w->cw, sizeof(uint64_t)))
+                return XAI_E_NOMEM;
+            uint64_t *all = w->pool + (size_t)w->n_pool * w->cw;
+            for (int32_t q = 0; q < w->cw; q++) {
+                const int64_t n = (int64_t)K + 2 - 64 * (int64_t)q; /* atoms in word q */
+                all[q] = n >= 64 ? ~(uint64_t)0 : n > 0 ? ((uint64_t)1 << n) - 1 : 0;
+            }
+            w->box_lo[k] = w->top[k] = w->n_pool++;
+        }
     }
     int status = collect(w);
     if (status != XAI_OK)
@@ -1157,6 +1307,10 @@ static int check_call(const xai_forest *f, const double *X, int64_t n_rows, cons
     for (int32_t j = 0; j < f->n_features; j++)
         if (f->rank_count[j] > cdf_offset[j + 1] - cdf_offset[j] - 2)
             return XAI_E_INDEX;
+    /* a categorical feature's table holds its K + 2 atom probabilities */
+    for (int32_t j = 0; j < f->n_features; j++)
+        if (xai_categories(f, j) > cdf_offset[j + 1] - cdf_offset[j] - 2)
+            return XAI_E_SIZE;
     return XAI_OK;
 }
 
@@ -1177,6 +1331,16 @@ static int tables_valid(const workspace *w, int32_t j)
 {
     const double *F = w->cdf_row + w->cdf_offset[j], *S = w->sf_row + w->cdf_offset[j];
     const int64_t len = w->cdf_offset[j + 1] - w->cdf_offset[j];
+    const int32_t K = xai_categories(w->f, j);
+    if (K > 0) { /* atom probabilities: finite, >= 0, adding up to 1 */
+        double sum = 0.0;
+        for (int32_t a = 0; a < K + 2; a++) {
+            if (!(F[a] >= 0.0 && F[a] <= 1.0))
+                return 0;
+            sum += F[a];
+        }
+        return fabs(sum - 1.0) <= 1e-6;
+    }
     if (F[0] != 0.0 || F[len - 1] != 1.0 || S[0] != 1.0 || S[len - 1] != 0.0)
         return 0;
     for (int64_t r = 1; r < len; r++)
@@ -1195,7 +1359,7 @@ static int set_from_mask(workspace *w, const uint8_t *mask)
         if (!mask[j])
             continue;
         if (!w->checked[j]) {
-            if (!isfinite(w->x[j]) || !tables_valid(w, j)) {
+            if ((xai_categories(f, j) == 0 && !isfinite(w->x[j])) || !tables_valid(w, j)) {
                 xai_error_at(-1, -1, w->row);
                 return XAI_E_VALUE;
             }

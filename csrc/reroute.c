@@ -45,8 +45,8 @@ static int check_args(const xai_forest *f, const xai_reroute_args *a)
         a->leaf == NULL || a->moved == NULL || a->n_rows < 0 || a->n_changed < 1 ||
         a->n_changed > f->n_features || (a->acc != NULL && (a->node_value == NULL || a->width < 1)))
         return XAI_E_SIZE;
-    if (f->n_nodes > INT32_MAX)
-        return XAI_E_UNSUPPORTED; /* global leaf ids are int32 */
+    if (f->n_nodes > INT32_MAX || f->n_categories != NULL)
+        return XAI_E_UNSUPPORTED; /* global leaf ids are int32; intervals describe no category set */
     if (a->tree < 0 || a->tree >= f->n_trees)
         return XAI_E_INDEX;
     const int64_t base = f->tree_offset[a->tree], end = f->tree_offset[a->tree + 1];

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 7
+#define XAI_ABI_VERSION 8
 
 /* cffi-cdef-begin */
 enum {
@@ -78,7 +78,21 @@ typedef struct {
                                       boundaries of each feature. xai_validate checks every rank against
                                       it once; each PG2 call then only checks rank_count against the
                                       table layout (O(features), not O(nodes)). */
+    /* Categorical features (all four NULL / 0 when the model has none). A categorical feature j has
+     * K = n_categories[j] >= 1 category codes 0 .. K-1; every split on it is a set-membership split
+     * and its threshold, rank and (for PG2) rank_count[j] = 0 are ignored. An input value is one of
+     * K + 2 atoms: code c when it is an integer in [0, K), "other" (atom K) for any other non-NaN
+     * value (an unseen category), NaN (atom K + 1). At a categorical node g, the K + 1 bits
+     * cat_bits[cat_start[g] ...] (XAI_CAT_WORDS(K) words, bit a of word a / 64) say which of the
+     * atoms 0 .. K go left; NaN follows missing_left[g]. */
+    const int32_t *n_categories;   /* [n_features], 0 for a numeric feature; K <= XAI_MAX_CATEGORIES */
+    const int64_t *cat_start;      /* [n_nodes]: first word of a categorical node's bitset, ignored elsewhere */
+    const uint64_t *cat_bits;      /* [n_cat_words] */
+    int64_t n_cat_words;
 } xai_forest;
+
+/* The most categories of one feature (codes stay exact in float32). */
+#define XAI_MAX_CATEGORIES 16777216
 
 int xai_abi_version(void);
 
@@ -99,10 +113,11 @@ int xai_last_error(int64_t *tree, int64_t *node, int64_t *row);
 int xai_validate(const xai_forest *forest);
 
 /* out[i * n_outputs + o] = model output o for row i of X[n_rows * n_features] (margin space).
- * NaN follows missing_left. */
+ * NaN follows missing_left; a categorical feature's value goes by its atom (see xai_forest). */
 int xai_predict(const xai_forest *forest, const double *X, int64_t n_rows, double *out);
 
-/* Exact PG2(x, S) = E[(f(x') - f(x))^2] with x'_j = x_j + noise_j for j in S.
+/* Exact PG2(x, S) = E[(f(x') - f(x))^2] with x'_j = x_j + noise_j for numeric j in S; a categorical
+ * j in S takes atom a with probability p_a, read from its table (below).
  * mask[(i * n_sets + s) * n_features + j] != 0 when feature j is in set s of row i.
  * Row i's table is cdf[i * cdf_len ...], in two halves of H = cdf_offset[n_features] entries
  * (cdf_offset has n_features + 1 non-decreasing entries, 2 * H <= cdf_len): for feature j and
@@ -110,6 +125,9 @@ int xai_predict(const xai_forest *forest, const double *X, int64_t n_rows, doubl
  *   cdf[i * cdf_len + cdf_offset[j] + r]     = P(x'_j < boundary r), entry 0 = 0, entry m_j + 1 = 1;
  *   cdf[i * cdf_len + H + cdf_offset[j] + r] = P(x'_j > boundary r), computed directly (not as
  *                                              1 - CDF), entry 0 = 1, entry m_j + 1 = 0.
+ * A categorical feature j (K categories) instead needs cdf_offset[j + 1] - cdf_offset[j] >= K + 2
+ * and reads p_a = cdf[i * cdf_len + cdf_offset[j] + a] for its atoms a = 0 .. K + 1 (>= 0, adding up
+ * to 1 within 1e-6; its survival half is not read); its x_j may be any value, NaN included.
  * Each interval's probability is taken on the side of the median where it lies (CDF differences
  * below, survival differences above), so tail probabilities keep full relative precision; a leaf
  * whose probability is below DBL_MIN is treated as unreachable. Only the features of a set are
@@ -181,6 +199,23 @@ int xai_reroute(const xai_forest *forest, xai_reroute_args *args);
 #include <math.h>
 #include <stdlib.h>
 
+/* The 64-bit words of a categorical node's bitset (atoms 0 .. K). */
+#define XAI_CAT_WORDS(K) (((int64_t)(K) + 64) / 64)
+
+/* Categories of feature j (0: numeric). */
+static inline int32_t xai_categories(const xai_forest *f, int32_t j)
+{
+    return f->n_categories != NULL ? f->n_categories[j] : 0;
+}
+
+/* The atom of value x of a categorical feature with K categories (see xai_forest). */
+static inline int64_t xai_atom(double x, int32_t K)
+{
+    if (isnan(x))
+        return (int64_t)K + 1;
+    return x >= 0.0 && x < (double)K && x == floor(x) ? (int64_t)x : (int64_t)K;
+}
+
 /* malloc(count * elem), or NULL when count is negative or the byte count overflows size_t (so
  * an impossible size reads as XAI_E_NOMEM, never as a short buffer). */
 static inline void *xai_alloc(int64_t count, size_t elem)
@@ -225,6 +260,11 @@ static inline int xai_goes_left_value(const xai_forest *f, int64_t g, double v)
 /* 1 when value x (already read from the input row) goes to the left child of global node g. */
 static inline int xai_goes_left(const xai_forest *f, int64_t g, double x)
 {
+    const int32_t K = xai_categories(f, f->feature[g]);
+    if (K > 0) {
+        const int64_t a = xai_atom(x, K);
+        return a > K ? f->missing_left[g] != 0 : (int)(f->cat_bits[f->cat_start[g] + a / 64] >> (a % 64) & 1);
+    }
     return xai_goes_left_value(f, g, xai_input_value(f, x));
 }
 

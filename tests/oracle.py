@@ -42,11 +42,15 @@ def model_thresholds(model) -> tuple[dict, str, bool]:
         return thr, "lt", True
     if module == "lightgbm":
         df = model.booster_.trees_to_dataframe()
-        df = df[df.split_feature.notna()]
+        df = df[df.split_feature.notna() & (df.decision_type == "<=")]      # numeric splits only
         names = model.booster_.feature_name()
         for f, s in zip(df.split_feature, df.threshold):
             thr.setdefault(names.index(f), []).append(float(s))
         return thr, "le", False
+    if module == "catboost":           # every border of every float feature; x > border goes right
+        for j, borders in model.get_borders().items():
+            thr[int(j)] = [float(b) for b in borders]
+        return thr, "le", True
     if hasattr(model, "_predictors"):  # sklearn HistGradientBoosting
         for row in model._predictors:
             for p in row:
@@ -87,15 +91,32 @@ def cell_points(b: np.ndarray) -> np.ndarray:
     return np.concatenate([[np.nextafter(b[0], -np.inf)], b[:-1] / 2 + b[1:] / 2, [np.nextafter(b[-1], np.inf)]])
 
 
-def grid_pg2(model, predict, x, S, cdfs) -> np.ndarray:
+def category_law(xj: float, rho: float, q) -> tuple[np.ndarray, np.ndarray]:
+    """The values x'_j takes and their probabilities when x'_j keeps xj with probability 1 - rho and is
+    otherwise code c with probability q[c] (written from the definition, apart from the package)."""
+    codes = np.arange(len(q), dtype=np.float64)
+    p = rho * np.asarray(q, dtype=np.float64)
+    if xj in codes:                         # NaN is never "in": it is its own value below
+        p[int(xj)] += 1.0 - rho
+        return codes, p
+    return np.append(codes, xj), np.append(p, 1.0 - rho)
+
+
+def grid_pg2(model, predict, x, S, cdfs, laws=None) -> np.ndarray:
     """Σ over grid cells of the perturbed features of P(cell) (f(cell) - f(x))², with cells cut at
-    the real boundaries of every threshold and f evaluated at one point per cell.
+    the real boundaries of every threshold and f evaluated at one point per cell; a categorical
+    feature j (in ``laws``, {j: (rho, q)}) enumerates its values instead (:func:`category_law`).
 
     predict: (n, d) -> (n, k) model output; cdfs[j]: the noise on feature j, a frozen scipy
     distribution (its sf serves the upper tail) or a bare CDF callable (see noise_mass)."""
     thr, rule, f32 = model_thresholds(model)
     axes, probs = [], []
     for j in S:
+        if laws is not None and j in laws:
+            reps, p = category_law(x[j], *laws[j])
+            axes.append(reps)
+            probs.append(p)
+            continue
         b = np.unique([real_boundary(t, rule, f32) for t in thr.get(j, [])])
         if len(b) == 0:
             reps, p = np.array([x[j]]), np.array([1.0])

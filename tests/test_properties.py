@@ -681,3 +681,82 @@ def test_in_place_changes_never_leave_a_stale_import(kind, data, tmp_path_factor
     got = import_model(model).predict(X)
     tol = 2e-6 if kind.startswith("xgb") else 1e-12
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * max(1.0, np.abs(ref).max()), err_msg=f"{kind} {change}")
+
+
+def _categorical_tree(data, K: int, w: int) -> tuple[dict, list]:
+    """A depth-2 tree: a set split on the categorical feature 0, then a numeric split on feature 1 (left)
+    and another set split on feature 0 (right); returns its arrays and, per node, the set of codes
+    going left (None for the numeric node), drawn with hypothesis."""
+    sets = [set(data.draw(st.sets(st.integers(0, K), max_size=K + 1))) for _ in range(2)]   # K: "other"
+    node_sets = [sets[0], None, sets[1], None, None, None, None]
+    bits = np.zeros((2, 64 * w), dtype=np.uint8)
+    for row, chosen in enumerate(sets):
+        bits[row, sorted(chosen)] = 1
+    arrays = dict(left=[1, 3, 5, -1, -1, -1, -1], right=[2, 4, 6, -1, -1, -1, -1], feature=[0, 1, 0, 0, 0, 0, 0],
+                  threshold=[0.0, data.draw(st.sampled_from([-0.5, 0.0, 0.7])), 0.0, 0, 0, 0, 0],
+                  missing_left=[data.draw(st.booleans()), 0, data.draw(st.booleans()), 0, 0, 0, 0],
+                  value=[0, 0, 0] + [data.draw(st.floats(-3, 3, allow_nan=False)) for _ in range(4)],
+                  bits=np.packbits(bits, axis=1, bitorder="little").view("<u8"))
+    return arrays, node_sets
+
+
+def _route(arrays, node_sets, K, x) -> float:
+    """The leaf value x reaches, routed in plain Python (atoms as in csrc/xai.h: NaN by missing_left,
+    a non-code value as category K)."""
+    k = 0
+    while arrays["left"][k] >= 0:
+        v = x[arrays["feature"][k]]
+        if node_sets[k] is None:
+            left = v <= arrays["threshold"][k]
+        elif np.isnan(v):
+            left = bool(arrays["missing_left"][k])
+        else:
+            left = (int(v) if v == int(v) and 0 <= v < K else K) in node_sets[k]
+        k = arrays["left"][k] if left else arrays["right"][k]
+    return arrays["value"][k]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_categorical_pg2_matches_enumeration(data):
+    """Exact PG² on random set-membership forests (category counts across a 64-bit word, unseen and
+    missing categories in x) equals the enumeration of the categorical law times the numeric cells."""
+    from scipy import stats
+
+    from xai_plugins.forest import Forest
+
+    K = data.draw(st.integers(1, 70))
+    w = (K + 64) // 64
+    trees = [_categorical_tree(data, K, w) for _ in range(data.draw(st.integers(1, 3)))]
+    cat_start = np.concatenate([[2 * w * t, -1, 2 * w * t + w, -1, -1, -1, -1] for t in range(len(trees))])
+    forest = Forest(left_child=np.concatenate([a["left"] for a, _ in trees]),
+                    right_child=np.concatenate([a["right"] for a, _ in trees]),
+                    feature=np.concatenate([a["feature"] for a, _ in trees]),
+                    threshold=np.concatenate([a["threshold"] for a, _ in trees]),
+                    missing_left=np.concatenate([a["missing_left"] for a, _ in trees]),
+                    value=np.concatenate([a["value"] for a, _ in trees]), tree_offset=7 * np.arange(len(trees) + 1),
+                    tree_target=np.zeros(len(trees)), base_score=[0.0], n_features=2, split_rule="le",
+                    input_float32=False, aggregate="sum", task="regression", output_space="raw", model_type="manual",
+                    n_categories=[K, 0], cat_start=cat_start,
+                    cat_bits=np.concatenate([a["bits"].ravel() for a, _ in trees]))
+    x0 = data.draw(st.sampled_from([0.0, float(K - 1), float(K + 3), -1.0, np.nan]))
+    x = np.array([x0, data.draw(st.sampled_from([-0.5, 0.2, 1.0]))])
+    S = data.draw(st.sampled_from([[0], [0, 1]]))
+    rho, sigma = data.draw(st.floats(0.0, 1.0)), 0.6
+
+    def f(z):
+        return sum(_route(a, s, K, z) for a, s in trees)
+
+    values = list(range(K)) + ([] if x0 in range(K) else [x0])
+    probs = [rho / K + (1 - rho) * (c == x0) for c in range(K)] + ([] if x0 in range(K) else [1 - rho])
+    cells, cell_p = [x[1]], [1.0]
+    if 1 in S:                              # cells of feature 1 between the thresholds, each at one point
+        b = np.array([-0.5, 0.0, 0.7])
+        edges = np.concatenate([[-np.inf], b, [np.inf]])
+        cells = [-1.0, -0.25, 0.35, 1.0]
+        cell_p = [stats.norm.cdf(hi - x[1], scale=sigma) - stats.norm.cdf(lo - x[1], scale=sigma)
+                  for lo, hi in zip(edges[:-1], edges[1:])]
+    fx = f(x)
+    want = sum(p * q * (f(np.array([v, c])) - fx) ** 2 for v, p in zip(values, probs) for c, q in zip(cells, cell_p))
+    got = xp.pg2(forest, x[None, :], S, sigma=sigma, rho=rho).value[0]
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-13)

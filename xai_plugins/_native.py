@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 7
+ABI_VERSION = 8
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -99,6 +99,10 @@ class CForest:
         s.missing_left = _ptr("uint8_t *", forest.missing_left)
         s.value = _ptr("double *", forest.value)
         s.impurity = _ptr("double *", forest.impurity)
+        s.n_categories = _ptr("int32_t *", forest.n_categories)
+        s.cat_start = _ptr("int64_t *", forest.cat_start)
+        s.cat_bits = _ptr("uint64_t *", forest.cat_bits)
+        s.n_cat_words = 0 if forest.cat_bits is None else len(forest.cat_bits)
         s.threshold_rank = _ptr("int32_t *", threshold_rank)
         s.rank_count = _ptr("int32_t *", rank_count)
         self.ptr = s

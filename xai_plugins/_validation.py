@@ -412,3 +412,41 @@ __all__ = ["is_dask", "model_rows", "feature_order", "feature_index",
            "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "check_random_state",
            "check_is_fitted",
            "default_feature_names"]
+
+
+def category_codes(X, names, labels: list):
+    """A DataFrame ``X`` with each column of a feature that has training ``labels`` (per feature, or
+    None) and holds labels rather than codes (a pandas ``category``, text or object column) replaced by
+    its codes: the position of each value in those labels, NaN for a missing value, -1 (an unseen
+    category) for a label the model never saw. Numeric columns are codes already; anything else is
+    returned as is."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame) or names is None:
+        return X
+    out = None
+    for name, known in zip(names, labels):
+        if known is None or name not in X.columns:
+            continue
+        column = X[name]
+        if not isinstance(column.dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(column.dtype):
+            continue
+        values = column.astype(object)
+        codes = pd.Index(known).get_indexer(values).astype(np.float64)
+        out = X.copy() if out is None else out
+        out[name] = np.where(values.isna().to_numpy(), np.nan, codes)
+    return X if out is None else out
+
+
+def check_codes(rows: np.ndarray, n_categories: np.ndarray, what: str = "X") -> None:
+    """InputError when a categorical feature (``n_categories`` > 0) holds a number that is not an
+    integer category code (NaN and integers outside the model's codes are fine: missing and unseen)."""
+    cols = np.flatnonzero(n_categories)
+    values = rows[:, cols]
+    bad = np.isfinite(values) & (values != np.floor(values)) | np.isinf(values)
+    if bad.any():
+        i, c = np.argwhere(bad)[0]
+        raise InputError(f"{what} has {values[i, c]!r} in categorical feature {cols[c]} (row {i}): a categorical "
+                         "feature takes integer category codes (the model's codes 0 .. K-1; other integers are "
+                         "unseen categories, NaN is missing); pass the codes the model was trained on, or a "
+                         "DataFrame with the pandas category column")

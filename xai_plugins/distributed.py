@@ -323,7 +323,7 @@ def _pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs
         X, names = forest.rows(X)
 
         m = _set_masks(S, len(X), forest.n_features, names)
-        _check_perturbed_finite(X, m, forest.missing_value)
+        _check_perturbed_finite(X, m, forest.missing_value, forest.n_categories)
         noise = make_perturbation(forest.n_features, sigma, perturbation, None, names=forest.feature_names)
         value, stderr, nonzero = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
         informative, terms = prediction_gap._informative(stderr, nonzero, m), 0

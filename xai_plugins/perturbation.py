@@ -6,6 +6,14 @@ one minus it, P(x_j + noise_j > b). This module fills them with ``scipy.special.
 Gaussian noise, or with any frozen ``scipy.stats`` continuous distribution's ``cdf`` and ``sf``.
 The C core takes each interval's probability from the table on its side of the median, so tail
 probabilities (1e-15 and below) keep full relative precision.
+
+A categorical feature j (set-membership splits) is perturbed by a finite law instead: x'_j keeps
+x_j with probability 1 - ρ_j and is otherwise drawn from the category frequencies q_j of the
+background data (uniform over the model's categories without background). Its table holds the
+probability of each atom (category code, "other", NaN: see ``csrc/xai.h``). ρ_j defaults to the
+probability that the feature's own noise moves a value by more than half a unit, P(|e_j| > 1/2)
+(2 Φ(-1 / (2σ)) for Gaussian noise of σ in the units given: 0.096 for the default σ = 0.3), i.e. the
+chance that the same noise added to a category code and rounded changes the category.
 """
 
 from __future__ import annotations
@@ -36,6 +44,67 @@ class Perturbation:
     dists: list | None
     #: the noise limits (:func:`check_noise_scale`) this noise was found to be below, if any
     safe_below: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: categorical features: per-feature ρ (NaN: the default, :func:`default_rho`), or None for all defaults
+    rho: np.ndarray | None = None
+    #: background rows (model feature order), whose category frequencies are q; None: uniform q
+    background: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: the Gaussian σ in the units given (before scaling by the background's standard deviations)
+    sigma_units: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _laws: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def category_law(self, j: int, n_categories: int) -> tuple[float, np.ndarray]:
+        """(ρ_j, q_j) of categorical feature j with ``n_categories`` codes: x'_j keeps x_j with
+        probability 1 - ρ_j, else is code c with probability q_j[c] (remembered per feature)."""
+        key = (int(j), int(n_categories))
+        law = self._laws.get(key)
+        if law is None:
+            rho = self.rho[j] if self.rho is not None and np.isfinite(self.rho[j]) else self.default_rho(j)
+            if self.background is None:
+                q = np.full(n_categories, 1.0 / n_categories)
+            else:
+                column = self.background[:, j]
+                codes = column[(column >= 0) & (column < n_categories) & (column == np.floor(column))]
+                if not codes.size:
+                    raise InputError(f"background feature {j} holds none of the model's {n_categories} category "
+                                     "codes: its category frequencies are undefined; pass a background with "
+                                     "observed categories (or none, for uniform frequencies)")
+                q = np.bincount(codes.astype(np.int64), minlength=n_categories) / codes.size
+            law = self._laws[key] = (float(rho), q)
+        return law
+
+    def default_rho(self, j: int) -> float:
+        """ρ_j when none is given: P(|e_j| > 1/2) for the feature's noise e_j (see the module docstring)."""
+        if self.dists is None:
+            sigma = self.sigma_units if self.sigma_units is not None else self.sigma
+            return float(2.0 * special.ndtr(-0.5 / sigma[j]))
+        dist = self.dists[j]
+        return float(min(1.0, dist.cdf(-0.5) + dist.sf(0.5)))
+
+    def atom_table(self, j: int, n_categories: int, xj: np.ndarray) -> np.ndarray:
+        """(n, K + 2) probabilities of the atoms of x'_j (codes 0 .. K-1, "other", NaN) per row value ``xj``."""
+        rho, q = self.category_law(j, n_categories)
+        table = np.zeros((len(xj), n_categories + 2))
+        table[:, :n_categories] = rho * q
+        table[np.arange(len(xj)), category_atoms(xj, n_categories)] += 1.0 - rho
+        return table
+
+    def perturbed(self, j: int, xj: float, u: np.ndarray, n_categories: int = 0) -> np.ndarray:
+        """x'_j for uniforms ``u`` by the inverse CDF: x_j + noise (numeric), or for a categorical
+        feature x_j where u < 1 - ρ_j and else the code whose cumulative frequency first exceeds
+        (u - 1 + ρ_j) / ρ_j."""
+        if not n_categories:
+            return xj + self.ppf(j, u)
+        rho, q = self.category_law(j, n_categories)
+        keep = u < 1.0 - rho
+        draw = (u - (1.0 - rho)) / rho if rho > 0 else np.zeros_like(u)
+        codes = np.minimum(np.searchsorted(np.cumsum(q), draw, side="right"), n_categories - 1)
+        return np.where(keep, xj, codes.astype(np.float64))
+
+    def draw(self, j: int, xj: float, size: int, rng: np.random.Generator, n_categories: int = 0) -> np.ndarray:
+        """``size`` random draws of x'_j (Monte Carlo): x_j + :meth:`sample`, or the categorical law."""
+        if not n_categories:
+            return xj + self.sample(j, size, rng)
+        return self.perturbed(j, xj, rng.random(size), n_categories)
 
     @property
     def gaussian_sigma(self) -> np.ndarray:
@@ -71,8 +140,17 @@ class Perturbation:
         return self.dists[j].rvs(size=size, random_state=rng)
 
 
+def category_atoms(values: np.ndarray, n_categories: int) -> np.ndarray:
+    """The atom of each value of a categorical feature (``csrc/xai.h``): the code when it is an integer
+    in [0, K), K ("other": an unseen category) for any other number, K + 1 for NaN."""
+    values = np.asarray(values, dtype=np.float64)
+    code = (values >= 0) & (values < n_categories) & (values == np.floor(values))
+    atoms = np.where(code, np.nan_to_num(values), n_categories)
+    return np.where(np.isnan(values), n_categories + 1, atoms).astype(np.int64)
+
+
 def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=None, *,
-                      names=None, missing=float("nan")) -> Perturbation:
+                      names=None, missing=float("nan"), rho=None) -> Perturbation:
     """Validate the noise specification.
 
     - ``sigma``: scalar or (n_features,) standard deviations of Gaussian noise, finite and > 0;
@@ -83,7 +161,42 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
     - ``names``: the model's feature names, to align a ``background`` DataFrame by column name.
     - ``missing``: the model's missing-value sentinel; background entries equal to it are
       missing (left out of the standard deviations, as NaN is).
+    - ``rho``: for categorical features, the probability ρ that x'_j is redrawn from the category
+      frequencies (scalar, or one per feature: entries of numeric features and NaN entries are not
+      used / take the default); default P(|e_j| > 1/2) of the feature's noise (see the module docstring).
     """
+    rho_vector = _rho_vector(rho, n_features)
+    if rho_vector is not None or background is not None:
+        noise = _numeric_perturbation(n_features, sigma, perturbation, background, names, missing)
+        bg = None
+        if background is not None:
+            from ._validation import model_rows
+
+            bg, _ = model_rows(background, names, n_features, what="background", allow_nan=True, missing=missing)
+        return Perturbation(noise.sigma, noise.dists, rho=rho_vector, background=bg,
+                            sigma_units=noise.sigma_units)
+    return _numeric_perturbation(n_features, sigma, perturbation, background, names, missing)
+
+
+def _rho_vector(rho, n_features: int) -> np.ndarray | None:
+    """``rho`` as a (d,) array (NaN: default), validated in [0, 1]; None stays None."""
+    if rho is None:
+        return None
+    try:
+        r = np.array(rho, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputTypeError(f"rho must be a number or one number per feature; got {rho!r}") from exc
+    if r.ndim == 0:
+        r = np.full(n_features, float(r))
+    if r.shape != (n_features,):
+        raise InputError(f"rho must be a scalar or have one value per feature ({n_features}); got shape {r.shape}")
+    if np.any(~np.isnan(r) & ~((r >= 0) & (r <= 1))):
+        raise InputError(f"rho is a probability: every entry must lie in [0, 1] (NaN for the default); got {rho!r}")
+    return r
+
+
+def _numeric_perturbation(n_features, sigma, perturbation, background, names, missing) -> Perturbation:
+    """The noise of the numeric features (see :func:`make_perturbation`)."""
     if perturbation is None and background is None and isinstance(sigma, (int, float, np.floating)) \
             and not isinstance(sigma, bool) and np.isfinite(sigma) and sigma > 0:
         return _isotropic(int(n_features), float(sigma))
@@ -122,7 +235,7 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
             bad = np.flatnonzero(~(std > 0))
             raise InputError(f"background features {bad.tolist()} are constant: sigma in standard-deviation "
                              "units is undefined for them")
-        s = s * std
+        return Perturbation(sigma=s * std, dists=None, sigma_units=s)
     return Perturbation(sigma=s, dists=None)
 
 
@@ -188,11 +301,14 @@ def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np
     holds [0, P(x_j + e < b_1), ..., P(x_j + e < b_m), 1] at feature j's sorted boundaries and the
     survival half ``[:, H + offsets[j]:H + offsets[j+1]]`` holds [1, P(x_j + e > b_1), ...,
     P(x_j + e > b_m), 0], each computed directly so that both tails keep their relative precision;
-    other features' entries are 0 and never read. ``splits``: the
+    other features' entries are 0 and never read. A categorical feature's CDF half holds the
+    probabilities of its atoms (:meth:`Perturbation.atom_table`). ``splits``: the
     :class:`~xai_plugins.prediction_gap.SplitBoundaries` of the model.
     Warns when the noise swamps the thresholds of a perturbed feature (:func:`check_noise_scale`)."""
     check_noise_scale(splits, perturbation, features, X, stacklevel=4)  # 4: the caller of pg2 / pgi2 / greedy
-    cols, owner, at, side = splits.columns_of(features)
+    features = np.asarray(features, dtype=np.int64)
+    categorical = splits.n_categories[features] > 0
+    cols, owner, at, side = splits.columns_of(features[~categorical])
     z = at - X[:, owner]                            # per feature: -inf, b_1 - x_j, ..., b_m - x_j, +inf, twice
     probabilities = perturbation.side_probabilities(owner, z, side)
     if perturbation.dists is not None:              # exact ends, whatever a distribution gives at +-inf
@@ -200,4 +316,7 @@ def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np
         probabilities[:, ends] = (side[ends] * at[ends] > 0)
     table = np.zeros((len(X), 2 * len(splits.column_feature)))
     table[:, cols] = probabilities
+    for j in features[categorical]:                 # a categorical feature's atom probabilities (CDF half)
+        k = int(splits.n_categories[j])
+        table[:, splits.cdf_offset[j]:splits.cdf_offset[j] + k + 2] = perturbation.atom_table(j, k, X[:, j])
     return table

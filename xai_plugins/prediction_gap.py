@@ -127,6 +127,8 @@ class SplitBoundaries:
     ``column_boundary`` (cdf_offset[-1],) holds, for each column of the CDF half of a table, the
     boundary it is read at (each feature's ``boundaries[j]`` between -inf and +inf) and
     ``column_feature`` the feature owning it; ``c_forest`` the C struct carrying the ranks.
+    A categorical feature (``n_categories[j]`` = K > 0) has no boundaries: its K + 2 table entries
+    hold the probabilities of its atoms (see ``csrc/xai.h``).
     """
 
     boundaries: list
@@ -135,6 +137,7 @@ class SplitBoundaries:
     c_forest: _native.CForest
     column_boundary: np.ndarray
     column_feature: np.ndarray
+    n_categories: np.ndarray
     _columns: dict = field(default_factory=dict, repr=False)
 
     def columns_of(self, features) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -166,17 +169,23 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
     cached = _BOUNDARIES.get(forest)
     if cached is not None:
         return cached
-    internal = forest.left_child >= 0
+    categories = forest.n_categories if forest.n_categories is not None else np.zeros(forest.n_features, np.int32)
+    internal = (forest.left_child >= 0) & (categories[forest.feature] == 0)     # the numeric splits
     t = forest.threshold[internal]
     if forest.input_float32:
         # the model compares float32(x): left iff float32(x) <= a, where a is the largest
         # float32 obeying the rule against t; float32(x) <= a iff x < midpoint(a, next float32)
-        a = t.astype(np.float32)
-        obeys = (lambda v: v < t) if forest.split_rule == "lt" else (lambda v: v <= t)
-        a = np.where(obeys(a.astype(np.float64)), a, np.nextafter(a, np.float32(-np.inf)))
-        up = np.nextafter(a, np.float32(np.inf))
-        a = np.where(obeys(up.astype(np.float64)), up, a)
-        b = (a.astype(np.float64) + np.nextafter(a, np.float32(np.inf)).astype(np.float64)) / 2.0
+        # (float32's infinities stand for 2^128 in the midpoint: float32(x) is inf iff |x| >= 2^128 - 2^103)
+        with np.errstate(over="ignore"):
+            a = t.astype(np.float32)
+            obeys = (lambda v: v < t) if forest.split_rule == "lt" else (lambda v: v <= t)
+            a = np.where(obeys(a.astype(np.float64)), a, np.nextafter(a, np.float32(-np.inf)))
+            up = np.nextafter(a, np.float32(np.inf))
+            a = np.where(obeys(up.astype(np.float64)), up, a)
+            lo, hi = a.astype(np.float64), np.nextafter(a, np.float32(np.inf)).astype(np.float64)
+        b = np.where(lo == np.inf, np.inf, (np.where(lo == -np.inf, -2.0**128, lo) +
+                                            np.where((hi == np.inf) & (lo < np.inf), 2.0**128, hi)) / 2.0)
+        b = np.where(obeys(lo), b, -np.inf)           # no float32 obeys the rule: every x goes right
     else:
         b = t.copy()
     boundary = np.zeros(forest.n_nodes)
@@ -188,16 +197,17 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
     for j in range(forest.n_features):
         values = np.unique(b[feat == j])
         boundaries.append(values)
-        offsets.append(offsets[-1] + len(values) + 2)
+        offsets.append(offsets[-1] + (len(values) if categories[j] == 0 else int(categories[j])) + 2)
         sel = idx[feat == j]
         rank[sel] = np.searchsorted(values, boundary[sel]) + 1
     rank.flags.writeable = False
     counts = np.array([len(v) for v in boundaries], dtype=np.int32)
-    column_boundary = np.concatenate([np.concatenate(([-np.inf], v, [np.inf])) for v in boundaries])
-    column_feature = np.repeat(np.arange(forest.n_features), counts + 2)
+    column_boundary = np.concatenate([np.concatenate(([-np.inf], v, [np.inf])) if k == 0 else np.full(k + 2, np.nan)
+                                      for v, k in zip(boundaries, categories)])
+    column_feature = np.repeat(np.arange(forest.n_features), np.diff(offsets))
     cached = SplitBoundaries(boundaries, rank, np.asarray(offsets, dtype=np.int64),
                              _native.CForest(forest, threshold_rank=rank, rank_count=counts), column_boundary,
-                             column_feature)
+                             column_feature, categories)
     _BOUNDARIES[forest] = cached
     return cached
 
@@ -260,13 +270,23 @@ def _mask_of(features, n_rows: int, n_features: int, names) -> np.ndarray:
     return mask
 
 
-def _check_perturbed_finite(X, mask, missing=float("nan")):
-    """InputError when a perturbed feature is missing in some row (NaN, or the model's ``missing``
-    sentinel, which rows enter as NaN)."""
+def _no_dask_rho(rho) -> None:
+    """``rho`` is not yet carried to dask collections: refuse it rather than ignore it."""
+    if rho is not None:
+        raise InputError("rho= is not supported with dask inputs yet; compute the rows in memory "
+                         "(X.compute()) or leave rho at its default")
+
+
+def _check_perturbed_finite(X, mask, missing=float("nan"), categories=None):
+    """InputError when a numeric perturbed feature is missing in some row (NaN, or the model's
+    ``missing`` sentinel, which rows enter as NaN); a categorical one (``categories`` > 0) may be: its
+    missing value is an atom of its law."""
     nan = np.isnan(X)
     if not nan.any():
         return
     bad = nan & (mask != 0)
+    if categories is not None:
+        bad &= categories == 0
     if bad.any():
         r, c = np.argwhere(bad)[0]
         what = "NaN" if np.isnan(missing) else f"a missing value (NaN or the model's missing= sentinel {missing!r})"
@@ -274,14 +294,15 @@ def _check_perturbed_finite(X, mask, missing=float("nan")):
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
-        rtol=0.01, random_state=None, prune=True, verbose=True, n_jobs=None) -> PG2Estimate:
+        rtol=0.01, random_state=None, prune=True, verbose=True, n_jobs=None, rho=None) -> PG2Estimate:
     """PG²(x, S) = E[(f(x') - f(x))²] for every row x of ``X``.
 
     ``X``: an array, or a DataFrame whose columns are aligned by name to the model's features.
     ``S``: the perturbed features, in the model's feature order — indices and/or feature names
     shared by all rows, a boolean mask (d,), or one set per row: a boolean (n, d) mask, an (n, k)
     index array, or a list of n index/name lists.
-    ``sigma`` / ``perturbation`` / ``background``: the noise, see :func:`make_perturbation`.
+    ``sigma`` / ``perturbation`` / ``background`` / ``rho``: the noise, see :func:`make_perturbation`
+    (``rho``: categorical features' probability of a redraw from the category frequencies).
     ``method``: "exact" (closed form in C), "monte_carlo" (``n_samples`` perturbed copies per row
     through the model's own predictor), "qmc" (scrambled Halton points mapped through the inverse
     CDF, 8 independent scramblings for the standard error), or "auto": the cheaper of the exact
@@ -301,15 +322,16 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     """
     if is_dask(X, S):
         from . import distributed
+        _no_dask_rho(rho)
         return distributed.pg2(model, X, S, sigma, perturbation=perturbation, background=background, method=method,
                                n_samples=n_samples, rtol=rtol, random_state=random_state, prune=prune, n_jobs=n_jobs)
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest, X, names = _prepare(model, X)
     masks = _set_masks(S, len(X), forest.n_features, names)
-    _check_perturbed_finite(X, masks, forest.missing_value)
+    _check_perturbed_finite(X, masks, forest.missing_value, forest.n_categories)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value)
+                              missing=forest.missing_value, rho=rho)
     start = time.perf_counter()
     reason = ""
     if method == "auto":
@@ -496,6 +518,7 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=20
     nonzero = np.zeros((n, k), dtype=np.int64)
     base = np.asarray(forest.predict_fn(X)).reshape(n, k)
     replicates = 8 if method == "qmc" else 1
+    categories = split_boundaries(forest).n_categories
     per_rep = max(n_samples // replicates, 1)
     for i in range(n):
         feats = np.flatnonzero(masks[i])
@@ -503,18 +526,19 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=20
             continue
         rng = _row_rng(root, row_offset + i)
         if method == "monte_carlo":
-            eps = np.column_stack([noise.sample(j, n_samples, rng) for j in feats])
+            values = np.column_stack([noise.draw(j, X[i, j], n_samples, rng, categories[j]) for j in feats])
         else:
             blocks = []
             for _ in range(replicates):
                 u = qmc.Halton(d=len(feats), scramble=True, seed=rng).random(per_rep)
                 u = np.clip(u, 1e-16, 1 - 1e-16)
-                blocks.append(np.column_stack([noise.ppf(j, u[:, c]) for c, j in enumerate(feats)]))
-            eps = np.vstack(blocks)
-        gaps = np.empty((len(eps), k))
-        for a in range(0, len(eps), batch_rows):
-            xp = np.repeat(X[i:i + 1], min(batch_rows, len(eps) - a), axis=0)
-            xp[:, feats] += eps[a:a + batch_rows]
+                blocks.append(np.column_stack([noise.perturbed(j, X[i, j], u[:, c], categories[j])
+                                               for c, j in enumerate(feats)]))
+            values = np.vstack(blocks)
+        gaps = np.empty((len(values), k))
+        for a in range(0, len(values), batch_rows):
+            xp = np.repeat(X[i:i + 1], min(batch_rows, len(values) - a), axis=0)
+            xp[:, feats] = values[a:a + batch_rows]
             gaps[a:a + batch_rows] = (np.asarray(forest.predict_fn(xp)).reshape(-1, k) - base[i]) ** 2
         nonzero[i] = np.count_nonzero(gaps, axis=0)
         if method == "monte_carlo":
@@ -549,7 +573,7 @@ def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndar
 
 
 def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True, verbose=True,
-         n_jobs=None) -> np.ndarray:
+         n_jobs=None, rho=None) -> np.ndarray:
     """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
     feature indices in the model's feature order (or feature names).
 
@@ -563,6 +587,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     """
     if is_dask(X, getattr(ranking, "ranking", ranking)):
         from . import distributed
+        _no_dask_rho(rho)
         return distributed.pgi2(model, X, ranking, sigma, perturbation=perturbation, background=background,
                                 prune=prune, n_jobs=n_jobs)
     forest, X, names = _prepare(model, X, allow_nan=False)
@@ -580,7 +605,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     else:
         mask, where = _shared_sets(sets)
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value)
+                              missing=forest.missing_value, rho=rho)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
     seconds = m * n * sum(exact_seconds(forest, k) for k in range(1, d + 1)) if verbose and n > 1 else 0.0
@@ -609,7 +634,7 @@ def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
-                       verbose=True, n_jobs=None) -> GreedyRanking:
+                       verbose=True, n_jobs=None, rho=None) -> GreedyRanking:
     """Greedy PG² ranking per row, most important first: step k adds the feature j maximising
     PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` — an index or name — only);
     ties go to the lowest feature index (features the model never reaches tie at the end in
@@ -624,11 +649,12 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     """
     if is_dask(X):
         from . import distributed
+        _no_dask_rho(rho)
         return distributed.greedy_pg2_ranking(model, X, sigma, perturbation=perturbation, background=background,
                                               output=output, prune=prune, n_jobs=n_jobs)
     forest, X, _ = _prepare(model, X, allow_nan=False)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value)
+                              missing=forest.missing_value, rho=rho)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(forest.n_features))
     c = None if output is None else resolve_output(forest.output_names, output)

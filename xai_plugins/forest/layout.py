@@ -16,12 +16,17 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._validation import model_rows
+from .._validation import category_codes, check_codes, model_rows
 from ..errors import InputError, ModelStructureError
+
+#: what a refusal of categorical splits suggests instead
+CATEGORICAL_INSTEAD = ("one-hot encode the column (the model then has numeric splits), or fit LightGBM with "
+                       "categorical_feature= (its categorical splits are supported exactly)")
 
 _ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
                  "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,
-                 "base_score": np.float64, "impurity": np.float64, "weight": np.float64}
+                 "base_score": np.float64, "impurity": np.float64, "weight": np.float64,
+                 "n_categories": np.int32, "cat_start": np.int64, "cat_bits": np.uint64}
 
 
 def _read_only(array: ArrayLike, dtype: DTypeLike) -> np.ndarray:
@@ -70,6 +75,14 @@ class Forest:
     zero_threshold: float = 0.0          # inputs with |x| <= zero_threshold are read as 0 (LightGBM)
     objective: str | None = None         # the training objective, when the library records one
     missing_value: float = float("nan")  # inputs equal to it (in float32) are missing, as NaN is (XGBoost)
+    #: categorical features (csrc/xai.h): per feature its number of category codes (0: numeric), or None
+    #: when there are none; per node the first word of its category bitset in ``cat_bits``
+    n_categories: np.ndarray | None = None
+    cat_start: np.ndarray | None = None
+    cat_bits: np.ndarray | None = None
+    #: per feature, the labels of a pandas ``category`` column the model was trained on (their positions are
+    #: its codes), or None; a DataFrame's category columns are read as these codes
+    category_labels: list | None = None
     leaf_width: int = field(init=False)
     n_outputs: int = field(init=False)
     n_trees: int = field(init=False)
@@ -86,6 +99,11 @@ class Forest:
             value = getattr(self, name)
             if value is not None:
                 put(name, _read_only(np.atleast_1d(value) if name == "base_score" else value, dtype))
+        if self.n_categories is not None and not np.any(self.n_categories):
+            put("n_categories", None)                   # no categorical feature: the numeric layout
+        if self.n_categories is not None and (len(self.n_categories) != self.n_features or self.cat_start is None
+                                              or len(self.cat_start) != n or self.cat_bits is None):
+            raise InputError("Forest.n_categories needs one entry per feature, cat_start one per node and cat_bits")
         feature = self.feature.copy()
         threshold = self.threshold.copy()
         is_leaf = self.left_child < 0
@@ -128,8 +146,13 @@ class Forest:
         """``X`` as float64 rows in this model's feature order and the feature names (a DataFrame
         is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
         ``missing_value`` become NaN."""
-        return model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
-                          missing=self.missing_value)
+        if self.category_labels is not None:
+            X = category_codes(X, self.feature_names, self.category_labels)
+        rows, names = model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
+                                 missing=self.missing_value)
+        if self.n_categories is not None:
+            check_codes(rows, self.n_categories, what)
+        return rows, names
 
     def predict(self, X: Any) -> np.ndarray:
         """Model output in ``output_space`` computed by the C core, shape (n, n_outputs)."""

@@ -34,8 +34,8 @@ def _lightgbm_numbers(trees: list[dict], key: str, dtype: Any) -> np.ndarray:
 
 def _lightgbm_forest(text: str) -> tuple[dict, dict]:
     """The header fields and the Forest arrays of a LightGBM ``model_to_string()``: nodes renumbered
-    in preorder (as ``dump_model()`` lists them); refuses linear trees, categorical splits and
-    zero-as-missing splits."""
+    in preorder (as ``dump_model()`` lists them); categorical splits become category bitsets
+    (:func:`_lightgbm_categories`); refuses linear trees and zero-as-missing splits."""
     header, blocks = _split(text)
     trees = [dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line) for block in blocks]
     if not trees:
@@ -44,8 +44,6 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
         raise UnsupportedModelError("LightGBM linear trees are not supported")
     leaves = np.array([int(tree["num_leaves"]) for tree in trees], dtype=np.int64)
     kind = _lightgbm_numbers(trees, "decision_type", np.int64)
-    if np.any(kind & 1):
-        raise UnsupportedModelError("LightGBM categorical splits are not supported; only numeric thresholds are")
     missing = (kind >> 2) & 3                             # 0: None, 1: Zero, 2: NaN
     if np.any(missing == 1):
         raise UnsupportedModelError("LightGBM splits with zero_as_missing (missing_type 'Zero') are not supported")
@@ -66,14 +64,55 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
     feature[is_inner] = _lightgbm_numbers(trees, "split_feature", np.int64)
     missing_left = np.zeros(offsets[-1], dtype=np.uint8)
     # missing_type None: LightGBM replaces NaN by 0.0 and compares
-    missing_left[is_inner] = np.where(missing == 2, (kind >> 1) & 1, 0.0 <= threshold[is_inner])
+    missing_left[is_inner] = np.where(missing == 2, (kind >> 1) & 1, 0.0 <= threshold[is_inner]) & ~kind & 1
+    categorical = _lightgbm_categories(header, trees, kind, feature[is_inner], threshold[is_inner])
     value = np.zeros(offsets[-1])
     value[~is_inner] = _lightgbm_numbers(trees, "leaf_value", np.float64)
     order, offsets, left, right = preorder(left, right, offsets)
     per_iteration = int(header.get("num_tree_per_iteration", "1"))
-    return header, dict(left_child=left, right_child=right, feature=feature[order], threshold=threshold[order],
+    if categorical is not None:
+        n_categories, cat_start, cat_bits = categorical
+        start = np.full(len(is_inner), -1, dtype=np.int64)
+        start[is_inner] = cat_start
+        categorical = dict(n_categories=n_categories, cat_start=start[order], cat_bits=cat_bits)
+    return header, dict(**(categorical or {}), left_child=left, right_child=right, feature=feature[order],
+                        threshold=threshold[order],
                         missing_left=missing_left[order], value=value[order], tree_offset=offsets,
                         tree_target=np.arange(len(trees)) % per_iteration)
+
+
+def _lightgbm_categories(header: dict, trees: list[dict], kind, feature, threshold):
+    """``(n_categories, cat_start, cat_bits)`` of a LightGBM model's categorical splits (``decision_type``
+    bit 0), per internal node in model order, or None without any. A categorical feature's categories
+    are the codes 0 .. K-1, K one more than the largest it lists in ``feature_infos``; a node sends
+    code c left when bit c of its ``cat_threshold`` words is set, and everything else right, NaN,
+    negative and unseen codes included (LightGBM's CategoricalDecision)."""
+    is_cat = (kind & 1).astype(bool)
+    if not is_cat.any():
+        return None
+    infos = header.get("feature_infos", "").split()
+    n_features = int(header["max_feature_idx"]) + 1
+    n_categories = np.zeros(n_features, dtype=np.int32)
+    for j, info in enumerate(infos[:n_features]):
+        if info != "none" and not info.startswith("["):
+            n_categories[j] = max(int(c) for c in info.split(":")) + 1
+    words_of = [np.array(tree.get("cat_threshold", "").split(), dtype=np.uint64) for tree in trees]
+    bounds_of = [np.array(tree.get("cat_boundaries", "").split(), dtype=np.int64) for tree in trees]
+    tree_of = np.repeat(np.arange(len(trees)), [int(tree["num_leaves"]) - 1 for tree in trees])
+    nodes = np.flatnonzero(is_cat)
+    codes = []
+    for node in nodes:
+        t, idx = tree_of[node], int(threshold[node])
+        words = words_of[t][bounds_of[t][idx]:bounds_of[t][idx + 1]]
+        codes.append(np.flatnonzero(np.unpackbits(words.astype("<u4").view(np.uint8), bitorder="little")))
+        j = feature[node]
+        n_categories[j] = max(n_categories[j], int(codes[-1].max(initial=-1)) + 1)
+    cat_start = np.full(len(kind), -1, dtype=np.int64)
+    cat_start[nodes] = np.concatenate(([0], np.cumsum((n_categories[feature[nodes]] + 64) // 64)[:-1]))
+    bits = np.zeros(64 * int(cat_start[nodes[-1]] + (n_categories[feature[nodes[-1]]] + 64) // 64), dtype=np.uint8)
+    for node, c in zip(nodes, codes):
+        bits[64 * cat_start[node] + c] = 1
+    return n_categories, cat_start, np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
 
 
 def _split(text: str) -> tuple[dict, list[str]]:
@@ -109,7 +148,11 @@ class LightGBMImporter(LibraryImporter):
             outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
         else:
             outputs = ["output"] if n_outputs == 1 else [f"output_{k}" for k in range(n_outputs)]
-        return Forest(**arrays, base_score=np.zeros(n_outputs), n_features=int(header["max_feature_idx"]) + 1,
+        labels = _lightgbm_labels(_booster(model), int(header["max_feature_idx"]) + 1)
+        if labels is not None and "n_categories" in arrays:    # a category dtype's codes are its labels' positions
+            arrays["n_categories"] = np.maximum(arrays["n_categories"], [len(c or ()) for c in labels])
+        return Forest(**arrays, category_labels=labels, base_score=np.zeros(n_outputs),
+                      n_features=int(header["max_feature_idx"]) + 1,
                       split_rule="le", input_float32=False, aggregate="mean" if "average_output" in header else "sum",
                       task=task,
                       output_space="raw" if objective in _LGB_IDENTITY_PREDICTION and "sqrt" not in objective_words
@@ -148,6 +191,21 @@ class LightGBMImporter(LibraryImporter):
 def _booster(model: Any) -> Any:
     """The model's ``Booster`` (the model itself when it is one)."""
     return getattr(model, "booster_", model)
+
+
+def _lightgbm_labels(booster, n_features: int) -> list | None:
+    """Per feature, the categories of the pandas ``category`` column LightGBM was trained on (their
+    positions are the codes the trees compare; ``Booster.pandas_categorical`` lists them for the
+    model's ``categorical_feature`` parameter, in order), or None without any."""
+    found = getattr(booster, "pandas_categorical", None)
+    if not found:
+        return None
+    params = booster.model_to_string().rpartition("\n[categorical_feature: ")[2].partition("]")[0]
+    features = [int(j) for j in params.split(",") if j.strip()]
+    labels: list = [None] * n_features
+    for j, categories in zip(features, found):
+        labels[j] = list(categories)
+    return labels
 
 
 def _raw_predictor(model: Any, header: dict, n_trees: int) -> ModelPredictor:

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedModelError
-from .layout import Forest, concat_trees
+from .layout import CATEGORICAL_INSTEAD, Forest, concat_trees
 from .predictor import ModelPredictor
 from .registry import LibraryImporter, model_feature_names, register
 
@@ -18,7 +18,8 @@ def _sklearn_tree(est: Any, value: Any, target: int = 0) -> dict:
     """One fitted scikit-learn tree as the per-tree arrays of :func:`concat_trees`."""
     tree = est.tree_
     if getattr(tree, "n_categorical_splits", 0) or np.any(getattr(tree, "is_categorical", False)):
-        raise UnsupportedModelError("categorical splits are not supported; only numeric thresholds are")
+        raise UnsupportedModelError("scikit-learn tree categorical splits are not supported yet: "
+                                    + CATEGORICAL_INSTEAD)
     missing = getattr(tree, "missing_go_to_left", None)
     if missing is None:
         missing = np.zeros(tree.node_count, dtype=np.uint8)
@@ -161,8 +162,8 @@ def _hgb_trees(model: Any) -> list[dict]:
         for k, predictor in enumerate(row):
             nodes = predictor.nodes
             if np.any(nodes["is_categorical"]):
-                raise UnsupportedModelError("HistGradientBoosting categorical splits are not supported; "
-                                            "only numeric thresholds are")
+                raise UnsupportedModelError("HistGradientBoosting categorical splits are not supported yet: "
+                                            + CATEGORICAL_INSTEAD)
             leaf = nodes["is_leaf"].astype(bool)
             trees.append(dict(left=np.where(leaf, -1, nodes["left"]), right=np.where(leaf, -1, nodes["right"]),
                               feature=nodes["feature_idx"], threshold=nodes["num_threshold"],

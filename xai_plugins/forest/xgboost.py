@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UnsupportedModelError
 from ._ubjson import decode_ubjson
 from .cache import generation
-from .layout import Forest, preorder
+from .layout import CATEGORICAL_INSTEAD, Forest, preorder
 from .predictor import ModelPredictor
 from .registry import LibraryImporter, model_feature_names, register
 
@@ -94,8 +94,8 @@ class XGBoostImporter(LibraryImporter):
                                               else np.int64) for tree in trees])
 
         if np.any(cat("split_type") != 0):
-            raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported; "
-                                        "only numeric thresholds are")
+            raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported yet: "
+                                        + CATEGORICAL_INSTEAD)
         offsets = np.zeros(len(trees) + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
         order, offsets, left, right = preorder(cat("left_children"), cat("right_children"), offsets)

@@ -1,0 +1,395 @@
+"""scikit-learn Pipelines compiled into one Forest over the pipeline's *input* columns.
+
+A ``Pipeline`` whose steps before the tree model transform each column on its own and monotonely
+(``StandardScaler``, ``MinMaxScaler``, ``MaxAbsScaler``, ``RobustScaler``, ``SimpleImputer``,
+``"passthrough"`` / identity ``FunctionTransformer``, and ``ColumnTransformer`` / nested
+``Pipeline`` made of them) is one tree ensemble over its input columns: a split ``h(x) < t`` on a
+transformed column is the split ``x < T`` on the input column it comes from, where T is the
+smallest input value that the model sends right. T is found exactly, by bisection over the float64
+numbers, with the transformers' own ``transform`` and the tree's own comparison rule (its float32
+cast and LightGBM's zero rounding included), so the compiled Forest routes every input row as the
+pipeline does. A missing input goes where the pipeline sends it: where the imputer's fill value
+goes, or where the tree sends NaN.
+
+PG², rankings, explanations and the audit then speak of the pipeline's input columns (``age``,
+not ``scaler__age``), with the noise in the input columns' units. Anything else in front of the
+model (a transformer that mixes columns, PCA, polynomial features, a custom function, an
+imputer's missing-indicator columns) is refused, naming the step.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from .._validation import default_feature_names
+from ..errors import UnsupportedModelError
+from .cache import import_model
+from .layout import Forest
+from .predictor import ModelPredictor
+from .registry import LibraryImporter, importer_for, register
+
+#: Transformers that act on each column alone and monotonely (non-decreasing), by class name
+PER_COLUMN_MONOTONE = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "SimpleImputer")
+#: Encoders whose input columns become categorical features (set-membership splits), by class name
+ENCODERS = ("OneHotEncoder", "OrdinalEncoder")
+
+_WHAT_WORKS = ("a Pipeline is explained in its input columns when every step before the tree model is one of "
+               f"{', '.join(PER_COLUMN_MONOTONE + ENCODERS)}, 'passthrough', or a ColumnTransformer / Pipeline "
+               "of them; "
+               "otherwise fit the tree model on the transformed data and explain it on that data")
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """One transformer applied to one of its input columns: output ``out`` of ``transformer`` when
+    its input column ``position`` holds the values (its other inputs held at 0)."""
+
+    transformer: object
+    position: int
+    out: int
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        width = int(self.transformer.n_features_in_)
+        block = np.zeros((len(values), width))
+        block[:, self.position] = values
+        names = getattr(self.transformer, "feature_names_in_", None)
+        if names is not None:
+            import pandas as pd
+
+            block = pd.DataFrame(block, columns=list(names))
+        with np.errstate(over="ignore", invalid="ignore"):      # bisection probes reach +-1.8e308
+            return np.asarray(self.transformer.transform(block), dtype=np.float64)[:, self.out]
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A transformed column: the input column it comes from and the stages applied to it, in order.
+    A column an encoder made from a categorical input has that input's ``labels`` (its categories but
+    a missing value; a label's position is its code) and ``atoms``: its value for each code, for an
+    unseen category and for a missing value (csrc/xai.h's atoms), before ``stages``."""
+
+    source: int
+    stages: tuple = ()
+    labels: tuple | None = None
+    atoms: tuple | None = None
+
+    def then(self, stage: _Stage) -> "_Column":
+        return replace(self, stages=self.stages + (stage,))
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        for stage in self.stages:
+            values = stage(values)
+        return values
+
+    def atom_values(self) -> np.ndarray:
+        """A categorical column's value (after its stages) for each atom."""
+        return self(np.asarray(self.atoms, dtype=np.float64))
+
+
+def pipeline_columns(pipeline) -> tuple[list[_Column], object]:
+    """The columns the pipeline's final estimator sees, each as (input column, transform), and the
+    final estimator; raises :class:`UnsupportedModelError` naming a step that is not per-column and
+    monotone."""
+    steps = list(pipeline.steps)
+    final = steps[-1][1]
+    if final is None or final == "passthrough":
+        raise UnsupportedModelError("the Pipeline ends without a model; its last step must be a tree model")
+    n_inputs = getattr(pipeline, "n_features_in_", None)
+    if n_inputs is None:
+        n_inputs = getattr(steps[0][1], "n_features_in_", None)
+    if n_inputs is None:
+        raise UnsupportedModelError("cannot tell how many input columns the Pipeline takes (is it fitted?)")
+    columns = [_Column(j) for j in range(int(n_inputs))]
+    for name, step in steps[:-1]:
+        columns = _through(step, name, columns)
+    return columns, final
+
+
+def _through(step, name: str, columns: list[_Column]) -> list[_Column]:
+    """The columns after ``step`` (named ``name`` in its pipeline)."""
+    if step is None or (isinstance(step, str) and step == "passthrough"):
+        return columns
+    if isinstance(step, str) and step == "drop":
+        return []
+    kind = type(step).__name__
+    if kind == "Pipeline":
+        for sub_name, sub in step.steps:
+            columns = _through(sub, f"{name}__{sub_name}", columns)
+        return columns
+    if kind == "ColumnTransformer":
+        return _through_column_transformer(step, name, columns)
+    if kind == "FunctionTransformer" and step.func is None:
+        return columns
+    if kind in ENCODERS:
+        return _through_encoder(step, name, kind, columns)
+    if kind not in PER_COLUMN_MONOTONE:
+        raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) does not transform each column on its own "
+                                    f"and monotonely; {_WHAT_WORKS}")
+    if getattr(step, "add_indicator", False):
+        raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) adds missing-indicator columns (a column "
+                                    f"that depends on another); use add_indicator=False; {_WHAT_WORKS}")
+    if int(step.n_features_in_) != len(columns):
+        raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) takes {step.n_features_in_} columns but "
+                                    f"receives {len(columns)}")
+    kept = np.arange(len(columns))
+    statistics = getattr(step, "statistics_", None)
+    if kind == "SimpleImputer" and statistics is not None and not getattr(step, "keep_empty_features", False) \
+            and step.strategy != "constant":
+        kept = np.flatnonzero(~np.isnan(np.asarray(statistics, dtype=np.float64)))  # empty columns dropped
+    return [columns[j].then(_Stage(step, int(j), out)) for out, j in enumerate(kept)]
+
+
+def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list[_Column]:
+    """The columns after a fitted OneHotEncoder (one indicator column per kept category) or
+    OrdinalEncoder (one code column per input): each a categorical column of its input."""
+    if int(step.n_features_in_) != len(columns):
+        raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) takes {step.n_features_in_} columns but "
+                                    f"receives {len(columns)}")
+    if getattr(step, "_infrequent_enabled", False):
+        raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) groups infrequent categories "
+                                    "(min_frequency / max_categories); fit it without them")
+    out = []
+    for i, column in enumerate(columns):
+        if column.stages or column.labels is not None:
+            raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) encodes a column that an earlier step "
+                                        f"transformed; encode the input column itself; {_WHAT_WORKS}")
+        categories = list(step.categories_[i])
+        missing = [k for k, c in enumerate(categories) if c is None or (isinstance(c, float) and np.isnan(c))]
+        labels = tuple(c for k, c in enumerate(categories) if k not in missing)
+        n = len(labels)
+        if kind == "OrdinalEncoder":
+            unseen = float(step.unknown_value) if step.handle_unknown == "use_encoded_value" else np.nan
+            atoms = np.concatenate((np.arange(n, dtype=np.float64), [unseen, float(step.encoded_missing_value)]))
+            out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
+            continue
+        dropped = None if step.drop_idx_ is None else step.drop_idx_[i]
+        for k in range(len(categories)):
+            if dropped is not None and k == dropped:
+                continue
+            atoms = np.zeros(n + 2)                 # an unseen category: every indicator 0 (handle_unknown)
+            atoms[n + 1 if k in missing else k] = 1.0
+            out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
+    return out
+
+
+def _through_column_transformer(step, name: str, columns: list[_Column]) -> list[_Column]:
+    """The columns after a fitted ColumnTransformer: each transformer's outputs in its output slice."""
+    inputs = getattr(step, "_transformer_to_input_indices", None)
+    slices = getattr(step, "output_indices_", None)
+    if inputs is None or slices is None:
+        raise UnsupportedModelError(f"Pipeline step {name!r} (ColumnTransformer) is not fitted by a supported "
+                                    "scikit-learn version (no output_indices_)")
+    width = max((s.stop for s in slices.values()), default=0)
+    out: list = [None] * width
+    for sub_name, sub, _ in step.transformers_:
+        block = slices[sub_name]
+        if block.stop == block.start:
+            continue
+        produced = _through(sub, f"{name}__{sub_name}", [columns[j] for j in inputs[sub_name]])
+        if len(produced) != block.stop - block.start:
+            raise UnsupportedModelError(f"Pipeline step {name}__{sub_name} gives {block.stop - block.start} "
+                                        f"columns where {len(produced)} were traced")
+        out[block] = produced
+    return out
+
+
+def _ordered_keys(x: np.ndarray) -> np.ndarray:
+    """float64 -> uint64 keys in the same order (-inf first, +inf last; NaN not allowed)."""
+    bits = x.view(np.int64)
+    return (bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))).view(np.uint64) ^ np.uint64(1 << 63)
+
+
+def _from_keys(keys: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_ordered_keys`."""
+    bits = (keys ^ np.uint64(1 << 63)).view(np.int64)
+    return (bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))).view(np.float64)
+
+
+def switch_points(goes_right: Callable[[np.ndarray], np.ndarray], count: int) -> np.ndarray:
+    """(count,) smallest finite float64 x with ``goes_right(x)[i]`` (+inf when none, -inf when every
+    finite x goes right), for predicates that are False then True as x grows: a finite x goes right
+    iff x >= the result. At most 64 vectorised bisection steps."""
+    biggest = np.finfo(np.float64).max           # inputs are finite: transformers refuse infinities
+    lo = np.full(count, _ordered_keys(np.array([-biggest]))[0])     # a key that goes left, once checked
+    hi = np.full(count, _ordered_keys(np.array([biggest]))[0])      # a key that goes right, once checked
+    right_low = goes_right(_from_keys(lo))
+    right_high = goes_right(_from_keys(hi))
+    open_ = ~right_low & right_high
+    while True:
+        gap = np.where(open_, hi - lo, np.uint64(0))
+        if not (gap > 1).any():
+            break
+        mid = lo + gap // np.uint64(2)
+        right = goes_right(_from_keys(mid))
+        moving = gap > 1
+        hi = np.where(moving & right, mid, hi)
+        lo = np.where(moving & ~right, mid, lo)
+    return np.where(right_low, -np.inf, np.where(right_high, _from_keys(hi), np.inf))
+
+
+def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list[str],
+                     predict_fn: Callable | None) -> Forest:
+    """The Forest over the pipeline's input columns of ``forest`` (the final model's Forest over the
+    transformed columns ``columns``): every split x < T on the input column, T the exact switch
+    point, NaN routed where the transform sends it. ``predict_fn``: the pipeline's own predictor."""
+    if len(columns) != forest.n_features:
+        raise UnsupportedModelError(f"the Pipeline gives {len(columns)} columns but its model takes "
+                                    f"{forest.n_features}")
+    internal = np.flatnonzero(forest.left_child >= 0)
+    feature = np.array(forest.feature, dtype=np.int32)
+    threshold = np.array(forest.threshold, dtype=np.float64)
+    missing_left = np.array(forest.missing_left, dtype=np.uint8)
+    n_categories = np.zeros(len(feature_names), dtype=np.int32)
+    labels: list = [None] * len(feature_names)
+    left_sets: dict[int, np.ndarray] = {}                # categorical node -> which atoms 0 .. K go left
+    for j in np.unique(forest.feature[internal]):
+        nodes = internal[forest.feature[internal] == j]
+        column = columns[int(j)]
+        feature[nodes] = column.source
+        if column.labels is not None:
+            if labels[column.source] not in (None, column.labels):
+                raise UnsupportedModelError(f"input column {feature_names[column.source]!r} is encoded twice, "
+                                            "with different categories")
+            labels[column.source], n_categories[column.source] = column.labels, len(column.labels)
+            values = column.atom_values()
+            for node in nodes:
+                left = _goes_left(forest, np.full(len(values), node), values)
+                left_sets[int(node)], missing_left[node], threshold[node] = left[:-1], left[-1], 0.0
+            continue
+        threshold[nodes] = switch_points(lambda x, nodes=nodes, column=column:
+                                         ~_goes_left(forest, nodes, column(x)), len(nodes))
+        filled = column(np.array([np.nan]))[0]
+        if not np.isnan(filled):       # an imputer: a missing input goes where its fill value goes
+            missing_left[nodes] = _goes_left(forest, nodes, np.full(len(nodes), filled))
+    numeric_and_categorical = set(feature[internal][[int(node) not in left_sets for node in internal]]) \
+        & set(np.flatnonzero(n_categories))
+    if numeric_and_categorical:
+        raise UnsupportedModelError(f"input column(s) {sorted(feature_names[j] for j in numeric_and_categorical)} "
+                                    "are both encoded as categories and used as numbers")
+    categorical = _category_bitsets(left_sets, n_categories, feature, len(feature)) if left_sets else {}
+    return Forest(left_child=forest.left_child, right_child=forest.right_child, feature=feature,
+                  threshold=threshold, missing_left=missing_left, value=forest.value,
+                  tree_offset=forest.tree_offset, tree_target=forest.tree_target, base_score=forest.base_score,
+                  n_features=len(feature_names), split_rule="lt", input_float32=False, aggregate=forest.aggregate,
+                  task=forest.task, output_space=forest.output_space, model_type=f"Pipeline({forest.model_type})",
+                  impurity=forest.impurity, weight=forest.weight, feature_names=feature_names,
+                  output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective,
+                  category_labels=labels if left_sets else None, **categorical)
+
+
+def _category_bitsets(left_sets: dict, n_categories: np.ndarray, feature: np.ndarray, n_nodes: int) -> dict:
+    """The Forest's categorical fields (csrc/xai.h) from each categorical node's left atoms 0 .. K."""
+    cat_start = np.full(n_nodes, -1, dtype=np.int64)
+    words = []
+    offset = 0
+    for node in sorted(left_sets):
+        k = int(n_categories[feature[node]])
+        bits = np.zeros(64 * ((k + 64) // 64), dtype=np.uint8)
+        bits[:k + 1] = left_sets[node]
+        cat_start[node] = offset
+        words.append(np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64))
+        offset += len(words[-1])
+    return dict(n_categories=n_categories, cat_start=cat_start, cat_bits=np.concatenate(words))
+
+
+def _goes_left(forest, nodes: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Whether value z[i] (a transformed column's value) goes left at node nodes[i], by the model's
+    own rule (csrc/xai.h ``xai_goes_left``): zero rounding, float32 cast, NaN to its side."""
+    v = np.where(np.abs(z) <= forest.zero_threshold, 0.0, z)
+    if forest.input_float32:
+        with np.errstate(over="ignore"):
+            v = v.astype(np.float32).astype(np.float64)
+    t = forest.threshold[nodes]
+    left = v < t if forest.split_rule == "lt" else v <= t
+    return np.where(np.isnan(v), forest.missing_left[nodes] != 0, left)
+
+
+def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray | None]:
+    """What a tree-model library explains for ``model``: (the fitted tree model, a function from
+    ``model``'s input rows to that model's rows, for each of its columns the input column it comes
+    from, or None when they are the input columns). A Pipeline gives its final model, its transform
+    and its columns' sources, so that per-column explanations of the final model (TreeSHAP, whose
+    values depend only on which side of each split a value falls, so they are the same for the
+    compiled Forest) add up into the pipeline's input columns; any other model is its own."""
+    pipeline = sys.modules.get("sklearn.pipeline")
+    if pipeline is None or not isinstance(model, pipeline.Pipeline):
+        return model, (lambda X: X), None
+    columns, final = pipeline_columns(model)
+    return final, model[:-1].transform, np.array([c.source for c in columns], dtype=np.int64)
+
+
+def _labelled(X: Any, labels: dict) -> Any:
+    """Rows with the categorical input columns' codes replaced by their labels (an unseen category's
+    code by a label no encoder knows, NaN kept): what the pipeline's own transform reads."""
+    if not labels:
+        return X
+    import pandas as pd
+
+    frame = X.copy() if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
+    for j, known in labels.items():
+        codes = frame.iloc[:, j].to_numpy(dtype=np.float64)
+        inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
+        values = np.full(len(codes), "<unseen category>", dtype=object)
+        values[inside] = np.asarray(known, dtype=object)[codes[inside].astype(np.int64)]
+        values[np.isnan(codes)] = np.nan
+        frame[frame.columns[j]] = values
+    return frame
+
+
+class PipelineImporter(LibraryImporter):
+    """scikit-learn ``Pipeline``s of per-column monotone transformers in front of a supported tree
+    model (see the module docstring)."""
+
+    name = "sklearn-pipeline"
+    supported = ("a scikit-learn Pipeline of " + ", ".join(PER_COLUMN_MONOTONE) +
+                 " / ColumnTransformer steps in front of one of these models")
+
+    def owns(self, cls: type) -> bool:
+        """A subclass of ``sklearn.pipeline.Pipeline`` (False while scikit-learn is not imported)."""
+        pipeline = sys.modules.get("sklearn.pipeline")
+        return pipeline is not None and issubclass(cls, pipeline.Pipeline)
+
+    def to_forest(self, model: Any) -> Forest:
+        columns, final = pipeline_columns(model)
+        inner = import_model(final)
+        if not np.isnan(inner.missing_value):
+            raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed "
+                                        "columns; leave missing values as NaN (the XGBoost default)")
+        names = self.feature_names(model)
+        names = [str(c) for c in names] if names is not None else default_feature_names(int(model.n_features_in_))
+        return compile_pipeline(inner, columns, names, self.predictor(model))
+
+    def predictor(self, model: Any) -> ModelPredictor:
+        """The final model's own predictor applied to the pipeline's transform of the input rows
+        (categorical inputs given as codes are turned back into their labels first)."""
+        columns, final = pipeline_columns(model)
+        found = importer_for(final)
+        if found is None:
+            raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
+        inner = found.predictor(final)
+        labels = {c.source: c.labels for c in columns if c.labels is not None}
+        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(_labelled(X, labels))))
+
+    def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
+        """Every step object and its fitted arrays (a refit replaces them), and the final model's own
+        fingerprint."""
+        objects: list = []
+        values: list = [type(model), len(model.steps)]
+        for _, step in model.steps[:-1]:
+            objects.append(step)
+            objects += [v for k, v in sorted(vars(step).items()) if k.endswith("_") and hasattr(v, "__len__")] \
+                if hasattr(step, "__dict__") else []
+        final = model.steps[-1][1]
+        found = importer_for(final)
+        if found is not None:
+            inner_objects, inner_values = found.fingerprint(final)
+            objects += [final, *inner_objects]
+            values += list(inner_values)
+        return tuple(objects), tuple(values)
+
+
+register(PipelineImporter())
