@@ -82,6 +82,6 @@ def test_categorical_features_are_refused(data):
 
     X, y = data
     frame = pd.DataFrame(X[:, :2], columns=["a", "b"]).assign(c=np.where(X[:, 3] > 0, "u", "v"))
-    model = catboost.CatBoostRegressor(iterations=5, depth=2, verbose=0).fit(frame, y, cat_features=["c"])
+    model = catboost.CatBoostRegressor(iterations=5, depth=2, verbose=0, allow_writing_files=False).fit(frame, y, cat_features=["c"])
     with pytest.raises(UnsupportedModelError, match="categorical"):
         import_model(model)
