@@ -123,7 +123,7 @@ def test_manifest_hashes_every_input_and_output(files, capsys, tmp_path):
     for role, path in expected.items():
         assert inputs[role]["sha256"] == _sha256(path) and inputs[role]["bytes"] == path.stat().st_size
     outputs = {entry["path"]: entry["sha256"] for entry in manifest["outputs"]}
-    assert outputs == {str(tmp_path / f"model.{ext}"): _sha256(tmp_path / f"model.{ext}")
+    assert outputs == {f"model.{ext}": _sha256(tmp_path / f"model.{ext}")
                        for ext in ("html", "json", "pdf")}
     saved = json.loads((tmp_path / "model.json").read_text())
     assert manifest["content hashes"] == saved["sections"]["reproducibility"]["data"]["hashes"]

@@ -30,18 +30,17 @@ def sha256_file(path) -> str:
     return digest.hexdigest()
 
 
-def _entry(path, **extra) -> dict:
-    path = Path(path)
-    return {**extra, "path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+def _entry(path, name: str, **extra) -> dict:
+    return {**extra, "path": name, "bytes": Path(path).stat().st_size, "sha256": sha256_file(path)}
 
 
 def build_manifest(inputs, outputs, content_hashes: dict | None = None) -> dict:
-    """The manifest as a dict: ``inputs`` ((role, path) pairs, e.g. ("model", "model.json")) and
-    ``outputs`` (paths) each with their size and SHA-256, and ``content_hashes`` (label → digest, from
-    the audit's reproducibility appendix) when given."""
+    """The manifest as a dict: ``inputs`` ((role, path) pairs, e.g. ("model", "model.json"); the path as
+    given) and ``outputs`` (paths; by file name, since the manifest lies beside them) each with their size
+    and SHA-256, and ``content_hashes`` (label → digest, from the audit's reproducibility appendix)."""
     return {"format": FORMAT, "algorithm": "sha256",
-            "inputs": [_entry(path, role=role) for role, path in inputs],
-            "outputs": [_entry(path) for path in outputs],
+            "inputs": [_entry(path, str(path), role=role) for role, path in inputs],
+            "outputs": [_entry(path, Path(path).name) for path in outputs],
             "content hashes": dict(content_hashes or {})}
 
 
