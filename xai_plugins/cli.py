@@ -2,6 +2,7 @@
 
     xai-audit --model model.json --data test.csv --target y --out reports/ [--train train.csv]
               [--sep ";"] [--protected race sex] [--model-card card.yaml] [--run-id R-42] [--strict]
+              [--fail-on warn | fail | fitness:warn | explanations:fail ...]
               [--threshold faithfulness_pass=0.6 ...]
               [--sections explanations faithfulness ...] [--sigma 0.1 0.3 1.0] [--trust-pickle]
     xai-audit --model model.json --data "test/*.parquet" --target y --scheduler tcp://host:8786
@@ -13,7 +14,13 @@ files are readable with ``--sep``, the target column fits the model's task, and 
 columns exist. A section or method that fails is printed to stderr as a one-line warning; with
 ``--strict`` the exit status is then 1. ``--strict`` checks that the audit was computed in full, not
 what it found: the two verdicts (model fitness, explanation reliability) are in the report and under
-the JSON's ``verdict`` key. ``--threshold NAME=VALUE`` changes one of the verdict's thresholds (the
+the JSON's ``verdict`` key. ``--fail-on LEVEL`` reads them: the exit status is 1 when either verdict is
+at or worse than LEVEL (``warn`` or ``fail``), one stderr line per verdict that trips it;
+``--fail-on fitness:LEVEL`` or ``explanations:LEVEL`` gates on one verdict only (repeat the flag to
+combine); an audit without a verdict trips every gate. Beside the HTML, JSON and PDF, each run writes
+``<stem>.manifest.json``: the SHA-256 of every input file (model, data, training data, model card)
+and output file, and the audit's content hashes of the model and data (see
+:mod:`xai_plugins.report.manifest`). ``--threshold NAME=VALUE`` changes one of the verdict's thresholds (the
 names, defaults and rationales are listed in the report's verdict section).
 
 With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
@@ -32,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -48,8 +54,13 @@ from .errors import OutputPathError, XaiError, XaiWarning
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 XGBOOST_SUFFIXES = (".json", ".ubj")
-#: exit statuses: success, a failed section or method under --strict, a user error
+#: exit statuses: success, a failed section or method under --strict or a --fail-on gate tripped, a user error
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: ``--fail-on`` scopes: the Verdict attributes a gate reads ("" = both, i.e. the worst of the two)
+GATE_SCOPES = {"": ("model_fitness", "explanation_reliability"), "fitness": ("model_fitness",),
+               "explanations": ("explanation_reliability",)}
+#: ``--fail-on`` values: LEVEL or SCOPE:LEVEL
+FAIL_ON = tuple(f"{scope}:{level}" if scope else level for scope in GATE_SCOPES for level in ("warn", "fail"))
 #: the demo's protected attribute (a column of scikit-learn's diabetes data, also a model feature there)
 DEMO_PROTECTED = {"demo_diabetes_regression": ("sex",)}
 #: the demo's two audits: the stems of their files
@@ -92,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
         audit.add_argument(flag(f.name), dest=f.name, default=argparse.SUPPRESS, help=text, **kwargs)
     run = parser.add_argument_group("running")
     run.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
+    run.add_argument("--fail-on", action="append", choices=FAIL_ON, metavar="[SCOPE:]LEVEL",
+                     help="exit with status 1 when a verdict is at or worse than LEVEL (warn or fail); SCOPE "
+                          "fitness: or explanations: reads one verdict only (default: both); repeatable. Unlike "
+                          "--strict, which checks that every section was computed, this reads the verdicts")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--n-jobs", type=int, default=None,
                      help="threads, as audit()'s n_jobs (default: 1; -1: every core, faster, but a scikit-learn "
@@ -100,11 +115,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="address of a Dask scheduler (e.g. tcp://host:8786): run the per-row methods and the "
                           "faithfulness section on every test row on that cluster (needs xai_plugins[dask])")
     return parser
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def load_model(path, trust_pickle: bool = False):
@@ -224,8 +234,13 @@ def check_out(out: Path, stems, pdf: bool = True) -> None:
 
 
 def output_paths(out: Path, stems, pdf: bool = True) -> list:
-    """The files ``xai-audit`` writes under ``out``: per stem, the HTML, the JSON and (``pdf``) the PDF."""
-    return [out / f"{stem}.{ext}" for stem in stems for ext in (("html", "json", "pdf") if pdf else ("html", "json"))]
+    """The files ``xai-audit`` writes under ``out``: per stem, the HTML, the JSON, (``pdf``) the PDF and
+    the manifest (last)."""
+    from .report.manifest import SUFFIX
+
+    return [out / name for stem in stems
+            for name in [*(f"{stem}.{ext}" for ext in (("html", "json", "pdf") if pdf else ("html", "json"))),
+                         f"{stem}{SUFFIX}"]]
 
 
 def connect(address: str):
@@ -284,15 +299,37 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "audit"
 
 
-def write_audit(result, out: Path, stem: str, pdf: bool = True) -> list:
-    """Write ``stem``.html/.json (and .pdf) under ``out``; returns the paths written."""
-    paths = output_paths(out, [stem], pdf)
+def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=()) -> list:
+    """Write ``stem``.html/.json (and .pdf) under ``out``, then their manifest with the SHA-256 of
+    ``inputs`` ((role, path) pairs, see :func:`input_files`) and of each output; returns the paths written."""
+    from .report.manifest import content_hashes, write_manifest
+
+    *reports, manifest = output_paths(out, [stem], pdf)
     try:
-        for path, write in zip(paths, (result.to_html, result.to_json, result.to_pdf)):
+        for path, write in zip(reports, (result.to_html, result.to_json, result.to_pdf)):
             write(path)
+        write_manifest(manifest, inputs, reports, content_hashes(result))
     except OSError as exc:   # checked before computing; this is a change on disk since then
         raise CLIError(f"cannot write the report: {exc}") from exc
-    return paths
+    return [*reports, manifest]
+
+
+def input_files(args) -> list:
+    """(role, path) of every input file the command line names: the model, the test data (with
+    ``--scheduler``, each local file its glob matches or its folder holds), the training data and the
+    model card."""
+    import glob
+
+    data = sorted(glob.glob(args.data)) if args.scheduler else [args.data]
+    named = [("model", args.model), *(("test data", d) for d in data), ("training data", args.train),
+             ("model card", getattr(args, "model_card", None))]
+    files = []
+    for role, path in named:
+        if path is not None and os.path.isdir(path):
+            files += [(role, str(f)) for f in sorted(Path(path).rglob("*")) if f.is_file()]
+        elif path is not None and os.path.isfile(path):
+            files.append((role, path))
+    return files
 
 
 def audit_options(args, argv, **fixed):
@@ -324,6 +361,7 @@ def prepare_files(args, argv) -> dict:
     the model, the data (with ``--sep``), the target column against the model's task, the
     ``--protected`` columns, the model card and the positive class. Returns the audit's arguments."""
     from .forest import import_model
+    from .report.manifest import sha256_file
 
     check_out(Path(args.out), [_slug(Path(args.model).stem)], pdf=not args.no_pdf)
     model = load_model(args.model, args.trust_pickle)
@@ -378,7 +416,8 @@ def run_files(args, argv) -> list:
     finally:
         if client is not None:
             client.close()
-    return [(result, write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf))]
+    return [(result, write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf,
+                                 inputs=input_files(args)))]
 
 
 def _positive_class(model, value):
@@ -447,6 +486,29 @@ def report_problems(result, strict: bool) -> int:
     return EXIT_FAILED if strict and result.failed else EXIT_OK
 
 
+def verdict_gate(result, fail_on) -> int:
+    """The exit status of the ``--fail-on`` gates (values of :data:`FAIL_ON`): EXIT_FAILED, with one
+    stderr line per verdict that is at or worse than a gate's level, or when the audit has no verdict;
+    EXIT_OK otherwise (and without gates)."""
+    from .report.verdict import severity
+
+    if not fail_on:
+        return EXIT_OK
+    if result.verdict is None:
+        print(f"xai-audit: verdict gate: {result.title}: no verdict was computed (see the verdict section), so "
+              f"--fail-on {' '.join(fail_on)} cannot pass", file=sys.stderr)
+        return EXIT_FAILED
+    status = EXIT_OK
+    for gate in dict.fromkeys(fail_on):
+        scope, _, level = gate.rpartition(":")
+        for judgement in (getattr(result.verdict, name) for name in GATE_SCOPES[scope]):
+            if severity(judgement.status) >= severity(level):
+                print(f"xai-audit: verdict gate: {result.title}: {judgement.name} is {judgement.status.upper()} "
+                      f"(--fail-on {gate})", file=sys.stderr)
+                status = EXIT_FAILED
+    return status
+
+
 @contextlib.contextmanager
 def warnings_as_lines() -> Iterator[None]:
     """Print each distinct package warning (:class:`~xai_plugins.errors.XaiWarning`) raised inside
@@ -467,8 +529,8 @@ def warnings_as_lines() -> Iterator[None]:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``xai-audit``; returns the exit status (0 ok, 1 a failure under ``--strict``,
-    2 user error)."""
+    """Entry point of ``xai-audit``; returns the exit status (0 ok, 1 a failure under ``--strict`` or a
+    verdict that trips a ``--fail-on`` gate, 2 user error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -491,7 +553,8 @@ def main(argv=None) -> int:
     for result, paths in results:
         for path in paths:
             print(f"wrote {path}")
-        status = max(status, report_problems(result, getattr(args, "strict", False)))
+        status = max(status, report_problems(result, getattr(args, "strict", False)),
+                     verdict_gate(result, args.fail_on))
     return status
 
 

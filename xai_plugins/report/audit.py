@@ -57,6 +57,26 @@ class Audit:
         """Whether a section or a method failed (``xai-audit --strict`` then exits with status 1)."""
         return any(p["status"] == "failed" for p in self.problems)
 
+    def _repr_html_(self) -> str:
+        """The notebook view (Jupyter calls it): the title, the two verdicts with their headlines and
+        implications, and every section with its status and reason; every text escaped. The full report
+        is :meth:`to_html`."""
+        from html import escape
+
+        rows = []
+        for judgement in getattr(self.verdict, "judgements", ()):
+            said = "".join(f"<li>{escape(text)}</li>" for text in judgement.implications)
+            rows.append(f"<tr><th style='text-align:left'>{escape(judgement.name.capitalize())}</th>"
+                        f"<td><b>{escape(judgement.status.upper())}</b></td><td>{escape(judgement.headline)}"
+                        f"{f'<ul>{said}</ul>' if said else ''}</td></tr>")
+        verdicts = (f"<table>{''.join(rows)}</table>" if rows
+                    else "<p><b>No verdict</b>: the verdict section was not built (see below).</p>")
+        sections = "".join(f"<li>{escape(s.title)}: {escape(s.status)}{f' ({escape(s.reason)})' if s.reason else ''}"
+                           "</li>" for s in self.sections.values())
+        return (f"<div class='xai-audit'><h3>{escape(self.title)}</h3><p>{escape(self.created)}; "
+                f"{self.rows_explained} test rows explained</p>{verdicts}<p>Sections:</p><ol>{sections}</ol>"
+                "<p>The full report: <code>.to_html(path)</code>, <code>.to_pdf(path)</code>.</p></div>")
+
     def to_dict(self) -> dict:
         """The whole audit as JSON-ready dicts and lists (figures reduced to their captions)."""
         verdict = self.verdict.to_dict() if hasattr(self.verdict, "to_dict") else plain(self.verdict)

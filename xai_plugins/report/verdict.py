@@ -40,6 +40,14 @@ from ..errors import InputError
 PASS, WARN, FAIL, NOT_ASSESSED = "pass", "warn", "fail", "not assessed"
 _SEVERITY = {PASS: 0, WARN: 1, FAIL: 2}
 
+
+def severity(status: str) -> int:
+    """0 for "pass", 1 for "warn", 2 for "fail": the order CI gates and metrics use (``xai-audit --fail-on``,
+    the MLflow evaluator's status metrics). Raises :class:`InputError` for any other status."""
+    if status not in _SEVERITY:
+        raise InputError(f"a verdict status is one of {list(_SEVERITY)}; got {status!r}")
+    return _SEVERITY[status]
+
 #: Bootstrap resamples and confidence level of every interval in the verdict. 2,000 resamples put the
 #: Monte Carlo error of a 95 % percentile bound well below the interval's own width.
 N_BOOT = 2000
