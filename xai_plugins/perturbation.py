@@ -75,7 +75,7 @@ class Perturbation:
     def default_rho(self, j: int) -> float:
         """ρ_j when none is given: P(|e_j| > 1/2) for the feature's noise e_j (see the module docstring)."""
         if self.dists is None:
-            sigma = self.sigma_units if self.sigma_units is not None else self.sigma
+            sigma = self.sigma_units if self.sigma_units is not None else self.gaussian_sigma
             return float(2.0 * special.ndtr(-0.5 / sigma[j]))
         dist = self.dists[j]
         return float(min(1.0, dist.cdf(-0.5) + dist.sf(0.5)))

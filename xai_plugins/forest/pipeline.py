@@ -19,6 +19,7 @@ imputer's missing-indicator columns) is refused, naming the step.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -48,7 +49,7 @@ class _Stage:
     """One transformer applied to one of its input columns: output ``out`` of ``transformer`` when
     its input column ``position`` holds the values (its other inputs held at 0)."""
 
-    transformer: object
+    transformer: Any
     position: int
     out: int
 
@@ -260,8 +261,7 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                 left = _goes_left(forest, np.full(len(values), node), values)
                 left_sets[int(node)], missing_left[node], threshold[node] = left[:-1], left[-1], 0.0
             continue
-        threshold[nodes] = switch_points(lambda x, nodes=nodes, column=column:
-                                         ~_goes_left(forest, nodes, column(x)), len(nodes))
+        threshold[nodes] = switch_points(functools.partial(_goes_right, forest, nodes, column), len(nodes))
         filled = column(np.array([np.nan]))[0]
         if not np.isnan(filled):       # an imputer: a missing input goes where its fill value goes
             missing_left[nodes] = _goes_left(forest, nodes, np.full(len(nodes), filled))
@@ -294,6 +294,11 @@ def _category_bitsets(left_sets: dict, n_categories: np.ndarray, feature: np.nda
         words.append(np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64))
         offset += len(words[-1])
     return dict(n_categories=n_categories, cat_start=cat_start, cat_bits=np.concatenate(words))
+
+
+def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarray) -> np.ndarray:
+    """Whether input value x[i] goes right at node nodes[i] once ``column`` transforms it."""
+    return ~_goes_left(forest, nodes, column(x))
 
 
 def _goes_left(forest, nodes: np.ndarray, z: np.ndarray) -> np.ndarray:
