@@ -17,8 +17,8 @@ class MemoryEngine(Engine):
     lazy = False
 
     def handles(self, obj: Any) -> bool:
-        """Everything that no other engine claims (the default engine)."""
-        return True
+        """False: the in-memory engine claims nothing; it runs whatever no other engine claims."""
+        return False
 
     def rows(self, X, names, d, in_memory, what="X", like=None):
         """``in_memory(X)``: the caller's own alignment (column names, dtypes, missing values)."""

@@ -1,5 +1,5 @@
 """The audit on a Dask cluster: the per-row methods and the faithfulness scores of EVERY complete
-test row, computed block by block with the primitives of :mod:`xai_plugins.distributed`.
+test row, computed block by block by the Dask row engine (:mod:`xai_plugins.engines`).
 
 :func:`prepare` reads the test data once for its facts (row count, missing values, complete rows
 per block) and fetches a random in-memory sample of ``sample_size`` rows, which becomes the
@@ -21,8 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import distributed as xd
+from .._validation import is_dask
+from ..engines import get as get_engine
+from ..engines.base import held_predictor, pack
 from ..errors import InputError
+from ..prediction_gap import noise_args
 from ..ranking_faithfulness import rank_by_magnitude
 from . import pgi2_of_rankings as faith
 from .context import Scorer
@@ -30,6 +33,8 @@ from .runners import MethodResult, NotApplicable, acme_figure, extremes_first, s
 
 #: rows of an in-memory X_test per block when it is sent to a cluster
 IN_MEMORY_BLOCK_ROWS = 10_000
+#: the engine the cluster audit runs its row work on
+ENGINE = get_engine("dask")
 
 
 class Runner:
@@ -86,7 +91,7 @@ class Runner:
         return f"dask's {dask.config.get('scheduler', None) or 'default'} scheduler"
 
     def one(self, collection):
-        """One collection's value (for :func:`xai_plugins.distributed.order_statistics`)."""
+        """One collection's value (for :meth:`xai_plugins.engines.dask.DaskEngine.order_statistics`)."""
         return self.compute(collection)[0]
 
 
@@ -134,7 +139,7 @@ def _blocks(forest, X) -> tuple[list, list]:
         if order is not None:
             X = X[[X.columns[i] for i in order]]
         return list(X.to_delayed()), list(names) if names is not None else given
-    if xd.is_dask(X):
+    if is_dask(X):
         if X.ndim != 2 or X.shape[1] != forest.n_features:
             raise InputError(f"X_test must be (n, {forest.n_features}); got shape {X.shape}")
         return list(X.rechunk({1: -1}).to_delayed().ravel()), list(names or default_feature_names(X.shape[1]))
@@ -144,7 +149,7 @@ def _blocks(forest, X) -> tuple[list, list]:
 
 
 def _y_blocks(y):
-    if y is None or not xd.is_dask(y):
+    if y is None or not is_dask(y):
         return None
     return list(y.to_delayed()) if hasattr(y, "to_delayed") and not hasattr(y, "chunks") else \
         list(y.to_delayed().ravel())
@@ -251,7 +256,7 @@ def _shap_block(model, start, X, *, scorer):
     if values.ndim == 3:
         values = values[..., scorer.output]
     values = np.asarray(values, dtype=float)
-    return xd._pack(np.abs(values), rank_by_magnitude(values))
+    return pack(np.abs(values), rank_by_magnitude(values))
 
 
 def _pg2_block(forest, start, X, *, output, sigma, perturbation):
@@ -262,19 +267,19 @@ def _pg2_block(forest, start, X, *, output, sigma, perturbation):
     ranking = greedy.ranking
     position = np.empty_like(ranking)
     np.put_along_axis(position, ranking, np.arange(ranking.shape[1])[None, :], axis=1)
-    return xd._pack(greedy_gains(ranking, greedy.pg2_path), -position.astype(float), ranking)
+    return pack(greedy_gains(ranking, greedy.pg2_path), -position.astype(float), ranking)
 
 
 def _mdi_block(forest, start, X):
     from ..mdi import local_mdi
 
     values = local_mdi(forest, X)
-    return xd._pack(values, rank_by_magnitude(values))
+    return pack(values, rank_by_magnitude(values))
 
 
 def _acme_block(acme, start, X):
     values = acme.explain_local(X).values
-    return xd._pack(np.abs(values), rank_by_magnitude(values))
+    return pack(np.abs(values), rank_by_magnitude(values))
 
 
 def _score_block(scorer, start, X):
@@ -311,7 +316,7 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
 
     X, n = cl.X, cl.n_complete
     d = ctx.n_features
-    scorer = ctx.scorer(xd.held_predictor(ctx.forest))
+    scorer = ctx.scorer(held_predictor(ctx.forest))
     lazy, extra = {}, {}
     results = {}
     for key in runners.EXPLAINERS:
@@ -320,25 +325,26 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
             continue
         try:
             if key == "shap":
-                lazy[key] = xd._map_rows(_shap_block, X, xd.ship(ctx.model, "xai-model", cache=False), [], 2 * d,
+                lazy[key] = ENGINE.map_rows(_shap_block, X, ENGINE.ship(ctx.model, "xai-model", cache=False), [], 2 * d,
                                          scorer=Scorer(None, ctx.output, scorer.columns))
             elif key == "pg2":
                 output = ctx.output if ctx.forest.n_outputs > 1 else None
-                noise = xd._noise(ctx.forest, ctx.sigma_vector(sigma_ref, binary_sigma), None, ctx.background)
-                lazy[key] = xd._map_rows(_pg2_block, X, xd._ship(ctx.forest), [], 3 * d, output=output, **noise)
+                noise = noise_args(ctx.forest, ctx.sigma_vector(sigma_ref, binary_sigma), None, ctx.background)
+                lazy[key] = ENGINE.map_rows(_pg2_block, X, ENGINE.ship_forest(ctx.forest), [], 3 * d, output=output,
+                                            **noise)
                 extra[key] = {"sigma": sigma_ref, "sigma units": "training-data standard deviations"}
             elif key == "local_mdi":
                 try:
                     forest = require_impurities(ctx.model)
                 except UnsupportedModelError as exc:
                     raise NotApplicable(str(exc)) from exc
-                lazy[key] = xd._map_rows(_mdi_block, X, xd._ship(forest), [], 2 * d)
+                lazy[key] = ENGINE.map_rows(_mdi_block, X, ENGINE.ship_forest(forest), [], 2 * d)
             elif key == "acme":
                 from ..acme import AcME
 
                 background = runners.acme_background(ctx)
                 acme = AcME(None, background, n_quantiles=acme_quantiles, score_function=scorer)
-                lazy[key] = xd._map_rows(_acme_block, X, xd.ship(acme, "xai-acme", cache=False), [], 2 * d)
+                lazy[key] = ENGINE.map_rows(_acme_block, X, ENGINE.ship(acme, "xai-acme", cache=False), [], 2 * d)
                 extra[key] = {"acme": acme, "params": {"quantile grid points": acme_quantiles,
                                                        "background rows": len(background)}}
             else:
@@ -350,12 +356,12 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
 
     rng = ctx.rng("agreement rows")
     agreement_rows = np.sort(rng.permutation(n)[:min(n, cl.sample_size)])
-    scores_and_index = xd._map_rows(_score_block, X, xd.ship(scorer, "xai-scorer", cache=False), [], 2)
+    scores_and_index = ENGINE.map_rows(_score_block, X, ENGINE.ship(scorer, "xai-scorer", cache=False), [], 2)
     candidates = [dask.delayed(_extremes, pure=True)(b, max(n_local, 1))
                   for b in scores_and_index.to_delayed(optimize_graph=False).ravel()]
     keys = list(lazy)
     rankings = [lazy[k][:, -d:].astype(np.int64) for k in keys]
-    sums = [xd.block_reduce(lazy[k][:, :d], faith.column_sums) for k in keys]
+    sums = [ENGINE.reduce(faith.column_sums, [lazy[k][:, :d]]) for k in keys]
     sampled = [lazy[k][:, d:2 * d][agreement_rows] if k == "pg2" else lazy[k][:, :d][agreement_rows] for k in keys]
     start = time.perf_counter()
     try:
@@ -442,11 +448,11 @@ def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref, exclude
     (values,) = cl.runner.persist(da.concatenate(columns, axis=1).rechunk({1: -1}))
     try:
         n = cl.n_complete
-        means = faith.column_means(cl.runner.one(xd.block_reduce(values, faith.column_sums)))
+        means = faith.column_means(cl.runner.one(ENGINE.reduce(faith.column_sums, [values])))
         wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
-        reductions = [xd.block_reduce(values, faith.squared_deviation_sums, means)]
+        reductions = [ENGINE.reduce(faith.squared_deviation_sums, [values], means)]
         if wins:
-            reductions.append(xd.block_reduce(values, faith.share_sums, wins))
+            reductions.append(ENGINE.reduce(faith.share_sums, [values], wins))
         squares, *shares = cl.runner.compute(*reductions)
         sds = faith.column_sds(squares, n)
         medians = _medians(values, len(keys), n, cl.runner)
@@ -462,5 +468,5 @@ def _medians(values, n_columns: int, n: int, runner: Runner) -> list:
     """Exact medians of the columns (as ``np.median``: the middle value, or the mean of the two)."""
     middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
     columns = [c for c in range(n_columns) for _ in middle]
-    picked = xd.order_statistics(values, columns, middle * n_columns, compute=runner.one)
+    picked = ENGINE.order_statistics(values, columns, middle * n_columns, compute=runner.one)
     return [float(np.mean(picked[c * len(middle):(c + 1) * len(middle)])) for c in range(n_columns)]
