@@ -114,8 +114,8 @@ class Shipped:
 class RowsArg:
     """An in-memory per-row argument (rows on axis 0) shipped once; blocks take its rows by index."""
 
-    def __init__(self, shipped: Shipped, n: int):
-        self.shipped, self.n = shipped, n
+    def __init__(self, shipped: Shipped, shape: tuple):
+        self.shipped, self.shape, self.n = shipped, shape, shape[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,20 +127,35 @@ class SparkColumns:
     the row index ``_xai_row`` and the id columns), each row's values of trailing ``shape`` and
     ``dtype``; ``rows_axis``: where the rows go in :meth:`compute`'s array."""
 
-    def __init__(self, df, ids: list, n: int, cols: list, shape: tuple, dtype=np.float64, rows_axis: int = 0):
+    def __init__(self, df, ids: list, n: int, cols: list, trail: tuple, dtype=np.float64, rows_axis: int = 0):
         self.df, self.ids, self.n, self.cols = df, ids, n, cols
-        self.shape, self.dtype, self.rows_axis = tuple(shape), np.dtype(dtype), rows_axis
+        self.trail, self.dtype, self.rows_axis = tuple(trail), np.dtype(dtype), rows_axis
 
-    def view(self, cols=None, shape=None, dtype=None, rows_axis=None) -> SparkColumns:
-        """The same rows with other columns / shape / dtype / rows axis."""
+    def view(self, cols=None, trail=None, dtype=None, rows_axis=None) -> SparkColumns:
+        """The same rows with other columns / trailing shape / dtype / rows axis."""
         return SparkColumns(self.df, self.ids, self.n, self.cols if cols is None else cols,
-                            self.shape if shape is None else shape, self.dtype if dtype is None else dtype,
+                            self.trail if trail is None else trail, self.dtype if dtype is None else dtype,
                             self.rows_axis if rows_axis is None else rows_axis)
+
+    @property
+    def shape(self) -> tuple:
+        """The shape of :meth:`compute`'s array."""
+        shape = list(self.trail)
+        shape.insert(self.rows_axis, self.n)
+        return tuple(shape)
 
     @property
     def ndim(self) -> int:
         """Dimensions of :meth:`compute`'s array."""
-        return 1 + len(self.shape)
+        return 1 + len(self.trail)
+
+    def __getitem__(self, key):
+        """``a[:, order]``: the features (first trailing axis) reordered; nothing else."""
+        if not (isinstance(key, tuple) and len(key) == 2 and key[0] == slice(None) and self.rows_axis == 0
+                and self.trail):
+            raise InputError("Spark per-row values support only a[:, order] (reordering the features)")
+        cols = np.asarray(self.cols, dtype=object).reshape(self.trail)[np.asarray(key[1])]
+        return self.view(cols=list(cols.ravel()), trail=cols.shape)
 
     def compute(self) -> np.ndarray:
         """The values in memory, rows in index order."""
@@ -152,7 +167,7 @@ class SparkColumns:
         return _keyed_frame(self.df, self.ids, [(name, self)])
 
     def __repr__(self):
-        return f"SparkColumns(n_rows={self.n}, shape={self.shape}, dtype={self.dtype}, lazy)"
+        return f"SparkColumns(shape={self.shape}, dtype={self.dtype}, lazy)"
 
 
 def _spark_type(dtype):
@@ -171,7 +186,7 @@ def _keyed_frame(df, ids, fields):
     out = [F.col(c) for c in key]
     for name, c in fields:
         cols = [F.col(x).cast(_spark_type(c.dtype)) for x in c.cols]
-        out.append((cols[0] if not c.shape else F.array(*cols).cast(T.ArrayType(_spark_type(c.dtype)))).alias(name))
+        out.append((cols[0] if not c.trail else F.array(*cols).cast(T.ArrayType(_spark_type(c.dtype)))).alias(name))
     checked = df.where(F.assert_true(F.col(_ERR).isNull(), F.col(_ERR)).isNull()) if _ERR in df.columns else df
     return checked.select(*out)
 
@@ -497,7 +512,7 @@ class SparkEngine(Engine):
         a = transform(a) if transform is not None else np.moveaxis(np.asarray(a), axis, 0)
         if a.shape[:1] != (rows.n,):
             raise InputError(f"{what} has {a.shape[0] if a.ndim else 0} rows but X has {rows.n}")
-        return RowsArg(self.ship(a if dtype is None else a.astype(dtype), cache=False), rows.n)
+        return RowsArg(self.ship(a if dtype is None else a.astype(dtype), cache=False), a.shape)
 
     def head(self, a, n: int) -> np.ndarray:
         """The first ``n`` rows (by index), in memory."""
@@ -549,7 +564,7 @@ class SparkEngine(Engine):
                 tag = f"_xai_j{len(joined)}_"
                 rename = joined[id(a.df)] = {c: tag + c for c in a.df.columns if c.startswith("_xai_") and c != _ROW}
                 df = df.join(a.df.select(_ROW, *(F.col(c).alias(t) for c, t in rename.items())), on=_ROW)
-            specs.append(([rename.get(c, c) for c in a.cols], a.shape, a.dtype))
+            specs.append(([rename.get(c, c) for c in a.cols], a.trail, a.dtype))
         if len(joined) > 1:
             df = df.repartitionByRange(_ROW).sortWithinPartitions(_ROW)
         return base, df, specs
@@ -587,16 +602,21 @@ class SparkEngine(Engine):
         needed columns, Arrow batches as numpy), reductions over collected rows are finished on the
         driver (exact: the same value), others run as one Spark job each."""
         wanted: dict = {}
-        for o in objs:
-            for a in ([o] if isinstance(o, SparkColumns) else []):
+        for a in objs:
+            if isinstance(a, SparkColumns):
                 wanted.setdefault(id(a.df), (a.df, set()))[1].update(a.cols)
+        for o in objs:         # a reduction over frames collected anyway is finished from their values
+            if isinstance(o, SparkReduction) and all(isinstance(a, RowsArg) or id(a.df) in wanted for a in o.arrays):
+                for a in o.arrays:
+                    if isinstance(a, SparkColumns):
+                        wanted[id(a.df)][1].update(a.cols)
         collected = {key: _collect(df, sorted(cols)) for key, (df, cols) in wanted.items()}
         return tuple(self._value(o, collected) for o in objs)
 
     def _value(self, o, collected):
         if isinstance(o, SparkColumns):
             data = collected[id(o.df)]
-            a = np.column_stack([data[c] for c in o.cols]).reshape((o.n,) + o.shape).astype(o.dtype)
+            a = np.column_stack([data[c] for c in o.cols]).reshape((o.n,) + o.trail).astype(o.dtype)
             return np.moveaxis(a, 0, o.rows_axis) if o.rows_axis else a
         if isinstance(o, SparkReduction):
             if all(isinstance(a, RowsArg) or id(a.df) in collected for a in o.arrays):
