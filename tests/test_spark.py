@@ -16,7 +16,6 @@ from xai_plugins.engines import engine_for  # noqa: E402
 from xai_plugins.engines.spark import ENGINE, SparkColumns, keyed  # noqa: E402
 from xai_plugins.errors import FeatureMismatchError, InputError, InputTypeError  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning:pyspark")
 FEATURES = ["a", "b", "c", "d"]
 
 
@@ -41,7 +40,8 @@ def data():
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.normal(size=(60, 4)), columns=FEATURES)
     y = 2 * X.a + X.b ** 2 - X.c * X.d + rng.normal(scale=0.1, size=60)
-    model = RandomForestRegressor(n_estimators=8, max_depth=4, bootstrap=False, max_features=0.5, random_state=0).fit(X, y)
+    model = RandomForestRegressor(n_estimators=8, max_depth=4, bootstrap=False, max_features=0.5,
+                                  random_state=0).fit(X, y)
     frame = X.copy()
     frame.insert(0, "id", rng.permutation(len(X)) * 7 + 3)
     frame = frame[["c", "id", "a", "d", "b"]]               # columns out of the model's order
