@@ -401,6 +401,16 @@ def _raise_carried(rows):
 # the engine
 # --------------------------------------------------------------------------------------------
 
+def _context():
+    """The active SparkContext; InputError when there is none."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise InputError("no active Spark session: start one (SparkSession.builder.getOrCreate())")
+    return session.sparkContext
+
+
 def _numeric(field) -> bool:
     from pyspark.sql import types as T
 
@@ -529,22 +539,20 @@ class SparkEngine(Engine):
         """``obj`` pickled once into a Spark broadcast (:class:`Shipped`); ``cache``: one
         broadcast per Forest (only through :meth:`ship_forest`; other objects get a fresh one)."""
         from pyspark import cloudpickle
-        from pyspark.sql import SparkSession
 
-        session = SparkSession.getActiveSession()
-        if session is None:
-            raise InputError("no active Spark session: start one (SparkSession.builder.getOrCreate())")
         data = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        return Shipped(session.sparkContext.broadcast(data), f"{prefix}-{uuid.uuid4().hex}")
+        return Shipped(_context().broadcast(data), f"{prefix}-{uuid.uuid4().hex}")
 
     def ship_forest(self, forest, *, with_model=False):
-        """The Forest without its predictor, broadcast once per Forest; ``with_model``: a fresh
-        broadcast whose predictor holds the fitted model (Monte Carlo on the executors)."""
+        """The Forest without its predictor, broadcast once per Forest and SparkContext;
+        ``with_model``: a fresh broadcast whose predictor holds the fitted model (Monte Carlo on
+        the executors)."""
         if with_model:
             return self.ship(plain_forest(forest, with_model=True), "xai-forest-model")
-        shipped = self._forests.get(forest)
-        if shipped is None:
-            shipped = self._forests[forest] = self.ship(plain_forest(forest), "xai-forest")
+        context, shipped = self._forests.get(forest, (None, None))
+        if shipped is None or context is not _context():
+            shipped = self.ship(plain_forest(forest), "xai-forest")
+            self._forests[forest] = (_context(), shipped)
         return shipped
 
     # ---- mapping and reducing ------------------------------------------------------------
