@@ -84,6 +84,7 @@ def test_bitwise_in_memory_any_partitioning(spark, data, partitions):
 
     # PGI² of the Spark greedy ranking (a per-row Spark argument) and of an in-memory one
     _same(xp.pgi2(model, X, greedy.ranking).compute(), xp.pgi2(model, ordered, greedy_ref.ranking))
+    _same(xp.mean_pgi2(model, X, greedy.ranking).compute(), xp.mean_pgi2(model, ordered, greedy_ref.ranking))
     _same(xp.pgi2(model, X, greedy_ref.ranking[::-1].copy()).compute(),
           xp.pgi2(model, ordered, greedy_ref.ranking[::-1].copy()))
 
@@ -124,7 +125,7 @@ def test_retried_task_same_bits(spark, data, tmp_path, monkeypatch):
     _same(got.value, xp.pg2(model, ordered, [0, 2], method="monte_carlo", n_samples=32, random_state=9).value)
 
 
-def test_model_shipped_once(data):
+def test_model_shipped_once(spark, data):
     model, _, _ = data
     forest = xp.forest.import_model(model)
     assert ENGINE.ship_forest(forest) is ENGINE.ship_forest(forest)
