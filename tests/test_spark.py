@@ -54,7 +54,7 @@ def _spark_rows(spark, frame, partitions):
 
 
 def _same(a, b):
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = np.atleast_1d(np.asarray(a)), np.atleast_1d(np.asarray(b))
     assert a.shape == b.shape and a.dtype == b.dtype
     assert np.array_equal(a.view(np.uint8), b.view(np.uint8)) if a.dtype.kind == "f" else np.array_equal(a, b)
 
