@@ -14,6 +14,7 @@ from ..errors import InputError
 from .base import Engine
 from .dask import DaskEngine
 from .memory import MemoryEngine
+from .spark import ENGINE as SPARK
 
 #: the default engine (numpy in, numpy out)
 MEMORY = MemoryEngine()
@@ -57,5 +58,6 @@ def engine_for(*objs: Any) -> Engine:
 
 
 register(DaskEngine())
+register(SPARK)
 
 __all__ = ["Engine", "MEMORY", "engine_for", "engines", "get", "register"]

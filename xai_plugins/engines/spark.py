@@ -1,0 +1,668 @@
+"""The Spark engine: block functions mapped over the rows of a ``pyspark.sql.DataFrame`` with
+``mapInPandas`` (Arrow batches); per-row results stay in Spark, reductions are exact.
+
+- **Rows and their index.** ``X`` is a Spark DataFrame whose columns are the model's features
+  (aligned by name, as everywhere; numeric columns read as float64, nulls as NaN), or
+  :func:`keyed` ``(df, id_cols)``: a DataFrame whose ``id_cols`` name each row (any sortable,
+  non-null, unique combination) and whose other columns are the features. Each row gets a global
+  index i (what seeded Monte Carlo draws from: row i uses ``row_seed`` child i, and what
+  ``.compute()`` orders by): with ``id_cols``, i is the row's rank in ascending ``id_cols`` order,
+  so it does not depend on the partitioning; the in-memory twin is
+  ``df.toPandas().sort_values(id_cols)``. Without them, i is the row's position in the DataFrame's
+  own order (partition by partition, as ``df.toPandas()`` gives it), which a repartition changes.
+- **Bitwise the in-memory result.** Each Arrow batch is cut into runs of consecutive indices and
+  the block function runs on each run with the run's first index as ``start``; every block
+  function is row-wise (row i depends on row i and i only), so any partitioning, batch size or
+  retried task gives the in-memory bits.
+- **The model shipped once**: pickled once on the driver into a Spark broadcast (bytes), loaded
+  once per Python worker process and cached there (its split tables with it); tasks carry the
+  broadcast handle only.
+- **Results.** Per-row results are lazy :class:`SparkColumns` (a Spark DataFrame underneath):
+  ``.to_spark(name)`` gives a Spark DataFrame keyed by the id columns (or by ``_xai_row`` when
+  there are none); ``.compute()`` collects them to numpy in index order. Result objects (a
+  ``PG2Estimate``, a ``GreedyRanking``) get the same two methods. Exact reductions (means of
+  global MDI, counts) run per batch as exact integer sums, are added on the driver (exact in any
+  order) and rounded once.
+- **Errors.** A package error inside a block (``XaiError``: NaN in a perturbed feature...) is
+  carried back with the rows and raised again on the driver by ``compute()``, not retried;
+  anything else fails the task, which Spark retries (``spark.task.maxFailures``).
+
+Nothing here imports pyspark until a Spark DataFrame arrives. ``pip install "xai_plugins[spark]"``
+(pyspark >= 4; Java 17). Spark Connect sessions are not supported (the model ships as a broadcast).
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import sys
+import uuid
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .._validation import default_feature_names, feature_order
+from ..errors import InputError, InputTypeError, XaiError
+from .base import BlockFn, Engine, add_all, call_block, plain_forest
+
+_ROW = "_xai_row"           # the global row index
+_ERR = "_xai_error"         # a package error raised in the row's block (message), else null
+_EXC = "_xai_exception"     # the same error, pickled
+_INSTALL = 'Spark input needs pyspark: pip install "xai_plugins[spark]" (and Java 17)'
+
+
+def is_spark_frame(obj: Any) -> bool:
+    """True for a ``pyspark.sql.DataFrame``; never imports pyspark."""
+    sql = sys.modules.get("pyspark.sql")
+    frame = getattr(sql, "DataFrame", None) if sql is not None else None
+    return frame is not None and isinstance(obj, frame)
+
+
+class SparkRows:
+    """A Spark DataFrame whose ``id_cols`` key its rows; the other columns are the features
+    (see :func:`keyed`)."""
+
+    def __init__(self, df, id_cols: Sequence[str]):
+        if not is_spark_frame(df):
+            raise InputTypeError(f"keyed() takes a pyspark.sql.DataFrame; got {type(df).__name__}")
+        ids = [id_cols] if isinstance(id_cols, str) else [str(c) for c in id_cols]
+        missing = [c for c in ids if c not in df.columns]
+        if missing or not ids or len(set(ids)) != len(ids):
+            raise InputError(f"id_cols must be distinct columns of the DataFrame; got {ids} (missing {missing}; "
+                             f"columns {df.columns[:20]})")
+        if any(c.startswith("_xai_") for c in ids):
+            raise InputError("id column names starting with '_xai_' are reserved by xai_plugins")
+        self.df, self.id_cols = df, ids
+
+    def __repr__(self):
+        return f"SparkRows(id_cols={self.id_cols}, columns={len(self.df.columns)})"
+
+
+def keyed(df, id_cols: Sequence[str] | str) -> SparkRows:
+    """``df`` (a Spark DataFrame) with its rows keyed by ``id_cols``: pass the result as ``X`` to
+    ``xp.pg2``, ``xp.pgi2``, ``xp.greedy_pg2_ranking``, ``xp.local_mdi``, ``xp.global_mdi``,
+    ``xp.faithfulness``. Results come back keyed by these columns, and row i (for seeded Monte
+    Carlo and for ``.compute()``'s order) is the i-th in ascending ``id_cols`` order, whatever the
+    partitioning. The ids must be unique and non-null (checked)."""
+    return SparkRows(df, id_cols)
+
+
+# --------------------------------------------------------------------------------------------
+# shipping
+# --------------------------------------------------------------------------------------------
+
+#: Python worker process: broadcast key -> the unpickled object (one load per process)
+_LOADED: dict = {}
+
+
+class Shipped:
+    """A picklable handle of an object broadcast once as pickled bytes; :meth:`get` loads it
+    once per Python worker process."""
+
+    def __init__(self, broadcast, key: str):
+        self.broadcast, self.key = broadcast, key
+
+    def get(self):
+        """The object (unpickled on first use in this process, then cached)."""
+        obj = _LOADED.get(self.key)
+        if obj is None:
+            obj = _LOADED[self.key] = pickle.loads(self.broadcast.value)
+        return obj
+
+
+class RowsArg:
+    """An in-memory per-row argument (rows on axis 0) shipped once; blocks take its rows by index."""
+
+    def __init__(self, shipped: Shipped, shape: tuple):
+        self.shipped, self.shape, self.n = shipped, shape, shape[0]
+
+
+# --------------------------------------------------------------------------------------------
+# per-row collections
+# --------------------------------------------------------------------------------------------
+
+class SparkColumns:
+    """Per-row values on Spark (lazy): columns ``cols`` of the Spark DataFrame ``df`` (which has
+    the row index ``_xai_row`` and the id columns), each row's values of trailing ``shape`` and
+    ``dtype``; ``rows_axis``: where the rows go in :meth:`compute`'s array."""
+
+    def __init__(self, df, ids: list, n: int, cols: list, trail: tuple, dtype=np.float64, rows_axis: int = 0):
+        self.df, self.ids, self.n, self.cols = df, ids, n, cols
+        self.trail, self.dtype, self.rows_axis = tuple(trail), np.dtype(dtype), rows_axis
+
+    def view(self, cols=None, trail=None, dtype=None, rows_axis=None) -> SparkColumns:
+        """The same rows with other columns / trailing shape / dtype / rows axis."""
+        return SparkColumns(self.df, self.ids, self.n, self.cols if cols is None else cols,
+                            self.trail if trail is None else trail, self.dtype if dtype is None else dtype,
+                            self.rows_axis if rows_axis is None else rows_axis)
+
+    @property
+    def shape(self) -> tuple:
+        """The shape of :meth:`compute`'s array."""
+        shape = list(self.trail)
+        shape.insert(self.rows_axis, self.n)
+        return tuple(shape)
+
+    @property
+    def ndim(self) -> int:
+        """Dimensions of :meth:`compute`'s array."""
+        return 1 + len(self.trail)
+
+    def __getitem__(self, key):
+        """``a[:, order]``: the features (first trailing axis) reordered; nothing else."""
+        if not (isinstance(key, tuple) and len(key) == 2 and key[0] == slice(None) and self.rows_axis == 0
+                and self.trail):
+            raise InputError("Spark per-row values support only a[:, order] (reordering the features)")
+        cols = np.asarray(self.cols, dtype=object).reshape(self.trail)[np.asarray(key[1])]
+        return self.view(cols=list(cols.ravel()), trail=cols.shape)
+
+    def compute(self) -> np.ndarray:
+        """The values in memory, rows in index order."""
+        return ENGINE.compute(self)[0]
+
+    def to_spark(self, name: str = "value"):
+        """A Spark DataFrame: the id columns (``_xai_row`` when there are none) and ``name`` (one
+        value per row, or an array of the row's values in C order)."""
+        return _keyed_frame(self.df, self.ids, [(name, self)])
+
+    def __repr__(self):
+        return f"SparkColumns(shape={self.shape}, dtype={self.dtype}, lazy)"
+
+
+def _spark_type(dtype):
+    from pyspark.sql import types as T
+
+    return {"b": T.BooleanType(), "i": T.LongType(), "u": T.LongType()}.get(np.dtype(dtype).kind, T.DoubleType())
+
+
+def _keyed_frame(df, ids, fields):
+    """``df``'s rows as id columns plus one column per ``(name, SparkColumns)`` of this ``df``; a
+    package error raised in a block fails the query with its message."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    key = list(ids) or [_ROW]
+    out = [F.col(c) for c in key]
+    for name, c in fields:
+        cols = [F.col(x).cast(_spark_type(c.dtype)) for x in c.cols]
+        out.append((cols[0] if not c.trail else F.array(*cols).cast(T.ArrayType(_spark_type(c.dtype)))).alias(name))
+    checked = df.where(F.assert_true(F.col(_ERR).isNull(), F.col(_ERR)).isNull()) if _ERR in df.columns else df
+    return checked.select(*out)
+
+
+class SparkReduction:
+    """A lazy exact reduction (see :meth:`SparkEngine.reduce`); :meth:`compute` runs it."""
+
+    def __init__(self, block_fn, arrays, args, finish, shape):
+        self.block_fn, self.arrays, self.args, self.finish, self.shape = block_fn, arrays, args, finish, shape
+
+    def compute(self):
+        """The reduced value (run now on Spark, added and finished on the driver)."""
+        return ENGINE.compute(self)[0]
+
+
+class _Lazy:
+    """Mixin of the lazy result types made by :meth:`SparkEngine.result`."""
+
+    _base: type
+    _timed: str | None
+
+    def compute(self):
+        """Compute every Spark field in one pass; the in-memory result of the base type."""
+        import time
+
+        fields = dict(self.__dict__)
+        lazy = [k for k, v in fields.items() if isinstance(v, (SparkColumns, SparkReduction))]
+        start = time.perf_counter()
+        for key, value in zip(lazy, ENGINE.compute(*(fields[k] for k in lazy))):
+            fields[key] = value.item() if isinstance(value, np.generic) else value
+        if self._timed is not None:
+            fields[self._timed] = time.perf_counter() - start
+        return self._base(**fields)
+
+    def to_spark(self):
+        """The per-row fields as one Spark DataFrame keyed by the id columns (``_xai_row`` when
+        there are none), one column per field (named as the field)."""
+        per_row = [(k, v) for k, v in self.__dict__.items() if isinstance(v, SparkColumns)]
+        frames = []
+        for df in {id(v.df): v.df for _, v in per_row}.values():
+            ids = next(v.ids for _, v in per_row if v.df is df)
+            frames.append(_keyed_frame(df, ids, [(k, v) for k, v in per_row if v.df is df]))
+        out = frames[0]
+        for f in frames[1:]:
+            out = out.join(f, on=list(per_row[0][1].ids) or [_ROW])
+        return out
+
+    def __repr__(self):
+        first = next((v for v in self.__dict__.values() if isinstance(v, SparkColumns)), None)
+        return f"Spark{self._base.__name__}({'' if first is None else f'n_rows={first.n}, '}lazy)"
+
+
+_LAZY_TYPES: dict = {}
+
+
+def lazy_type(cls: type, timed: str | None = None) -> type:
+    """The lazy subclass of the result type ``cls`` (one per type), e.g. ``SparkPG2Estimate``."""
+    key = (cls, timed)
+    if key not in _LAZY_TYPES:
+        _LAZY_TYPES[key] = type(f"Spark{cls.__name__}", (_Lazy, cls),
+                                {"_base": cls, "_timed": timed, "__module__": __name__,
+                                 "__doc__": f"A lazy :class:`{cls.__name__}` on Spark; ``.compute()`` gives the "
+                                            f"in-memory {cls.__name__}, ``.to_spark()`` a keyed Spark DataFrame."})
+    return _LAZY_TYPES[key]
+
+
+# --------------------------------------------------------------------------------------------
+# what runs on the executors
+# --------------------------------------------------------------------------------------------
+
+def _key(batch, ids, i):
+    return tuple(batch[c].iat[i] for c in ids)
+
+
+def _partition_stats(ids):
+    """mapInPandas function: per partition, its id, row count, first and last key (pickled) and
+    why its ids are unusable (nulls, duplicates), if they are."""
+    import pandas as pd
+    from pyspark import TaskContext
+
+    def run(batches):
+        n, first, last, bad = 0, None, None, None
+        for b in batches:
+            if not len(b):
+                continue
+            if ids and bad is None:
+                keys = b[ids]
+                if keys.isna().to_numpy().any():
+                    bad = f"id columns {ids} hold nulls"
+                elif keys.duplicated().any() or (last is not None and _key(b, ids, 0) == last):
+                    bad = f"id columns {ids} are not unique"
+                first = _key(b, ids, 0) if first is None else first
+                last = _key(b, ids, len(b) - 1)
+            n += len(b)
+        yield pd.DataFrame({"p": [TaskContext.get().partitionId()], "n": [n], "first": [pickle.dumps(first)],
+                            "last": [pickle.dumps(last)], "bad": [bad]})
+    return run
+
+
+def _add_index(offsets, firsts, ids):
+    """mapInPandas function: ``_xai_row`` = the partition's offset + the row's position in it."""
+    from pyspark import TaskContext
+
+    def run(batches):
+        p = TaskContext.get().partitionId()
+        at = offsets[p]
+        for b in batches:
+            if not len(b):
+                continue
+            if at == offsets[p] and ids and _key(b, ids, 0) != firsts[p]:
+                raise RuntimeError("Spark gave a partition other rows than when it counted them (a non-deterministic "
+                                   "source or sort); persist or checkpoint the DataFrame first")
+            b.insert(0, _ROW, np.arange(at, at + len(b), dtype=np.int64))
+            at += len(b)
+            yield b
+    return run
+
+
+def _runs(index: np.ndarray):
+    """(slice of the sorted batch, first index) of each run of consecutive row indices."""
+    cut = np.flatnonzero(np.diff(index) != 1) + 1
+    edges = np.concatenate([[0], cut, [len(index)]])
+    return [(slice(a, b), int(index[a])) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _blocks(batch, inputs):
+    """Per run of consecutive indices in ``batch``: (start, blocks of each input)."""
+    index = batch[_ROW].to_numpy()
+    order = np.argsort(index, kind="stable")
+    index = index[order]
+    for where, start in _runs(index):
+        rows = order[where]
+        blocks = []
+        for spec in inputs:
+            if isinstance(spec, RowsArg):
+                blocks.append(spec.shipped.get()[index[where]])
+            else:
+                cols, shape, dtype = spec
+                block = batch[cols].to_numpy(dtype=np.float64)[rows]
+                blocks.append(block.reshape((len(rows),) + shape).astype(dtype, copy=False))
+        yield start, rows, blocks
+
+
+def _error_columns(exc, n):
+    return {_ERR: [f"{type(exc).__name__}: {exc}"] * n, _EXC: [pickle.dumps(exc)] * n}
+
+
+def _map_fn(block_fn, shipped, inputs, shared, ids, width):
+    import pandas as pd
+
+    def run(batches):
+        obj = shipped.get() if isinstance(shipped, Shipped) else shipped
+        for batch in batches:
+            if not len(batch):
+                continue
+            out = np.empty((len(batch), width))
+            error = None
+            for start, rows, blocks in _blocks(batch, inputs):
+                try:
+                    out[rows] = call_block(block_fn, obj, start, blocks[0], blocks[1:], shared).reshape(len(rows),
+                                                                                                        width)
+                except XaiError as exc:     # the user's input: carried to the driver, not retried
+                    error = exc
+                    break
+            frame = {_ROW: batch[_ROW].to_numpy(), **{c: batch[c] for c in ids}}
+            frame.update({f"_xai_o{j}": out[:, j] for j in range(width)})
+            frame.update(_error_columns(error, len(batch)) if error is not None else {_ERR: None, _EXC: None})
+            yield pd.DataFrame(frame)
+    return run
+
+
+def _reduce_fn(block_fn, inputs, args):
+    import pandas as pd
+
+    def run(batches):
+        loaded = [a.get() if isinstance(a, Shipped) else a for a in args]
+        for batch in batches:
+            if not len(batch):
+                continue
+            try:
+                part = [block_fn(*blocks, *loaded) for _, _, blocks in _blocks(batch, inputs)]
+                yield pd.DataFrame({"part": [pickle.dumps(add_all(part))], _EXC: [None]})
+            except XaiError as exc:
+                yield pd.DataFrame({"part": [None], _EXC: [pickle.dumps(exc)]})
+    return run
+
+
+def _collect_fn(cols):
+    import pandas as pd
+
+    def run(batches):
+        for batch in batches:
+            if not len(batch):
+                continue
+            failed = batch[_EXC].notna() if _EXC in batch.columns else None
+            if failed is not None and failed.any():
+                yield pd.DataFrame({"data": [None], _EXC: [batch[_EXC][failed].iloc[0]]})
+                continue
+            buf = io.BytesIO()
+            np.save(buf, np.column_stack([batch[_ROW].to_numpy(np.float64), batch[cols].to_numpy(np.float64)]))
+            yield pd.DataFrame({"data": [buf.getvalue()], _EXC: [None]})
+    return run
+
+
+def _raise_carried(rows):
+    for r in rows:
+        if r[_EXC] is not None:
+            raise pickle.loads(r[_EXC])
+
+
+# --------------------------------------------------------------------------------------------
+# the engine
+# --------------------------------------------------------------------------------------------
+
+def _context():
+    """The active SparkContext; InputError when there is none."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is None:
+        raise InputError("no active Spark session: start one (SparkSession.builder.getOrCreate())")
+    return session.sparkContext
+
+
+def _numeric(field) -> bool:
+    from pyspark.sql import types as T
+
+    return isinstance(field.dataType, (T.NumericType, T.BooleanType, T.NullType))
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class SparkEngine(Engine):
+    """Block functions over the rows of Spark DataFrames (see the module doc)."""
+
+    name = "spark"
+    lazy = True
+
+    def __init__(self):
+        self._forests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def handles(self, obj: Any) -> bool:
+        """A Spark DataFrame, a :func:`keyed` one, or a per-row result of this engine."""
+        return isinstance(obj, (SparkRows, SparkColumns, SparkReduction, _Lazy)) or is_spark_frame(obj)
+
+    # ---- rows ----------------------------------------------------------------------------
+    def rows(self, X, names, d, in_memory, what="X", like=None):
+        """``X`` indexed (see the module doc) as :class:`SparkColumns` of its d features (float64,
+        in ``names`` order, aligned by column name); an in-memory ``X`` with Spark per-row
+        arguments (``like``) becomes a Spark DataFrame indexed by position."""
+        if isinstance(X, SparkRows):
+            df, ids = X.df, X.id_cols
+        elif is_spark_frame(X):
+            df, ids = X, []
+        else:
+            rows, names = in_memory(X)
+            other = like[0] if like is not None else None
+            if not isinstance(other, SparkColumns):
+                raise InputTypeError(f"{what}: an in-memory X goes with per-row arguments of this package's Spark "
+                                     "results only")
+            df = other.df.sparkSession.createDataFrame(
+                [(i, *map(float, r)) for i, r in enumerate(np.asarray(rows))],
+                [_ROW, *(f"_xai_v{j}" for j in range(d))])
+            return SparkColumns(df, [], len(rows), [f"_xai_v{j}" for j in range(d)], (d,)), list(names)
+        given = [c for c in df.columns if c not in ids]
+        if names is not None:
+            order = feature_order(given, list(names), what)
+            features = given if order is None else [given[i] for i in order]
+        else:
+            feature_order(given, given, what)       # refuses duplicated names
+            features, names = given, given
+        if len(features) != d:
+            raise InputError(f"{what} has {len(features)} feature columns but the model expects {d} features")
+        fields = {f.name: f for f in df.schema.fields}
+        bad = [f"{c} ({fields[c].dataType.simpleString()})" for c in features if not _numeric(fields[c])]
+        if bad:
+            raise InputTypeError(f"{what} has non-numeric feature columns {bad[:20]}; cast them to numbers first")
+        from pyspark.sql import functions as F
+
+        cols = [f"_xai_v{j}" for j in range(d)]
+        selected = df.select(*(F.col(_quoted(c)) for c in ids),
+                             *(F.col(_quoted(c)).cast("double").alias(v) for c, v in zip(features, cols)))
+        indexed, n = self._index(selected.orderBy(*(F.col(_quoted(c)) for c in ids)) if ids else selected, ids)
+        if n < 1:
+            raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
+        return SparkColumns(indexed, ids, n, cols, (d,)), (list(names) if names is not None
+                                                          else default_feature_names(d))
+
+    @staticmethod
+    def _index(df, ids):
+        """``df`` with the global row index ``_xai_row`` (partition offsets from one counting pass)."""
+        from pyspark.sql import types as T
+
+        stats = sorted(df.mapInPandas(_partition_stats(ids), "p int, n long, first binary, last binary, bad string")
+                       .collect(), key=lambda r: r["p"])
+        offsets, firsts, at, last = {}, {}, 0, None
+        for r in stats:
+            if r["bad"]:
+                raise InputError(f"{r['bad']}: the id columns must name each row once (keyed(df, id_cols))")
+            if ids and r["n"]:
+                first = pickle.loads(r["first"])
+                if first == last:
+                    raise InputError(f"id columns {ids} are not unique: the id columns must name each row once")
+                firsts[r["p"]], last = first, pickle.loads(r["last"])
+            offsets[r["p"]] = at
+            at += r["n"]
+        schema = T.StructType([T.StructField(_ROW, T.LongType(), False), *df.schema.fields])
+        return df.mapInPandas(_add_index(offsets, firsts, ids), schema), at
+
+    def n_rows(self, rows) -> int:
+        """The number of rows (counted when indexed)."""
+        return rows.n
+
+    def by_rows(self, a, rows, what, *, axis=0, transform=None, width=None, dtype=None):
+        """A per-row argument: in memory, shipped once (:class:`RowsArg`); a :class:`SparkColumns`
+        (rows moved to axis 0, ``transform`` applied per block on Spark)."""
+        if isinstance(a, SparkColumns):
+            if axis != a.rows_axis:
+                raise InputError(f"{what}: its rows are on axis {a.rows_axis} of the Spark result, not {axis}")
+            a = a.view(rows_axis=0)
+            if transform is not None:
+                a = self.columns(self.map_rows(_transformed, a, transform, [], width), 0, width, dtype=dtype)
+            elif dtype is not None:
+                a = a.view(dtype=dtype)
+            if a.n != rows.n:
+                raise InputError(f"{what} has {a.n} rows but X has {rows.n}")
+            return a
+        if is_spark_frame(a) or isinstance(a, SparkRows):
+            raise InputTypeError(f"{what}: pass per-row arguments in memory or as this package's Spark results, "
+                                 "not as a Spark DataFrame")
+        a = transform(a) if transform is not None else np.moveaxis(np.asarray(a), axis, 0)
+        if a.shape[:1] != (rows.n,):
+            raise InputError(f"{what} has {a.shape[0] if a.ndim else 0} rows but X has {rows.n}")
+        return RowsArg(self.ship(a if dtype is None else a.astype(dtype), cache=False), a.shape)
+
+    def head(self, a, n: int) -> np.ndarray:
+        """The first ``n`` rows (by index), in memory."""
+        from pyspark.sql import functions as F
+
+        if isinstance(a, RowsArg):
+            return np.asarray(a.shipped.get()[:n])
+        first = a.view()
+        first.df, first.n = a.df.where(F.col(_ROW) < n), min(n, a.n)
+        return self.compute(first)[0]
+
+    # ---- shipping ------------------------------------------------------------------------
+    def ship(self, obj, prefix="xai-object", *, cache=True):
+        """``obj`` pickled once into a Spark broadcast (:class:`Shipped`); ``cache``: one
+        broadcast per Forest (only through :meth:`ship_forest`; other objects get a fresh one)."""
+        from pyspark import cloudpickle
+
+        data = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        return Shipped(_context().broadcast(data), f"{prefix}-{uuid.uuid4().hex}")
+
+    def ship_forest(self, forest, *, with_model=False):
+        """The Forest without its predictor, broadcast once per Forest and SparkContext;
+        ``with_model``: a fresh broadcast whose predictor holds the fitted model (Monte Carlo on
+        the executors)."""
+        if with_model:
+            return self.ship(plain_forest(forest, with_model=True), "xai-forest-model")
+        context, shipped = self._forests.get(forest, (None, None))
+        if shipped is None or context is not _context():
+            shipped = self.ship(plain_forest(forest), "xai-forest")
+            self._forests[forest] = (_context(), shipped)
+        return shipped
+
+    # ---- mapping and reducing ------------------------------------------------------------
+    def _frame(self, inputs):
+        """One Spark DataFrame holding every Spark input's columns (joined on the row index and
+        range-partitioned by it when there are several), and how a block reads each input."""
+        from pyspark.sql import functions as F
+
+        base = next(a for a in inputs if isinstance(a, SparkColumns))
+        df, specs, joined = base.df, [], {id(base.df): {}}
+        for a in inputs:
+            if isinstance(a, RowsArg):
+                specs.append(a)
+                continue
+            rename = joined.get(id(a.df))
+            if rename is None:
+                tag = f"_xai_j{len(joined)}_"
+                rename = joined[id(a.df)] = {c: tag + c for c in a.df.columns if c.startswith("_xai_") and c != _ROW}
+                df = df.join(a.df.select(_ROW, *(F.col(c).alias(t) for c, t in rename.items())), on=_ROW)
+            specs.append(([rename.get(c, c) for c in a.cols], a.trail, a.dtype))
+        if len(joined) > 1:
+            df = df.repartitionByRange(_ROW).sortWithinPartitions(_ROW)
+        return base, df, specs
+
+    def map_rows(self, block_fn: BlockFn, rows, shipped, per_row: Sequence[Any], width: int, **shared):
+        """:class:`SparkColumns` (n, width) whose rows in a run of consecutive indices starting at
+        ``start`` are ``block_fn(shipped, start, X_run, *per_row_runs, **shared)``."""
+        from pyspark.sql import types as T
+
+        base, df, specs = self._frame([rows, *per_row])
+        fields = {f.name: f for f in base.df.schema.fields}
+        schema = T.StructType([fields[_ROW], *(fields[c] for c in base.ids),
+                               *(T.StructField(f"_xai_o{j}", T.DoubleType()) for j in range(width)),
+                               T.StructField(_ERR, T.StringType()), T.StructField(_EXC, T.BinaryType())])
+        out = df.mapInPandas(_map_fn(block_fn, shipped, specs, shared, base.ids, width), schema)
+        return SparkColumns(out, base.ids, base.n, [f"_xai_o{j}" for j in range(width)], (width,))
+
+    def columns(self, out, start, stop, *, shape=None, dtype=None, rows_axis=0):
+        """A view of columns ``start:stop`` of ``out`` (trailing ``shape``, ``dtype``, ``rows_axis``)."""
+        return out.view(out.cols[start:stop], (stop - start,) if shape is None else shape,
+                        np.float64 if dtype is None else dtype, rows_axis)
+
+    def reduce(self, block_fn: Callable, arrays, *args, finish=None, shape=(), dtype=np.float64):
+        """A lazy :class:`SparkReduction` (see :meth:`Engine.reduce`); ``compute()`` runs it."""
+        return SparkReduction(block_fn, list(arrays), args, finish, shape)
+
+    def order_statistics(self, a, columns, ranks, compute=None) -> np.ndarray:
+        """The exact order statistics of columns of ``a``, from its values collected in memory."""
+        from .memory import MemoryEngine
+
+        return MemoryEngine().order_statistics(self.compute(a)[0], columns, ranks)
+
+    def compute(self, *objs) -> tuple:
+        """In-memory values of ``objs``: each Spark DataFrame behind them is collected once (its
+        needed columns, Arrow batches as numpy), reductions over collected rows are finished on the
+        driver (exact: the same value), others run as one Spark job each."""
+        wanted: dict = {}
+        for a in objs:
+            if isinstance(a, SparkColumns):
+                wanted.setdefault(id(a.df), (a.df, set()))[1].update(a.cols)
+        for o in objs:         # a reduction over frames collected anyway is finished from their values
+            if isinstance(o, SparkReduction) and all(isinstance(a, RowsArg) or id(a.df) in wanted for a in o.arrays):
+                for a in o.arrays:
+                    if isinstance(a, SparkColumns):
+                        wanted[id(a.df)][1].update(a.cols)
+        collected = {key: _collect(df, sorted(cols)) for key, (df, cols) in wanted.items()}
+        return tuple(self._value(o, collected) for o in objs)
+
+    def _value(self, o, collected):
+        if isinstance(o, SparkColumns):
+            data = collected[id(o.df)]
+            a = np.column_stack([data[c] for c in o.cols]).reshape((o.n,) + o.trail).astype(o.dtype)
+            return np.moveaxis(a, 0, o.rows_axis) if o.rows_axis else a
+        if isinstance(o, SparkReduction):
+            if all(isinstance(a, RowsArg) or id(a.df) in collected for a in o.arrays):
+                blocks = [a.shipped.get() if isinstance(a, RowsArg) else self._value(a.view(rows_axis=0), collected)
+                          for a in o.arrays]
+                total = o.block_fn(*blocks, *(a.get() if isinstance(a, Shipped) else a for a in o.args))
+            else:
+                total = _reduce(o)
+            return total if o.finish is None else o.finish(total)
+        return o
+
+    def result(self, cls, *, timed=None, **fields):
+        """An instance of :func:`lazy_type` ``(cls)`` holding the lazy fields."""
+        return lazy_type(cls, timed)(**fields)
+
+
+def _transformed(transform, start, block):
+    return transform(block)
+
+
+def _collect(df, cols) -> dict:
+    """Columns ``cols`` of ``df`` in row-index order: {column: (n,) float64}."""
+    rows = df.select(_ROW, *cols, *([_EXC] if _EXC in df.columns else [])) \
+        .mapInPandas(_collect_fn(cols), "data binary, _xai_exception binary").collect()
+    _raise_carried(rows)
+    data = np.concatenate([np.load(io.BytesIO(r["data"])) for r in rows]) if rows else np.empty((0, len(cols) + 1))
+    data = data[np.argsort(data[:, 0], kind="stable")]
+    return {c: data[:, j + 1] for j, c in enumerate(cols)}
+
+
+def _reduce(o: SparkReduction) -> list:
+    """Run an exact reduction on Spark: per batch, the block function's exact sums (pickled);
+    added on the driver."""
+    _, df, specs = ENGINE._frame(o.arrays)
+    rows = df.mapInPandas(_reduce_fn(o.block_fn, specs, o.args), "part binary, _xai_exception binary").collect()
+    _raise_carried(rows)
+    return add_all([pickle.loads(r["part"]) for r in rows])
+
+
+#: the registered instance
+ENGINE = SparkEngine()
