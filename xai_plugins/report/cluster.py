@@ -23,10 +23,11 @@ import pandas as pd
 
 from .. import distributed as xd
 from ..errors import InputError
-from ..ranking_faithfulness import rank_by_magnitude
 from . import pgi2_of_rankings as faith
-from .context import Scorer
-from .runners import MethodResult, NotApplicable, acme_figure, extremes_first, shap_figure
+from . import runners
+from .explainers import REGISTRY, MethodResult, NotApplicable, run
+from .runners import extremes_first
+from .section import SKIPPED
 
 #: rows of an in-memory X_test per block when it is sent to a cluster
 IN_MEMORY_BLOCK_ROWS = 10_000
@@ -234,47 +235,18 @@ def prepare(forest, X_test, y_test, *, runner: Runner, sample_size: int, random_
 # per-row methods on every complete row
 # --------------------------------------------------------------------------------------------
 
-#: the last (model, TreeExplainer) of this worker process: one explainer per audit, not per block
-_TREE_EXPLAINER: list = []
+def _explainer_block(explainer, start, X, *, state, widths):
+    """One block of a per-row explainer, its outputs packed side by side (``widths``: name -> columns)."""
+    out = explainer.block(state, X)
+    return xd._pack(*[out[name] for name in widths])
 
 
-def _tree_explainer(model):
-    import shap
-
-    if not _TREE_EXPLAINER or _TREE_EXPLAINER[0] is not model:
-        _TREE_EXPLAINER[:] = [model, shap.TreeExplainer(model)]
-    return _TREE_EXPLAINER[1]
-
-
-def _shap_block(model, start, X, *, scorer):
-    values = _tree_explainer(model)(scorer.model_input(X)).values
-    if values.ndim == 3:
-        values = values[..., scorer.output]
-    values = np.asarray(values, dtype=float)
-    return xd._pack(np.abs(values), rank_by_magnitude(values))
-
-
-def _pg2_block(forest, start, X, *, output, sigma, perturbation):
-    from ..attributions import greedy_gains
-    from ..prediction_gap import greedy_pg2_ranking
-
-    greedy = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, verbose=False)
-    ranking = greedy.ranking
-    position = np.empty_like(ranking)
-    np.put_along_axis(position, ranking, np.arange(ranking.shape[1])[None, :], axis=1)
-    return xd._pack(greedy_gains(ranking, greedy.pg2_path), -position.astype(float), ranking)
-
-
-def _mdi_block(forest, start, X):
-    from ..mdi import local_mdi
-
-    values = local_mdi(forest, X)
-    return xd._pack(values, rank_by_magnitude(values))
-
-
-def _acme_block(acme, start, X):
-    values = acme.explain_local(X).values
-    return xd._pack(np.abs(values), rank_by_magnitude(values))
+def _widths(explainer, state, ctx) -> dict:
+    """Block output name -> columns, from the explainer's block on one complete row of the sample
+    (checked as in memory)."""
+    x = ctx.X_test.to_numpy()[ctx.complete_rows[:1]]
+    out = runners.check_block(explainer, explainer.block(state, x), 1, ctx.n_features)
+    return {name: int(np.prod(v.shape[1:])) for name, v in out.items()}
 
 
 def _score_block(scorer, start, X):
@@ -295,54 +267,32 @@ def _local_rows(candidates, n_local: int) -> list:
     return extremes_first(both[np.lexsort((both[:, 1], both[:, 0])), 1].astype(np.int64), n_local)
 
 
-def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_local, in_memory_calls,
-                binary_sigma=None) -> tuple:
-    """Every per-row method of ``wanted`` on every complete row, in one pass over the data.
+def run_methods(ctx, cl: ClusterRows, options) -> tuple:
+    """Every registered per-row explainer of ``options.explainers`` on every complete row, in one
+    pass over the data; the others run in memory (as :func:`.runners.run_all`).
 
     Returns ``(methods, local_labels, agreement_rows)``: the MethodResults (per-row ``ranking``: a
     persisted dask array; ``local_scores``: those of ``agreement_rows`` random complete rows, for
     the per-row agreement), the labels of the rows shown with local explanations, and the number of
-    rows of the agreement sample. ``in_memory_calls``: key -> callable for the other methods."""
+    rows of the agreement sample."""
     import dask
-
-    from ..forest import UnsupportedModelError
-    from ..mdi import require_impurities
-    from . import runners
 
     X, n = cl.X, cl.n_complete
     d = ctx.n_features
-    scorer = ctx.scorer(xd.held_predictor(ctx.forest))
-    lazy, extra = {}, {}
-    results = {}
-    for key in runners.EXPLAINERS:
-        if key not in wanted:
-            results[key] = MethodResult(key, status="skipped", reason="skipped by user")
+    scorer = ctx.portable_scorer()
+    lazy, states, results = {}, {}, {}
+    for key, explainer in REGISTRY.items():
+        if key not in options.explainers:
+            results[key] = MethodResult(key, status="skipped", reason=SKIPPED)
+            continue
+        if not explainer.per_row:
+            results[key] = run(key, explainer.run, ctx, np.arange(0), options)
             continue
         try:
-            if key == "shap":
-                lazy[key] = xd._map_rows(_shap_block, X, xd.ship(ctx.model, "xai-model", cache=False), [], 2 * d,
-                                         scorer=Scorer(None, ctx.output, scorer.columns))
-            elif key == "pg2":
-                output = ctx.output if ctx.forest.n_outputs > 1 else None
-                noise = xd._noise(ctx.forest, ctx.sigma_vector(sigma_ref, binary_sigma), None, ctx.background)
-                lazy[key] = xd._map_rows(_pg2_block, X, xd._ship(ctx.forest), [], 3 * d, output=output, **noise)
-                extra[key] = {"sigma": sigma_ref, "sigma units": "training-data standard deviations"}
-            elif key == "local_mdi":
-                try:
-                    forest = require_impurities(ctx.model)
-                except UnsupportedModelError as exc:
-                    raise NotApplicable(str(exc)) from exc
-                lazy[key] = xd._map_rows(_mdi_block, X, xd._ship(forest), [], 2 * d)
-            elif key == "acme":
-                from ..acme import AcME
-
-                background = runners.acme_background(ctx)
-                acme = AcME(None, background, n_quantiles=acme_quantiles, score_function=scorer)
-                lazy[key] = xd._map_rows(_acme_block, X, xd.ship(acme, "xai-acme", cache=False), [], 2 * d)
-                extra[key] = {"acme": acme, "params": {"quantile grid points": acme_quantiles,
-                                                       "background rows": len(background)}}
-            else:
-                results[key] = runners.run(key, in_memory_calls[key])
+            states[key] = explainer.prepare(ctx, options)
+            widths = _widths(explainer, states[key], ctx)
+            lazy[key] = (xd._map_rows(_explainer_block, X, xd.ship(explainer, "xai-explainer", cache=False), [],
+                                      sum(widths.values()), state=states[key], widths=widths), widths)
         except NotApplicable as exc:
             results[key] = MethodResult(key, status="not applicable", reason=str(exc))
         except Exception as exc:  # noqa: BLE001 - reported, as in memory
@@ -351,12 +301,15 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
     rng = ctx.rng("agreement rows")
     agreement_rows = np.sort(rng.permutation(n)[:min(n, cl.sample_size)])
     scores_and_index = xd._map_rows(_score_block, X, xd.ship(scorer, "xai-scorer", cache=False), [], 2)
-    candidates = [dask.delayed(_extremes, pure=True)(b, max(n_local, 1))
+    candidates = [dask.delayed(_extremes, pure=True)(b, max(options.n_local, 1))
                   for b in scores_and_index.to_delayed(optimize_graph=False).ravel()]
     keys = list(lazy)
-    rankings = [lazy[k][:, -d:].astype(np.int64) for k in keys]
-    sums = [xd.block_reduce(lazy[k][:, :d], faith.column_sums) for k in keys]
-    sampled = [lazy[k][:, d:2 * d][agreement_rows] if k == "pg2" else lazy[k][:, :d][agreement_rows] for k in keys]
+    parts = {k: _columns(*lazy[k]) for k in keys}
+    rankings = [parts[k]["ranking"].astype(np.int64) for k in keys]
+    averaged = [[name for name in lazy[k][1] if name not in runners.PER_ROW[1:]] for k in keys]
+    sums = [xd.block_reduce(da_concat([parts[k][name] for name in names]), faith.column_sums)
+            for k, names in zip(keys, averaged)]
+    sampled = [da_concat([parts[k]["scores"], parts[k]["importance"]])[agreement_rows] for k in keys]
     start = time.perf_counter()
     try:
         persisted = cl.runner.persist(*rankings, *sums, *sampled, *candidates)
@@ -364,12 +317,13 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
     except Exception as exc:  # noqa: BLE001 - every cluster method fails together; say why
         persisted, failure = None, f"{type(exc).__name__}: {exc}"
     seconds = (time.perf_counter() - start) / max(len(keys), 1)
-    local_idx, local_labels, local_X = [], [], None
+    local_labels: list = []
+    local_X = np.empty((0, d))
     if persisted is not None:
         m = len(keys)
         small = cl.runner.compute(*persisted[m:])
         totals, local_scores, cands = small[:m], small[m:2 * m], small[2 * m:]
-        local_idx = _local_rows(cands, n_local) if n_local > 0 else []
+        local_idx = _local_rows(cands, options.n_local) if options.n_local > 0 else []
         if local_idx:
             local_X, labels = cl.runner.compute(X[np.sort(local_idx)], cl.position[np.sort(local_idx)])
             order = np.searchsorted(np.sort(local_idx), local_idx)      # back to the alternating order
@@ -378,42 +332,44 @@ def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_lo
         if persisted is None:
             results[key] = MethodResult(key, status="failed", reason=failure)
             continue
-        means = faith.column_means(totals[j])
-        result = MethodResult(key, importance=pd.Series(means, index=ctx.feature_names),
-                              local_scores=np.abs(np.asarray(local_scores[j], dtype=float)) if key == "local_mdi"
-                              else np.asarray(local_scores[j], dtype=float), ranking=persisted[j],
-                              params={"rows": n, "computed": "on the Dask cluster, every complete test row"},
-                              seconds=seconds)
-        try:
-            _finish(key, result, ctx, extra.get(key, {}), local_X, local_labels)
-        except Exception as exc:  # noqa: BLE001
-            result = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
-        results[key] = result
-    return results, local_labels, len(agreement_rows)
+        results[key] = run(key, _finish, REGISTRY[key], ctx, states[key], totals[j], averaged[j], lazy[key][1],
+                           local_scores[j], persisted[j], local_X, local_labels, options)
+        results[key].seconds = seconds
+    return {key: results[key] for key in REGISTRY if key in results}, local_labels, len(agreement_rows)
 
 
-def _finish(key, result, ctx, extra, local_X, local_labels) -> None:
-    """Method-specific parameters, global importances and the local figures (computed in memory on
-    the few rows shown)."""
-    if key == "pg2":
-        result.params.update(extra)
-    elif key == "shap":
-        result.params["algorithm"] = ("TreeSHAP; absent features follow the training data's paths through the "
-                                      "trees (no background sample)")
-        if local_X is not None:
-            import shap
+def da_concat(arrays):
+    """Dask arrays side by side (columns)."""
+    import dask.array as da
 
-            explanation = shap.TreeExplainer(ctx.model)(ctx.model_input(local_X))
-            if explanation.values.ndim == 3:
-                explanation = explanation[..., ctx.output]
-            result.figures = [shap_figure(ctx, label, explanation[i]) for i, label in enumerate(local_labels)]
-    elif key == "acme":
-        acme = extra["acme"]
-        result.importance = pd.Series(acme.explain_global().values, index=ctx.feature_names)
-        result.params.update(extra["params"])
-        if local_X is not None:
-            local = acme.explain_local(pd.DataFrame(local_X, columns=ctx.feature_names))
-            result.figures = [acme_figure(ctx, label, local, i) for i, label in enumerate(local_labels)]
+    return da.concatenate(arrays, axis=1) if len(arrays) > 1 else arrays[0]
+
+
+def _columns(packed, widths: dict) -> dict:
+    """The packed block outputs back by name (lazy column slices)."""
+    out, at = {}, 0
+    for name, width in widths.items():
+        out[name] = packed[:, at:at + width]
+        at += width
+    return out
+
+
+def _finish(explainer, ctx, state, total, names, widths, sampled, ranking, local_X, local_labels,
+            options) -> MethodResult:
+    """A per-row explainer's result from its cluster reductions (``total``: the exact column sums of
+    the averaged outputs ``names``; ``sampled``: scores and importances of the agreement rows)."""
+    flat, means, at = faith.column_means(total), {}, 0
+    for name in names:
+        means[name] = flat[at:at + widths[name]]
+        at += widths[name]
+    d = ctx.n_features
+    result = MethodResult(explainer.key, importance=pd.Series(means["importance"], index=ctx.feature_names),
+                          local_scores=np.asarray(sampled[:, :d], dtype=float), ranking=ranking,
+                          params={"rows": int(ranking.shape[0]),
+                                  "computed": "on the Dask cluster, every complete test row"})
+    result.extras["per_row"] = np.asarray(sampled[:, d:], dtype=float)
+    explainer.finish(ctx, result, state, means, local_X, local_labels, options)
+    return result
 
 
 # --------------------------------------------------------------------------------------------

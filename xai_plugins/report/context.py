@@ -8,6 +8,7 @@ row samples used by the per-row sections.
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 import zlib
@@ -107,6 +108,13 @@ class AuditContext:
         columns = self.X_test.columns if getattr(self.model, "feature_names_in_", None) is not None else None
         return Scorer(self.forest.predict_fn if predictor is None else predictor, self.output, columns)
 
+    def portable_scorer(self) -> "Scorer":
+        """:meth:`scorer` holding the fitted model strongly, so that it can be pickled and sent to the
+        workers of an engine (the Forest's own predictor holds the model weakly); the same values."""
+        from ..distributed import held_predictor
+
+        return self.scorer(held_predictor(self.forest))
+
     def score(self, X) -> np.ndarray:
         """The explained output (see class docstring) of the rows ``X``, shape (n,)."""
         return self.scorer()(X)
@@ -127,6 +135,14 @@ class AuditContext:
         complete = self.complete_rows
         order = self.rng("rows").permutation(len(complete))
         return np.sort(complete[order[:n]])
+
+
+def detached(forest: Forest) -> Forest:
+    """A copy of ``forest`` without its model predictor (which holds the model weakly and cannot be
+    pickled): what a block function needs of the trees, sendable to an engine's workers."""
+    plain = copy.copy(forest)
+    object.__setattr__(plain, "predict_fn", None)
+    return plain
 
 
 def derive_seed(root: np.random.SeedSequence, stream: str) -> np.random.SeedSequence:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ...prediction_gap import pg2
-from .. import figures
+from .. import explainers, figures
 from .. import pgi2_of_rankings as faith
 from ..render import fmt
 from ..section import Table
@@ -98,7 +98,7 @@ def _rankings(methods, n_rows, cl) -> tuple[dict, dict]:
     for m in methods.values():
         if m.status != "ok":
             continue
-        key = CEILING if m.key == "pg2" else m.key
+        key = CEILING if explainers.get(m.key).reference else m.key
         if m.ranking is not None:
             rankings[key], labels[key] = m.ranking, (f"{m.label} (reference)" if key == CEILING else m.label)
         elif m.importance is not None:
