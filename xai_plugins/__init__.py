@@ -27,6 +27,7 @@ _LAZY = {
     "GreedyRanking": "prediction_gap",
     "clear_model_cache": "forest",
     "faithfulness": "ranking_faithfulness",
+    "mean_pgi2": "prediction_gap",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

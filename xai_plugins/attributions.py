@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import is_dask
+from .engines import engine_for
+from .engines.base import pack
 from .forest import import_model
-from .mdi import local_mdi
-from .prediction_gap import greedy_pg2_ranking
+from .mdi import local_mdi, require_impurities
+from .prediction_gap import greedy_pg2_ranking, noise_args
 from .ranking_faithfulness import own_output_pgi2
 
 #: what the values of each method are, for plot axes (in place of shap's "SHAP value")
@@ -80,14 +81,20 @@ def greedy_gains(ranking: np.ndarray, path: np.ndarray) -> np.ndarray:
 def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> Attribution:
     """Greedy PG² gains, ranking (n, d[, k]) and exact PGI² of that ranking (n[, k]).
     ``model`` is imported once (a Forest is used as is); ``X`` is aligned to its features by name.
-    A dask ``X`` is computed block by block on the active dask scheduler and returned in memory
-    (see :mod:`xai_plugins.distributed`): bitwise this result on the same rows."""
-    if is_dask(X):
-        from . import distributed
-
-        return distributed.pg2_attribution(model, X, sigma, perturbation=perturbation, background=background,
-                                           n_jobs=n_jobs)
+    An engine's ``X`` (dask...) is computed block by block by that engine (:func:`pg2_attribution_block`)
+    and returned in memory: bitwise this result on the same rows."""
+    engine = engine_for(X)
     forest = import_model(model)
+    if engine.lazy:
+        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+        d, k = forest.n_features, forest.n_outputs
+        out = engine.map_rows(pg2_attribution_block, rows, engine.ship_forest(forest), [], d + 2 * d * k + k,
+                              n_jobs=n_jobs, **noise_args(forest, sigma, perturbation, background))
+        data, values, ranking, quality = _split(engine.compute(out)[0], [d, d * k, d * k, k])
+        shape = (len(data), d) if k == 1 else (len(data), d, k)
+        return Attribution(values.reshape(shape), data, names, _output_names(forest), "pg2",
+                           {"ranking": ranking.reshape(shape).astype(np.int64),
+                            "pgi2": np.ascontiguousarray(quality[:, 0]) if k == 1 else quality})
     rows, names = forest.rows(X, allow_nan=False)
     noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
     k = forest.n_outputs
@@ -104,10 +111,14 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
 
 def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
     """Local MDI (n, d) of each row: one impurity per node, so no per-class value for classifiers."""
-    if is_dask(X):
-        from . import distributed
-
-        return distributed.local_mdi_attribution(model, X, n_jobs=n_jobs)
+    engine = engine_for(X)
+    if engine.lazy:
+        forest = require_impurities(model)
+        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+        d = forest.n_features
+        out = engine.map_rows(local_mdi_attribution_block, rows, engine.ship_forest(forest), [], 2 * d, n_jobs=n_jobs)
+        data, values = _split(engine.compute(out)[0], [d, d])
+        return Attribution(values, data, names, None, "local_mdi")
     forest = import_model(model)
     rows, names = forest.rows(X, allow_nan=True)
     return Attribution(local_mdi(forest, rows, n_jobs=n_jobs), rows, names, None, "local_mdi")
@@ -115,10 +126,25 @@ def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
 
 def acme_attribution(acme, X) -> Attribution:
     """AcME local importances (n, d[, k]) of the rows ``X`` (see :class:`~xai_plugins.acme.AcMELocal`)."""
-    if is_dask(X):
-        from . import distributed
-
-        return distributed.acme_attribution(acme, X)
     local = acme.explain_local(X)
+    if getattr(local, "compute", None) is not None:     # lazy on a row engine: computed in one pass
+        local = local.compute()
     return Attribution(local.values, local.X, list(local.feature_names), local.output_names, "acme",
                        {"row_predictions": local.row_predictions})
+
+
+def _split(out, widths) -> list:
+    edges = np.cumsum([0] + list(widths))
+    return [np.ascontiguousarray(out[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def pg2_attribution_block(forest, start, X, *, n_jobs, sigma, perturbation) -> np.ndarray:
+    """:func:`pg2_attribution` of a block of rows packed as columns: rows, values, ranking, PGI²."""
+    a = pg2_attribution(forest, X, sigma, perturbation=perturbation, n_jobs=n_jobs)
+    return pack(a.data, a.values, a.extras["ranking"], a.extras["pgi2"])
+
+
+def local_mdi_attribution_block(forest, start, X, *, n_jobs) -> np.ndarray:
+    """:func:`local_mdi_attribution` of a block of rows packed as columns: rows, values."""
+    a = local_mdi_attribution(forest, X, n_jobs=n_jobs)
+    return pack(a.data, a.values)

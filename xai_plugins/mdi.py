@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from . import _native
-from ._validation import is_dask
+from .engines import engine_for
 from .errors import InputError, UnsupportedModelError, XaiWarning
 from .exact_sum import exact_column_sums, exact_mean
 from .forest import Forest, import_model
@@ -54,10 +54,14 @@ def require_impurities(model) -> Forest:
 
 def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
     """(n, d) local MDI of every row of ``X`` (NaN follows each node's missing-value direction),
-    columns in the model's feature order."""
-    if is_dask(X):                      # lazy dask result, see xai_plugins.distributed
-        from . import distributed
-        return distributed.local_mdi(model, X, n_jobs=n_jobs)
+    columns in the model's feature order. An engine's ``X`` (dask...) gives a lazy (n, d) result
+    (:func:`local_mdi_block` on each block)."""
+    engine = engine_for(X)
+    if engine.lazy:
+        forest = require_impurities(model)
+        rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+        return engine.map_rows(local_mdi_block, rows, engine.ship_forest(forest), [], forest.n_features,
+                               n_jobs=n_jobs)
     forest = require_impurities(model)
     X, _ = forest.rows(X, allow_nan=True)
     return _native.local_mdi(forest, X, n_jobs=n_jobs)
@@ -192,12 +196,12 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
       refused with :class:`~xai_plugins.errors.UnsupportedModelError`.
 
     The mean over ``X`` is correctly rounded (exact sums, one rounding: :func:`exact_column_sums`),
-    so it does not depend on the row order or, for a dask ``X`` (a lazy reduction, see
-    :mod:`xai_plugins.distributed`; ``in_bag`` is not supported there), on the chunking.
+    so it does not depend on the row order or, for a dask ``X`` (a lazy reduction on a row engine, see
+    :mod:`xai_plugins.engines`; ``in_bag`` is not supported there), on the chunking.
     """
-    if is_dask(X, sample_weight):
-        from . import distributed
-        return distributed.global_mdi(model, X, sample_weight, in_bag=in_bag, n_jobs=n_jobs)
+    engine = engine_for(X, sample_weight)
+    if engine.lazy:
+        return _global_mdi_on(engine, model, X, sample_weight, in_bag, n_jobs)
     forest = require_impurities(model)
     if X is None:
         if sample_weight is not None or in_bag:
@@ -246,3 +250,52 @@ def _mdi_from_trees(forest: Forest) -> np.ndarray:
                     - node_weight[right[split]] * impurity[right[split]]) / node_weight[0]
         mdi += np.bincount(forest.feature[a:b][split], weights=decrease, minlength=forest.n_features)
     return mdi / forest.n_trees
+
+
+# --------------------------------------------------------------------------------------------
+# block functions and the row engines (xai_plugins.engines)
+# --------------------------------------------------------------------------------------------
+
+def local_mdi_block(forest, start, X, *, n_jobs) -> np.ndarray:
+    """Local MDI (b, d) of a block of rows."""
+    return local_mdi(forest, X, n_jobs=n_jobs)
+
+
+def global_mdi_block(X, w, forest) -> list:
+    """Exact sums of a block for :func:`global_mdi`: the weighted local MDI column sums, then the
+    weight sum (``w`` None: weight 1 per row)."""
+    lm = local_mdi(forest, X)
+    w = np.ones(len(X)) if w is None else np.asarray(w, dtype=np.float64)
+    if np.any(w < 0) or not np.all(np.isfinite(w)):
+        raise InputError("sample_weight must be finite and non-negative")
+    return exact_column_sums(w[:, None] * lm) + exact_column_sums(w[:, None])
+
+
+def _global_mdi_finish(total) -> np.ndarray:
+    return exact_mean(total[:-1], total[-1])
+
+
+def _global_mdi_on(engine, model, X, sample_weight, in_bag, n_jobs):
+    """:func:`global_mdi` on a lazy engine: the weighted mean of local MDI as a lazy (d,) array,
+    reduced exactly per block (no rows collected) and rounded once."""
+    if in_bag:
+        raise InputError("in_bag=True is not supported on a cluster engine's input: it replays the bootstrap "
+                         "draws over the exact training rows in order; compute it in memory, or use "
+                         "global_mdi(model) for the MDI from the trees alone")
+    forest = require_impurities(model)
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+    arrays = [rows]
+    if sample_weight is not None:
+        w = engine.by_rows(sample_weight if engine.handles(sample_weight) else
+                           np.asarray(sample_weight, dtype=np.float64), rows, "sample_weight")
+        if len(w.shape) != 1:
+            raise InputError(f"sample_weight must be (n,) (one per row of X); got {len(w.shape)} dimensions")
+        arrays.append(w)
+    _warn_if_resampled(model, stacklevel=4)   # the caller of xai_plugins.global_mdi
+    block = global_mdi_block if sample_weight is not None else _unweighted_global_mdi_block
+    return engine.reduce(block, arrays, engine.ship_forest(forest), finish=_global_mdi_finish,
+                         shape=(forest.n_features,))
+
+
+def _unweighted_global_mdi_block(X, forest) -> list:
+    return global_mdi_block(X, None, forest)

@@ -16,6 +16,7 @@ predictor for probabilities.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import time
@@ -26,8 +27,10 @@ import numpy as np
 from scipy.stats import qmc
 
 from . import _native
-from ._validation import check_random_state, feature_index, is_dask, resolve_output
+from ._validation import check_random_state, feature_index, resolve_output
+from .engines import engine_for
 from .errors import InputError, InputTypeError
+from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from .forest import Forest, import_model, tree_levels
 from .perturbation import cdf_table, check_noise_scale, make_perturbation
 
@@ -296,13 +299,14 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     ``verbose``: a progress bar when the exact call is estimated to take over
     :data:`PROGRESS_AFTER` seconds.
 
-    A dask array / DataFrame ``X`` gives a lazy estimate whose ``compute()`` equals this result
-    bitwise (see :mod:`xai_plugins.distributed`).
+    A collection of a row engine (a dask array / DataFrame ``X``...) gives a lazy estimate whose
+    ``compute()`` equals this result bitwise (:func:`pg2_block` on each block; see
+    :mod:`xai_plugins.engines`).
     """
-    if is_dask(X, S):
-        from . import distributed
-        return distributed.pg2(model, X, S, sigma, perturbation=perturbation, background=background, method=method,
-                               n_samples=n_samples, rtol=rtol, random_state=random_state, prune=prune, n_jobs=n_jobs)
+    engine = engine_for(X, S)
+    if engine.lazy:
+        return _pg2_on(engine, model, X, S, sigma, perturbation, background, method, n_samples, rtol, random_state,
+                       prune, n_jobs)
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest, X, names = _prepare(model, X)
@@ -559,12 +563,11 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     full set always, often the first few) is computed once. ``prune`` and ``verbose`` as for
     :func:`pg2`.
 
-    A dask ``X`` and/or ``ranking`` gives a lazy dask array (see :mod:`xai_plugins.distributed`).
+    An engine's ``X`` and/or ``ranking`` (dask...) gives a lazy result (:func:`pgi2_block` on each block).
     """
-    if is_dask(X, getattr(ranking, "ranking", ranking)):
-        from . import distributed
-        return distributed.pgi2(model, X, ranking, sigma, perturbation=perturbation, background=background,
-                                prune=prune, n_jobs=n_jobs)
+    engine = engine_for(X, getattr(ranking, "ranking", ranking))
+    if engine.lazy:
+        return _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs)
     forest, X, names = _prepare(model, X, allow_nan=False)
     d = forest.n_features
     r = _check_ranking(ranking, len(X), d, names)
@@ -619,13 +622,12 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``; ``prune`` and
     ``verbose`` as for :func:`pg2` (with pruning, each step first screens its candidates with a
     looser certified bound and evaluates again only those that could still be the best, so the
-    ranking is the one the all-pairs sums give). A dask ``X``
-    gives a lazy GreedyRanking of dask arrays (see :mod:`xai_plugins.distributed`).
+    ranking is the one the all-pairs sums give). An engine's
+    ``X`` (dask...) gives a lazy GreedyRanking (:func:`greedy_block` on each block).
     """
-    if is_dask(X):
-        from . import distributed
-        return distributed.greedy_pg2_ranking(model, X, sigma, perturbation=perturbation, background=background,
-                                              output=output, prune=prune, n_jobs=n_jobs)
+    engine = engine_for(X)
+    if engine.lazy:
+        return _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs)
     forest, X, _ = _prepare(model, X, allow_nan=False)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
                               missing=forest.missing_value)
@@ -643,3 +645,200 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
         splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight, n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
     return GreedyRanking(ranking.astype(np.int64), path)
+
+
+# --------------------------------------------------------------------------------------------
+# block functions and the row engines (xai_plugins.engines): the same per-row work on any engine
+# --------------------------------------------------------------------------------------------
+
+def noise_args(forest: Forest, sigma, perturbation, background) -> dict:
+    """Validate the noise on the driver; return it as ``dict(sigma=, perturbation=)`` keyword
+    arguments of the block functions that give the same Perturbation without the background data
+    (sigma already in absolute units), so nothing row-sized is shipped."""
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
+                              missing=forest.missing_value)
+    if noise.dists is not None:
+        return dict(sigma=0.3, perturbation=noise.dists)
+    return dict(sigma=noise.sigma, perturbation=None)
+
+
+def pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, sigma, perturbation, prune,
+              auto_rtol=None) -> np.ndarray:
+    """PG² of a block of rows (first row ``start``): columns value (k), stderr (k), informative
+    (k, 0/1) and the block's leaf-pair terms (in its first row). ``masks``: the block's per-row sets
+    (else ``S``, shared). Sampled rows draw from :func:`row_seed` ``root``'s child ``start + i``;
+    ``auto_rtol``: they are held to ``method="auto"``'s guarantee (:func:`exact_where_unshown`)."""
+    S = masks[0].astype(bool) if masks else S
+    k = forest.n_outputs
+    if method == "exact":
+        est = pg2(forest, X, S, sigma, perturbation=perturbation, method="exact", prune=prune, verbose=False,
+                  n_jobs=n_jobs)
+        value, stderr = est.value.reshape(len(X), k), est.stderr.reshape(len(X), k)
+        informative, terms = np.ones((len(X), k), dtype=bool), est.pair_terms
+    else:
+        forest = import_model(forest)
+        X, names = forest.rows(X)
+        m = _set_masks(S, len(X), forest.n_features, names)
+        _check_perturbed_finite(X, m, forest.missing_value)
+        noise = make_perturbation(forest.n_features, sigma, perturbation, None, names=forest.feature_names)
+        value, stderr, nonzero = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
+        informative, terms = _informative(stderr, nonzero, m), 0
+        if auto_rtol is not None:
+            terms = exact_where_unshown(forest, X, m, noise, value, stderr, informative, auto_rtol, prune=prune,
+                                        n_jobs=n_jobs)[1]
+    col = np.zeros((len(X), 1))
+    col[0, 0] = terms
+    return np.concatenate([value, stderr, informative.astype(np.float64), col], axis=1)
+
+
+def _per_row_sets(S) -> bool:
+    """Whether an in-memory ``S`` holds one set per row."""
+    if isinstance(S, (list, tuple)) and S and all(isinstance(r, (list, tuple, np.ndarray)) for r in S):
+        return True
+    return np.ndim(S) == 2 if not isinstance(S, (list, tuple)) or S else False
+
+
+def _block_masks(S, *, d, names) -> np.ndarray:
+    """One block of per-row sets as a boolean (b, d) mask."""
+    return _set_masks(S, len(S), d, names).astype(bool)
+
+
+def _int_sum(column) -> list:
+    return [int(np.asarray(column).sum())]
+
+
+def _first(total):
+    return total[0]
+
+
+def _pg2_on(engine, model, X, S, sigma, perturbation, background, method, n_samples, rtol, random_state, prune,
+            n_jobs):
+    """:func:`pg2` on a lazy engine: :func:`pg2_block` mapped over the rows; ``method="auto"``
+    decides from the first :data:`AUTO_PILOT_ROWS` rows."""
+    if method not in METHODS:
+        raise InputError(f"method must be one of {METHODS}; got {method!r}")
+    forest = import_model(model)
+    rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+    d, k = forest.n_features, forest.n_outputs
+    noise = noise_args(forest, sigma, perturbation, background)
+    per_row, shared_S = [], None
+    if engine.handles(S):
+        per_row = [engine.by_rows(S, rows, "S", transform=functools.partial(_block_masks, d=d, names=names),
+                                  width=d, dtype=bool)]
+    elif _per_row_sets(S):
+        per_row = [engine.by_rows(_set_masks(S, engine.n_rows(rows), d, names).astype(bool), rows, "S")]
+    else:
+        shared_S = _set_masks(S, 1, d, names)[0].astype(bool)
+    reason = ""
+    if method == "auto":
+        head = engine.head(rows, AUTO_PILOT_ROWS)
+        head_mask = (np.broadcast_to(shared_S, head.shape) if shared_S is not None
+                     else engine.head(per_row[0], len(head))).astype(np.uint8)
+        method, n_samples, reason = auto_method(forest, head, head_mask, make_perturbation(d, **noise), rtol,
+                                                row_seed(random_state))
+    root = None
+    if method == "exact":
+        shipped = engine.ship_forest(forest)
+    else:
+        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
+            raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+        root = row_seed(random_state)
+        shipped = engine.ship_forest(forest, with_model=True)
+    out = engine.map_rows(pg2_block, rows, shipped, per_row, 3 * k + 1, S=shared_S, method=method,
+                          n_samples=int(n_samples), root=root, n_jobs=n_jobs, prune=prune,
+                          auto_rtol=rtol if reason and method != "exact" else None, **noise)
+    shape = () if k == 1 else (k,)
+    value, stderr = engine.columns(out, 0, k, shape=shape), engine.columns(out, k, 2 * k, shape=shape)
+    informative = engine.columns(out, 2 * k, 3 * k, shape=shape, dtype=bool)
+    terms = engine.reduce(_int_sum, [engine.columns(out, 3 * k, 3 * k + 1, shape=())], finish=_first,
+                          dtype=np.int64)
+    if reason and method != "exact":
+        reason += (f"; rows whose samples do not show a relative standard error within {AUTO_ACCEPT:g} x rtol "
+                   "are computed exactly")
+    return engine.result(PG2Estimate, timed="seconds", value=value, stderr=stderr, method=method,
+                         n_samples=0 if method == "exact" else int(n_samples), seconds=float("nan"),
+                         pair_terms=terms, reason=reason, informative=informative)
+
+
+def pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigma, perturbation, prune) -> np.ndarray:
+    """PGI² of a block of rows: ``rankings`` the block's per-row rankings ((b, d), or (b, m, d) when
+    ``stacked``), else ``ranking`` shared; (b, m * k) columns."""
+    r = rankings[0] if rankings else ranking
+    if stacked:
+        r = np.moveaxis(r, 1, 0)                     # (b, m, d) -> (m, b, d)
+    out = np.asarray(pgi2(forest, X, r, sigma, perturbation=perturbation, prune=prune, verbose=False,
+                          n_jobs=n_jobs))
+    if stacked:
+        out = np.moveaxis(out, 0, 1)                 # (m, b[, k]) -> (b, m[, k])
+    return out.reshape(len(X), -1)
+
+
+def _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs):
+    """:func:`pgi2` on a lazy engine (``X`` and/or ``ranking`` its collections)."""
+    forest = import_model(model)
+    d, k = forest.n_features, forest.n_outputs
+    ranking = getattr(ranking, "ranking", ranking)
+    ndim = len(ranking.shape) if hasattr(ranking, "shape") else np.ndim(ranking)
+    if ndim not in (1, 2, 3):
+        raise InputError(f"ranking must have shape ({d},), (n, {d}) or (m, n, {d}); got {ndim} dimensions")
+    rows, names = engine.rows(X, forest.feature_names, d, lambda x: forest.rows(x, allow_nan=False),
+                              like=(ranking, 1 if ndim == 3 else 0))
+    noise = noise_args(forest, sigma, perturbation, background)
+    m, per_row, shared = (ranking.shape[0] if ndim == 3 else 0), [], None
+    if ndim == 1 and not engine.handles(ranking):
+        shared = _check_ranking(ranking, 1, d, names)[0, 0]
+    else:
+        per_row = [engine.by_rows(ranking, rows, "ranking (axis 1)" if m else "ranking", axis=1 if m else 0)]
+    out = engine.map_rows(pgi2_block, rows, engine.ship_forest(forest), per_row, max(m, 1) * k, ranking=shared,
+                          stacked=bool(m), n_jobs=n_jobs, prune=prune, **noise)
+    if m:
+        return engine.columns(out, 0, m * k, shape=(m,) if k == 1 else (m, k), rows_axis=1)
+    return engine.columns(out, 0, k, shape=() if k == 1 else (k,))
+
+
+def greedy_block(forest, start, X, *, output, n_jobs, sigma, perturbation, prune) -> np.ndarray:
+    """Greedy PG² ranking of a block of rows: (b, 2d) columns ranking, then the PG² path."""
+    res = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, prune=prune,
+                             verbose=False, n_jobs=n_jobs)
+    return np.concatenate([res.ranking.astype(np.float64), res.pg2_path.reshape(len(X), -1)], axis=1)
+
+
+def _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs):
+    """:func:`greedy_pg2_ranking` on a lazy engine."""
+    forest = import_model(model)
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+    d = forest.n_features
+    resolve_output(forest.output_names, output)      # validate on the driver
+    noise = noise_args(forest, sigma, perturbation, background)
+    out = engine.map_rows(greedy_block, rows, engine.ship_forest(forest), [], 2 * d, output=output, n_jobs=n_jobs,
+                          prune=prune, **noise)
+    return engine.result(GreedyRanking, ranking=engine.columns(out, 0, d, dtype=np.int64),
+                         pg2_path=engine.columns(out, d, 2 * d))
+
+
+def _sum_block(values) -> list:
+    v = np.asarray(values, dtype=np.float64).reshape(len(values), -1)
+    return exact_column_sums(v) + [len(v)]
+
+
+def _mean_finish(total, k):
+    values = exact_mean(total[:-1], total[-1] << SUM_SCALE_BITS)
+    return values[0] if k == 1 else values
+
+
+def mean_pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None):
+    """Mean PGI² over the rows of ``X``: correctly rounded (exact sum, one rounding), so the same
+    float in memory and on any engine, for any blocking. In memory: a float (or (k,) array); on a
+    lazy engine (dask...) a lazy scalar (or (k,) array) reduced per block without collecting rows.
+    ``ranking`` as in :func:`pgi2`, not stacked."""
+    forest = import_model(model)
+    k = forest.n_outputs
+    r = getattr(ranking, "ranking", ranking)
+    if (len(r.shape) if hasattr(r, "shape") else np.ndim(r)) == 3:
+        raise InputError("mean_pgi2 takes one ranking per row, not a stack")
+    scores = pgi2(forest, X, ranking, sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
+    engine = engine_for(X, r)
+    if not engine.lazy:
+        return _mean_finish(_sum_block(scores), k)
+    return engine.reduce(_sum_block, [scores], finish=functools.partial(_mean_finish, k=k),
+                         shape=() if k == 1 else (k,))

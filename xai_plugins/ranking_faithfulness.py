@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import feature_order, is_dask, resolve_output
+from ._validation import default_feature_names, feature_order, resolve_output
+from .engines import engine_for
 from .errors import ExplanationMismatchError, InputError
 from .forest import import_model
-from .prediction_gap import pgi2
+from .prediction_gap import noise_args, pgi2
 
 
 def rank_by_magnitude(values) -> np.ndarray:
@@ -58,13 +59,12 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, output=None, perturba
     :data:`ADDITIVITY_ROWS` rows, within :data:`ADDITIVITY_RTOL`; otherwise it explains another
     model or output and :class:`~xai_plugins.errors.ExplanationMismatchError` is raised.
 
-    Dask attribution values and/or a dask ``X`` give a lazy dask array (see
-    :mod:`xai_plugins.distributed`).
+    Attribution values and/or ``X`` of a row engine (dask...) give a lazy result
+    (:func:`faithfulness_block` on each block; ``output`` and the additivity check are in memory only).
     """
-    if is_dask(X, getattr(explanation, "values", explanation)):
-        from . import distributed
-        return distributed.faithfulness(model, explanation, sigma, X=X, perturbation=perturbation,
-                                        background=background, n_jobs=n_jobs)
+    engine = engine_for(X, getattr(explanation, "values", explanation))
+    if engine.lazy:
+        return _faithfulness_on(engine, model, explanation, sigma, X, perturbation, background, n_jobs)
     forest = import_model(model)
     values = np.asarray(getattr(explanation, "values", explanation), dtype=np.float64)
     if X is None:
@@ -158,3 +158,72 @@ def own_output_pgi2(model, X, ranking, **noise) -> np.ndarray:
     k = ranking.shape[2]
     scores = np.reshape(pgi2(model, X, np.moveaxis(ranking, 2, 0), **noise), (k, len(X), k))
     return np.stack([scores[c, :, c] for c in range(k)], axis=1)
+
+
+# --------------------------------------------------------------------------------------------
+# block functions and the row engines (xai_plugins.engines)
+# --------------------------------------------------------------------------------------------
+
+def faithfulness_block(forest, start, X, values, *, n_jobs, sigma, perturbation) -> np.ndarray:
+    """:func:`faithfulness` of a block of rows and their attribution values: (b, k) columns."""
+    return np.asarray(faithfulness(forest, values, sigma, X=X, perturbation=perturbation,
+                                   n_jobs=n_jobs)).reshape(len(X), -1)
+
+
+def _faithfulness_on(engine, model, explanation, sigma, X, perturbation, background, n_jobs):
+    """:func:`faithfulness` on a lazy engine; feature columns matched by name as in memory."""
+    forest = import_model(model)
+    values = getattr(explanation, "values", explanation)
+    if X is None:
+        X = getattr(explanation, "data", None)
+        if X is None:
+            raise InputError("the explanation carries no data; pass the explained rows as X=")
+    if not engine.handles(values):
+        values = np.asarray(values, dtype=np.float64)
+    if len(values.shape) not in (2, 3):
+        raise InputError(f"attribution values must be (n, d) or (n, d, k); got {len(values.shape)} dimensions")
+    names = getattr(explanation, "feature_names", None)
+    if names is None:
+        names = getattr(X, "columns", None)
+    if names is not None and forest.feature_names is not None:
+        order = feature_order([str(c) for c in names], forest.feature_names, "the explanation")
+        if order is not None:
+            values = values[:, order]
+            if not hasattr(X, "columns"):
+                X = X[:, order] if engine.handles(X) else np.asarray(X)[:, order]
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features,
+                          lambda x: forest.rows(x, allow_nan=False), like=(values, 0))
+    values = engine.by_rows(values, rows, "the explanation")
+    if values.shape[1] != forest.n_features:
+        raise InputError(f"the explanation has {values.shape[1]} features but the model has {forest.n_features}")
+    k = forest.n_outputs
+    if len(values.shape) == 3 and values.shape[2] != k:
+        raise InputError(f"the explanation has {values.shape[2]} outputs but the model has {k}")
+    out = engine.map_rows(faithfulness_block, rows, engine.ship_forest(forest), [values], k, n_jobs=n_jobs,
+                          **noise_args(forest, sigma, perturbation, background))
+    return engine.columns(out, 0, k, shape=() if len(values.shape) == 2 and k == 1 else (k,))
+
+
+def random_ranking_block(seed, start, X, *, d) -> np.ndarray:
+    """Rows ``start..start+b`` of ``argsort(default_rng(seed).random((n, d)), axis=1)``: the
+    generator is advanced past the rows before the block (one 64-bit draw per double)."""
+    bits = np.random.PCG64(seed)
+    bits.advance(int(start) * d)
+    return np.argsort(np.random.Generator(bits).random((len(X), d)), axis=1).astype(np.float64)
+
+
+def random_rankings(X, random_state=None):
+    """One uniformly random feature order per row of ``X`` (in memory or a row engine's rows): row
+    i gets ``argsort`` of the i-th row of ``np.random.default_rng(random_state).random((n, d))``,
+    so any blocking gives the in-memory draw bitwise (lazily on a lazy engine).
+    ``random_state``: an int, a SeedSequence, a Generator (one integer drawn from it) or None."""
+    seed = random_state
+    if not (seed is None or isinstance(seed, (int, np.integer, np.random.SeedSequence))):
+        seed = int(np.random.default_rng(seed).integers(2 ** 63))
+    if seed is None:
+        seed = np.random.SeedSequence()
+    engine = engine_for(X)
+    d = X.shape[1]
+    rows, _ = engine.rows(X, None, d, lambda x: (np.asarray(x, dtype=np.float64), default_feature_names(d)))
+    out = engine.map_rows(random_ranking_block, rows, seed, [], d, d=d)
+    return engine.columns(out, 0, d, dtype=np.int64)

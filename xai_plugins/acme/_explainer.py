@@ -8,7 +8,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._validation import is_dask, model_feature_names, model_missing_value, model_rows
+from .._validation import model_feature_names, model_missing_value, model_rows
+from ..engines import engine_for
+from ..engines.base import pack
 from ..errors import InputError, XaiWarning
 from ._effects import local_effects, segment_effects
 from ._grid import build_grid, categorical_mask, global_baseline
@@ -125,13 +127,12 @@ class AcME:
     def explain_local(self, X_rows) -> AcMELocal:
         """What-if predictions and local importances of each row, one model call per batch of rows.
 
-        A dask array / DataFrame ``X_rows`` gives a lazy ``DaskAcMELocal`` whose ``.compute()`` is
-        bitwise this explanation of the same rows, each block explained on a worker (see
-        :func:`xai_plugins.distributed.acme_local`)."""
-        if is_dask(X_rows):
-            from .. import distributed
-
-            return distributed.acme_local(self, X_rows)
+        A row engine's ``X_rows`` (a dask array / DataFrame...) gives a lazy AcMELocal whose
+        ``.compute()`` is bitwise this explanation of the same rows, each block explained on a
+        worker by :func:`acme_block` (this AcME object, with its model, is shipped once)."""
+        engine = engine_for(X_rows)
+        if engine.lazy:
+            return _acme_local_on(engine, self, X_rows)
         rows = self._check_rows(X_rows)
         g = self.grid_
         R, n = g.values.size, rows.shape[0]
@@ -149,6 +150,33 @@ class AcME:
         return AcMELocal(grid=g, output_names=self._scorer.output_names(k), variant=self.variant, X=rows,
                          row_levels=g.row_levels(rows, self.background_), row_predictions=squeeze(row_pred),
                          predictions=squeeze(grid_pred), effects=squeeze(effects), values=squeeze(importances))
+
+
+def acme_block(acme, start, X) -> np.ndarray:
+    """:meth:`AcME.explain_local` of a block of rows, its per-row arrays packed side by side."""
+    local = acme.explain_local(X)
+    return pack(local.X, local.row_levels, local.row_predictions, local.predictions, local.effects, local.values)
+
+
+def _acme_local_on(engine, acme, X) -> AcMELocal:
+    """:meth:`AcME.explain_local` on a lazy engine: the number of model outputs is read from one
+    model call on the driver (the global baseline row); rows are checked (NaN, unseen categorical
+    levels) when the blocks run."""
+    d = len(acme.feature_names_)
+    rows, _ = engine.rows(X, acme._align_names, d, lambda r: (acme._check_rows(r), list(acme.feature_names_)),
+                          "X_rows")
+    R = acme.grid_.values.size
+    k = acme._scorer(acme.baseline_[None, :]).shape[1]
+    out = engine.map_rows(acme_block, rows, engine.ship(acme, "xai-acme"), [], 2 * d + k * (1 + 2 * R + d))
+    edges = np.cumsum([0, d, d, k, R * k, R * k, d * k])
+
+    def part(i, *shape):        # the per-output axis k dropped for one output, as in memory
+        return engine.columns(out, int(edges[i]), int(edges[i + 1]), shape=shape if k > 1 else shape[:-1])
+
+    return engine.result(AcMELocal, grid=acme.grid_, output_names=acme._scorer.output_names(k), variant=acme.variant,
+                         X=engine.columns(out, 0, d), row_levels=engine.columns(out, d, 2 * d),
+                         row_predictions=part(2, k), predictions=part(3, R, k), effects=part(4, R, k),
+                         values=part(5, d, k))
 
 
 def _check_settings(n_quantiles, task, variant, batch_size) -> None:

@@ -1,5 +1,5 @@
 """The audit on a Dask cluster: the per-row methods and the faithfulness scores of EVERY complete
-test row, computed block by block with the primitives of :mod:`xai_plugins.distributed`.
+test row, computed block by block by the Dask row engine (:mod:`xai_plugins.engines`).
 
 :func:`prepare` reads the test data once for its facts (row count, missing values, complete rows
 per block) and fetches a random in-memory sample of ``sample_size`` rows, which becomes the
@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import distributed as xd
+from .._validation import is_dask
+from ..engines import get as get_engine
+from ..engines.base import pack
 from ..errors import InputError
 from . import pgi2_of_rankings as faith
 from . import runners
@@ -31,6 +33,8 @@ from .section import SKIPPED
 
 #: rows of an in-memory X_test per block when it is sent to a cluster
 IN_MEMORY_BLOCK_ROWS = 10_000
+#: the engine the cluster audit runs its row work on
+ENGINE = get_engine("dask")
 
 
 class Runner:
@@ -87,7 +91,7 @@ class Runner:
         return f"dask's {dask.config.get('scheduler', None) or 'default'} scheduler"
 
     def one(self, collection):
-        """One collection's value (for :func:`xai_plugins.distributed.order_statistics`)."""
+        """One collection's value (for :meth:`xai_plugins.engines.dask.DaskEngine.order_statistics`)."""
         return self.compute(collection)[0]
 
 
@@ -135,7 +139,7 @@ def _blocks(forest, X) -> tuple[list, list]:
         if order is not None:
             X = X[[X.columns[i] for i in order]]
         return list(X.to_delayed()), list(names) if names is not None else given
-    if xd.is_dask(X):
+    if is_dask(X):
         if X.ndim != 2 or X.shape[1] != forest.n_features:
             raise InputError(f"X_test must be (n, {forest.n_features}); got shape {X.shape}")
         return list(X.rechunk({1: -1}).to_delayed().ravel()), list(names or default_feature_names(X.shape[1]))
@@ -145,7 +149,7 @@ def _blocks(forest, X) -> tuple[list, list]:
 
 
 def _y_blocks(y):
-    if y is None or not xd.is_dask(y):
+    if y is None or not is_dask(y):
         return None
     return list(y.to_delayed()) if hasattr(y, "to_delayed") and not hasattr(y, "chunks") else \
         list(y.to_delayed().ravel())
@@ -238,7 +242,7 @@ def prepare(forest, X_test, y_test, *, runner: Runner, sample_size: int, random_
 def _explainer_block(explainer, start, X, *, state, widths):
     """One block of a per-row explainer, its outputs packed side by side (``widths``: name -> columns)."""
     out = explainer.block(state, X)
-    return xd._pack(*[out[name] for name in widths])
+    return pack(*[out[name] for name in widths])
 
 
 def _widths(explainer, state, ctx) -> dict:
@@ -291,7 +295,7 @@ def run_methods(ctx, cl: ClusterRows, options) -> tuple:
         try:
             states[key] = explainer.prepare(ctx, options)
             widths = _widths(explainer, states[key], ctx)
-            lazy[key] = (xd._map_rows(_explainer_block, X, xd.ship(explainer, "xai-explainer", cache=False), [],
+            lazy[key] = (ENGINE.map_rows(_explainer_block, X, ENGINE.ship(explainer, "xai-explainer", cache=False), [],
                                       sum(widths.values()), state=states[key], widths=widths), widths)
         except NotApplicable as exc:
             results[key] = MethodResult(key, status="not applicable", reason=str(exc))
@@ -300,14 +304,14 @@ def run_methods(ctx, cl: ClusterRows, options) -> tuple:
 
     rng = ctx.rng("agreement rows")
     agreement_rows = np.sort(rng.permutation(n)[:min(n, cl.sample_size)])
-    scores_and_index = xd._map_rows(_score_block, X, xd.ship(scorer, "xai-scorer", cache=False), [], 2)
+    scores_and_index = ENGINE.map_rows(_score_block, X, ENGINE.ship(scorer, "xai-scorer", cache=False), [], 2)
     candidates = [dask.delayed(_extremes, pure=True)(b, max(options.n_local, 1))
                   for b in scores_and_index.to_delayed(optimize_graph=False).ravel()]
     keys = list(lazy)
     parts = {k: _columns(*lazy[k]) for k in keys}
     rankings = [parts[k]["ranking"].astype(np.int64) for k in keys]
     averaged = [[name for name in lazy[k][1] if name not in runners.PER_ROW[1:]] for k in keys]
-    sums = [xd.block_reduce(da_concat([parts[k][name] for name in names]), faith.column_sums)
+    sums = [ENGINE.reduce(faith.column_sums, [da_concat([parts[k][name] for name in names])])
             for k, names in zip(keys, averaged)]
     sampled = [da_concat([parts[k]["scores"], parts[k]["importance"]])[agreement_rows] for k in keys]
     start = time.perf_counter()
@@ -398,11 +402,11 @@ def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref, exclude
     (values,) = cl.runner.persist(da.concatenate(columns, axis=1).rechunk({1: -1}))
     try:
         n = cl.n_complete
-        means = faith.column_means(cl.runner.one(xd.block_reduce(values, faith.column_sums)))
+        means = faith.column_means(cl.runner.one(ENGINE.reduce(faith.column_sums, [values])))
         wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
-        reductions = [xd.block_reduce(values, faith.squared_deviation_sums, means)]
+        reductions = [ENGINE.reduce(faith.squared_deviation_sums, [values], means)]
         if wins:
-            reductions.append(xd.block_reduce(values, faith.share_sums, wins))
+            reductions.append(ENGINE.reduce(faith.share_sums, [values], wins))
         squares, *shares = cl.runner.compute(*reductions)
         sds = faith.column_sds(squares, n)
         medians = _medians(values, len(keys), n, cl.runner)
@@ -418,5 +422,5 @@ def _medians(values, n_columns: int, n: int, runner: Runner) -> list:
     """Exact medians of the columns (as ``np.median``: the middle value, or the mean of the two)."""
     middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
     columns = [c for c in range(n_columns) for _ in middle]
-    picked = xd.order_statistics(values, columns, middle * n_columns, compute=runner.one)
+    picked = ENGINE.order_statistics(values, columns, middle * n_columns, compute=runner.one)
     return [float(np.mean(picked[c * len(middle):(c + 1) * len(middle)])) for c in range(n_columns)]

@@ -111,7 +111,7 @@ class AuditContext:
     def portable_scorer(self) -> "Scorer":
         """:meth:`scorer` holding the fitted model strongly, so that it can be pickled and sent to the
         workers of an engine (the Forest's own predictor holds the model weakly); the same values."""
-        from ..distributed import held_predictor
+        from ..engines.base import held_predictor
 
         return self.scorer(held_predictor(self.forest))
 

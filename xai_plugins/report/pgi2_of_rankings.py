@@ -24,7 +24,8 @@ def _column(ctx, values) -> np.ndarray:
 
 def random_rankings(ctx, n_rows: int, seed: int) -> np.ndarray:
     """One uniformly random feature order per row: ``argsort`` of the rows of
-    ``default_rng(seed).random((n_rows, d))`` (the same draw as :func:`xai_plugins.distributed.random_rankings`)."""
+    ``default_rng(seed).random((n_rows, d))`` (the same draw as
+    :func:`xai_plugins.ranking_faithfulness.random_rankings`)."""
     rng = np.random.default_rng(seed)
     return np.argsort(rng.random((n_rows, ctx.n_features)), axis=1)
 

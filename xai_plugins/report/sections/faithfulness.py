@@ -53,7 +53,7 @@ def build(ctx, results, options):
         section.raw["pgi2"] = {s: {key: per_row[(labels[key], s)] for key in rankings} for s in sigmas}
         section.raw["pg2 all"] = _pg2_all(ctx, rows, sigmas, options.binary_sigma)
     else:
-        from ...distributed import random_rankings
+        from ...ranking_faithfulness import random_rankings
         from .. import cluster
 
         rankings[FLOOR] = random_rankings(cl.X, seed)

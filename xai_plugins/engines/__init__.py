@@ -1,0 +1,56 @@
+"""Row engines: where the per-row work of the methods runs (see :mod:`xai_plugins.engines.base`).
+
+The methods write their per-row work once, as block functions, and ask :func:`engine_for` which
+engine handles their inputs; they never name an engine. In memory is the default (one block);
+Dask (:mod:`xai_plugins.engines.dask`) ships with the package; another engine (Spark...) subclasses
+:class:`~xai_plugins.engines.base.Engine` and calls :func:`register`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError
+from .base import Engine
+from .dask import DaskEngine
+from .memory import MemoryEngine
+
+#: the default engine (numpy in, numpy out)
+MEMORY = MemoryEngine()
+_ENGINES: list[Engine] = []
+
+
+def register(engine: Engine) -> Engine:
+    """Make ``engine`` available to :func:`engine_for` (replacing one of the same ``name``)."""
+    if not isinstance(engine, Engine):
+        raise InputError(f"an engine must subclass xai_plugins.engines.base.Engine; got {type(engine).__name__}")
+    _ENGINES[:] = [e for e in _ENGINES if e.name != engine.name] + [engine]
+    return engine
+
+
+def engines() -> list[Engine]:
+    """The registered engines (in-memory last: it handles everything no other engine claims)."""
+    return [*_ENGINES, MEMORY]
+
+
+def get(name: str) -> Engine:
+    """The registered engine called ``name`` ("memory", "dask", ...)."""
+    for engine in engines():
+        if engine.name == name:
+            return engine
+    raise InputError(f"no engine named {name!r}; registered: {[e.name for e in engines()]}")
+
+
+def engine_for(*objs: Any) -> Engine:
+    """The engine of the inputs ``objs`` (None ignored): the registered engine that handles one of
+    them, else the in-memory engine. Inputs of two different engines are refused."""
+    found = {e.name: e for e in _ENGINES for o in objs if o is not None and e.handles(o)}
+    if len(found) > 1:
+        raise InputError(f"the inputs mix collections of several engines ({sorted(found)}); pass them all "
+                         "on one engine (or in memory)")
+    return next(iter(found.values()), MEMORY)
+
+
+register(DaskEngine())
+
+__all__ = ["Engine", "MEMORY", "engine_for", "engines", "get", "register"]

@@ -1,0 +1,183 @@
+"""The row engine interface: what the methods ask of an engine, and the helpers every engine shares.
+
+A *block function* is the per-row work of a method written once, as a function of a block of rows::
+
+    block_fn(shipped, start, X_block, *per_row_blocks, **shared) -> (b, width) float64 array
+
+``shipped`` is the object shared by every block (a predictor-free Forest, an AcME object, a seed),
+``start`` the index of the block's first row in the whole input (seeded draws depend on it, never
+on the blocking), ``X_block`` (b, d) float64 rows in the model's feature order, ``per_row_blocks``
+the matching rows of the per-row arguments (sets, rankings, attribution values), ``shared`` plain
+keyword arguments (picklable). Row i's output may depend on row i and ``start + i`` only, so an
+engine may cut the rows into blocks any way it likes and the result is bitwise the in-memory one.
+An *exact reduction* is a block function returning a list of Python ints / integer arrays (exact
+sums, :mod:`xai_plugins.exact_sum`, or counts) that are added elementwise (exact in any order),
+then finished once on the driver.
+
+An engine implements :class:`Engine` and registers with :func:`xai_plugins.engines.register`;
+:func:`xai_plugins.engines.engine_for` picks the engine of the inputs (in memory by default).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import InputError, ModelGoneError
+
+BlockFn = Callable[..., np.ndarray]
+
+
+class Engine:
+    """One way of running block functions over rows. Subclasses implement every method below.
+
+    Collections: ``rows`` is the engine's own (n, d) row collection (returned by :meth:`rows`);
+    per-row arguments and results are the engine's collections too (numpy for the in-memory
+    engine, lazy dask arrays for Dask...). ``lazy`` says whether results need ``.compute()``.
+    """
+
+    name: str = "engine"
+    lazy: bool = True
+
+    def handles(self, obj: Any) -> bool:
+        """Whether ``obj`` is one of this engine's collections. Must never import the engine's
+        library (look it up in ``sys.modules``: if it is not loaded, no object can be one)."""
+        raise NotImplementedError
+
+    def rows(self, X: Any, names: Sequence[str] | None, d: int, in_memory: Callable, what: str = "X"):
+        """``(rows, names)``: ``X`` as an (n, d) float64 row collection whose columns follow
+        ``names`` (aligned by column name when ``X`` has columns; without ``names`` its columns name
+        the features) and the feature names. An in-memory ``X`` (given with another argument of
+        this engine) goes through ``in_memory(X) -> (rows, names)``. Refuses empty or misshapen input
+        with :class:`~xai_plugins.errors.InputError`."""
+        raise NotImplementedError
+
+    def n_rows(self, rows: Any) -> int:
+        """The number of rows of a row collection."""
+        raise NotImplementedError
+
+    def by_rows(self, a: Any, rows: Any, what: str, *, axis: int = 0, transform: Callable | None = None,
+                width: int | None = None):
+        """A per-row argument (numpy or this engine's collection; rows on ``axis``, moved to axis 0)
+        blocked like ``rows``; ``transform(block) -> (b, width)`` is applied to it block by block
+        (to the whole of an in-memory ``a``). InputError when its row count differs from ``rows``."""
+        raise NotImplementedError
+
+    def head(self, a: Any, n: int) -> np.ndarray:
+        """The first ``n`` rows of a collection, in memory."""
+        raise NotImplementedError
+
+    def ship(self, obj: Any, prefix: str = "xai-object", *, cache: bool = True) -> Any:
+        """``obj`` as the one shared object of :meth:`map_rows` / :meth:`reduce`, sent to each worker
+        once. ``cache``: reuse the shipped handle per object while it lives (objects that do not change)."""
+        raise NotImplementedError
+
+    def ship_forest(self, forest: Any, *, with_model: bool = False) -> Any:
+        """A Forest shipped without its (weakly held, unpicklable) predictor, once per Forest; with
+        ``with_model`` a fresh copy whose predictor holds the fitted model (Monte Carlo on workers)."""
+        raise NotImplementedError
+
+    def map_rows(self, block_fn: BlockFn, rows: Any, shipped: Any, per_row: Sequence[Any], width: int, **shared):
+        """The (n, width) float64 collection whose block starting at row ``start`` is
+        ``block_fn(shipped, start, X_block, *per_row_blocks, **shared)``."""
+        raise NotImplementedError
+
+    def columns(self, out: Any, start: int, stop: int, *, shape: tuple = (), dtype: Any = None, rows_axis: int = 0):
+        """Columns ``start:stop`` of a :meth:`map_rows` result as a per-row collection of trailing
+        ``shape`` (``()``: (n,); default ``(stop - start,)``), cast to ``dtype``, rows moved to ``rows_axis``."""
+        raise NotImplementedError
+
+    def reduce(self, block_fn: Callable, arrays: Sequence[Any], *args, finish: Callable | None = None,
+               shape: tuple = (), dtype: Any = np.float64):
+        """Exact reduction: ``block_fn(*blocks, *args)`` on each block of rows of the per-row
+        collections ``arrays`` (blocked alike) returns a list of exact ints / integer arrays; the
+        lists are added elementwise and ``finish(total)`` (of ``shape`` / ``dtype``) gives the result
+        (the total itself without ``finish``). Lazy on a lazy engine."""
+        raise NotImplementedError
+
+    def order_statistics(self, a: Any, columns: Sequence[int], ranks: Sequence[int], compute: Callable | None = None):
+        """The exact ``ranks[t]``-th smallest value (0-based) of column ``columns[t]`` of the per-row
+        collection ``a``, as a numpy array (computed now)."""
+        raise NotImplementedError
+
+    def compute(self, *objs: Any) -> tuple:
+        """The in-memory values of ``objs`` (collections or lazy reductions), computed in one pass."""
+        raise NotImplementedError
+
+    def result(self, cls: type, *, timed: str | None = None, **fields):
+        """``cls(**fields)``, lazily on a lazy engine: an instance of a subclass of ``cls`` whose
+        ``compute()`` computes every collection field in one pass and returns ``cls(**computed)``
+        (``timed``: the field that then receives the wall seconds of that compute)."""
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------------------------
+# helpers every engine shares
+# --------------------------------------------------------------------------------------------
+
+def call_block(block_fn: BlockFn, shipped: Any, start: int, X: np.ndarray, per_row: Sequence[np.ndarray],
+               shared: dict) -> np.ndarray:
+    """``block_fn`` on one block, its result as a C-contiguous float64 array (what engines store)."""
+    return np.ascontiguousarray(block_fn(shipped, int(start), X, *per_row, **shared), dtype=np.float64)
+
+
+def pack(*arrays) -> np.ndarray:
+    """Per-row arrays (rows on axis 0) flattened side by side into one (n, width) float64 block."""
+    n = len(arrays[0])
+    return np.concatenate([np.reshape(np.asarray(a, dtype=np.float64), (n, -1)) for a in arrays], axis=1)
+
+
+def add_all(parts: Sequence[list]) -> list:
+    """Elementwise sum of lists of exact ints / integer arrays (exact in any order)."""
+    out = list(parts[0])
+    for p in parts[1:]:
+        out = [a + b for a, b in zip(out, p)]
+    return out
+
+
+class _Held:
+    """A strong stand-in for the weak reference of a ModelPredictor (picklable)."""
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __call__(self):
+        return self.obj
+
+
+def held_predictor(forest):
+    """A copy of the Forest's model predictor that holds the fitted model strongly, so that it can
+    be pickled and sent to workers (the Forest's own predictor holds the model weakly)."""
+    predictor = forest.predict_fn
+    if predictor is None:
+        raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
+    model = predictor._model() if hasattr(predictor, "_model") else None
+    if model is None:
+        raise ModelGoneError("the model this Forest was imported from no longer exists; Monte Carlo on "
+                             "a cluster ships the fitted model to the workers, keep a reference to it")
+    held = copy.copy(predictor)
+    held._model = _Held(model)
+    return held
+
+
+def plain_forest(forest, *, with_model: bool = False):
+    """A shallow copy of ``forest`` that pickles: without its predictor, or (``with_model``) with
+    a predictor holding the fitted model strongly (:func:`held_predictor`)."""
+    shipped = copy.copy(forest)
+    object.__setattr__(shipped, "predict_fn", held_predictor(forest) if with_model else None)
+    return shipped
+
+
+def order_keys(values) -> np.ndarray:
+    """uint64 keys ordered like the float64 values (sign flipped for positives, all bits for negatives)."""
+    u = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
+    return np.where(u >> np.uint64(63), ~u, u | np.uint64(1 << 63))
+
+
+def from_keys(keys) -> np.ndarray:
+    """The float64 values of :func:`order_keys` keys."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    u = np.where(keys >> np.uint64(63), keys & np.uint64((1 << 63) - 1), ~keys)
+    return u.view(np.float64)
