@@ -237,7 +237,7 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
 def _mdi_from_trees(forest: Forest) -> np.ndarray:
     """(d,) unnormalised MDI from the trees alone: the mean over trees of the weighted impurity
     decreases of their splits, per split feature."""
-    if forest.weight is None:
+    if forest.weight is None or forest.impurity is None:
         raise UnsupportedModelError("global MDI without data needs per-node sample weights, which "
                                     f"{forest.model_type} does not store")
     mdi = np.zeros(forest.n_features)

@@ -367,7 +367,8 @@ def _informative(stderr: np.ndarray, nonzero: np.ndarray, masks: np.ndarray) -> 
     """Where a sampled PG²'s standard error is informative (see :attr:`PG2Estimate.informative`):
     at least :data:`MIN_INFORMATIVE_GAPS` nonzero gaps, not all equal; rows perturbing nothing are
     exactly 0."""
-    return ((nonzero >= MIN_INFORMATIVE_GAPS) & (stderr > 0)) | ~masks.any(axis=1)[:, None]
+    perturbs_nothing = np.count_nonzero(masks, axis=1) == 0
+    return ((nonzero >= MIN_INFORMATIVE_GAPS) & (stderr > 0)) | perturbs_nothing[:, None]
 
 
 _DEPTHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -422,8 +423,9 @@ def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[st
     percentile over them; a pilot row with fewer than :data:`MIN_INFORMATIVE_GAPS` nonzero gaps
     counts as needing at least 1/p − 1 for p = (nonzero + 3) / samples), drawn from
     ``random_state`` as :func:`row_seed` says."""
-    if not (isinstance(rtol, numbers.Real) and 0 < rtol < 1):
+    if not (isinstance(rtol, numbers.Real) and 0 < float(rtol) < 1):
         raise InputError(f"rtol must be a relative accuracy in (0, 1); got {rtol!r}")
+    rtol = float(rtol)
     n = len(X)
     exact = exact_seconds(forest, float(np.count_nonzero(masks)) / n if n else 0.0)
     per_sample = forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE
@@ -477,7 +479,7 @@ def row_seed(random_state) -> np.random.SeedSequence:
         return random_state
     if random_state is None or (isinstance(random_state, numbers.Integral)
                                 and not isinstance(random_state, (bool, np.bool_))):
-        return np.random.SeedSequence(random_state)
+        return np.random.SeedSequence(None if random_state is None else int(random_state))
     rng = check_random_state(random_state)
     return np.random.SeedSequence([int(v) for v in rng.integers(0, 2**32, size=4, dtype=np.uint64)])
 

@@ -1,0 +1,65 @@
+"""The layering check (.ci/check_layers): the package passes it, and it catches what it must
+(an import circle, an import up the layers, also inside a function, a method importing dask)."""
+
+import importlib.machinery
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / ".ci" / "check_layers"
+
+
+@pytest.fixture(scope="module")
+def layers():
+    loader = importlib.machinery.SourceFileLoader("check_layers", str(SCRIPT))
+    spec = importlib.util.spec_from_loader("check_layers", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_package_layering_holds():
+    done = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no circle" in done.stdout
+
+
+def _package(tmp_path, files: dict) -> Path:
+    root = tmp_path / "xai_plugins"
+    for name, text in {"__init__.py": "", "errors.py": "", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_circle_found(tmp_path, layers):
+    root = _package(tmp_path, {"mdi.py": "from . import prediction_gap\n",
+                               "prediction_gap.py": "def f():\n    from .mdi import local_mdi\n"})
+    assert layers.check(root) == ["import circle: xai_plugins.mdi -> xai_plugins.prediction_gap"]
+
+
+def test_import_up_the_layers_found_inside_a_function(tmp_path, layers):
+    root = _package(tmp_path, {"forest.py": "def f():\n    from .attributions import Attribution\n",
+                               "attributions.py": "from .forest import Forest\n"})
+    problems = layers.check(root)
+    assert any("xai_plugins.forest (foundation) imports xai_plugins.attributions (adapters)" in p for p in problems)
+
+
+def test_method_importing_a_cluster_library_found(tmp_path, layers):
+    root = _package(tmp_path, {"mdi.py": "def f():\n    import dask.array as da\n",
+                               "acme/__init__.py": "", "acme/_x.py": "from pyspark.sql import DataFrame\n",
+                               "engines/__init__.py": "", "engines/dask.py": "import dask\n"})
+    problems = layers.check(root)
+    assert sorted(problems) == [
+        "xai_plugins.acme._x (a method) imports pyspark: cluster libraries belong to xai_plugins.engines",
+        "xai_plugins.mdi (a method) imports dask: cluster libraries belong to xai_plugins.engines"]
+
+
+def test_module_without_a_layer_refused(tmp_path, layers):
+    root = _package(tmp_path, {"newthing.py": ""})
+    with pytest.raises(SystemExit, match="no layer"):
+        layers.check(root)
