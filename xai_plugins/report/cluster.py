@@ -15,7 +15,6 @@ in-memory audit of the same rows.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,13 +22,8 @@ import pandas as pd
 
 from .._validation import is_dask
 from ..engines import get as get_engine
-from ..engines.base import pack
 from ..errors import InputError
-from . import pgi2_of_rankings as faith
-from . import runners
-from .explainers import REGISTRY, MethodResult, NotApplicable, run
-from .runners import extremes_first
-from .section import SKIPPED
+from .runners import AuditRows, extremes_first
 
 #: rows of an in-memory X_test per block when it is sent to a cluster
 IN_MEMORY_BLOCK_ROWS = 10_000
@@ -239,20 +233,6 @@ def prepare(forest, X_test, y_test, *, runner: Runner, sample_size: int, random_
 # per-row methods on every complete row
 # --------------------------------------------------------------------------------------------
 
-def _explainer_block(explainer, start, X, *, state, widths):
-    """One block of a per-row explainer, its outputs packed side by side (``widths``: name -> columns)."""
-    out = explainer.block(state, X)
-    return pack(*[out[name] for name in widths])
-
-
-def _widths(explainer, state, ctx) -> dict:
-    """Block output name -> columns, from the explainer's block on one complete row of the sample
-    (checked as in memory)."""
-    x = ctx.X_test.to_numpy()[ctx.complete_rows[:1]]
-    out = runners.check_block(explainer, explainer.block(state, x), 1, ctx.n_features)
-    return {name: int(np.prod(v.shape[1:])) for name, v in out.items()}
-
-
 def _score_block(scorer, start, X):
     return np.column_stack([scorer(X), start + np.arange(len(X), dtype=np.float64)])
 
@@ -271,156 +251,24 @@ def _local_rows(candidates, n_local: int) -> list:
     return extremes_first(both[np.lexsort((both[:, 1], both[:, 0])), 1].astype(np.int64), n_local)
 
 
-def run_methods(ctx, cl: ClusterRows, options) -> tuple:
-    """Every registered per-row explainer of ``options.explainers`` on every complete row, in one
-    pass over the data; the others run in memory (as :func:`.runners.run_all`).
-
-    Returns ``(methods, local_labels, agreement_rows)``: the MethodResults (per-row ``ranking``: a
-    persisted dask array; ``local_scores``: those of ``agreement_rows`` random complete rows, for
-    the per-row agreement), the labels of the rows shown with local explanations, and the number of
-    rows of the agreement sample."""
+def audit_rows(ctx, cl: ClusterRows, n_local: int) -> AuditRows:
+    """The explained rows of an audit on the cluster: every complete test row, a random sample of
+    them for the per-row agreement (``ctx.rng("agreement rows")``), and the ``n_local`` rows of the
+    highest and lowest explained output for the local figures (one pass of the model's predictions)."""
     import dask
 
-    X, n = cl.X, cl.n_complete
-    d = ctx.n_features
-    scorer = ctx.portable_scorer()
-    lazy, states, results = {}, {}, {}
-    for key, explainer in REGISTRY.items():
-        if key not in options.explainers:
-            results[key] = MethodResult(key, status="skipped", reason=SKIPPED)
-            continue
-        if not explainer.per_row:
-            results[key] = run(key, explainer.run, ctx, np.arange(0), options)
-            continue
-        try:
-            states[key] = explainer.prepare(ctx, options)
-            widths = _widths(explainer, states[key], ctx)
-            lazy[key] = (ENGINE.map_rows(_explainer_block, X, ENGINE.ship(explainer, "xai-explainer", cache=False), [],
-                                      sum(widths.values()), state=states[key], widths=widths), widths)
-        except NotApplicable as exc:
-            results[key] = MethodResult(key, status="not applicable", reason=str(exc))
-        except Exception as exc:  # noqa: BLE001 - reported, as in memory
-            results[key] = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
-
-    rng = ctx.rng("agreement rows")
-    agreement_rows = np.sort(rng.permutation(n)[:min(n, cl.sample_size)])
-    scores_and_index = ENGINE.map_rows(_score_block, X, ENGINE.ship(scorer, "xai-scorer", cache=False), [], 2)
-    candidates = [dask.delayed(_extremes, pure=True)(b, max(options.n_local, 1))
-                  for b in scores_and_index.to_delayed(optimize_graph=False).ravel()]
-    keys = list(lazy)
-    parts = {k: _columns(*lazy[k]) for k in keys}
-    rankings = [parts[k]["ranking"].astype(np.int64) for k in keys]
-    averaged = [[name for name in lazy[k][1] if name not in runners.PER_ROW[1:]] for k in keys]
-    sums = [ENGINE.reduce(faith.column_sums, [da_concat([parts[k][name] for name in names])])
-            for k, names in zip(keys, averaged)]
-    sampled = [da_concat([parts[k]["scores"], parts[k]["importance"]])[agreement_rows] for k in keys]
-    start = time.perf_counter()
-    try:
-        persisted = cl.runner.persist(*rankings, *sums, *sampled, *candidates)
-        failure = None
-    except Exception as exc:  # noqa: BLE001 - every cluster method fails together; say why
-        persisted, failure = None, f"{type(exc).__name__}: {exc}"
-    seconds = (time.perf_counter() - start) / max(len(keys), 1)
-    local_labels: list = []
-    local_X = np.empty((0, d))
-    if persisted is not None:
-        m = len(keys)
-        small = cl.runner.compute(*persisted[m:])
-        totals, local_scores, cands = small[:m], small[m:2 * m], small[2 * m:]
-        local_idx = _local_rows(cands, options.n_local) if options.n_local > 0 else []
-        if local_idx:
-            local_X, labels = cl.runner.compute(X[np.sort(local_idx)], cl.position[np.sort(local_idx)])
-            order = np.searchsorted(np.sort(local_idx), local_idx)      # back to the alternating order
-            local_X, local_labels = local_X[order], [str(int(v)) for v in labels[order]]
-    for j, key in enumerate(keys):
-        if persisted is None:
-            results[key] = MethodResult(key, status="failed", reason=failure)
-            continue
-        results[key] = run(key, _finish, REGISTRY[key], ctx, states[key], totals[j], averaged[j], lazy[key][1],
-                           local_scores[j], persisted[j], local_X, local_labels, options)
-        results[key].seconds = seconds
-    return {key: results[key] for key in REGISTRY if key in results}, local_labels, len(agreement_rows)
-
-
-def da_concat(arrays):
-    """Dask arrays side by side (columns)."""
-    import dask.array as da
-
-    return da.concatenate(arrays, axis=1) if len(arrays) > 1 else arrays[0]
-
-
-def _columns(packed, widths: dict) -> dict:
-    """The packed block outputs back by name (lazy column slices)."""
-    out, at = {}, 0
-    for name, width in widths.items():
-        out[name] = packed[:, at:at + width]
-        at += width
-    return out
-
-
-def _finish(explainer, ctx, state, total, names, widths, sampled, ranking, local_X, local_labels,
-            options) -> MethodResult:
-    """A per-row explainer's result from its cluster reductions (``total``: the exact column sums of
-    the averaged outputs ``names``; ``sampled``: scores and importances of the agreement rows)."""
-    flat, means, at = faith.column_means(total), {}, 0
-    for name in names:
-        means[name] = flat[at:at + widths[name]]
-        at += widths[name]
-    d = ctx.n_features
-    result = MethodResult(explainer.key, importance=pd.Series(means["importance"], index=ctx.feature_names),
-                          local_scores=np.asarray(sampled[:, :d], dtype=float), ranking=ranking,
-                          params={"rows": int(ranking.shape[0]),
-                                  "computed": "on the Dask cluster, every complete test row"})
-    result.extras["per_row"] = np.asarray(sampled[:, d:], dtype=float)
-    explainer.finish(ctx, result, state, means, local_X, local_labels, options)
-    return result
-
-
-# --------------------------------------------------------------------------------------------
-# faithfulness on every complete row
-# --------------------------------------------------------------------------------------------
-
-def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref, exclude=("random",),
-                binary_sigma=None) -> tuple[pd.DataFrame, pd.Series]:
-    """The faithfulness table (as :func:`.faithfulness.pgi2_scores`, the same floats) and the win
-    rates at ``sigma_ref`` (methods in ``exclude`` left out), from the exact PGI² of every ranking on
-    every complete row: the scores are persisted on the cluster, reduced there, and released."""
-    import dask.array as da
-
-    from ..prediction_gap import pgi2
-
-    methods = list(rankings)
-    stacked = da.stack([rankings[m] for m in methods])
-    columns, keys = [], []
-    for sigma in sigmas:
-        scores = pgi2(ctx.forest, cl.X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma),
-                      background=ctx.background)
-        if scores.ndim == 3:
-            scores = scores[..., ctx.output]
-        columns.append(scores.T)
-        keys += [(m, sigma) for m in methods]
-    (values,) = cl.runner.persist(da.concatenate(columns, axis=1).rechunk({1: -1}))
-    try:
-        n = cl.n_complete
-        means = faith.column_means(cl.runner.one(ENGINE.reduce(faith.column_sums, [values])))
-        wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
-        reductions = [ENGINE.reduce(faith.squared_deviation_sums, [values], means)]
-        if wins:
-            reductions.append(ENGINE.reduce(faith.share_sums, [values], wins))
-        squares, *shares = cl.runner.compute(*reductions)
-        sds = faith.column_sds(squares, n)
-        medians = _medians(values, len(keys), n, cl.runner)
-    finally:
-        del values
-    table = faith.score_table(keys, means, sds, medians, n, methods, sigmas)
-    if not wins:
-        return table, pd.Series(dtype=float)
-    return table, pd.Series(faith.column_means(shares[0]), index=[keys[j][0] for j in wins])
-
-
-def _medians(values, n_columns: int, n: int, runner: Runner) -> list:
-    """Exact medians of the columns (as ``np.median``: the middle value, or the mean of the two)."""
-    middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
-    columns = [c for c in range(n_columns) for _ in middle]
-    picked = ENGINE.order_statistics(values, columns, middle * n_columns, compute=runner.one)
-    return [float(np.mean(picked[c * len(middle):(c + 1) * len(middle)])) for c in range(n_columns)]
+    n = cl.n_complete
+    agreement = np.sort(ctx.rng("agreement rows").permutation(n)[:min(n, cl.sample_size)])
+    local_X, local_labels = np.empty((0, ctx.n_features)), []
+    if n_local > 0:
+        scores = ENGINE.map_rows(_score_block, cl.X, ENGINE.ship(ctx.portable_scorer(), "xai-scorer", cache=False),
+                                 [], 2)
+        candidates = cl.runner.compute(*[dask.delayed(_extremes, pure=True)(b, n_local)
+                                         for b in scores.to_delayed(optimize_graph=False).ravel()])
+        local_idx = _local_rows(candidates, n_local)
+        picked = np.sort(local_idx)
+        local_X, labels = cl.runner.compute(cl.X[picked], cl.position[picked])
+        order = np.searchsorted(picked, local_idx)      # back to the alternating order
+        local_X, local_labels = local_X[order], [str(int(v)) for v in labels[order]]
+    return AuditRows(ENGINE, cl.X, None, agreement, local_X, local_labels, persist=cl.runner.persist,
+                     compute=lambda *objs: cl.runner.compute(*objs))

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from ...engines import MEMORY
 from ...prediction_gap import greedy_pg2_ranking, pgi2
 from .. import explainers, figures, runners
 from ..section import SKIPPED, Table
@@ -54,9 +55,12 @@ def build(ctx, results, options):
 def _run_in_memory(ctx, options, section) -> None:
     rows, calibration = choose_rows(ctx, options)
     local_rows = local_row_positions(ctx, rows, options.n_local)
-    methods = runners.run_all(ctx, rows, local_rows, options)
+    explained = runners.AuditRows(MEMORY, ctx.X_test.to_numpy()[rows], rows, np.arange(len(rows)),
+                                  ctx.X_test.to_numpy()[np.asarray(local_rows, dtype=np.int64)],
+                                  [ctx.row_label(r) for r in local_rows])
+    methods = runners.run_all(ctx, explained, options)
     section.raw = {"methods": methods, "rows": rows, "local_rows": local_rows, "agreement_rows": len(rows),
-                   "local labels": [ctx.row_label(r) for r in local_rows]}
+                   "local labels": explained.local_labels, "explained": explained}
     section.data = {"explained rows": len(rows), "rows scope": "test rows drawn at random (seeded)",
                     "complete test rows (sampled from)": len(ctx.complete_rows), "row-count calibration": calibration}
 
@@ -65,9 +69,11 @@ def _run_on_cluster(ctx, options, section) -> None:
     from .. import cluster
 
     cl = ctx.cluster
-    methods, local_labels, agreement_rows = cluster.run_methods(ctx, cl, options)
+    explained = cluster.audit_rows(ctx, cl, options.n_local)
+    agreement_rows = len(explained.agreement)
+    methods = runners.run_all(ctx, explained, options)
     section.raw = {"methods": methods, "rows": ctx.sample_rows(len(ctx.X_test)), "local_rows": [],
-                   "agreement_rows": agreement_rows, "local labels": local_labels}
+                   "agreement_rows": agreement_rows, "local labels": explained.local_labels, "explained": explained}
     section.data = {
         "explained rows": cl.n_complete,
         "rows scope": (f"test rows: every complete test row ({cl.n_rows - cl.n_complete} of the {cl.n_rows} have a "
