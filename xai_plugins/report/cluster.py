@@ -16,6 +16,7 @@ in-memory audit of the same rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -97,8 +98,8 @@ class ClusterRows:
     ``sample_size``: rows of the in-memory sample."""
 
     runner: Runner
-    X: object
-    position: object
+    X: Any
+    position: Any
     n_rows: int
     missing: np.ndarray
     sample_size: int
@@ -107,13 +108,6 @@ class ClusterRows:
     def n_complete(self) -> int:
         """Complete test rows: the rows every per-row method explains."""
         return int(self.X.shape[0])
-
-    def tile(self, order):
-        """One ranking for every complete row, lazily (chunked like ``X``)."""
-        import dask.array as da
-
-        order = np.asarray(order, dtype=np.int64)
-        return da.broadcast_to(order, (self.n_complete, order.size), chunks=(self.X.chunks[0], (order.size,)))
 
 
 # --------------------------------------------------------------------------------------------

@@ -44,9 +44,7 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
                       verbose=ctx.progress and not engine.lazy)
         columns.append(scores[..., ctx.output].T if scores.ndim == 3 else scores.T)
         keys += [(m, sigma) for m in methods]
-    values = np.concatenate(columns, axis=1)
-    if engine.lazy:
-        values = values.rechunk({1: -1})
+    values = engine.by_rows(np.concatenate(columns, axis=1), X, "the PGI² scores")     # one column block
     (values,) = persist(values) if persist is not None else (values,)
     n = engine.n_rows(values)
     means = column_means(compute(engine.reduce(column_sums, [values]))[0])

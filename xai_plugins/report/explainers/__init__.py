@@ -13,7 +13,7 @@ An explainer is a subclass of :class:`Explainer` decorated with :func:`register`
             values = my_scores(state, X)
             return {"importance": values, **by_magnitude(values)}
 
-A **per-row** explainer (one with a :meth:`Explainer.block`) is run by :mod:`..runners` on the
+A **per-row** explainer (one that overrides :meth:`Explainer.block`) is run by :mod:`..runners` on the
 explained rows, whatever holds them (memory, a Dask cluster): block by block, its global importance
 the exact mean of the per-row ``importance`` over the rows. An explainer of the whole data (no
 block) overrides :meth:`Explainer.run` instead. Every section that shows explainers (explanations,
@@ -89,16 +89,19 @@ class Explainer:
     signed: bool = False
     in_importance_bars: bool = True
     figure_kind: str = "local"
-    #: per-row explainers: ``block(state, X)`` of a block of rows ``X`` ((n, d) float64, complete rows)
-    #: -> {"importance": (n, d) per-row importance (its exact mean over the rows is the global one),
-    #: "scores": (n, d) local scores (higher = more important), "ranking": (n, d) feature order,
-    #: any other name: an (n, m) float array whose mean :meth:`finish` receives}; None: not per-row
-    block = None
-
     @property
     def per_row(self) -> bool:
-        """Whether the explainer explains rows one by one (it has a :meth:`block` function)."""
-        return self.block is not None
+        """Whether the explainer explains rows one by one (it overrides :meth:`block`)."""
+        return type(self).block is not Explainer.block
+
+    def block(self, state, X) -> dict:
+        """Per-row explainers: the per-row work on a block of rows ``X`` ((n, d) float64, the
+        ``state`` of :meth:`prepare`): {"importance": (n, d) per-row importance (its exact mean over
+        the rows is the global one), "scores": (n, d) local scores (higher = more important),
+        "ranking": (n, d) feature order, any other name: an (n, m) float array whose mean
+        :meth:`finish` receives}. Row i's output may depend on row i only, so that any blocking
+        gives the same bits. Explainers of the whole data do not override it."""
+        raise NotImplementedError(f"explainer {self.key!r} is not a per-row explainer")
 
     def prepare(self, ctx, options):
         """Per-row explainers: what every block needs, built once in memory (shipped to the

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import warnings
+from typing import cast
+
+import pandas as pd
 
 from . import Explainer, MethodResult, NotApplicable, register
 
@@ -58,7 +61,8 @@ def model_class_reliance_result(ctx, *, n_permutations: int, epsilon: float = 0.
         warnings.simplefilter("ignore", UserWarning)
         res = model_class_reliance(forest, X_train, ctx.y_train, n_permutations=n_permutations, epsilon=epsilon,
                                    random_state=ctx.seed_int("mcr"), progress=False)
-    table = res.table.loc[ctx.feature_names, ["mcr_minus", "model_reliance", "mcr_plus"]].astype(float)
+    columns = ["mcr_minus", "model_reliance", "mcr_plus"]
+    table = cast(pd.DataFrame, res.table).loc[ctx.feature_names, columns].astype(float)
     params = {"forest": origin, "permutations per feature": n_permutations, "training rows": len(ctx.X_train),
               "reliance": reliance_unit(res.loss, res.reliance), "Rashomon tolerance ε": res.epsilon}
     result = MethodResult("mcr", importance=table["model_reliance"].copy(), params=params)
