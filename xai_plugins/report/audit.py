@@ -138,7 +138,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     as ``options=`` and/or as keyword overrides (``audit(model, X, y, max_rows=100, sigma=[0.3])``).
     The main ones: ``sigma`` (noise levels of the faithfulness section, in training standard
     deviations; the greedy PG² ranking uses the middle one), ``explainers`` (subset of
-    ``("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr")``), ``sections`` (optional sections
+    :data:`~.explainers.EXPLAINERS`, or any registered explainer key), ``sections`` (optional sections
     to compute), ``random_state`` (the root of every random draw: each section draws from its own
     stream derived from it and the section's name), ``positive_class`` (class explained in the
     detailed pages; default the last class of a binary model and the most frequent test class of a
@@ -150,7 +150,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     thresholds, names, defaults and rationales in :data:`~.verdict.THRESHOLDS`).
 
     With ``client`` (a ``distributed.Client``), or a dask DataFrame / array ``X_test``, the audit runs
-    on the Dask cluster (see :mod:`.cluster`): greedy PG², local MDI, TreeSHAP, AcME local and the
+    on the Dask cluster (see :mod:`.cluster`): every per-row explainer and the
     faithfulness section cover EVERY complete test row (``max_rows`` and ``time_budget`` are ignored,
     the report says so), with the same numbers as an in-memory audit of the same rows; the data
     summary, performance metrics, local figures, per-row agreement and the Monte Carlo comparison use

@@ -1,16 +1,12 @@
-"""The audit on a Dask cluster: the per-row methods and the faithfulness scores of EVERY complete
-test row, computed block by block by the Dask row engine (:mod:`xai_plugins.engines`).
+"""The test data of an audit on a Dask cluster: what the row engine cannot say by itself.
 
 :func:`prepare` reads the test data once for its facts (row count, missing values, complete rows
 per block) and fetches a random in-memory sample of ``sample_size`` rows, which becomes the
 audit context's ``X_test`` for what needs rows in memory (data summary, performance metrics,
-SHAP / AcME figures, per-row agreement, the Monte Carlo comparison). :func:`run_methods` runs
-greedy PG², local MDI, TreeSHAP and AcME local on every complete row (each block on a worker,
-with the in-memory function, so each row's result is bitwise the in-memory one); the rankings
-stay on the cluster (persisted) for :func:`pgi2_scores`, which computes the exact PGI² of every
-ranking at every σ and reduces it to the faithfulness table without collecting rows: exact sums
-(means, standard deviations, win rates) and radix selection (medians), the same floats as the
-in-memory audit of the same rows.
+per-row agreement, the Monte Carlo comparison). :func:`audit_rows` hands every complete row to the
+audit's row work (:class:`.runners.AuditRows`: the explainers' block functions and the faithfulness
+scores run on the Dask row engine, as in memory, so each row's result is bitwise the in-memory one
+and the reductions are the same floats) with the agreement sample and the rows of the local figures.
 """
 
 from __future__ import annotations
