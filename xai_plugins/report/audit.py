@@ -184,7 +184,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                                              sample_size=options.max_shap_rows, random_state=sample_seed)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
-                       progress=options.progress)
+                       progress=options.progress and cl is None)   # on a cluster: the scheduler's progress
     _check_noise(ctx, options)
     bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
 

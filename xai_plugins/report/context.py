@@ -53,7 +53,8 @@ class AuditContext:
     #: the Dask facts and rows of an audit on a cluster (see :mod:`.cluster`); None in memory
     cluster: object = None
     root_seed: np.random.SeedSequence = None
-    #: progress bars of the long PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``)
+    #: progress bars of the long in-memory PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``
+    #: and on a cluster, where the scheduler shows its own)
     progress: bool = True
 
     def __post_init__(self):

@@ -41,7 +41,7 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     columns, keys = [], []
     for sigma in sigmas:
         scores = pgi2(ctx.forest, X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background,
-                      verbose=ctx.progress and not engine.lazy)
+                      verbose=ctx.progress)
         columns.append(scores[..., ctx.output].T if scores.ndim == 3 else scores.T)
         keys += [(m, sigma) for m in methods]
     values = engine.by_rows(np.concatenate(columns, axis=1), X, "the PGI² scores")     # one column block
