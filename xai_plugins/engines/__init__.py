@@ -44,11 +44,16 @@ def get(name: str) -> Engine:
 def engine_for(*objs: Any) -> Engine:
     """The engine of the inputs ``objs`` (None ignored): the registered engine that handles one of
     them, else the in-memory engine. Inputs of two different engines are refused."""
-    found = {e.name: e for e in _ENGINES for o in objs if o is not None and e.handles(o)}
-    if len(found) > 1:
-        raise InputError(f"the inputs mix collections of several engines ({sorted(found)}); pass them all "
-                         "on one engine (or in memory)")
-    return next(iter(found.values()), MEMORY)
+    found: Engine | None = None
+    for engine in _ENGINES:
+        for obj in objs:
+            if obj is not None and engine.handles(obj):
+                if found is not None:
+                    raise InputError(f"the inputs mix collections of several engines ({found.name}, {engine.name}); "
+                                     "pass them all on one engine (or in memory)")
+                found = engine
+                break
+    return MEMORY if found is None else found
 
 
 register(DaskEngine())

@@ -21,6 +21,7 @@ only looks at ``sys.modules``). Dask is an optional dependency: ``pip install "x
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 import weakref
@@ -123,7 +124,7 @@ class DaskEngine(Engine):
 
     def handles(self, obj: Any) -> bool:
         """A dask collection (array, DataFrame, delayed); dask not loaded: nothing is one."""
-        return is_dask(obj)
+        return "dask" in sys.modules and is_dask(obj)
 
     # ---- rows ----------------------------------------------------------------------------
     def rows(self, X, names, d, in_memory, what="X", like=None):
