@@ -7,7 +7,7 @@ from sklearn.datasets import load_diabetes
 
 import xai_plugins as xp
 from xai_plugins.cli import main
-from xai_plugins.report import audit, runners
+from xai_plugins.report import audit, explainers
 from xai_plugins.report import sections as registry
 
 SMALL = dict(max_rows=6, max_shap_rows=30, mc_pairs=1, acme_quantiles=6, n_local=1, progress=False)
@@ -31,7 +31,7 @@ def _boom(*args, **kwargs):
 
 def test_a_failing_method_is_visible(data, monkeypatch):
     model, X_train, y_train, X_test, y_test = data
-    monkeypatch.setattr(runners, "run_acme", _boom)
+    monkeypatch.setattr(type(explainers.get("acme")), "block", _boom)
     a = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, explainers=["pg2", "acme"],
               sections=["explanations"], **SMALL)
     assert a.methods["acme"].status == "failed" and "boom" in a.methods["acme"].reason
@@ -58,7 +58,7 @@ def test_cli_prints_failures_and_strict_exits_1(data, tmp_path, capsys, monkeypa
     model, X_train, y_train, X_test, y_test = data
     joblib.dump(model, tmp_path / "model.joblib")
     X_test.assign(y=y_test).to_csv(tmp_path / "test.csv", index=False)
-    monkeypatch.setattr(runners, "run_acme", _boom)
+    monkeypatch.setattr(type(explainers.get("acme")), "block", _boom)
     argv = ["--model", str(tmp_path / "model.joblib"), "--trust-pickle", "--data", str(tmp_path / "test.csv"),
             "--target", "y", "--explainers", "pg2", "acme", "--sections", "explanations", "--no-pdf", "--quiet",
             "--max-rows", "6", "--mc-pairs", "0"]

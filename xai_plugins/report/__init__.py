@@ -7,8 +7,8 @@
 """
 
 from .audit import Audit, audit
+from .explainers import EXPLAINERS, MethodResult
 from .options import OPTIONAL_SECTIONS, AuditOptions
-from .runners import EXPLAINERS, MethodResult
 from .section import Section, Table
 from .sections import COMPUTE_ORDER, RENDER_ORDER, register
 

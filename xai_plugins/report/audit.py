@@ -158,7 +158,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     as ``options=`` and/or as keyword overrides (``audit(model, X, y, max_rows=100, sigma=[0.3])``).
     The main ones: ``sigma`` (noise levels of the faithfulness section, in training standard
     deviations; the greedy PG² ranking uses the middle one), ``explainers`` (subset of
-    ``("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr")``), ``sections`` (optional sections
+    :data:`~.explainers.EXPLAINERS`, or any registered explainer key), ``sections`` (optional sections
     to compute), ``random_state`` (the root of every random draw: each section draws from its own
     stream derived from it and the section's name), ``positive_class`` (class explained in the
     detailed pages; default the last class of a binary model and the most frequent test class of a
@@ -170,7 +170,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     thresholds, names, defaults and rationales in :data:`~.verdict.THRESHOLDS`).
 
     With ``client`` (a ``distributed.Client``), or a dask DataFrame / array ``X_test``, the audit runs
-    on the Dask cluster (see :mod:`.cluster`): greedy PG², local MDI, TreeSHAP, AcME local and the
+    on the Dask cluster (see :mod:`.cluster`): every per-row explainer and the
     faithfulness section cover EVERY complete test row (``max_rows`` and ``time_budget`` are ignored,
     the report says so), with the same numbers as an in-memory audit of the same rows; the data
     summary, performance metrics, local figures, per-row agreement and the Monte Carlo comparison use
@@ -204,7 +204,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                                              sample_size=options.max_shap_rows, random_state=sample_seed)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
-                       progress=options.progress)
+                       progress=options.progress and cl is None)   # on a cluster: the scheduler's progress
     _check_noise(ctx, options)
     bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
 

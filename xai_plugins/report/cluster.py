@@ -1,35 +1,26 @@
-"""The audit on a Dask cluster: the per-row methods and the faithfulness scores of EVERY complete
-test row, computed block by block by the Dask row engine (:mod:`xai_plugins.engines`).
+"""The test data of an audit on a Dask cluster: what the row engine cannot say by itself.
 
 :func:`prepare` reads the test data once for its facts (row count, missing values, complete rows
 per block) and fetches a random in-memory sample of ``sample_size`` rows, which becomes the
 audit context's ``X_test`` for what needs rows in memory (data summary, performance metrics,
-SHAP / AcME figures, per-row agreement, the Monte Carlo comparison). :func:`run_methods` runs
-greedy PG², local MDI, TreeSHAP and AcME local on every complete row (each block on a worker,
-with the in-memory function, so each row's result is bitwise the in-memory one); the rankings
-stay on the cluster (persisted) for :func:`pgi2_scores`, which computes the exact PGI² of every
-ranking at every σ and reduces it to the faithfulness table without collecting rows: exact sums
-(means, standard deviations, win rates) and radix selection (medians), the same floats as the
-in-memory audit of the same rows.
+per-row agreement, the Monte Carlo comparison). :func:`audit_rows` hands every complete row to the
+audit's row work (:class:`.runners.AuditRows`: the explainers' block functions and the faithfulness
+scores run on the Dask row engine, as in memory, so each row's result is bitwise the in-memory one
+and the reductions are the same floats) with the agreement sample and the rows of the local figures.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .._validation import is_dask
 from ..engines import get as get_engine
-from ..engines.base import held_predictor, pack
 from ..errors import InputError
-from ..prediction_gap import noise_args
-from ..ranking_faithfulness import rank_by_magnitude
-from . import pgi2_of_rankings as faith
-from .context import Scorer
-from .runners import MethodResult, NotApplicable, acme_figure, extremes_first, shap_figure
+from .runners import AuditRows, extremes_first
 
 #: rows of an in-memory X_test per block when it is sent to a cluster
 IN_MEMORY_BLOCK_ROWS = 10_000
@@ -103,8 +94,8 @@ class ClusterRows:
     ``sample_size``: rows of the in-memory sample."""
 
     runner: Runner
-    X: object
-    position: object
+    X: Any
+    position: Any
     n_rows: int
     missing: np.ndarray
     sample_size: int
@@ -113,13 +104,6 @@ class ClusterRows:
     def n_complete(self) -> int:
         """Complete test rows: the rows every per-row method explains."""
         return int(self.X.shape[0])
-
-    def tile(self, order):
-        """One ranking for every complete row, lazily (chunked like ``X``)."""
-        import dask.array as da
-
-        order = np.asarray(order, dtype=np.int64)
-        return da.broadcast_to(order, (self.n_complete, order.size), chunks=(self.X.chunks[0], (order.size,)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -239,49 +223,6 @@ def prepare(forest, X_test, y_test, *, runner: Runner, sample_size: int, random_
 # per-row methods on every complete row
 # --------------------------------------------------------------------------------------------
 
-#: the last (model, TreeExplainer) of this worker process: one explainer per audit, not per block
-_TREE_EXPLAINER: list = []
-
-
-def _tree_explainer(model):
-    import shap
-
-    if not _TREE_EXPLAINER or _TREE_EXPLAINER[0] is not model:
-        _TREE_EXPLAINER[:] = [model, shap.TreeExplainer(model)]
-    return _TREE_EXPLAINER[1]
-
-
-def _shap_block(model, start, X, *, scorer):
-    values = _tree_explainer(model)(scorer.model_input(X)).values
-    if values.ndim == 3:
-        values = values[..., scorer.output]
-    values = np.asarray(values, dtype=float)
-    return pack(np.abs(values), rank_by_magnitude(values))
-
-
-def _pg2_block(forest, start, X, *, output, sigma, perturbation):
-    from ..attributions import greedy_gains
-    from ..prediction_gap import greedy_pg2_ranking
-
-    greedy = greedy_pg2_ranking(forest, X, sigma, perturbation=perturbation, output=output, verbose=False)
-    ranking = greedy.ranking
-    position = np.empty_like(ranking)
-    np.put_along_axis(position, ranking, np.arange(ranking.shape[1])[None, :], axis=1)
-    return pack(greedy_gains(ranking, greedy.pg2_path), -position.astype(float), ranking)
-
-
-def _mdi_block(forest, start, X):
-    from ..mdi import local_mdi
-
-    values = local_mdi(forest, X)
-    return pack(values, rank_by_magnitude(values))
-
-
-def _acme_block(acme, start, X):
-    values = acme.explain_local(X).values
-    return pack(np.abs(values), rank_by_magnitude(values))
-
-
 def _score_block(scorer, start, X):
     return np.column_stack([scorer(X), start + np.arange(len(X), dtype=np.float64)])
 
@@ -300,173 +241,24 @@ def _local_rows(candidates, n_local: int) -> list:
     return extremes_first(both[np.lexsort((both[:, 1], both[:, 0])), 1].astype(np.int64), n_local)
 
 
-def run_methods(ctx, cl: ClusterRows, wanted, *, sigma_ref, acme_quantiles, n_local, in_memory_calls,
-                binary_sigma=None) -> tuple:
-    """Every per-row method of ``wanted`` on every complete row, in one pass over the data.
-
-    Returns ``(methods, local_labels, agreement_rows)``: the MethodResults (per-row ``ranking``: a
-    persisted dask array; ``local_scores``: those of ``agreement_rows`` random complete rows, for
-    the per-row agreement), the labels of the rows shown with local explanations, and the number of
-    rows of the agreement sample. ``in_memory_calls``: key -> callable for the other methods."""
+def audit_rows(ctx, cl: ClusterRows, n_local: int) -> AuditRows:
+    """The explained rows of an audit on the cluster: every complete test row, a random sample of
+    them for the per-row agreement (``ctx.rng("agreement rows")``), and the ``n_local`` rows of the
+    highest and lowest explained output for the local figures (one pass of the model's predictions)."""
     import dask
 
-    from ..forest import UnsupportedModelError
-    from ..mdi import require_impurities
-    from . import runners
-
-    X, n = cl.X, cl.n_complete
-    d = ctx.n_features
-    scorer = ctx.scorer(held_predictor(ctx.forest))
-    lazy, extra = {}, {}
-    results = {}
-    for key in runners.EXPLAINERS:
-        if key not in wanted:
-            results[key] = MethodResult(key, status="skipped", reason="skipped by user")
-            continue
-        try:
-            if key == "shap":
-                lazy[key] = ENGINE.map_rows(_shap_block, X, ENGINE.ship(ctx.model, "xai-model", cache=False), [], 2 * d,
-                                         scorer=Scorer(None, ctx.output, scorer.columns))
-            elif key == "pg2":
-                output = ctx.output if ctx.forest.n_outputs > 1 else None
-                noise = noise_args(ctx.forest, ctx.sigma_vector(sigma_ref, binary_sigma), None, ctx.background)
-                lazy[key] = ENGINE.map_rows(_pg2_block, X, ENGINE.ship_forest(ctx.forest), [], 3 * d, output=output,
-                                            **noise)
-                extra[key] = {"sigma": sigma_ref, "sigma units": "training-data standard deviations"}
-            elif key == "local_mdi":
-                try:
-                    forest = require_impurities(ctx.model)
-                except UnsupportedModelError as exc:
-                    raise NotApplicable(str(exc)) from exc
-                lazy[key] = ENGINE.map_rows(_mdi_block, X, ENGINE.ship_forest(forest), [], 2 * d)
-            elif key == "acme":
-                from ..acme import AcME
-
-                background = runners.acme_background(ctx)
-                acme = AcME(None, background, n_quantiles=acme_quantiles, score_function=scorer)
-                lazy[key] = ENGINE.map_rows(_acme_block, X, ENGINE.ship(acme, "xai-acme", cache=False), [], 2 * d)
-                extra[key] = {"acme": acme, "params": {"quantile grid points": acme_quantiles,
-                                                       "background rows": len(background)}}
-            else:
-                results[key] = runners.run(key, in_memory_calls[key])
-        except NotApplicable as exc:
-            results[key] = MethodResult(key, status="not applicable", reason=str(exc))
-        except Exception as exc:  # noqa: BLE001 - reported, as in memory
-            results[key] = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
-
-    rng = ctx.rng("agreement rows")
-    agreement_rows = np.sort(rng.permutation(n)[:min(n, cl.sample_size)])
-    scores_and_index = ENGINE.map_rows(_score_block, X, ENGINE.ship(scorer, "xai-scorer", cache=False), [], 2)
-    candidates = [dask.delayed(_extremes, pure=True)(b, max(n_local, 1))
-                  for b in scores_and_index.to_delayed(optimize_graph=False).ravel()]
-    keys = list(lazy)
-    rankings = [lazy[k][:, -d:].astype(np.int64) for k in keys]
-    sums = [ENGINE.reduce(faith.column_sums, [lazy[k][:, :d]]) for k in keys]
-    sampled = [lazy[k][:, d:2 * d][agreement_rows] if k == "pg2" else lazy[k][:, :d][agreement_rows] for k in keys]
-    start = time.perf_counter()
-    try:
-        persisted = cl.runner.persist(*rankings, *sums, *sampled, *candidates)
-        failure = None
-    except Exception as exc:  # noqa: BLE001 - every cluster method fails together; say why
-        persisted, failure = None, f"{type(exc).__name__}: {exc}"
-    seconds = (time.perf_counter() - start) / max(len(keys), 1)
-    local_idx, local_labels, local_X = [], [], None
-    if persisted is not None:
-        m = len(keys)
-        small = cl.runner.compute(*persisted[m:])
-        totals, local_scores, cands = small[:m], small[m:2 * m], small[2 * m:]
-        local_idx = _local_rows(cands, n_local) if n_local > 0 else []
-        if local_idx:
-            local_X, labels = cl.runner.compute(X[np.sort(local_idx)], cl.position[np.sort(local_idx)])
-            order = np.searchsorted(np.sort(local_idx), local_idx)      # back to the alternating order
-            local_X, local_labels = local_X[order], [str(int(v)) for v in labels[order]]
-    for j, key in enumerate(keys):
-        if persisted is None:
-            results[key] = MethodResult(key, status="failed", reason=failure)
-            continue
-        means = faith.column_means(totals[j])
-        result = MethodResult(key, importance=pd.Series(means, index=ctx.feature_names),
-                              local_scores=np.abs(np.asarray(local_scores[j], dtype=float)) if key == "local_mdi"
-                              else np.asarray(local_scores[j], dtype=float), ranking=persisted[j],
-                              params={"rows": n, "computed": "on the Dask cluster, every complete test row"},
-                              seconds=seconds)
-        try:
-            _finish(key, result, ctx, extra.get(key, {}), local_X, local_labels)
-        except Exception as exc:  # noqa: BLE001
-            result = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
-        results[key] = result
-    return results, local_labels, len(agreement_rows)
-
-
-def _finish(key, result, ctx, extra, local_X, local_labels) -> None:
-    """Method-specific parameters, global importances and the local figures (computed in memory on
-    the few rows shown)."""
-    if key == "pg2":
-        result.params.update(extra)
-    elif key == "shap":
-        result.params["algorithm"] = ("TreeSHAP; absent features follow the training data's paths through the "
-                                      "trees (no background sample)")
-        if local_X is not None:
-            import shap
-
-            explanation = shap.TreeExplainer(ctx.model)(ctx.model_input(local_X))
-            if explanation.values.ndim == 3:
-                explanation = explanation[..., ctx.output]
-            result.figures = [shap_figure(ctx, label, explanation[i]) for i, label in enumerate(local_labels)]
-    elif key == "acme":
-        acme = extra["acme"]
-        result.importance = pd.Series(acme.explain_global().values, index=ctx.feature_names)
-        result.params.update(extra["params"])
-        if local_X is not None:
-            local = acme.explain_local(pd.DataFrame(local_X, columns=ctx.feature_names))
-            result.figures = [acme_figure(ctx, label, local, i) for i, label in enumerate(local_labels)]
-
-
-# --------------------------------------------------------------------------------------------
-# faithfulness on every complete row
-# --------------------------------------------------------------------------------------------
-
-def pgi2_scores(ctx, cl: ClusterRows, rankings: dict, sigmas, sigma_ref, exclude=("random",),
-                binary_sigma=None) -> tuple[pd.DataFrame, pd.Series]:
-    """The faithfulness table (as :func:`.faithfulness.pgi2_scores`, the same floats) and the win
-    rates at ``sigma_ref`` (methods in ``exclude`` left out), from the exact PGI² of every ranking on
-    every complete row: the scores are persisted on the cluster, reduced there, and released."""
-    import dask.array as da
-
-    from ..prediction_gap import pgi2
-
-    methods = list(rankings)
-    stacked = da.stack([rankings[m] for m in methods])
-    columns, keys = [], []
-    for sigma in sigmas:
-        scores = pgi2(ctx.forest, cl.X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma),
-                      background=ctx.background)
-        if scores.ndim == 3:
-            scores = scores[..., ctx.output]
-        columns.append(scores.T)
-        keys += [(m, sigma) for m in methods]
-    (values,) = cl.runner.persist(da.concatenate(columns, axis=1).rechunk({1: -1}))
-    try:
-        n = cl.n_complete
-        means = faith.column_means(cl.runner.one(ENGINE.reduce(faith.column_sums, [values])))
-        wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
-        reductions = [ENGINE.reduce(faith.squared_deviation_sums, [values], means)]
-        if wins:
-            reductions.append(ENGINE.reduce(faith.share_sums, [values], wins))
-        squares, *shares = cl.runner.compute(*reductions)
-        sds = faith.column_sds(squares, n)
-        medians = _medians(values, len(keys), n, cl.runner)
-    finally:
-        del values
-    table = faith.score_table(keys, means, sds, medians, n, methods, sigmas)
-    if not wins:
-        return table, pd.Series(dtype=float)
-    return table, pd.Series(faith.column_means(shares[0]), index=[keys[j][0] for j in wins])
-
-
-def _medians(values, n_columns: int, n: int, runner: Runner) -> list:
-    """Exact medians of the columns (as ``np.median``: the middle value, or the mean of the two)."""
-    middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
-    columns = [c for c in range(n_columns) for _ in middle]
-    picked = ENGINE.order_statistics(values, columns, middle * n_columns, compute=runner.one)
-    return [float(np.mean(picked[c * len(middle):(c + 1) * len(middle)])) for c in range(n_columns)]
+    n = cl.n_complete
+    agreement = np.sort(ctx.rng("agreement rows").permutation(n)[:min(n, cl.sample_size)])
+    local_X, local_labels = np.empty((0, ctx.n_features)), []
+    if n_local > 0:
+        scores = ENGINE.map_rows(_score_block, cl.X, ENGINE.ship(ctx.portable_scorer(), "xai-scorer", cache=False),
+                                 [], 2)
+        candidates = cl.runner.compute(*[dask.delayed(_extremes, pure=True)(b, n_local)
+                                         for b in scores.to_delayed(optimize_graph=False).ravel()])
+        local_idx = _local_rows(candidates, n_local)
+        picked = np.sort(local_idx)
+        local_X, labels = cl.runner.compute(cl.X[picked], cl.position[picked])
+        order = np.searchsorted(picked, local_idx)      # back to the alternating order
+        local_X, local_labels = local_X[order], [str(int(v)) for v in labels[order]]
+    return AuditRows(ENGINE, cl.X, None, agreement, local_X, local_labels, persist=cl.runner.persist,
+                     compute=lambda *objs: cl.runner.compute(*objs))

@@ -8,6 +8,7 @@ row samples used by the per-row sections.
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 import zlib
@@ -52,7 +53,8 @@ class AuditContext:
     #: the Dask facts and rows of an audit on a cluster (see :mod:`.cluster`); None in memory
     cluster: object = None
     root_seed: np.random.SeedSequence = None
-    #: progress bars of the long PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``)
+    #: progress bars of the long in-memory PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``
+    #: and on a cluster, where the scheduler shows its own)
     progress: bool = True
 
     def __post_init__(self):
@@ -107,6 +109,13 @@ class AuditContext:
         columns = self.X_test.columns if getattr(self.model, "feature_names_in_", None) is not None else None
         return Scorer(self.forest.predict_fn if predictor is None else predictor, self.output, columns)
 
+    def portable_scorer(self) -> "Scorer":
+        """:meth:`scorer` holding the fitted model strongly, so that it can be pickled and sent to the
+        workers of an engine (the Forest's own predictor holds the model weakly); the same values."""
+        from ..engines.base import held_predictor
+
+        return self.scorer(held_predictor(self.forest))
+
     def score(self, X) -> np.ndarray:
         """The explained output (see class docstring) of the rows ``X``, shape (n,)."""
         return self.scorer()(X)
@@ -127,6 +136,14 @@ class AuditContext:
         complete = self.complete_rows
         order = self.rng("rows").permutation(len(complete))
         return np.sort(complete[order[:n]])
+
+
+def detached(forest: Forest) -> Forest:
+    """A copy of ``forest`` without its model predictor (which holds the model weakly and cannot be
+    pickled): what a block function needs of the trees, sendable to an engine's workers."""
+    plain = copy.copy(forest)
+    object.__setattr__(plain, "predict_fn", None)
+    return plain
 
 
 def derive_seed(root: np.random.SeedSequence, stream: str) -> np.random.SeedSequence:

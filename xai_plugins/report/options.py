@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError, InputTypeError, OutputPathError
-from .runners import EXPLAINERS
+from . import explainers as registry
+from .explainers import EXPLAINERS
 from .verdict import limits as verdict_limits
 
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
@@ -119,7 +120,7 @@ class AuditOptions:
         if not sigma or not all(s > 0 for s in sigma) or not all(s < float("inf") for s in sigma):
             raise InputError(f"sigma must hold positive noise levels; got {self.sigma!r}")
         set_("sigma", sigma)
-        set_("explainers", _choices(self.explainers, EXPLAINERS, "explainers"))
+        set_("explainers", _choices(self.explainers, registry.keys(), "explainers"))
         set_("sections", _choices(self.sections, OPTIONAL_SECTIONS, "sections"))
         set_("protected", _choices(self.protected, None, "protected"))
         set_("thresholds", _thresholds(self.thresholds))
@@ -170,12 +171,11 @@ class AuditOptions:
 
     def _readable(self, name: str):
         """The value of option ``name`` as the report shows it (method and section names in words)."""
-        from .runners import LABELS
         from .sections import title
 
         value = getattr(self, name)
         if name == "explainers":
-            return ", ".join(LABELS[k] for k in value)
+            return ", ".join(registry.get(k).label for k in value)
         if name == "sections":
             return ", ".join(title(k) for k in value)
         if name == "thresholds":

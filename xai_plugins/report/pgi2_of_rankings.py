@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..engines import engine_for
 from ..exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from ..prediction_gap import pg2, pgi2
 
@@ -22,37 +23,44 @@ def _column(ctx, values) -> np.ndarray:
     return values if values.ndim == 1 else values[:, ctx.output]
 
 
-def random_rankings(ctx, n_rows: int, seed: int) -> np.ndarray:
-    """One uniformly random feature order per row: ``argsort`` of the rows of
-    ``default_rng(seed).random((n_rows, d))`` (the same draw as
-    :func:`xai_plugins.ranking_faithfulness.random_rankings`)."""
-    rng = np.random.default_rng(seed)
-    return np.argsort(rng.random((n_rows, ctx.n_features)), axis=1)
+def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), binary_sigma=None,
+                persist=None, compute=None) -> tuple[pd.DataFrame, pd.Series, dict | None]:
+    """Exact PGI² of each ranking (``{method: (n_rows, d) int}``, a row engine's collections like the
+    rows ``X``) at each σ (``binary_sigma``: σ of the 0/1 columns, see
+    :meth:`~.context.AuditContext.sigma_vector`), reduced by the engine without collecting rows.
 
-
-def pgi2_scores(ctx, rows: np.ndarray, rankings: dict, sigmas, labels=None,
-                binary_sigma=None) -> tuple[pd.DataFrame, dict]:
-    """Exact PGI² of each ranking (``{key: (n_rows, d) int}``) at each σ (``binary_sigma``: σ of the
-    0/1 columns, see :meth:`~.context.AuditContext.sigma_vector`).
-
-    Returns a long table (method, sigma, mean, sd, median, rows; see :func:`score_table`; methods
-    named by ``labels[key]``, default the key) and the per-row values ``{(method, sigma): (n_rows,)}``.
-    """
-    X = ctx.X_test.to_numpy()[rows]
-    methods = [key if labels is None else labels[key] for key in rankings]
-    stacked = np.stack(list(rankings.values()))   # one call per σ: shared prefixes computed once
-    per_row = {}
+    Returns the long table (method, sigma, mean, sd, median, rows; see :func:`score_table`), the win
+    rates at ``sigma_ref`` (methods in ``exclude`` left out) and, when the engine is not lazy (in
+    memory), the per-row values ``{(method, sigma): (n_rows,)}`` (else None). ``persist`` keeps the
+    scores on the engine while they are reduced, ``compute`` computes lazy reductions (default: the
+    engine's)."""
+    engine = engine_for(X, *rankings.values())
+    compute = compute or engine.compute
+    methods = list(rankings)
+    stacked = np.stack([rankings[m] for m in methods])      # one call per σ: shared prefixes computed once
+    columns, keys = [], []
     for sigma in sigmas:
         scores = pgi2(ctx.forest, X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background,
                       verbose=ctx.progress)
-        for method, values in zip(methods, scores):
-            per_row[(method, sigma)] = _column(ctx, values)
-    keys = list(per_row)
-    values = np.column_stack([per_row[key] for key in keys])
-    means = column_means(column_sums(values))
-    sds = column_sds(squared_deviation_sums(values, means), len(values))
-    medians = [float(np.median(values[:, j])) for j in range(len(keys))]
-    return score_table(keys, means, sds, medians, len(values), methods, sigmas), per_row
+        columns.append(scores[..., ctx.output].T if scores.ndim == 3 else scores.T)
+        keys += [(m, sigma) for m in methods]
+    values = engine.by_rows(np.concatenate(columns, axis=1), X, "the PGI² scores")     # one column block
+    (values,) = persist(values) if persist is not None else (values,)
+    n = engine.n_rows(values)
+    means = column_means(compute(engine.reduce(column_sums, [values]))[0])
+    wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
+    reductions = [engine.reduce(squared_deviation_sums, [values], means)]
+    if wins:
+        reductions.append(engine.reduce(share_sums, [values], wins))
+    squares, *shares = compute(*reductions)
+    middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
+    picked = engine.order_statistics(values, [c for c in range(len(keys)) for _ in middle], middle * len(keys),
+                                     compute=lambda x: compute(x)[0])
+    medians = [float(np.mean(picked[c * len(middle):(c + 1) * len(middle)])) for c in range(len(keys))]
+    table = score_table(keys, means, column_sds(squares, n), medians, n, methods, sigmas)
+    win_rate = pd.Series(column_means(shares[0]), index=[keys[j][0] for j in wins]) if wins else pd.Series(dtype=float)
+    per_row = None if engine.lazy else {key: values[:, j] for j, key in enumerate(keys)}
+    return table, win_rate, per_row
 
 
 def score_table(keys, means, sds, medians, n_rows, methods, sigmas) -> pd.DataFrame:
@@ -108,16 +116,6 @@ def winners(table: pd.DataFrame, exclude=("random",)) -> dict:
     the greedy PG² reference — left out)."""
     ranked = table[~table["method"].isin(list(exclude))]
     return {sigma: group.loc[group["mean"].idxmax(), "method"] for sigma, group in ranked.groupby("sigma")}
-
-
-def win_rates(per_row: dict, sigma, exclude=("random",)) -> pd.Series:
-    """Share of rows on which each method has the highest PGI² at ``sigma`` (``exclude`` left out;
-    ties shared), the correctly rounded mean over rows."""
-    methods = [m for (m, s) in per_row if s == sigma and m not in exclude]
-    if not methods:
-        return pd.Series(dtype=float)
-    values = np.column_stack([per_row[(m, sigma)] for m in methods])
-    return pd.Series(column_means(share_sums(values, range(len(methods)))), index=methods)
 
 
 def monte_carlo_convergence(ctx, rows: np.ndarray, sigma: float, n_pairs: int, seed: int, binary_sigma=None,

@@ -16,8 +16,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from ...engines import MEMORY
 from ...prediction_gap import greedy_pg2_ranking, pgi2
-from .. import figures, runners
+from .. import explainers, figures, runners
 from ..section import SKIPPED, Table
 from . import new, register
 
@@ -54,43 +55,25 @@ def build(ctx, results, options):
 def _run_in_memory(ctx, options, section) -> None:
     rows, calibration = choose_rows(ctx, options)
     local_rows = local_row_positions(ctx, rows, options.n_local)
-    shap_rows = ctx.sample_rows(max(options.max_shap_rows, len(rows)))
-    sigma = ctx.sigma_vector(options.sigma_ref, options.binary_sigma)
-    calls = {
-        "shap": lambda: runners.run_shap(ctx, rows, shap_rows, local_rows),
-        "pg2": lambda: runners.run_pg2(ctx, rows, sigma, options.sigma_ref),
-        "local_mdi": lambda: runners.run_local_mdi(ctx, rows),
-        "acme": lambda: runners.run_acme(ctx, rows, local_rows, options.acme_quantiles),
-        **in_memory_calls(ctx, options),
-    }
-    methods = {key: runners.run(key, calls[key]) if key in options.explainers
-               else runners.MethodResult(key, status="skipped", reason=SKIPPED) for key in runners.EXPLAINERS}
+    explained = runners.AuditRows(MEMORY, ctx.X_test.to_numpy()[rows], rows, np.arange(len(rows)),
+                                  ctx.X_test.to_numpy()[np.asarray(local_rows, dtype=np.int64)],
+                                  [ctx.row_label(r) for r in local_rows])
+    methods = runners.run_all(ctx, explained, options)
     section.raw = {"methods": methods, "rows": rows, "local_rows": local_rows, "agreement_rows": len(rows),
-                   "local labels": [ctx.row_label(r) for r in local_rows]}
+                   "local labels": explained.local_labels, "explained": explained}
     section.data = {"explained rows": len(rows), "rows scope": "test rows drawn at random (seeded)",
                     "complete test rows (sampled from)": len(ctx.complete_rows), "row-count calibration": calibration}
-
-
-def in_memory_calls(ctx, options) -> dict:
-    """The methods that always run in memory (they do not explain test rows one by one)."""
-    return {
-        "dt_sampler": lambda: runners.run_dt_sampler(
-            ctx, n_rows=options.dt_sampler_rows, n_features=options.dt_sampler_features, n_branch_nodes=3,
-            n_samples=options.dt_sampler_samples, time_budget=options.time_budget),
-        "mcr": lambda: runners.run_mcr(ctx, n_permutations=options.mcr_permutations, epsilon=options.mcr_epsilon,
-                                       fit_forest=options.mcr_fit_forest),
-    }
 
 
 def _run_on_cluster(ctx, options, section) -> None:
     from .. import cluster
 
     cl = ctx.cluster
-    methods, local_labels, agreement_rows = cluster.run_methods(
-        ctx, cl, options.explainers, sigma_ref=options.sigma_ref, acme_quantiles=options.acme_quantiles,
-        n_local=options.n_local, in_memory_calls=in_memory_calls(ctx, options))
+    explained = cluster.audit_rows(ctx, cl, options.n_local)
+    agreement_rows = len(explained.agreement)
+    methods = runners.run_all(ctx, explained, options)
     section.raw = {"methods": methods, "rows": ctx.sample_rows(len(ctx.X_test)), "local_rows": [],
-                   "agreement_rows": agreement_rows, "local labels": local_labels}
+                   "agreement_rows": agreement_rows, "local labels": explained.local_labels, "explained": explained}
     section.data = {
         "explained rows": cl.n_complete,
         "rows scope": (f"test rows: every complete test row ({cl.n_rows - cl.n_complete} of the {cl.n_rows} have a "
@@ -145,33 +128,36 @@ def local_row_positions(ctx, rows, n_local: int) -> list:
 
 def _show(ctx, section, options) -> None:
     methods = section.raw["methods"]
-    ok = {m.label: m.importance for m in methods.values() if m.status == "ok" and m.importance is not None
-          and m.key != "mcr"}
+    shown = [m for m in methods.values() if m.status == "ok" and m.importance is not None
+             and explainers.get(m.key).in_importance_bars]
+    ok = {m.label: m.importance for m in shown}
     section.data.update({"local rows": section.raw["local labels"],
                          "methods": {m.label: {"status": m.status, "reason": m.reason, "params": m.params}
                                      for m in methods.values()}})
     if ok:
         section.figures.append(figures.importance_bars(
-            f"Global importance of the top features by method (explained output: {ctx.output_label}). SHAP: mean "
-            f"|SHAP value|; PG² greedy: mean increase of PG² when the feature joins the perturbed set (negative "
-            f"when adding it lowers PG²: PG² is not monotone in the perturbed set); local MDI: mean impurity "
-            f"decrease; AcME: mean standardised effect; DT-Sampler: emergence probability.", ok))
+            f"Global importance of the top features by method (explained output: {ctx.output_label}). "
+            + "; ".join(f"{m.label}: {explainers.get(m.key).caption}" for m in shown) + ".", ok))
         table = pd.DataFrame(ok)
         table.index.name = "feature"
         lead = next(iter(ok))
         section.tables.append(Table(f"Global importances of every feature, sorted by {lead}.",
                                     table.sort_values(lead, ascending=False)))
-    per_class = methods["shap"].extras.get("per class") if "shap" in methods else None
-    if per_class is not None:
+    for m in methods.values():
+        per_class = m.extras.get("per class") if explainers.get(m.key).per_class else None
+        if per_class is None:
+            continue
         top = per_class.mean(axis=1).sort_values(ascending=False).head(12).index
-        shown = per_class.loc[top]
-        shown.index.name = "feature"
-        section.data["SHAP per class"] = per_class
-        section.tables.append(Table(f"Mean |SHAP value| per class (every one of the {per_class.shape[1]} classes; "
-                                    f"the 12 features with the highest mean over classes): the multi-class summary "
-                                    f"behind the detailed pages, which explain class {ctx.positive_class}.", shown))
-    section.raw["global figures"] = list(section.figures)
-    if "dt_sampler" in methods:
-        section.raw["global figures"] += methods["dt_sampler"].figures
-    section.raw["local figures"] = [f for key in ("shap", "acme") if key in methods for f in methods[key].figures]
+        table = per_class.loc[top]
+        table.index.name = "feature"
+        section.data[f"{m.label} per class"] = per_class
+        caption = explainers.get(m.key).caption
+        section.tables.append(Table(f"{caption[0].upper() + caption[1:]} per class (every one of the "
+                                    f"{per_class.shape[1]} classes; the 12 features with the highest mean over "
+                                    f"classes): the multi-class summary behind the detailed pages, which explain "
+                                    f"class {ctx.positive_class}.", table))
+    kinds = {kind: [f for m in methods.values() if explainers.get(m.key).figure_kind == kind for f in m.figures]
+             for kind in ("global", "local")}
+    section.raw["global figures"] = list(section.figures) + kinds["global"]
+    section.raw["local figures"] = kinds["local"]
     section.figures = section.raw["global figures"] + section.raw["local figures"]

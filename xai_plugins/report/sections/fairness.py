@@ -20,17 +20,14 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from .. import explainers, figures
 from .. import fairness as fair
-from .. import figures
 from .. import verdict as vd
 from ..render import fmt
-from ..runners import LABELS
 from ..section import Table
 from . import new, register
 from .mcr import reliance_unit
 
-#: per-row importances shown, in this order (greedy PG² gains last: they may be negative)
-IMPORTANCE_ORDER = ("shap", "acme", "local_mdi", "pg2")
 #: features shown per panel of the grouped bar chart, fewer when there are many groups (at most
 #: ``MAX_BARS`` bars per panel, at least 3 features)
 TOP_FEATURES = 10
@@ -202,12 +199,19 @@ def _disparity_findings(ctx, out, perf, judged, scope) -> None:
                                                          else ".") for note in perf.notes)
 
 
+def importance_order() -> list:
+    """The per-row explainers' keys in the order their importances are shown: registry order, those
+    whose importances may be negative (greedy PG² gains) last."""
+    per_row = [key for key, e in explainers.REGISTRY.items() if e.per_row]
+    return sorted(per_row, key=lambda key: explainers.get(key).signed)
+
+
 def _importances(ctx, results, out, labels) -> None:
     limits = out["limits"]
     explanations = results.get("explanations")
     raw = explanations.raw if explanations is not None else {}
     rows = np.asarray(raw.get("rows", []), dtype=int)
-    per_row = {LABELS[k]: np.asarray(raw["importances"][k], dtype=float) for k in IMPORTANCE_ORDER
+    per_row = {explainers.get(k).label: np.asarray(raw["importances"][k], dtype=float) for k in importance_order()
                if k in raw.get("importances", {})
                and np.shape(raw["importances"][k]) == (len(rows), ctx.n_features)}
     if not per_row or len(rows) == 0:
@@ -224,8 +228,8 @@ def _importances(ctx, results, out, labels) -> None:
         f"{_shown_features(ctx.n_features, len(counts))} features most important "
         f"overall, per group, over the {len(rows)} explained test rows ("
         + ", ".join(f"{g}: {n} rows" for g, n in counts.items()) + "). Each panel is one method in its own units"
-        + ("; greedy PG²: the increase of PG² when the feature joins the perturbed set." if LABELS["pg2"] in means
-           else "."), means))
+        + "".join(f"; {e.label}: {e.caption}" for e in map(explainers.get, importance_order())
+                  if e.signed and e.label in means) + ".", means))
     shown = summary.drop(columns=["threshold", "exceeded"]).rename(
         columns={"importance profile distance": "profile distance (0 same, 1 disjoint)"})
     out["blocks"].append(Table(

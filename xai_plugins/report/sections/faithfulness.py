@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ...prediction_gap import pg2
-from .. import figures
+from ...ranking_faithfulness import random_rankings
+from .. import explainers, figures
 from .. import pgi2_of_rankings as faith
 from ..render import fmt
 from ..section import Table
@@ -37,30 +38,22 @@ def build(ctx, results, options):
     if explained.status == "failed":
         section.status, section.reason = "not applicable", "the explainers did not run (see the explanations section)"
         return section
-    methods, rows = explained.raw["methods"], explained.raw["rows"]
-    cl = ctx.cluster
-    n_rows = len(rows) if cl is None else cl.n_complete
+    methods, rows, on = explained.raw["methods"], explained.raw["rows"], explained.raw.get("explained")
+    n_rows = 0 if on is None else on.n
     if n_rows == 0:
         section.status, section.reason = "not applicable", "no explained rows"
         return section
-    rankings, labels = _rankings(methods, n_rows, cl)
+    rankings, labels = _rankings(methods, on)
+    rankings[FLOOR] = random_rankings(on.X, ctx.seed_int("faithfulness"))
     sigmas = list(options.sigma)
-    seed = ctx.seed_int("faithfulness")
-    if cl is None:
-        rankings[FLOOR] = faith.random_rankings(ctx, n_rows, seed)
-        table, per_row = faith.pgi2_scores(ctx, rows, rankings, sigmas, labels, options.binary_sigma)
-        win_rate = faith.win_rates(per_row, options.sigma_ref, exclude=(labels[FLOOR], labels.get(CEILING)))
-        section.raw["pgi2"] = {s: {key: per_row[(labels[key], s)] for key in rankings} for s in sigmas}
-        section.raw["pg2 all"] = _pg2_all(ctx, rows, sigmas, options.binary_sigma)
-    else:
-        from ...ranking_faithfulness import random_rankings
-        from .. import cluster
-
-        rankings[FLOOR] = random_rankings(cl.X, seed)
-        table, win_rate = cluster.pgi2_scores(ctx, cl, {labels[k]: v for k, v in rankings.items()}, sigmas,
-                                              options.sigma_ref, exclude=(labels[FLOOR], labels.get(CEILING)))
-        section.raw["pgi2"] = {}
-    section.raw.update({"rows": rows if cl is None else np.arange(0), "labels": labels})
+    table, win_rate, per_row = faith.pgi2_scores(ctx, on.X, {labels[k]: v for k, v in rankings.items()}, sigmas,
+                                                 options.sigma_ref, (labels[FLOOR], labels.get(CEILING)),
+                                                 options.binary_sigma, on.keep, on.values)
+    section.raw["pgi2"] = {} if per_row is None else {s: {key: per_row[(labels[key], s)] for key in rankings}
+                                                      for s in sigmas}
+    if on.positions is not None:
+        section.raw["pg2 all"] = _pg2_all(ctx, on.positions, sigmas, options.binary_sigma)
+    section.raw.update({"rows": rows if on.positions is not None else np.arange(0), "labels": labels})
     best = faith.winners(table, exclude=(labels[FLOOR], labels.get(CEILING)))
     unit = squared_unit(ctx)
     section.data = {"rows": n_rows, "sigmas": sigmas, "pgi2": table, "winners": best, "unit": unit,
@@ -68,7 +61,7 @@ def build(ctx, results, options):
                     "sigma_ref": options.sigma_ref}
     if "pg2 all" in section.raw:
         section.data["mean PG² all features"] = {s: float(np.mean(v)) for s, v in section.raw["pg2 all"].items()}
-    _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref, cl)
+    _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref, on.positions is None)
     _monte_carlo(ctx, section, rows, options)
     return section
 
@@ -91,24 +84,24 @@ def _pg2_all(ctx, rows, sigmas, binary_sigma) -> dict:
                                       background=ctx.background, verbose=False).value) for s in sigmas}
 
 
-def _rankings(methods, n_rows, cl) -> tuple[dict, dict]:
+def _rankings(methods, on) -> tuple[dict, dict]:
     """Per-row rankings by method key (the greedy PG² one under :data:`CEILING`), global importances
     applied to every row, and each key's display label."""
     rankings, labels = {}, {FLOOR: "random"}
     for m in methods.values():
         if m.status != "ok":
             continue
-        key = CEILING if m.key == "pg2" else m.key
+        key = CEILING if explainers.get(m.key).reference else m.key
         if m.ranking is not None:
             rankings[key], labels[key] = m.ranking, (f"{m.label} (reference)" if key == CEILING else m.label)
         elif m.importance is not None:
             order = np.argsort(-m.importance.to_numpy(dtype=float), kind="stable")
-            rankings[key] = np.tile(order, (n_rows, 1)) if cl is None else cl.tile(order)
+            rankings[key] = on.tile(order)
             labels[key] = f"{m.label} (global)"
     return rankings, labels
 
 
-def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, cl) -> None:
+def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, every_row: bool) -> None:
     wide = table.pivot(index="method", columns="sigma", values="mean").loc[shown_methods]
     sd = table.pivot(index="method", columns="sigma", values="sd").loc[shown_methods]
     unit = section.data["unit"]
@@ -118,7 +111,7 @@ def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, cl) -> Non
                                          for a, b, c in zip(wide[s], sd[s], wide[s] if share is None else share[s])]
                           for s in sigmas}, index=pd.Index(wide.index, name="method"))
     shown[f"win rate at σ = {sigma_ref:g}"] = [section.data["win rate"].get(m, np.nan) for m in shown.index]
-    where = "" if cl is None else " (every complete test row, computed on the Dask cluster)"
+    where = " (every complete test row, computed on the Dask cluster)" if every_row else ""
     section.tables.append(Table(
         f"Exact PGI² of each method's per-row ranking, in {unit} (the explained output's unit squared): mean ± "
         f"standard deviation over {n_rows} test rows{where}, per noise level σ (in training standard deviations)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .. import explainers
+from ..explainers import name_list
 from ..options import flag
 from . import new, register
 
@@ -15,36 +17,22 @@ def build(ctx, results, options):
     cli = options.command_line is not None
     name = (lambda option: flag(option)) if cli else (lambda option: f"{option}=")
     items = [_output_space(ctx)]
-    if ran & {"pg2"} or results["faithfulness"].status == "ok":
+    if any(explainers.get(k).reference for k in ran) or results["faithfulness"].status == "ok":
         items.append("PG² perturbs features with independent Gaussian noise of σ training standard deviations; "
                      "correlated features are perturbed independently, which can create unrealistic inputs. PGI² "
                      "measures faithfulness to the model, not to the data-generating process.")
         binary = [n for n, b in zip(ctx.feature_names, ctx.binary_features) if b]
         if binary and options.binary_sigma is None:
-            items.append(f"{len(binary)} feature(s) take only the values 0 and 1 ({_list(binary)}); Gaussian noise "
+            items.append(f"{len(binary)} feature(s) take only the values 0 and 1 ({name_list(binary)}); Gaussian noise "
                          "gives them values such as 0.3 or 1.2 that never occur in the data. Set a smaller noise "
                          f"level for them with {name('binary_sigma')} (in training standard deviations).")
         elif binary:
-            items.append(f"The 0/1 feature(s) {_list(binary)} were perturbed with σ = {options.binary_sigma:g} "
+            items.append(f"The 0/1 feature(s) {name_list(binary)} were perturbed with σ = {options.binary_sigma:g} "
                          "instead of the σ of the other features.")
-    if "pg2" in ran:
-        items.append(f"The greedy PG² ranking is computed at σ = {options.sigma_ref:g} and reused at the other σ; "
-                     "it adds the feature that raises PG² most at each step, a heuristic, not a bound: an explainer's "
-                     "ranking can score higher on a row, so faithfulness is judged against the best ranking found "
-                     "among all evaluated rankings, and greedy is a reference, not a contestant.")
-    if "local_mdi" in ran:
-        items.append("Local MDI is the impurity decrease along the row's own decision path, averaged over trees, "
-                     "using the node impurities stored at training time; it describes how the model was fitted, "
-                     "not how the prediction responds to the feature.")
-    if "shap" in ran:
-        items.append("TreeSHAP follows the training data's path through each tree (its cover counts), so "
-                     "correlated features share credit as the trees happened to split on them.")
-    items.append(_rows(ctx, results, options, name, shap="shap" in ran))
-    if "dt_sampler" in ran:
-        dts = methods["dt_sampler"]
-        items.append(f"DT-Sampler explains the model's predicted classes on {dts.params['rows']} rows, restricted "
-                     f"to the {dts.params['features']} features the model splits on most among those that vary on them "
-                     f"({_list(dts.extras['features'])}); other features get importance 0.")
+    for key in (k for k in methods if k in ran):
+        text = explainers.get(key).limitation(ctx, methods[key], options, name)
+        items += [text] if text else []
+    items.append(_rows(ctx, results, options, name))
     if results["mcr"].status == "ok":
         items.append("Model class reliance ranges cover the Rashomon set explored by the RF-MCR procedure "
                      "(bootstrap-free random forests); they are estimates from permutations, not guarantees.")
@@ -70,19 +58,13 @@ def _output_space(ctx) -> str:
     return "Regression model: every method explains the raw model output; PG² and PGI² are exact."
 
 
-def _rows(ctx, results, options, name, shap: bool) -> str:
+def _rows(ctx, results, options, name) -> str:
     explained = results["explanations"].data.get("explained rows", 0)
     if ctx.cluster is not None:
         return (f"Computed on a Dask cluster: the per-row methods and the PGI² scores cover every complete test row "
                 f"({explained} rows). The data summary's distribution, the performance metrics, the per-row "
                 f"agreement, DT-Sampler without training data and the Monte Carlo comparison use a random sample of "
                 f"{ctx.cluster.sample_size} test rows and carry sampling error.")
-    shap_rows = f"; TreeSHAP's global importance uses up to {options.max_shap_rows}" if shap else ""
     return (f"Per-row sections use {explained} test rows drawn at random (seeded) among those without missing "
-            f"values ({name('max_rows')} sets the number{shap_rows}); numbers from samples carry sampling error, "
+            f"values ({name('max_rows')} sets the number); numbers from samples carry sampling error, "
             "shown as confidence intervals.")
-
-
-def _list(names, most: int = 8) -> str:
-    names = list(map(str, names))
-    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")

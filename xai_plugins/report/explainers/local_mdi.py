@@ -1,0 +1,40 @@
+"""Local MDI: per row, the impurity decrease along its decision paths, averaged over trees."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...forest import UnsupportedModelError
+from ...mdi import local_mdi, require_impurities
+from ..context import detached
+from . import Explainer, NotApplicable, by_magnitude, register
+
+
+@register
+class LocalMDI(Explainer):
+    """Local MDI of every test row in memory (its mean is the global importance), of the explained rows'
+    paths for the per-row sections; not applicable to models without stored node impurities."""
+
+    key, label, caption = "local_mdi", "local MDI", "mean impurity decrease"
+
+    def prepare(self, ctx, options):
+        """The Forest with node impurities (:class:`NotApplicable` when the model stores none)."""
+        try:
+            return detached(require_impurities(ctx.model))
+        except UnsupportedModelError as exc:
+            raise NotApplicable(str(exc)) from exc
+
+    def block(self, state, X):
+        """Local MDI of the rows and their ranking by magnitude."""
+        values = local_mdi(state, X)
+        return {"importance": values, **by_magnitude(values)}
+
+    def scope(self, ctx, rows, options):
+        """Every test row (local MDI follows a missing value's default direction)."""
+        return np.arange(len(ctx.X_test))
+
+    def limitation(self, ctx, result, options, name):
+        """What local MDI describes."""
+        return ("Local MDI is the impurity decrease along the row's own decision path, averaged over trees, using the "
+                "node impurities stored at training time; it describes how the model was fitted, not how the "
+                "prediction responds to the feature.")

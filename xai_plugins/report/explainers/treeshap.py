@@ -1,0 +1,93 @@
+"""TreeSHAP (shap's ``TreeExplainer``): per-row |SHAP value| of the explained output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import figures
+from ..context import Scorer
+from . import Explainer, by_magnitude, register
+
+#: the last (model, TreeExplainer) of this process: one explainer per audit, not per block
+_TREE_EXPLAINER: list = []
+
+
+def tree_explainer(model):
+    """shap's TreeExplainer of ``model``, built once per model in this process."""
+    import shap
+
+    if not _TREE_EXPLAINER or _TREE_EXPLAINER[0] is not model:
+        _TREE_EXPLAINER[:] = [model, shap.TreeExplainer(model)]
+    return _TREE_EXPLAINER[1]
+
+
+@register
+class TreeSHAP(Explainer):
+    """TreeSHAP of the explained output; global importance: mean |SHAP value| (per class too for a
+    multi-class model); local figures: waterfall plots."""
+
+    key, label, caption = "shap", "SHAP", "mean |SHAP value|"
+    per_class = True
+
+    def prepare(self, ctx, options):
+        """The model, how to feed it rows, the explained output and the class count."""
+        return ctx.model, Scorer(None, ctx.output, ctx.scorer().columns), len(ctx.classes)
+
+    def block(self, state, X):
+        """|SHAP values| of the explained output, their ranking, and per class (k > 2) |SHAP values|."""
+        model, scorer, n_classes = state
+        values = np.asarray(tree_explainer(model)(scorer.model_input(X)).values, dtype=float)
+        out = {}
+        if values.ndim == 3:
+            if values.shape[2] > 2 and values.shape[2] == n_classes:
+                out["per class"] = np.abs(values).reshape(len(X), -1)
+            values = values[..., scorer.output]
+        return {"importance": np.abs(values), **by_magnitude(values), **out}
+
+    def scope(self, ctx, rows, options):
+        """Up to ``max_shap_rows`` seeded complete test rows (those explained among them)."""
+        return ctx.sample_rows(max(options.max_shap_rows, len(rows)))
+
+    def finish(self, ctx, result, state, means, local_X, local_labels, options):
+        """The algorithm's description, the per-class table and the local rows' waterfall plots."""
+        result.params["algorithm"] = ("TreeSHAP; absent features follow the training data's paths through the "
+                                      "trees (no background sample)")
+        if "per class" in means:
+            result.extras["per class"] = pd.DataFrame(means["per class"].reshape(ctx.n_features, -1),
+                                                      index=ctx.feature_names, columns=[str(c) for c in ctx.classes])
+        if len(local_X):
+            explanation = tree_explainer(ctx.model)(ctx.model_input(local_X))
+            if explanation.values.ndim == 3:
+                explanation = explanation[..., ctx.output]
+            result.figures = [shap_figure(ctx, label, explanation[i]) for i, label in enumerate(local_labels)]
+
+    def limitation(self, ctx, result, options, name):
+        """TreeSHAP's credit sharing and the rows of its global importance."""
+        return ("TreeSHAP follows the training data's path through each tree (its cover counts), so correlated "
+                f"features share credit as the trees happened to split on them; its global importance is the mean "
+                f"over {result.params.get('rows')} test rows ({name('max_shap_rows')} sets the number in memory).")
+
+
+def shap_figure(ctx, label: str, row_explanation):
+    """The SHAP waterfall figure of one test row (``row_explanation``: its shap.Explanation)."""
+    return figures.pyplot_drawn(
+        f"SHAP waterfall of test row {label}: contributions to {ctx.output_label}, from the mean "
+        f"over the training data to this row's value.",
+        lambda ax: _waterfall(row_explanation), scale=0.6)
+
+
+def _waterfall(explanation) -> None:
+    """shap's waterfall plot on pyplot's current figure (shap sizes the figure itself, with large type),
+    its x range widened by 8 % on each side so the values printed at the ends of the bars are not cut
+    (shap's twin axes for f(x) and E[f(X)] share the main axis' limits, so all get the same)."""
+    import matplotlib.pyplot as plt
+    import shap
+
+    shap.plots.waterfall(explanation, max_display=10, show=False)
+    axes = plt.gcf().axes
+    lo, hi = axes[0].get_xlim()
+    pad = 0.08 * (hi - lo)
+    for ax in axes:
+        if ax.get_xlim() == (lo, hi):
+            ax.set_xlim(lo - pad, hi + pad)
