@@ -23,6 +23,7 @@ from ..errors import UnsupportedModelError
 from .cache import clear_model_cache, import_model
 from .layout import Forest, tree_levels
 from .lightgbm import LIGHTGBM_ZERO_THRESHOLD
+from .pipeline import explained_model
 from .predictor import ModelPredictor
 from .registry import (
     BOOSTER_MUTATORS,
@@ -48,6 +49,7 @@ def __getattr__(name: str) -> str:
 
 
 __all__ = ["BOOSTER_MUTATORS", "LIGHTGBM_ZERO_THRESHOLD", "SUPPORTED_MODELS", "Forest", "LibraryImporter",
-           "ModelPredictor", "UnsupportedModelError", "clear_model_cache", "import_model", "importer_for",
+           "ModelPredictor", "UnsupportedModelError", "clear_model_cache", "explained_model", "import_model",
+           "importer_for",
            "library_of", "model_feature_names", "model_missing_value", "register", "supported_models",
            "tree_levels"]

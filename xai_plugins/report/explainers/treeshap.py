@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...forest import explained_model
 from .. import figures
 from ..context import Scorer
 from . import Explainer, by_magnitude, register
@@ -22,6 +23,25 @@ def tree_explainer(model):
     return _TREE_EXPLAINER[1]
 
 
+def tree_shap(model, rows):
+    """shap's TreeSHAP explanation of ``model`` on its input ``rows``. A scikit-learn Pipeline's final
+    model is explained on the pipeline's transform of the rows and the values of the columns made from
+    one input column are added into it (TreeSHAP depends only on which side of each split a value
+    falls, so these are the values of the pipeline's compiled Forest; additivity is kept)."""
+    import shap
+
+    inner, to_inner, sources = explained_model(model)
+    explanation = tree_explainer(inner)(to_inner(rows))
+    if sources is None:
+        return explanation
+    values = np.asarray(explanation.values, dtype=float)
+    n_inputs = int(model.n_features_in_)
+    summed = np.zeros((values.shape[0], n_inputs) + values.shape[2:])
+    np.add.at(summed, (slice(None), sources), values)
+    names = list(getattr(rows, "columns", [])) or [f"x{j}" for j in range(n_inputs)]
+    return shap.Explanation(summed, base_values=explanation.base_values, data=np.asarray(rows), feature_names=names)
+
+
 @register
 class TreeSHAP(Explainer):
     """TreeSHAP of the explained output; global importance: mean |SHAP value| (per class too for a
@@ -37,7 +57,7 @@ class TreeSHAP(Explainer):
     def block(self, state, X):
         """|SHAP values| of the explained output, their ranking, and per class (k > 2) |SHAP values|."""
         model, scorer, n_classes = state
-        values = np.asarray(tree_explainer(model)(scorer.model_input(X)).values, dtype=float)
+        values = np.asarray(tree_shap(model, scorer.model_input(X)).values, dtype=float)
         out = {}
         if values.ndim == 3:
             if values.shape[2] > 2 and values.shape[2] == n_classes:
@@ -57,7 +77,7 @@ class TreeSHAP(Explainer):
             result.extras["per class"] = pd.DataFrame(means["per class"].reshape(ctx.n_features, -1),
                                                       index=ctx.feature_names, columns=[str(c) for c in ctx.classes])
         if len(local_X):
-            explanation = tree_explainer(ctx.model)(ctx.model_input(local_X))
+            explanation = tree_shap(ctx.model, ctx.model_input(local_X))
             if explanation.values.ndim == 3:
                 explanation = explanation[..., ctx.output]
             result.figures = [shap_figure(ctx, label, explanation[i]) for i, label in enumerate(local_labels)]
