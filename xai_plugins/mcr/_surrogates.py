@@ -43,18 +43,17 @@ def tree_surrogates(tree, X32, leaf):
         hi[inner] = np.maximum(hi[left[inner]], hi[right[inner]])
     inner = np.flatnonzero(left >= 0)
     L, R = left[inner], right[inner]
-    own = np.zeros((inner.size, d), dtype=bool)
-    own[np.arange(inner.size), feat[inner]] = True
-    parts = []
-    for flipped, (a, b) in ((False, (L, R)), (True, (R, L))):
-        # rows of child a all <= rows of child b on g: threshold between them sends a left
-        ok = (hi[a] < lo[b]) & ~own
-        i, g = np.nonzero(ok)
-        thr = (hi[a][i, g].astype(np.float64) + lo[b][i, g].astype(np.float64)) / 2.0
-        parts.append((inner[i], g, thr, np.full(i.size, flipped)))
-    node, g, thr, flip = (np.concatenate(p) for p in zip(*parts))
-    o = np.lexsort((g, node))
-    return node[o], g[o], thr[o], flip[o]
+    hi_l, lo_l, hi_r, lo_r = hi[L], lo[L], hi[R], lo[R]
+    free = np.ones((inner.size, d), dtype=bool)
+    free[np.arange(inner.size), feat[inner]] = False
+    # rows of one child all <= rows of the other on g: a threshold between them separates the
+    # children (left child below: not flipped); both cannot hold for non-empty children
+    flipped = (hi_r < lo_l) & free
+    i, g = np.nonzero(((hi_l < lo_r) & free) | flipped)      # sorted by node, then feature
+    flip = flipped[i, g]
+    below, above = np.where(flip, hi_r[i, g], hi_l[i, g]), np.where(flip, lo_l[i, g], lo_r[i, g])
+    thr = (below.astype(np.float64) + above.astype(np.float64)) / 2.0
+    return inner[i], g, thr, flip
 
 
 class VariantNodes:
