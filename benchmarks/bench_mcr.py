@@ -1,20 +1,38 @@
-"""RF-MCR speed: every feature of a bootstrap-free forest, with the cost per (feature, permutation)
-relative to one ``forest.predict_proba`` on the same rows, both measured in this process.
+"""RF-MCR speed beside the previous main: CPU seconds per (feature, permutation) relative to one
+``predict`` of the same forest on the same rows, both builds on the same pickled model and rows.
 
-    python benchmarks/bench_mcr.py            # 500 trees, 100,000 rows, 8 features, 10 permutations
-    python benchmarks/bench_mcr.py --quick    # 100 trees, 20,000 rows
+Workloads (bootstrap-free forests from ``fit_rashomon_forest``):
+- readme: binary classification (a logistic signal in the first half of 8 normal features, two of
+  them noisy copies of each other), 100,000 rows, 500 trees of depth 8, every feature;
+- friedman (``--big``): ``make_friedman1`` (10 features) plus a duplicate of feature 0, 100,000
+  rows, ``--big-trees`` fully grown regression trees (about 200,000 nodes each: 80 trees make the
+  16 M-node forest), ``--big-features`` (feature 0 by default, as in issue 23).
+
+Each build runs in its own subprocess (``--ref DIR``: the previous main, with its C extension built
+in place), one thread (``n_jobs=1``; CPU time, steadier on a shared machine), the two builds
+alternating ``--rounds`` times; per build the best round. Printed per workload: predict seconds,
+MCR seconds, predicts per (feature, permutation) for both builds, and whether the two builds'
+tables are bitwise identical. Fitted models are cached in the temp directory (``--refit``).
+
+Run: python benchmarks/bench_mcr.py [--ref /work/oldmain] [--big [--big-trees 80]] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import pickle
 import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
-from xai_plugins.mcr import fit_rashomon_forest, model_class_reliance
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_data(n, d, seed=0):
@@ -29,51 +47,117 @@ def make_data(n, d, seed=0):
     return X, y
 
 
+def workload(name: str, rows: int, trees: int, refit: bool) -> tuple[str, int]:
+    """Path of a pickle holding (model, X, y) for the workload (fitted once, cached), and its node count."""
+    from xai_plugins.mcr import fit_rashomon_forest
+
+    path = Path(tempfile.gettempdir()) / f"xai_bench_mcr_{name}_{rows}_{trees}.pkl"
+    if refit or not path.exists():
+        t = time.perf_counter()
+        if name == "readme":
+            X, y = make_data(rows, 8)
+            model = fit_rashomon_forest(X, y, n_estimators=trees, random_state=0, max_depth=8, n_jobs=-1)
+        else:
+            from sklearn.datasets import make_friedman1
+
+            X, y = make_friedman1(n_samples=rows, n_features=10, random_state=0)
+            X = np.column_stack([X, X[:, 0]])
+            model = fit_rashomon_forest(X, y, task="regression", n_estimators=trees, random_state=0, n_jobs=-1)
+        print(f"{name}: fitted {trees} trees in {time.perf_counter() - t:.0f} s (not counted)", flush=True)
+        with open(path, "wb") as fh:
+            pickle.dump((model, X, y), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    with open(path, "rb") as fh:
+        model, _, _ = pickle.load(fh)
+    return str(path), sum(est.tree_.node_count for est in model.estimators_)
+
+
+def worker(path: str, features: str, permutations: int, out: str) -> dict:
+    """This build's MCR and the model's predict on the pickled workload (one thread, CPU time);
+    the table saved to ``out``."""
+    from xai_plugins.mcr import model_class_reliance
+
+    with open(path, "rb") as fh:
+        model, X, y = pickle.load(fh)
+    model.set_params(n_jobs=1)
+    feats = None if features == "all" else [int(f) for f in features.split(",")]
+    t = time.process_time()
+    (model.predict_proba if hasattr(model, "classes_") else model.predict)(X)
+    predict_s = time.process_time() - t
+    t = time.process_time()
+    res = model_class_reliance(model, X, y, features=feats, n_permutations=permutations, random_state=0, n_jobs=1,
+                               progress=False)
+    mcr_s = time.process_time() - t
+    res.table.to_pickle(out)
+    pairs = len(res.table) * permutations
+    return {"predict": predict_s, "mcr": mcr_s, "pairs": pairs,
+            "rss MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def in_subprocess(build: Path, *args: str) -> dict:
+    """Run this script's worker mode with ``build``'s xai_plugins first on the path."""
+    env = dict(os.environ, PYTHONPATH=str(build))
+    done = subprocess.run([sys.executable, __file__, *args], env=env, cwd=build, capture_output=True, text=True,
+                          check=False)
+    if done.returncode:
+        raise RuntimeError(f"worker in {build} failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report(name: str, path: str, nodes: int, features: str, permutations: int, ref: str | None, rounds: int):
+    """Print one workload's figures, the builds alternating ``rounds`` times."""
+    import pandas as pd
+
+    builds = {"now": ROOT} | ({"previous main": Path(ref)} if ref else {})
+    best: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(rounds):
+            for label, build in builds.items():
+                out = f"{tmp}/{label.replace(' ', '_')}.pkl"
+                r = in_subprocess(build, "--worker", path, features, str(permutations), out)
+                r["ratio"] = r["mcr"] / r["pairs"] / r["predict"]
+                if label not in best or r["ratio"] < best[label]["ratio"]:
+                    best[label] = r
+        same = ""
+        if ref:
+            a, b = (pd.read_pickle(f"{tmp}/{label.replace(' ', '_')}.pkl") for label in builds)
+            same = f"; tables bitwise identical to the previous main: {a.equals(b)}"
+    print(f"\n{name}: {nodes / 1e6:.2f} M nodes, features {features}, {permutations} permutations, one thread "
+          f"(CPU s, best of {rounds}){same}")
+    print(f"{'build':>14s} {'predict s':>10s} {'MCR s':>8s} {'pairs':>6s} {'predicts/pair':>14s} {'max RSS MiB':>12s}")
+    for label, r in best.items():
+        print(f"{label:>14s} {r['predict']:10.3f} {r['mcr']:8.2f} {r['pairs']:6d} {r['ratio']:14.2f} "
+              f"{r['rss MiB']:12.0f}")
+    if ref:
+        print(f"speed-up per pair (previous main / now): {best['previous main']['ratio'] / best['now']['ratio']:.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--ref", help="checkout of the previous main (its C extension built in place)")
     ap.add_argument("--rows", type=int, default=100_000)
-    ap.add_argument("--trees", type=int, default=500)
-    ap.add_argument("--features", type=int, default=8)
+    ap.add_argument("--trees", type=int, default=500, help="trees of the readme forest")
     ap.add_argument("--permutations", type=int, default=10)
-    ap.add_argument("--max-depth", type=int, default=8)
-    ap.add_argument("--n-jobs", type=int, default=-1, help="threads for fit, predict and MCR alike")
-    ap.add_argument("--quick", action="store_true", help="100 trees on 20,000 rows")
+    ap.add_argument("--big", action="store_true", help="also the friedman forest of fully grown trees")
+    ap.add_argument("--big-trees", type=int, default=80)
+    ap.add_argument("--big-features", default="0", help="comma-separated feature indices, or 'all'")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--refit", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="readme forest of 100 trees on 20,000 rows")
     args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], args.worker[1], int(args.worker[2]), args.worker[3])))
+        return
     if args.quick:
         args.rows, args.trees = 20_000, 100
-
-    X, y = make_data(args.rows, args.features)
-    t0 = time.perf_counter()
-    model = fit_rashomon_forest(X, y, n_estimators=args.trees, random_state=0, max_depth=args.max_depth,
-                                n_jobs=args.n_jobs)
-    fit_s = time.perf_counter() - t0
-    nodes = sum(e.tree_.node_count for e in model.estimators_)
-    predict_s = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        model.predict_proba(X)
-        predict_s.append(time.perf_counter() - t0)
-    predict_s = float(np.median(predict_s))
-
-    t0 = time.perf_counter()
-    res = model_class_reliance(model, X, y, n_permutations=args.permutations, random_state=0,
-                               n_jobs=args.n_jobs, progress=False)
-    mcr_s = time.perf_counter() - t0
-    pairs = args.features * args.permutations
-    per_pair = mcr_s / pairs
-
-    print(f"cores: {os.cpu_count()}  rows: {args.rows:,}  trees: {args.trees}  features: {args.features}  "
-          f"permutations: {args.permutations}  max_depth: {args.max_depth}  nodes: {nodes:,}  "
-          f"equivalence classes: {res.n_groups}")
-    print(f"fit (not counted): {fit_s:.1f} s")
-    print(f"one forest.predict_proba on the same rows: {predict_s:.3f} s")
-    print(f"model_class_reliance, every feature: {mcr_s:.1f} s (target <= 60 s)")
-    print(f"per (feature, permutation): {per_pair:.3f} s = {per_pair / predict_s:.2f} x one predict")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak resident memory of the process: {peak:.0f} MiB (data {X.nbytes / 2**20:.0f} MiB, "
-          f"forest nodes {nodes * 64 / 2**20:.0f} MiB, cached training leaves "
-          f"{4 * args.rows * args.trees / 2**20:.0f} MiB when <= LEAF_CACHE_BYTES)")
-    print(res.table[["mcr_minus", "model_reliance", "mcr_plus", "within_rashomon"]].round(4).to_string())
+    print(f"cores: {os.cpu_count()}  rows: {args.rows:,}")
+    path, nodes = workload("readme", args.rows, args.trees, args.refit)
+    report(f"readme forest ({args.trees} trees, depth 8, 8 features)", path, nodes, "all", args.permutations,
+           args.ref, args.rounds)
+    if args.big:
+        path, nodes = workload("friedman", args.rows, args.big_trees, args.refit)
+        report(f"friedman forest ({args.big_trees} fully grown trees)", path, nodes, args.big_features,
+               args.permutations, args.ref, args.rounds)
 
 
 if __name__ == "__main__":

@@ -27,13 +27,19 @@ its C extension built in place, e.g. ``git worktree add ../oldmain <commit>`` th
 ``python setup.py build_ext --inplace`` there) on the same saved models and rows, right before
 the new build, so that both see the same machine load.
 
-Run: python benchmarks/bench_pg2_production.py [--ref DIR] [--rows 5] [--big]
+``--memory`` adds, for the largest model (1000 × 10 with ``--big``), in a fresh subprocess per
+build, the peak of numpy allocations (tracemalloc) and the growth of the peak resident memory
+(``getrusage``) over a first exact ``xp.pg2`` call with S = all on one row (model import
+included), beside the model's own size (its UBJSON ``save_raw``) and the output's.
+
+Run: python benchmarks/bench_pg2_production.py [--ref DIR] [--rows 5] [--big] [--memory]
 """
 
 import argparse
 import json
 import os
 import pickle
+import resource
 import subprocess
 import sys
 import tempfile
@@ -147,6 +153,44 @@ def worker(path: str) -> None:
     print(json.dumps(measure(job["models"], job["rows"], job["kinds"])))
 
 
+def memory(path: str) -> dict:
+    """Peak numpy allocations and resident-memory growth of a first exact PG² call (S = all, one
+    row, import included) on the pickled model, beside the model's own size."""
+    import tracemalloc
+
+    import xai_plugins as xp
+
+    with open(path, "rb") as fh:
+        job = pickle.load(fh)
+    model, row = job["model"], job["row"]
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tracemalloc.start()
+    out = np.asarray(xp.pg2(model, row, list(range(row.shape[1])), SIGMA, n_jobs=1))
+    traced = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"model": len(model.get_booster().save_raw()), "output": out.nbytes, "traced peak": traced,
+            "rss growth": rss_after - rss_before}
+
+
+def report_memory(name: str, model, row, ref: str | None) -> None:
+    """Print the memory figures of ``memory`` for this build and the reference, each in a fresh process."""
+    with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as fh:
+        pickle.dump({"model": model, "row": row}, fh)
+    print(f"\nmemory of a first exact PG² call, S = all, one row, {name} (fresh process per build):")
+    for label, build in [("new", Path(__file__).resolve().parents[1])] + ([("reference", Path(ref))] if ref else []):
+        env = dict(os.environ, PYTHONPATH=str(build.resolve()))
+        done = subprocess.run([sys.executable, __file__, "--memory-worker", fh.name], env=env, capture_output=True,
+                              text=True, cwd=tempfile.gettempdir(), check=True)
+        m = json.loads(done.stdout.strip().splitlines()[-1])
+        bound = 2 * m["model"] + m["output"]
+        print(f"  {label:9s} model {m['model'] / 2**20:.1f} MiB, output {m['output']} B; numpy peak "
+              f"{m['traced peak'] / 2**20:.1f} MiB, max RSS growth {m['rss growth'] / 2**20:.1f} MiB; "
+              f"bound 2 x model + output {bound / 2**20:.1f} MiB: "
+              f"{'within' if max(m['traced peak'], m['rss growth']) <= bound else 'EXCEEDED'}")
+    os.unlink(fh.name)
+
+
 def crossover(model, rows, ref=None) -> dict:
     """Exact S = all vs MC at 1 % on the first T trees of a depth-6 XGBoost model."""
     booster = model.get_booster()
@@ -194,10 +238,15 @@ def main():
     parser.add_argument("--rows", type=int, default=5)
     parser.add_argument("--big", action="store_true", help="also 500 x 8 and 1000 x 10 (S = all only)")
     parser.add_argument("--no-crossover", action="store_true")
+    parser.add_argument("--memory", action="store_true", help="peak memory of exact PG² on the largest model")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker)
+        return
+    if args.memory_worker:
+        print(json.dumps(memory(args.memory_worker)))
         return
     _, X_test, _ = california()
     rows = X_test[np.random.default_rng(1).choice(len(X_test), args.rows, replace=False)]
@@ -218,6 +267,9 @@ def main():
                   f"{ref / seconds if ref else float('nan'):9.2f} {mc * 1e3 if mc else float('nan'):9.2f} "
                   f"{seconds / mc if mc else float('nan'):9.2f}")
         print(f"{'':34s} MC samples for 1 %: {n:,.0f}; {per_sample * 1e6:.2f} µs per sample")
+    if args.memory:
+        largest = list(models)[-2]   # the last XGBoost model (the forest comes last)
+        report_memory(largest, models[largest], rows[:1], args.ref)
     if not args.no_crossover:
         cross = crossover(models["xgb 500x6"], rows, args.ref)
         print("\ncrossover, depth-6 XGBoost cut to T trees (ms per row):")

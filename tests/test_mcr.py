@@ -123,6 +123,21 @@ def test_bounds_order_and_boundary_forests_predict_like_reference(correlated, mo
     assert t.loc["x3", "mcr_plus"] < 0.1 * t.loc["x0", "mcr_plus"]
 
 
+def sklearn_tree(tables, variant, t):
+    """Oracle: a copy of tree t's scikit-learn ``Tree`` with the transformed forest's splits and
+    children (how S+ / S- trees were kept before the C core routed them), for scikit-learn's own
+    ``apply``."""
+    tree = copy.deepcopy(tables.trees[t])
+    a = tables.offsets[t]
+    b = a + tree.node_count
+    inner = tree.children_left >= 0
+    nodes = variant.nodes
+    tree.feature[inner] = nodes.feature[a:b][inner]
+    tree.threshold[inner] = nodes.threshold[a:b][inner]
+    tree.children_left[inner], tree.children_right[inner] = nodes.left_child[a:b][inner], nodes.right_child[a:b][inner]
+    return tree
+
+
 def test_transformed_trees_keep_training_leaves(correlated):
     """S+ and S- change splits, never the leaf a training row reaches."""
     X, y = correlated
@@ -140,18 +155,75 @@ def test_transformed_trees_keep_training_leaves(correlated):
             variant = surrogates.transform(tables, [j], plus)
             n_changed += variant.changed.sum()
             for t in np.flatnonzero(variant.changed):
-                np.testing.assert_array_equal(variant.trees[t].apply(X32), tables.trees[t].apply(X32))
-                assert not np.array_equal(variant.trees[t].feature, tables.trees[t].feature)
+                tree = sklearn_tree(tables, variant, t)
+                np.testing.assert_array_equal(tree.apply(X32), tables.trees[t].apply(X32))
+                assert not np.array_equal(tree.feature, tables.trees[t].feature)
                 # on permuted data only rows passing a changed node may move
                 orig = tables.trees[t].apply(Xp)
                 same = ~variant.below[orig + tables.offsets[t]]
-                np.testing.assert_array_equal(variant.trees[t].apply(Xp)[same], orig[same])
+                np.testing.assert_array_equal(tree.apply(Xp)[same], orig[same])
             if not plus:  # S- removes the feature wherever a surrogate exists
                 assert all(variant.uses <= tables.uses(tables.feature, [j]))
     assert n_changed > 0
     # the transforms work on copies: the model's own trees still predict as before
     np.testing.assert_array_equal(model.predict(X), np.mean([e.predict(X) for e in model.estimators_], axis=0))
     assert [e.tree_.feature.tolist() for e in model.estimators_] == [e.tree_.feature.tolist() for e in untouched]
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_transformed_trees_routed_by_the_c_core_as_by_scikit_learn(correlated, task):
+    """The C core routes S+ / S- trees (from the training leaves, on permuted rows, and on any rows
+    when every feature counts as changed) to exactly the leaves scikit-learn's ``apply`` finds in
+    copies of the trees carrying the same splits; flipped surrogates included."""
+    X, yr = correlated
+    clf = task == "classification"
+    y = (yr > 0).astype(int) if clf else yr
+    model = fit_rashomon_forest(X, y, task=task, n_estimators=8, random_state=0, min_samples_leaf=2)
+    X32 = X.astype(np.float32)
+    tables = ForestTables(import_model(model), model.estimators_, X32, is_classifier=clf)
+    loss = make_loss("zero_one" if clf else "squared_error", tables.node_pred, y, y if clf else None,
+                     model.classes_ if clf else None)
+    surrogates = tables.survey(loss, OrderedMap(None, 1)).surrogates
+    assert surrogates.flipped.any() and not surrogates.flipped.all()
+    every = np.arange(X.shape[1])
+    other = np.random.default_rng(3).normal(size=X.shape).astype(np.float32).astype(np.float64)
+    checked = 0
+    for cols in ([0], [1], [2], [0, 1]):
+        for plus in (True, False):
+            variant = surrogates.transform(tables, cols, plus)
+            for t in range(tables.T):
+                tree, off = sklearn_tree(tables, variant, t), tables.offsets[t]
+                L = tables.training_leaves([t], None)[t]
+                np.testing.assert_array_equal(variant.leaves(t, tables.X64, L, every), L)
+                for seed in (0, 1):
+                    Xp = tables.permuted(cols, seed)
+                    np.testing.assert_array_equal(variant.leaves(t, Xp.astype(np.float64), L, cols),
+                                                  tree.apply(Xp) + off)
+                np.testing.assert_array_equal(variant.leaves(t, other, L, every),
+                                              tree.apply(other.astype(np.float32)) + off)
+                checked += variant.changed[t]
+    assert checked > 10
+
+
+def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
+    """End to end: every figure of the table is bitwise the one obtained when the transformed trees
+    are routed by scikit-learn's ``apply`` on tree copies (the previous implementation's route)."""
+    from xai_plugins.mcr import _surrogates
+
+    X, y = correlated
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=30, random_state=0, min_samples_leaf=2)
+    kw = dict(n_permutations=3, groups={"copies": [0, 1]}, features=None)
+    new = {eps: mcr(model, X, y, epsilon=eps, **kw).table for eps in (0.0, 0.2)}
+    X32 = X.astype(np.float32)
+    tables = ForestTables(import_model(model), model.estimators_, X32, is_classifier=False)
+
+    def oracle(self, t, X64, start, cols):
+        return sklearn_tree(tables, self, t).apply(X64.astype(np.float32)) + tables.offsets[t]
+
+    monkeypatch.setattr(_surrogates.TransformedForest, "leaves", oracle)
+    for eps, table in new.items():
+        pd.testing.assert_frame_equal(table, mcr(model, X, y, epsilon=eps, **kw).table, check_exact=True)
+    assert (new[0.2]["mcr_plus"] > new[0.2]["model_reliance"]).any()
 
 
 def test_tables_read_from_the_forest_match_the_trees(xor):
@@ -352,3 +424,28 @@ def test_a_feature_no_tree_uses_has_zero_reliance():
     table = mcr(model, X, y, n_permutations=2, progress=False).table
     assert (table.loc["x1", ["mcr_minus", "model_reliance", "mcr_plus"]] == 0.0).all()
     assert table.loc["x0", "mcr_plus"] > 0.0
+
+
+def test_surrogate_splits_against_brute_force(correlated):
+    """Every (node, feature) whose training rows in the two children are separated on the feature,
+    found row by row from scikit-learn's ``decision_path``; sorted by node then feature."""
+    from xai_plugins.mcr._surrogates import tree_surrogates
+
+    X, y = correlated
+    X32 = X.astype(np.float32)
+    model = RandomForestRegressor(3, bootstrap=False, max_features=0.5, min_samples_leaf=3, random_state=0).fit(X, y)
+    for est in model.estimators_:
+        tree = est.tree_
+        paths = est.decision_path(X32).toarray().astype(bool)
+        expected = []
+        for node in np.flatnonzero(tree.children_left >= 0):
+            a, b = paths[:, tree.children_left[node]], paths[:, tree.children_right[node]]
+            for g in range(X.shape[1]):
+                if g == tree.feature[node]:
+                    continue
+                for flipped, (lo_rows, hi_rows) in ((False, (a, b)), (True, (b, a))):
+                    top, bottom = X32[lo_rows, g].max(), X32[hi_rows, g].min()
+                    if top < bottom:
+                        expected.append((node, g, (float(top) + float(bottom)) / 2, flipped))
+        got = list(zip(*(arr.tolist() for arr in tree_surrogates(tree, X32, tree.apply(X32)))))
+        assert got == expected and any(e[3] for e in expected)

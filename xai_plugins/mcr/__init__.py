@@ -34,15 +34,18 @@ forests' own reliances are in the table too. Bootstrapping must be off (the pape
 "modified random forest", §4.3): every tree must be grown on all training rows so that its
 partitions, surrogates and training predictions can be recomputed from the data.
 
-On permuted data the original trees are evaluated by the C core (``xai_reroute``): a row keeps
-its training leaf unless its permuted X1 leaves that leaf's box, and only such rows are routed
-again; the change of the reference forest's predictions is accumulated in C. Transformed trees
-(scikit-learn ``Tree`` copies with new splits, evaluated with ``Tree.apply``) re-route only the
-rows that pass a node changed by S±. Trees run in parallel threads in fixed blocks of
-``TREE_BLOCK`` whose partial sums are added in block order, so results do not depend on the
-thread count. Never are all per-tree × per-permutation predictions held at once: memory is
-O(K·n·C + T) beyond the forest, plus the trees' training leaves (all of them, int32, when they fit
-in ``LEAF_CACHE_BYTES`` = 256 MiB; otherwise a block at a time, recomputed for every feature).
+On permuted data every tree is evaluated by the C core (``xai_reroute``) from the training
+leaves: a row keeps its training leaf unless its permuted X1 leaves that leaf's box; such a row
+climbs to the nearest ancestor whose box holds it and descends from there. The original trees'
+change of the reference forest's predictions is accumulated in C. Transformed trees are the
+forest's node arrays with the S± splits (copies of four arrays, no scikit-learn ``Tree`` copies),
+routed the same way, and only for the rows that pass a node changed by S±. Trees run in parallel
+threads in fixed blocks of ``TREE_BLOCK`` whose partial sums are added in block order, so results
+do not depend on the thread count. Never are all per-tree × per-permutation predictions held at
+once: memory is O(K·n·C + T) beyond the forest, plus the S± node arrays of the feature at hand (20
+bytes per node each, only when S± changed a node), plus the trees' training leaves (all of them,
+int32, when they fit in ``LEAF_CACHE_BYTES`` = 256 MiB; otherwise a block at a time, recomputed
+for every feature).
 
 Modules: :mod:`._reliance` (entry points, input checks, one result row per feature),
 :mod:`._tables` (node tables from the imported Forest, training leaves), :mod:`._loss` (losses and

@@ -43,11 +43,13 @@ class Reference:
     fit_loss: float
     pmap: object
 
-    def weighted_sum(self, trees, idx, X32, weights) -> np.ndarray:
-        """Sum over the trees ``idx`` (of the list ``trees``) of ``weights[i]`` times their
-        predictions on X32, added in tree order."""
+    def weighted_sum(self, variant, idx, X64, cols, weights) -> np.ndarray:
+        """Sum over the trees ``idx`` of the transformed forest ``variant`` of ``weights[i]`` times
+        their predictions on ``X64`` (float64), added in tree order: the training rows with the
+        features ``cols`` changed (every feature: any rows)."""
         def predict(t):
-            return np.take(self.tables.node_pred, self.tables.leaves(t, X32, trees[t]), axis=0)
+            start = self.tables.training_leaves([t], None)[t]
+            return np.take(self.tables.node_pred, variant.leaves(t, X64, start, cols), axis=0)
 
         total = np.zeros_like(self.forest_sum)
         for i, p in enumerate(self.pmap(predict, idx)):
@@ -81,8 +83,8 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
         train = tables.training_leaves(part, ref.pmap)
         blocks = [part[b:b + TREE_BLOCK] for b in range(0, len(part), TREE_BLOCK)]
         for k, seed in enumerate(seeds):
-            Xp = tables.permuted(cols, seed)
-            job = partial(_block_on_permutation, ref, cols, Xp, Xp.astype(np.float64), train, variants)
+            job = partial(_block_on_permutation, ref, cols, tables.permuted(cols, seed).astype(np.float64), train,
+                          variants)
             # fixed blocks reduced in order: the sums do not depend on the number of threads
             for change, results in ref.pmap(job, blocks):
                 ref_acc[k] += change
@@ -98,8 +100,8 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
     return PermutationPass({v: s / K for v, s in sums.items()}, forest_sums)
 
 
-def _block_on_permutation(ref: Reference, cols, Xp, X64, train, variants, trees):
-    """A fixed block of ``trees`` on the permuted rows ``Xp`` (``X64``: the same as float64): the
+def _block_on_permutation(ref: Reference, cols, X64, train, variants, trees):
+    """A fixed block of ``trees`` on the permuted rows ``X64`` (float64): the
     block's summed change of the reference forest's predictions (accumulated in C, in tree order)
     and per tree ``(t, loss increase, {variant: None when the transform left the tree unchanged,
     else (loss increase, rows re-routed, their change of prediction)})``."""
@@ -118,7 +120,7 @@ def _block_on_permutation(ref: Reference, cols, Xp, X64, train, variants, trees)
                 per_variant[v] = None
                 continue
             r = _rows(variant.below[g_o])
-            g = tables.leaves(t, Xp[r], variant.trees[t])
+            g = variant.leaves(t, X64[r], L[r], cols)
             per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
                               np.take(tables.node_pred, g, axis=0) - np.take(tables.node_pred, g_o[r], axis=0))
         results.append((t, d_o, per_variant))
@@ -142,8 +144,9 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
     else:
         coef, start0, start = w, 0.0, [0.0] * K
     dyn, fixed = np.flatnonzero((coef != 0) & uses), np.flatnonzero((coef != 0) & ~uses)
-    base_dyn = ref.weighted_sum(variant.trees, dyn, tables.X32, coef[dyn])
-    fit = (start0 + ref.weighted_sum(variant.trees, fixed, tables.X32, coef[fixed]) + base_dyn) / T
+    every = np.arange(tables.forest.n_features)   # training rows routed in every feature: a real check
+    base_dyn = ref.weighted_sum(variant, dyn, tables.X64, every, coef[dyn])
+    fit = (start0 + ref.weighted_sum(variant, fixed, tables.X64, every, coef[fixed]) + base_dyn) / T
     deviation = float(np.max(np.abs(fit - ref.fit)))
     if epsilon == 0 and deviation > 1e-9:
         raise RuntimeError(f"internal error: boundary forest F{'+' if sign > 0 else '-'} deviates from the "
@@ -151,7 +154,7 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
     train = ref.loss.forest_mean(fit)
     perm = 0.0
     for k, seed in enumerate(seeds):
-        moved = (ref.weighted_sum(variant.trees, dyn, tables.permuted(cols, seed), coef[dyn])
+        moved = (ref.weighted_sum(variant, dyn, tables.permuted(cols, seed).astype(np.float64), cols, coef[dyn])
                  if dyn.size else 0.0)
         P = (start[k] + (fit * T - start0 - base_dyn) + moved) / T
         perm += ref.loss.forest_mean(P) - train

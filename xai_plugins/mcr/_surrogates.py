@@ -10,10 +10,11 @@ as before.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
+
+from .. import _native
 
 
 def tree_surrogates(tree, X32, leaf):
@@ -42,34 +43,54 @@ def tree_surrogates(tree, X32, leaf):
         hi[inner] = np.maximum(hi[left[inner]], hi[right[inner]])
     inner = np.flatnonzero(left >= 0)
     L, R = left[inner], right[inner]
-    own = np.zeros((inner.size, d), dtype=bool)
-    own[np.arange(inner.size), feat[inner]] = True
-    parts = []
-    for flipped, (a, b) in ((False, (L, R)), (True, (R, L))):
-        # rows of child a all <= rows of child b on g: threshold between them sends a left
-        ok = (hi[a] < lo[b]) & ~own
-        i, g = np.nonzero(ok)
-        thr = (hi[a][i, g].astype(np.float64) + lo[b][i, g].astype(np.float64)) / 2.0
-        parts.append((inner[i], g, thr, np.full(i.size, flipped)))
-    node, g, thr, flip = (np.concatenate(p) for p in zip(*parts))
-    o = np.lexsort((g, node))
-    return node[o], g[o], thr[o], flip[o]
+    hi_l, lo_l, hi_r, lo_r = hi[L], lo[L], hi[R], lo[R]
+    free = np.ones((inner.size, d), dtype=bool)
+    free[np.arange(inner.size), feat[inner]] = False
+    # rows of one child all <= rows of the other on g: a threshold between them separates the
+    # children (left child below: not flipped); both cannot hold for non-empty children
+    flipped = (hi_r < lo_l) & free
+    i, g = np.nonzero(((hi_l < lo_r) & free) | flipped)      # sorted by node, then feature
+    flip = flipped[i, g]
+    below, above = np.where(flip, hi_r[i, g], hi_l[i, g]), np.where(flip, lo_l[i, g], lo_r[i, g])
+    thr = (below.astype(np.float64) + above.astype(np.float64)) / 2.0
+    return inner[i], g, thr, flip
+
+
+class VariantNodes:
+    """A Forest with other node arrays: ``left_child``, ``right_child``, ``feature`` and
+    ``threshold`` are given (global ids, children local to their tree, as in the Forest); every other
+    field is the Forest's. The C core reads it as it reads a Forest (``_native.reroute``)."""
+
+    def __init__(self, forest, left_child, right_child, feature, threshold):
+        self._forest = forest
+        self.left_child, self.right_child, self.feature, self.threshold = left_child, right_child, feature, threshold
+
+    def __getattr__(self, name):
+        return getattr(self._forest, name)
 
 
 @dataclass(frozen=True)
 class TransformedForest:
     """S+ or S- of every tree of a forest for one feature set X1.
 
-    ``trees``: scikit-learn ``Tree`` objects (rebuilt where ``changed``, the originals elsewhere);
-    ``changed`` (T,): S± changed some node of the tree; ``uses`` (T,): the transformed tree splits
-    on X1; ``below`` (n_nodes,): the node was changed or lies under a changed node. A row whose
-    original leaf is not ``below`` reaches the same leaf in the transformed tree.
+    ``nodes``: the Forest, or a :class:`VariantNodes` with the transformed splits where
+    ``changed``; ``changed`` (T,): S± changed some node of the tree; ``uses`` (T,): the transformed
+    tree splits on X1; ``below`` (n_nodes,): the node was changed or lies under a changed node. A row
+    whose original leaf is not ``below`` reaches the same leaf in the transformed tree.
     """
 
-    trees: list
+    nodes: object
     changed: np.ndarray
     uses: np.ndarray
     below: np.ndarray
+
+    def leaves(self, t: int, X64, start, cols) -> np.ndarray:
+        """Global leaves (int32) of transformed tree ``t`` for the rows of ``X64`` (float64, C order),
+        which differ from the training rows only in the features ``cols`` and whose training rows
+        reach the global leaves ``start`` (the same in the transformed tree): routed by the C core,
+        a row inside its training leaf's box in ``cols`` keeps that leaf. ``cols`` = every feature
+        routes any rows exactly from any start leaves."""
+        return _native.reroute(self.nodes, t, X64, cols, start)[0]
 
 
 @dataclass(frozen=True)
@@ -94,23 +115,15 @@ class SurrogateSplits:
         feat = tables.feature.copy()
         feat[nodes] = self.feature[pick]
         changed = np.bincount(tables.tree_of[nodes], minlength=tables.T) > 0
-        bounds = np.searchsorted(nodes, np.r_[tables.offsets, len(tables.feature)])
-        trees = list(tables.trees)
-        for t in np.flatnonzero(changed):
-            at = pick[bounds[t]:bounds[t + 1]]
-            trees[t] = _with_splits(trees[t], nodes[bounds[t]:bounds[t + 1]] - tables.offsets[t],
-                                    self.feature[at], self.threshold[at], self.flipped[at])
-        return TransformedForest(trees, changed, tables.uses(feat, cols), _below(tables, nodes))
-
-
-def _with_splits(tree, nodes, feature, threshold, flipped):
-    """A copy of the scikit-learn ``Tree`` ``tree`` whose internal ``nodes`` (local ids) split on
-    ``feature`` at ``threshold``, their children swapped where ``flipped``; same leaves."""
-    new = copy.deepcopy(tree)
-    new.feature[nodes], new.threshold[nodes] = feature, threshold
-    swap = nodes[flipped]
-    new.children_left[swap], new.children_right[swap] = tree.children_right[swap], tree.children_left[swap]
-    return new
+        nodes_view = tables.forest
+        if nodes.size:
+            thr, left, right = tables.threshold.copy(), tables.left.copy(), tables.right.copy()
+            thr[nodes] = self.threshold[pick]
+            # a flipped surrogate sends the node's left rows to x > threshold: swap the children
+            swap = nodes[self.flipped[pick]]
+            left[swap], right[swap] = tables.right[swap], tables.left[swap]
+            nodes_view = VariantNodes(tables.forest, left, right, feat, thr)
+        return TransformedForest(nodes_view, changed, tables.uses(feat, cols), _below(tables, nodes))
 
 
 def _below(tables, nodes):

@@ -33,6 +33,7 @@ class ForestTables:
         if not np.array_equal(counts, [tree.node_count for tree in self.trees]):
             raise RuntimeError("internal error: the imported forest and the model's trees differ in size")
         self.forest, self.X32 = forest, X32
+        self.X64 = X32.astype(np.float64)    # the C core's input (values float32, as the trees compare)
         self.n, self.T = X32.shape[0], len(self.trees)
         self.offsets = forest.tree_offset[:-1]
         self.tree_of = np.repeat(np.arange(self.T), counts)
@@ -47,17 +48,16 @@ class ForestTables:
                        if inner.any()]
         self._leaf_cache = [None] * self.T if self.T * self.n * 4 <= LEAF_CACHE_BYTES else None
 
-    def leaves(self, t: int, X32, tree=None) -> np.ndarray:
-        """Global ids of the leaves the rows of X32 reach in tree ``t`` (or in ``tree``, a
-        transformed copy of it)."""
-        return (self.trees[t] if tree is None else tree).apply(X32) + self.offsets[t]
+    def leaves(self, t: int, X32) -> np.ndarray:
+        """Global ids of the leaves the rows of X32 reach in tree ``t`` (scikit-learn's ``apply``)."""
+        return self.trees[t].apply(X32) + self.offsets[t]
 
     def training_leaves(self, part, pmap) -> dict:
         """``{t: global training leaves (int32)}`` for the trees ``part``: the cached ones, else
-        computed in parallel (``pmap``, an :class:`~._parallel.OrderedMap`)."""
+        computed (in parallel when ``pmap``, an :class:`~._parallel.OrderedMap`, is given)."""
         if self._leaf_cache is not None:
             return {t: self._leaf_cache[t] for t in part}
-        return dict(zip(part, pmap(lambda t: self.leaves(t, self.X32).astype(np.int32), part)))
+        return dict(zip(part, (pmap or map)(lambda t: self.leaves(t, self.X32).astype(np.int32), part)))
 
     @property
     def caches_leaves(self) -> bool:
