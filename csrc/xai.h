@@ -190,7 +190,8 @@ typedef struct {
 
 /* Fills args->leaf, args->moved and args->n_moved: a row whose new values pass every split on a
  * changed feature along start_leaf[i]'s path keeps that leaf without a traversal; the others (NaN
- * included) are routed from the root. When acc is not NULL, for every moved row
+ * included) climb to the nearest ancestor whose box holds their new values and are routed down from
+ * there (the same leaf as a walk from the root). When acc is not NULL, for every moved row
  * acc[i * width + c] += node_value[leaf[i] * width + c] - node_value[start_leaf[i] * width + c]. */
 int xai_reroute(const xai_forest *forest, xai_reroute_args *args);
 /* cffi-cdef-end */
