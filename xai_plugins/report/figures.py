@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
+from matplotlib import transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
@@ -110,12 +111,22 @@ IMPORTANCE_UNITS = {"SHAP": "mean |SHAP value|", "PG² greedy": "mean PG² gain"
 
 def legend_outside(ax, rename=None, title=None, below=False):
     """Move ``ax``'s legend outside the plotting area (right of it, or ``below`` it) so it covers no
-    data, with labels renamed by ``rename`` ({old: new}); set ``title`` when given. Returns ``ax``."""
+    data, with labels renamed by ``rename`` ({old: new}); set ``title`` when given. Returns ``ax``.
+
+    Below the axes, the legend starts a fixed distance under the tick labels and the x label, measured in
+    points (not a share of the axes' height, which puts it over the x label of a short axes)."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         labels = [(rename or {}).get(label, label) for label in labels]
-        where = (dict(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(handles)) if below
-                 else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)))
+        where = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        if below:
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+            fig = ax.figure
+            renderer = fig.canvas.get_renderer()
+            depth = (ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0) * 72 / fig.dpi
+            where = dict(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(handles),
+                         bbox_transform=transforms.offset_copy(ax.transAxes, fig=fig, y=-(depth + 4), units="points"))
         ax.legend(handles, labels, frameon=False, **where)
     if title is not None:
         ax.set_title(title)

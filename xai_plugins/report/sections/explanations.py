@@ -23,6 +23,12 @@ from . import new, register
 
 #: the sections that read the explainers' results
 CONSUMERS = ("explanations", "faithfulness", "agreement", "mcr")
+#: what each method's global importance measures (the captions name only the methods that ran)
+MEASURES = {"SHAP": "mean |SHAP value|", "PG² greedy": "mean increase of PG² when the feature joins the perturbed set "
+            "(negative when adding it lowers PG²: PG² is not monotone in the perturbed set)",
+            "local MDI": "mean impurity decrease of the feature's splits along the rows' paths (a property of the "
+            "fitted trees, not of the explained output)", "AcME": "mean standardised effect",
+            "DT-Sampler": "emergence probability in small trees fitted to the predicted classes"}
 
 
 @register("explanations", "Explanations by method")
@@ -143,19 +149,28 @@ def local_row_positions(ctx, rows, n_local: int) -> list:
     return runners.extremes_first(order, n_local)
 
 
+def explains(ctx, key: str) -> str:
+    """What method ``key``'s scores explain: the explained output, except for local MDI (impurity decreases of the
+    fitted trees), DT-Sampler (the predicted classes) and MCR (the model's loss)."""
+    return {"local_mdi": "the impurity decrease of each feature's splits along the row's path (Gini or entropy for a "
+                         "classifier, variance for a regressor), averaged over trees: how the trees were fitted, not "
+                         f"{ctx.output_label}",
+            "dt_sampler": "the model's predicted classes", "mcr": "the model's loss when a feature is scrambled"
+            }.get(key, ctx.output_label)
+
+
 def _show(ctx, section, options) -> None:
     methods = section.raw["methods"]
     ok = {m.label: m.importance for m in methods.values() if m.status == "ok" and m.importance is not None
           and m.key != "mcr"}
     section.data.update({"local rows": section.raw["local labels"],
+                         "explains": {m.label: explains(ctx, m.key) for m in methods.values() if m.status == "ok"},
                          "methods": {m.label: {"status": m.status, "reason": m.reason, "params": m.params}
                                      for m in methods.values()}})
     if ok:
         section.figures.append(figures.importance_bars(
-            f"Global importance of the top features by method (explained output: {ctx.output_label}). SHAP: mean "
-            f"|SHAP value|; PG² greedy: mean increase of PG² when the feature joins the perturbed set (negative "
-            f"when adding it lowers PG²: PG² is not monotone in the perturbed set); local MDI: mean impurity "
-            f"decrease; AcME: mean standardised effect; DT-Sampler: emergence probability.", ok))
+            f"Global importance of the top features by method (explained output: {ctx.output_label}). "
+            + "; ".join(f"{label}: {MEASURES.get(label, 'importance')}" for label in ok) + ".", ok))
         table = pd.DataFrame(ok)
         table.index.name = "feature"
         lead = next(iter(ok))
