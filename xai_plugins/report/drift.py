@@ -42,12 +42,14 @@ SEVERITY = [vd.PASS, vd.WARN, vd.FAIL]
 
 def bin_edges(train, n_bins: int = N_BINS) -> np.ndarray:
     """Inner bin edges of one feature: the distinct quantiles of its observed training values at 1/n_bins, ...,
-    (n_bins − 1)/n_bins. The bins are (−inf, q_1], (q_1, q_2], ..., (q_k, +inf)."""
+    (n_bins − 1)/n_bins (training values themselves: the inverse of the empirical CDF), below the largest value.
+    The bins are (−inf, q_1], (q_1, q_2], ..., (q_k, +inf), each holding training rows (a 0/1 column: two)."""
     values = np.asarray(train, dtype=float)
     values = values[~np.isnan(values)]
     if not len(values):
         return np.empty(0)
-    return np.unique(np.quantile(values, np.arange(1, n_bins) / n_bins))
+    edges = np.unique(np.quantile(values, np.arange(1, n_bins) / n_bins, method="inverted_cdf"))
+    return edges[edges < values.max()]
 
 
 def bin_shares(values, edges) -> np.ndarray:
