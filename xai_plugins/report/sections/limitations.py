@@ -73,7 +73,8 @@ ON_OUTPUT = ("shap", "pg2", "acme")
 def _output_space(ctx, labels) -> str:
     """What the methods that ran on the model's output (``labels``) explain, and whether PG² is exact on it."""
     named = (" and ".join([", ".join(labels[:-1]), labels[-1]]) if len(labels) > 1 else labels[0]) if labels else ""
-    which = f"{named} here {'all ' * (len(labels) > 1)}explain" if named else "the PGI² scores explain"
+    which = (f"{named} here {'all explain' if len(labels) > 1 else 'explains'}" if named else
+             "the PGI² scores explain")
     if ctx.forest.output_space == "margin":
         return (f"This is a boosted classifier: {which} the margin (log-odds), where the exact closed form of PG² "
                 "holds. PG² of the probability has no exact leaf-pair form and would need Monte Carlo.")
