@@ -36,8 +36,7 @@ def test_card_from_file_normalises_keys_and_keeps_extra_fields(tmp_path, suffix)
                            "Data provenance": "scikit-learn diabetes data, 442 patients"}
     assert card.extra == {"risk tier": "<i>medium</i>", "approver: signature": "forged"}
     assert card.approver == {"Approver name": "J. Doe", "Approver role": "Chief risk officer",
-                             "Decision (approved / approved with conditions / rejected)": "",
-                             "Conditions of use (scope, monitoring, re-audit date)": "",
+                             "Decision": "", "Conditions": "",
                              "Date of approval": "", "Signature": ""}          # never pre-signed nor pre-decided
     assert card.missing == [] and card.source == path.name and card.given
 

@@ -31,9 +31,7 @@ ALIASES = {"model_name": "name", "model_version": "version", "model_owner": "own
 #: the approval block: label -> key a card's ``approver`` mapping may pre-fill (None: always blank: the decision,
 #: the conditions it is subject to, the date and the signature are the reviewer's)
 APPROVAL_FIELDS = {"Approver name": "name", "Approver role": "role",
-                   "Decision (approved / approved with conditions / rejected)": None,
-                   "Conditions of use (scope, monitoring, re-audit date)": None, "Date of approval": None,
-                   "Signature": None}
+                   "Decision": None, "Conditions": None, "Date of approval": None, "Signature": None}
 APPROVER_KEYS = ("approver", "approval", "approved_by")
 #: what the report says for a required field the card lacks
 MISSING = "not provided"
