@@ -36,7 +36,8 @@ def test_card_from_file_normalises_keys_and_keeps_extra_fields(tmp_path, suffix)
                            "Data provenance": "scikit-learn diabetes data, 442 patients"}
     assert card.extra == {"risk tier": "<i>medium</i>", "approver: signature": "forged"}
     assert card.approver == {"Approver name": "J. Doe", "Approver role": "Chief risk officer",
-                             "Date of approval": "", "Signature": ""}          # never pre-signed
+                             "Decision": "", "Conditions": "",
+                             "Date of approval": "", "Signature": ""}          # never pre-signed nor pre-decided
     assert card.missing == [] and card.source == path.name and card.given
 
 
@@ -112,8 +113,8 @@ def test_governance_fields_and_blank_approval_in_the_html(governed):
         assert value in html, value
     assert "<i>medium" not in html                                                   # card text is escaped
     assert "forged" not in html.split("Approver role")[1].split("</table>")[0]       # the signature stays blank
-    blanks = html.count('<td class="sign"></td>')
-    assert blanks == 4                                 # date and signature, on page 1 and in the section
+    blanks = html.count('<td class="sign"></td>') + html.count('<td class="sign conditions"></td>')
+    assert blanks == 8            # decision, conditions, date and signature, on page 1 and in the section
     repro = governed.sections["reproducibility"].data["hashes"]
     run = governed.sections["governance"].data["run"]
     assert all(run[label] == value for label, value in repro.items())        # the appendix's hashes, reused
@@ -131,8 +132,8 @@ def test_verdict_is_on_the_first_pdf_page_and_in_the_json(governed):
     for key, judgement in zip(("model fitness", "explanation reliability"), governed.verdict.judgements):
         assert data["verdict"][key]["status"] == judgement.status in ("pass", "warn", "fail")
     kinds = {c["kind"] for c in data["verdict"]["criteria"]}
-    assert kinds == {"predictive adequacy", "faithfulness", "agreement", "stability", "Rashomon sensitivity",
-                     "fairness"}
+    assert kinds == {"predictive adequacy", "drift", "faithfulness", "agreement", "stability",
+                     "Rashomon sensitivity", "fairness"}            # a regressor: no calibration
     names = [c["name"] for c in data["verdict"]["criteria"]]
     assert "Faithfulness of SHAP" in names and not any("greedy" in n for n in names)   # greedy is no contestant
     assert data["sections"]["governance"]["data"]["card fields"]["Owner"] == "Risk analytics"

@@ -122,7 +122,7 @@ class AuditContext:
 
     def row_label(self, i: int) -> str:
         """How the report names test row ``i``: its position among the test rows (1-based, so
-        "row 3 of 171") and, separately, its label in the DataFrame's index."""
+        "row 3 of 171" for the third of 171 test rows) and, separately, its label in the DataFrame's index."""
         return f"{i + 1} of {len(self.X_test)} (index {self.X_test.index[i]})"
 
     @property

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
+from matplotlib import transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
@@ -110,12 +111,22 @@ IMPORTANCE_UNITS = {"SHAP": "mean |SHAP value|", "PG² greedy": "mean PG² gain"
 
 def legend_outside(ax, rename=None, title=None, below=False):
     """Move ``ax``'s legend outside the plotting area (right of it, or ``below`` it) so it covers no
-    data, with labels renamed by ``rename`` ({old: new}); set ``title`` when given. Returns ``ax``."""
+    data, with labels renamed by ``rename`` ({old: new}); set ``title`` when given. Returns ``ax``.
+
+    Below the axes, the legend starts a fixed distance under the tick labels and the x label, measured in
+    points (not a share of the axes' height, which puts it over the x label of a short axes)."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         labels = [(rename or {}).get(label, label) for label in labels]
-        where = (dict(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=len(handles)) if below
-                 else dict(loc="upper left", bbox_to_anchor=(1.01, 1.0)))
+        where = dict(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        if below:
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+            fig = ax.figure
+            renderer = fig.canvas.get_renderer()
+            depth = (ax.get_window_extent(renderer).y0 - ax.get_tightbbox(renderer).y0) * 72 / fig.dpi
+            where = dict(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(handles),
+                         bbox_transform=transforms.offset_copy(ax.transAxes, fig=fig, y=-(depth + 4), units="points"))
         ax.legend(handles, labels, frameon=False, **where)
     if title is not None:
         ax.set_title(title)
@@ -222,3 +233,47 @@ def heatmaps(caption: str, matrices: dict, vmin: float = -1.0) -> Figure:
 def _short(name, width: int = 22) -> str:
     name = str(name)
     return name if len(name) <= width else name[:width - 1] + "…"
+
+
+def reliability_diagram(caption: str, table, label: str) -> Figure:
+    """Reliability diagram: observed frequency against mean predicted probability per bin (``table`` of
+    :func:`~.calibration.reliability_table`), marker area by test rows, with the diagonal of perfect
+    calibration; ``label`` names the probability on the x axis."""
+    with matplotlib.rc_context(STYLE):
+        fig, (ax,) = _figure(3.6, 3.2)
+        ax.plot([0, 1], [0, 1], color="#7f7f7f", ls="--", lw=0.8, label="perfect calibration")
+        rows = table["test rows"].to_numpy(dtype=float)
+        ax.plot(table["mean predicted probability"], table["observed frequency"], color="#1f4e79", lw=1)
+        ax.scatter(table["mean predicted probability"], table["observed frequency"], s=12 + 120 * rows / rows.max(),
+                   color="#1f4e79", zorder=3, label="bin (area: test rows)")
+        ax.set_xlim(-0.02, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_aspect("equal")
+        ax.set_xlabel(f"mean {label}")
+        ax.set_ylabel("observed frequency")
+        legend_outside(ax, below=True)
+        fig.tight_layout()
+        return Figure(caption, to_data_uri(fig))
+
+
+def drift_bars(caption: str, psi, labels, limits: dict, top: int = 15) -> Figure:
+    """Horizontal bars of the PSI of the ``top`` features with the largest (``psi``: pandas Series, largest first),
+    coloured by their drift label (``labels``: Series of "none" / "moderate" / "unconfirmed" / "major"), with the
+    warn and fail limits (``limits``: {line label: value}) as vertical lines."""
+    colours = {"none": "#9db4c8", "moderate": "#b26a00", "unconfirmed": "#d9a441", "major": "#8a1c1c"}
+    shown = psi.head(top)[::-1]
+    with matplotlib.rc_context(STYLE):
+        fig, (ax,) = _figure(6.0, 0.17 * len(shown) + 1.3)
+        kinds = np.array([labels[n] for n in shown.index])
+        for name in colours:
+            at = np.flatnonzero(kinds == name)
+            if len(at):
+                ax.barh(at, shown.to_numpy()[at], color=colours[name], label=f"drift: {name}")
+        ax.set_yticks(np.arange(len(shown)), [_short(n) for n in shown.index])
+        ax.tick_params(axis="y", length=0)
+        for (text, value), style in zip(limits.items(), ("--", "-")):
+            ax.axvline(value, color="k", ls=style, lw=0.8, label=text)
+        ax.set_xlabel("population stability index (PSI, dimensionless)")
+        legend_outside(ax)
+        fig.tight_layout()
+        return Figure(caption, to_data_uri(fig))

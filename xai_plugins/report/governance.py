@@ -6,7 +6,8 @@ A model card is a JSON or YAML file (``.json``, ``.yaml``, ``.yml``) or a dict h
 are matched without regard to case, spaces, hyphens or underscores (``intended_use``, "Intended
 use"); keys the card adds are kept and shown as they are; missing required ones are listed and
 warned about (:class:`~xai_plugins.errors.XaiWarning`). An ``approver`` mapping may pre-fill the
-approver's name and role; the date and signature are always left blank, for signing.
+approver's name and role; the decision, its conditions, the date and the signature are always left blank,
+for the reviewer.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ CARD_FIELDS = {"name": "Model name", "version": "Version", "owner": "Owner", "in
 ALIASES = {"model_name": "name", "model_version": "version", "model_owner": "owner", "intended_uses": "intended_use",
            "out_of_scope": "out_of_scope_uses", "out_of_scope_use": "out_of_scope_uses",
            "provenance": "data_provenance"}
-#: the approval block: label -> key a card's ``approver`` mapping may pre-fill (None: always blank)
-APPROVAL_FIELDS = {"Approver name": "name", "Approver role": "role", "Date of approval": None, "Signature": None}
+#: the approval block: label -> key a card's ``approver`` mapping may pre-fill (None: always blank: the decision,
+#: the conditions it is subject to, the date and the signature are the reviewer's)
+APPROVAL_FIELDS = {"Approver name": "name", "Approver role": "role",
+                   "Decision": None, "Conditions": None, "Date of approval": None, "Signature": None}
 APPROVER_KEYS = ("approver", "approval", "approved_by")
 #: what the report says for a required field the card lacks
 MISSING = "not provided"

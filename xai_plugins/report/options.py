@@ -21,6 +21,10 @@ from .verdict import limits as verdict_limits
 
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
 OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
+#: options that set one explainer only: the report's settings list them only when that explainer was asked for
+METHOD_OPTIONS = {"acme_quantiles": "acme", "mcr_permutations": "mcr", "mcr_epsilon": "mcr", "mcr_fit_forest": "mcr",
+                  "dt_sampler_rows": "dt_sampler", "dt_sampler_features": "dt_sampler",
+                  "dt_sampler_samples": "dt_sampler"}
 
 
 def _option(default, label: str, help: str | None = None, *, factory=None, **cli):
@@ -160,10 +164,13 @@ class AuditOptions:
 
     def describe(self, cli: bool = False) -> dict:
         """The settings for the report's appendix: readable label → value, with the CLI flag
-        (``cli``) or the Python argument in parentheses so the reader can change it."""
+        (``cli``) or the Python argument in parentheses so the reader can change it; the settings of an
+        explainer that was not asked for (:data:`METHOD_OPTIONS`) are left out."""
         out = {}
         for f in dataclasses.fields(self):
-            if f.name in ("command_line", "provenance", "progress", "title", "model_card"):
+            method = METHOD_OPTIONS.get(f.name)
+            if f.name in ("command_line", "provenance", "progress", "title", "model_card") or \
+                    (method is not None and method not in self.explainers):
                 continue
             handle = flag(f.name) if cli else f"{f.name}="
             out[f"{f.metadata['label']} ({handle})"] = self._readable(f.name)

@@ -94,6 +94,18 @@ THRESHOLDS = {t.name: t for t in (
     Threshold("rashomon_fail", 0.5, "Rashomon sensitivity: R above which it fails",
               "above 0.5 some feature's reliance could move by half of the top feature's among equally good "
               "models, so the importance ranking is partly an arbitrary choice"),
+    Threshold("calibration_pass", 0.05, "calibration: expected calibration error (ECE) at or below which it passes",
+              "probabilities within 5 percentage points of the observed frequencies on average, the resolution of "
+              "a 10-bin reliability diagram"),
+    Threshold("calibration_fail", 0.15, "calibration: ECE above which it fails",
+              "probabilities off by more than 15 percentage points on average misstate the risks a decision rests "
+              "on: recalibrate (Platt or isotonic) before using them as probabilities"),
+    Threshold("drift_warn", 0.1, "drift: PSI of a feature at or above which a confirmed shift warns",
+              "the customary population-stability-index limit of \"no significant shift\" (credit scoring practice)"),
+    Threshold("drift_fail", 0.25, "drift: PSI of a feature at or above which a confirmed shift fails",
+              "the customary limit of a \"major shift\" that calls for investigation or redevelopment"),
+    Threshold("drift_alpha", 0.05, "drift: Bonferroni-corrected two-sample KS p-value below which a shift is "
+              "confirmed", "the conventional 5% level, corrected for testing every feature"),
     Threshold("demographic_parity", 0.1, "fairness: demographic-parity difference above which it warns (fails when "
               "the whole interval lies above)", "a gap of 10 percentage points in the share of positive predictions, "
               "the customary limit in fairness practice"),
@@ -130,9 +142,12 @@ def limits(thresholds=None) -> dict:
         out[name] = float(value)
     for higher, lower in (("faithfulness_pass", "faithfulness_fail"), ("agreement_pass", "agreement_fail"),
                           ("adequacy_fail", "adequacy_warn"), ("stability_fail", "stability_warn"),
-                          ("rashomon_fail", "rashomon_warn")):
+                          ("rashomon_fail", "rashomon_warn"), ("calibration_fail", "calibration_pass"),
+                          ("drift_fail", "drift_warn")):
         if out[higher] < out[lower]:
             raise InputError(f"threshold {higher} ({out[higher]:g}) must be at least {lower} ({out[lower]:g})")
+    if not 0 < out["drift_alpha"] < 1:
+        raise InputError(f"threshold drift_alpha is a significance level in (0, 1); got {out['drift_alpha']:g}")
     if out["min_group_rows"] < 2:
         raise InputError(f"threshold min_group_rows must be at least 2; got {out['min_group_rows']:g}")
     return out
@@ -283,7 +298,9 @@ WORDS = {"predictive adequacy": {PASS: "adequate", WARN: "doubtful", FAIL: "inad
          "agreement": {PASS: "strong", WARN: "moderate", FAIL: "weak"},
          "stability": {PASS: "stable", WARN: "somewhat σ-dependent", FAIL: "σ-dependent"},
          "Rashomon sensitivity": {PASS: "low", WARN: "moderate", FAIL: "high"},
-         "fairness": {PASS: "no disparity found", WARN: "possible disparity", FAIL: "disparity"}}
+         "fairness": {PASS: "no disparity found", WARN: "possible disparity", FAIL: "disparity"},
+         "calibration": {PASS: "well calibrated", WARN: "roughly calibrated", FAIL: "miscalibrated"},
+         "drift": {PASS: "no confirmed drift", WARN: "moderate or unconfirmed drift", FAIL: "major drift"}}
 
 
 def word(kind: str, status: str) -> str:
@@ -530,6 +547,14 @@ def rule(kind: str, thresholds=None) -> str:
                       f"{_named('stability_fail', t)}, else warn"),
         "Rashomon sensitivity": ("R = widest MCR range / largest model reliance: pass R ≤ "
                                  f"{_named('rashomon_warn', t)}, warn R ≤ {_named('rashomon_fail', t)}, fail above"),
+        "calibration": (f"ECE of the explained class's predicted probability (10 equal-width bins): pass if its "
+                        f"{level} bootstrap CI over test rows lies ≤ {_named('calibration_pass', t)}, fail if it lies "
+                        f"> {_named('calibration_fail', t)}, else warn"),
+        "drift": (f"per feature, PSI over the training deciles (missing values a bin of their own) and a two-sample KS "
+                  f"test, Bonferroni-corrected over the features: fail when a feature's PSI ≥ "
+                  f"{_named('drift_fail', t)} and its KS p-value < {_named('drift_alpha', t)}; warn when a PSI ≥ "
+                  f"{_named('drift_warn', t)} is so confirmed, or a PSI ≥ drift_fail is not (too few rows to tell); "
+                  "else pass"),
         "fairness": (f"per protected attribute, over groups of ≥ {t['min_group_rows']:g} test rows (min_group_rows; "
                      f"smaller groups are insufficient evidence): fail when a disparity's {level} interval lies wholly "
                      f"above its limit (demographic parity {_named('demographic_parity', t)}, equalized odds "

@@ -15,7 +15,8 @@ from . import Explainer, MethodResult, NotApplicable, name_list, register
 class DTSamplerExplainer(Explainer):
     """DT-Sampler's emergence probabilities (classification only), a global importance."""
 
-    key, label, caption = "dt_sampler", "DT-Sampler", "emergence probability"
+    key, label = "dt_sampler", "DT-Sampler"
+    caption = "emergence probability in small trees fitted to the predicted classes"
     figure_kind = "global"
 
     def run(self, ctx, rows, options):

@@ -15,7 +15,9 @@ class LocalMDI(Explainer):
     """Local MDI of every test row in memory (its mean is the global importance), of the explained rows'
     paths for the per-row sections; not applicable to models without stored node impurities."""
 
-    key, label, caption = "local_mdi", "local MDI", "mean impurity decrease"
+    key, label = "local_mdi", "local MDI"
+    caption = ("mean impurity decrease of the feature's splits along the rows' paths (a property of the fitted "
+               "trees, not of the explained output)")
 
     def prepare(self, ctx, options):
         """The Forest with node impurities (:class:`NotApplicable` when the model stores none)."""

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from ..section import SKIPPED, STATUSES, Section, Table
 
 #: the order sections are built in: every section after the sections it reads
-COMPUTE_ORDER = ("model", "data", "explanations", "faithfulness", "agreement", "mcr", "fairness", "limitations",
-                 "verdict", "summary", "reproducibility", "governance")
+COMPUTE_ORDER = ("model", "data", "calibration", "drift", "explanations", "faithfulness", "agreement", "mcr",
+                 "fairness", "limitations", "verdict", "summary", "reproducibility", "governance")
 #: the order sections appear in the report (the verdict and the governance block first)
-RENDER_ORDER = ("verdict", "governance", "summary", "model", "data", "explanations", "faithfulness", "agreement",
-                "mcr", "fairness", "limitations", "reproducibility")
+RENDER_ORDER = ("verdict", "governance", "summary", "model", "calibration", "data", "drift", "explanations",
+                "faithfulness", "agreement", "mcr", "fairness", "limitations", "reproducibility")
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,6 @@ from . import new, register
 
 #: the sections that read the explainers' results
 CONSUMERS = ("explanations", "faithfulness", "agreement", "mcr")
-
-
 @register("explanations", "Explanations by method")
 def build(ctx, results, options):
     """Run the explainers (when any consumer section is requested) and show their importances."""
@@ -126,12 +124,23 @@ def local_row_positions(ctx, rows, n_local: int) -> list:
     return runners.extremes_first(order, n_local)
 
 
+def explains(ctx, key: str) -> str:
+    """What method ``key``'s scores explain: the explained output, except for local MDI (impurity decreases of the
+    fitted trees), DT-Sampler (the predicted classes) and MCR (the model's loss)."""
+    return {"local_mdi": "the impurity decrease of each feature's splits along the row's path (Gini or entropy for a "
+                         "classifier, variance for a regressor), averaged over trees: how the trees were fitted, not "
+                         f"{ctx.output_label}",
+            "dt_sampler": "the model's predicted classes", "mcr": "the model's loss when a feature is scrambled"
+            }.get(key, ctx.output_label)
+
+
 def _show(ctx, section, options) -> None:
     methods = section.raw["methods"]
     shown = [m for m in methods.values() if m.status == "ok" and m.importance is not None
              and explainers.get(m.key).in_importance_bars]
     ok = {m.label: m.importance for m in shown}
     section.data.update({"local rows": section.raw["local labels"],
+                         "explains": {m.label: explains(ctx, m.key) for m in methods.values() if m.status == "ok"},
                          "methods": {m.label: {"status": m.status, "reason": m.reason, "params": m.params}
                                      for m in methods.values()}})
     if ok:

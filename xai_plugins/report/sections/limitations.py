@@ -16,7 +16,10 @@ def build(ctx, results, options):
     ran = {key for key, m in methods.items() if m.status == "ok"}
     cli = options.command_line is not None
     name = (lambda option: flag(option)) if cli else (lambda option: f"{option}=")
-    items = [_output_space(ctx)]
+    items = [_output_space(ctx, [m.label for key, m in methods.items() if key in ran and key in ON_OUTPUT])]
+    missing = _missing_rows(ctx)
+    if missing:
+        items.append(missing)
     if any(explainers.get(k).reference for k in ran) or results["faithfulness"].status == "ok":
         items.append("PG² perturbs features with independent Gaussian noise of σ training standard deviations; "
                      "correlated features are perturbed independently, which can create unrealistic inputs. PGI² "
@@ -25,7 +28,10 @@ def build(ctx, results, options):
         if binary and options.binary_sigma is None:
             items.append(f"{len(binary)} feature(s) take only the values 0 and 1 ({name_list(binary)}); Gaussian noise "
                          "gives them values such as 0.3 or 1.2 that never occur in the data. Set a smaller noise "
-                         f"level for them with {name('binary_sigma')} (in training standard deviations).")
+                         f"level for them with {name('binary_sigma')} (in training standard deviations). A flip "
+                         "perturbation (1 − x with some probability) would suit them better but is not the default: "
+                         "the exact PG² takes additive noise whose distribution is the same for every row, and a flip "
+                         "depends on the row's own value.")
         elif binary:
             items.append(f"The 0/1 feature(s) {name_list(binary)} were perturbed with σ = {options.binary_sigma:g} "
                          "instead of the σ of the other features.")
@@ -47,15 +53,41 @@ def build(ctx, results, options):
     return section
 
 
-def _output_space(ctx) -> str:
+#: the methods that explain the model's output itself (local MDI explains impurity decreases, DT-Sampler the
+#: predicted classes, MCR the model's loss)
+ON_OUTPUT = ("shap", "pg2", "acme")
+
+
+def _output_space(ctx, labels) -> str:
+    """What the methods that ran on the model's output (``labels``) explain, and whether PG² is exact on it."""
+    named = (" and ".join([", ".join(labels[:-1]), labels[-1]]) if len(labels) > 1 else labels[0]) if labels else ""
+    which = (f"{named} here {'all explain' if len(labels) > 1 else 'explains'}" if named else
+             "the PGI² scores explain")
     if ctx.forest.output_space == "margin":
-        return ("This is a boosted classifier: PG², PGI², the greedy ranking, SHAP and AcME here all explain the "
-                "margin (log-odds), where the exact closed form holds. PG² of the probability has no exact "
-                "leaf-pair form and would need Monte Carlo.")
+        return (f"This is a boosted classifier: {which} the margin (log-odds), where the exact closed form of PG² "
+                "holds. PG² of the probability has no exact leaf-pair form and would need Monte Carlo.")
     if ctx.forest.output_space == "probability":
-        return ("This is a random-forest classifier: every method explains the predicted probability of one class, "
-                "a mean of leaf class fractions, so PG² and PGI² are exact on it.")
-    return "Regression model: every method explains the raw model output; PG² and PGI² are exact."
+        return (f"This is a random-forest classifier: {which} the predicted probability of one class, a mean of "
+                "leaf class fractions, so PG² and PGI² are exact on it.")
+    return f"Regression model: {which} the raw model output; PG² and PGI² are exact."
+
+
+def _missing_rows(ctx) -> str:
+    """How many test rows have a missing value, and what leaves them out ("" when none has)."""
+    n_rows, n_complete = ((ctx.cluster.n_rows, ctx.cluster.n_complete) if ctx.cluster is not None
+                          else (len(ctx.X_test), len(ctx.complete_rows)))
+    left_out = n_rows - n_complete
+    if not left_out:
+        return ""
+    counts = ctx.X_test.isna().sum()
+    counts = counts[counts > 0].sort_values(ascending=False)
+    where = ("" if ctx.cluster is not None else
+             " (" + ", ".join(f"{name}: {int(n)}" for name, n in counts.head(8).items())
+             + (f" and {len(counts) - 8} more features" if len(counts) > 8 else "") + " missing)")
+    return (f"{left_out} of the {n_rows} test rows ({left_out / n_rows:.0%}) have a missing value{where} and are left "
+            "out of the per-row explanations and the faithfulness scores, which perturb every feature's value; the "
+            "performance, calibration and drift figures include them. Conclusions about explanations may not hold "
+            "for rows with missing values.")
 
 
 def _rows(ctx, results, options, name) -> str:

@@ -35,7 +35,8 @@ def build(ctx, results, options):
     table.index.name = "feature"
     table = table.sort_values("model_reliance", ascending=False)
     widest = table.sort_values("width", ascending=False).head(3)
-    section.data = {"table": table, "widest": widest.index.tolist(), "params": result.params}
+    section.data = {"table": table, "widest": widest.index.tolist(), "params": result.params,
+                    "Rashomon set": rashomon_scope(result.extras["result"].epsilon)}
     shown = table.head(FIGURE_FEATURES).index          # the features the model relies on most
     res = dataclasses.replace(result.extras["result"], table=result.extras["result"].table.loc[shown])
 
@@ -54,6 +55,20 @@ def build(ctx, results, options):
                                 f"({result.params['reliance']}).", table.rename(columns=COLUMNS)))
     return section
 
+
+def rashomon_scope(epsilon: float) -> str:
+    """What the Rashomon set of tolerance ``epsilon`` holds, in words; at ε = 0, what its ranges can and cannot
+    show (the report adds how the reader sets ε)."""
+    if epsilon > 0:
+        return (f"Rashomon tolerance ε = {epsilon:g}: the Rashomon set holds the forests whose training predictions "
+                f"differ from this model's by at most ε (share of rows with another predicted class, or mean squared "
+                "difference).")
+    return ("Rashomon tolerance ε = 0 (the default): the Rashomon set holds only the forests whose predictions on "
+            "every training row are identical to this model's (trees are swapped only for trees that predict the "
+            "training data alike). The ranges therefore show how much the reliance depends on choices the training "
+            "data cannot tell apart: the narrowest Rashomon set, a lower bound on the Rashomon effect. A narrow range "
+            "(and a passing Rashomon sensitivity) at ε = 0 does not mean that equally accurate models which predict "
+            "differently would agree; a tolerance ε > 0 admits them and can widen the ranges.")
 
 
 def reliance_unit(params: dict) -> str:

@@ -41,7 +41,7 @@ def build(ctx, results, options):
     if any(p["status"] == "failed" for p in problems):
         section.status = "warn"
         section.reason = "; ".join(p["what"] for p in problems if p["status"] == "failed") + " failed"
-    section.tables.append(Table(f"Key findings. Every method explains {ctx.output_label}.", pd.DataFrame(rows),
+    section.tables.append(Table(f"Key findings. Explained output: {ctx.output_label}.", pd.DataFrame(rows),
                                 index=False))
     return section
 

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn import metrics
 
 from .. import verdict as vd
-from . import new, register
+from . import new, register, title
 from .mcr import reliance_unit
 
 #: the test score of the predictive-adequacy criterion per task, and its training counterpart
@@ -28,6 +28,7 @@ def build(ctx, results, options):
     stream of the audit's seed."""
     t = options.limits
     criteria = [_adequacy(ctx, ctx.rng("verdict: predictive adequacy"), t)]
+    criteria += [c for key in ("calibration", "drift") if (c := _evidence(results.get(key), key, t)) is not None]
     if options.protected:
         criteria.append(_fairness(results.get("fairness"), options.protected, t))
     criteria += [*_faithfulness(results.get("faithfulness"), options, ctx, t),
@@ -66,6 +67,14 @@ def _adequacy(ctx, rng, t) -> vd.Criterion:
         return vd.not_assessed(name, kind, f"the model's predictions failed ({type(exc).__name__}: {exc})",
                                vd.rule(kind, t))
     return vd.predictive_adequacy(test, train, t)
+
+
+def _evidence(section, key: str, t) -> vd.Criterion | None:
+    """The criterion a model-fitness section ``key`` carries in ``raw["criterion"]`` (None: not applicable to
+    this model); not assessed, with the reason, when the section did not produce one."""
+    if section is not None and "criterion" in section.raw:
+        return section.raw["criterion"]
+    return vd.not_assessed(title(key), key, _unavailable(section, key) or "it gave no criterion", vd.rule(key, t))
 
 
 def _per_row(section) -> tuple[dict, str | None]:
