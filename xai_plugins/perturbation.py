@@ -307,8 +307,8 @@ def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np
     Warns when the noise swamps the thresholds of a perturbed feature (:func:`check_noise_scale`)."""
     check_noise_scale(splits, perturbation, features, X, stacklevel=4)  # 4: the caller of pg2 / pgi2 / greedy
     features = np.asarray(features, dtype=np.int64)
-    categorical = splits.n_categories[features] > 0
-    cols, owner, at, side = splits.columns_of(features[~categorical])
+    categorical = splits.n_categories[features] > 0 if len(splits.categorical) else None
+    cols, owner, at, side = splits.columns_of(features if categorical is None else features[~categorical])
     z = at - X[:, owner]                            # per feature: -inf, b_1 - x_j, ..., b_m - x_j, +inf, twice
     probabilities = perturbation.side_probabilities(owner, z, side)
     if perturbation.dists is not None:              # exact ends, whatever a distribution gives at +-inf
@@ -316,7 +316,7 @@ def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np
         probabilities[:, ends] = (side[ends] * at[ends] > 0)
     table = np.zeros((len(X), 2 * len(splits.column_feature)))
     table[:, cols] = probabilities
-    for j in features[categorical]:                 # a categorical feature's atom probabilities (CDF half)
+    for j in features[categorical] if categorical is not None else ():   # atom probabilities (CDF half)
         k = int(splits.n_categories[j])
         table[:, splits.cdf_offset[j]:splits.cdf_offset[j] + k + 2] = perturbation.atom_table(j, k, X[:, j])
     return table

@@ -143,6 +143,11 @@ class SplitBoundaries:
     n_categories: np.ndarray
     _columns: dict = field(default_factory=dict, repr=False)
 
+    @functools.cached_property
+    def categorical(self) -> np.ndarray:
+        """Indices of the categorical features (empty for a numeric model)."""
+        return np.flatnonzero(self.n_categories)
+
     def columns_of(self, features) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The table columns of a set of features (indices): their indices in both halves of the
         table (CDF half first), the feature and the boundary each is read at, and whether it holds

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import InputError
 from .base import Engine
 from .dask import DaskEngine
@@ -42,9 +44,15 @@ def get(name: str) -> Engine:
     raise InputError(f"no engine named {name!r}; registered: {[e.name for e in engines()]}")
 
 
+#: types no engine but the in-memory one takes (numpy arrays, plain Python containers and scalars)
+_IN_MEMORY = frozenset({np.ndarray, list, tuple, int, float, str, bool, type(None)})
+
+
 def engine_for(*objs: Any) -> Engine:
     """The engine of the inputs ``objs`` (None ignored): the registered engine that handles one of
     them, else the in-memory engine. Inputs of two different engines are refused."""
+    if all(type(obj) in _IN_MEMORY for obj in objs):       # the common case, decided without asking the engines
+        return MEMORY
     found: Engine | None = None
     for engine in _ENGINES:
         for obj in objs:
