@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_target
-from ..errors import FeatureMismatchError, InputError
+from ..errors import FeatureMismatchError, InputError, UnsupportedModelError
 from ..forest import Forest, import_model
 
 
@@ -231,6 +231,13 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     forest = import_model(model)
     if forest.predict_fn is None:
         raise InputError("the imported model carries no predictor; pass the fitted model itself")
+    if forest.n_categories is not None and np.any(forest.n_categories):
+        categorical = [forest.feature_names[j] if forest.feature_names else f"x{j}"
+                       for j in np.flatnonzero(forest.n_categories)]
+        raise UnsupportedModelError(f"the audit does not support categorical features yet ({', '.join(categorical)}): "
+                                    "its sections read every column as a number. xp.pg2 / pgi2 / "
+                                    "greedy_pg2_ranking and the explainers accept the model; for the audit, "
+                                    "one-hot encode these columns into a numeric model")
     protected = tuple(protected or ())
     X_test_f, groups = _frame(forest, X_test, "X_test", protected)
     names = list(X_test_f.columns)
