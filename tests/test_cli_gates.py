@@ -17,7 +17,7 @@ xgboost = pytest.importorskip("xgboost")
 #: reliability one cannot (Rashomon sensitivity is not assessed for a boosted model: at best "warn")
 FAST = ("--no-pdf", "--quiet", "--explainers", "shap", "pg2", "--sections", "explanations", "faithfulness",
         "agreement", "--max-rows", "8", "--max-shap-rows", "40", "--threshold", "adequacy_warn=50",
-        "--threshold", "adequacy_fail=100")
+        "--threshold", "adequacy_fail=100", "--threshold", "drift_warn=50", "--threshold", "drift_fail=100")
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_fail_on_values_are_checked_by_the_parser(capsys):
 def test_fail_on_exit_status_of_a_real_run(files, capsys, tmp_path):
     code, _, err = _run(capsys, files, tmp_path, *FAST, "--fail-on", "fitness:warn")
     saved = json.loads((tmp_path / "model.json").read_text())["verdict"]
-    assert saved["model fitness"]["status"] == "pass"          # skill loss allowed up to 50
+    assert saved["model fitness"]["status"] == "pass"          # skill loss and drift allowed up to 50
     assert saved["explanation reliability"]["status"] in ("warn", "fail")
     assert code == 0 and "verdict gate" not in err
     code, _, err = _run(capsys, files, tmp_path, *FAST, "--fail-on", "warn")
