@@ -178,18 +178,26 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
     return _numeric_perturbation(n_features, sigma, perturbation, background, names, missing)
 
 
+def per_feature(value, n_features: int, name: str) -> np.ndarray:
+    """``value`` (a number, or one number per feature) as a (n_features,) float64 array; raises
+    :class:`InputTypeError` / :class:`InputError` naming ``name`` otherwise."""
+    try:
+        out = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputTypeError(f"{name} must be a number or one number per feature; got {value!r}") from exc
+    if out.ndim == 0:
+        out = np.full(n_features, float(out))
+    if out.shape != (n_features,):
+        raise InputError(f"{name} must be a scalar or have one value per feature ({n_features}); got shape "
+                         f"{out.shape}")
+    return out
+
+
 def _rho_vector(rho, n_features: int) -> np.ndarray | None:
     """``rho`` as a (d,) array (NaN: default), validated in [0, 1]; None stays None."""
     if rho is None:
         return None
-    try:
-        r = np.array(rho, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputTypeError(f"rho must be a number or one number per feature; got {rho!r}") from exc
-    if r.ndim == 0:
-        r = np.full(n_features, float(r))
-    if r.shape != (n_features,):
-        raise InputError(f"rho must be a scalar or have one value per feature ({n_features}); got shape {r.shape}")
+    r = per_feature(rho, n_features, "rho")
     if np.any(~np.isnan(r) & ~((r >= 0) & (r <= 1))):
         raise InputError(f"rho is a probability: every entry must lie in [0, 1] (NaN for the default); got {rho!r}")
     return r
@@ -211,14 +219,7 @@ def _numeric_perturbation(n_features, sigma, perturbation, background, names, mi
             if hasattr(dist, "dist") and not hasattr(dist.dist, "_pdf") and hasattr(dist.dist, "_pmf"):
                 raise InputTypeError("perturbation must be continuous; a discrete distribution has atoms at thresholds")
         return Perturbation(sigma=None, dists=dists)
-    try:
-        s = np.asarray(sigma, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputTypeError(f"sigma must be a number or an array of numbers; got {sigma!r}") from exc
-    if s.ndim == 0:
-        s = np.full(n_features, float(s))
-    if s.shape != (n_features,):
-        raise InputError(f"sigma must be a scalar or have one value per feature ({n_features}); got shape {s.shape}")
+    s = per_feature(sigma, n_features, "sigma")
     if not np.all(np.isfinite(s)) or np.any(s <= 0):
         raise InputError(f"sigma must be finite and > 0; got {s if s.size < 10 else s[:10]}")
     if background is not None:

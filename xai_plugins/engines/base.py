@@ -181,3 +181,14 @@ def from_keys(keys) -> np.ndarray:
     keys = np.asarray(keys, dtype=np.uint64)
     u = np.where(keys >> np.uint64(63), keys & np.uint64((1 << 63) - 1), ~keys)
     return u.view(np.float64)
+
+
+def lazy_result_type(cache: dict, prefix: str, lazy: type, cls: type, timed: str | None, doc: str) -> type:
+    """The lazy subclass of the result type ``cls`` for one engine (``prefix`` + its name, e.g.
+    ``DaskPG2Estimate``; bases: the engine's ``lazy`` mixin, then ``cls``), made once per (cls, timed)
+    and kept in the engine's ``cache``."""
+    key = (cls, timed)
+    if key not in cache:
+        cache[key] = type(f"{prefix}{cls.__name__}", (lazy, cls),
+                          {"_base": cls, "_timed": timed, "__module__": lazy.__module__, "__doc__": doc})
+    return cache[key]

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._validation import default_feature_names, feature_order, frame_values, is_dask
 from ..errors import InputError
-from .base import BlockFn, Engine, add_all, call_block, from_keys, order_keys, plain_forest
+from .base import BlockFn, Engine, add_all, call_block, from_keys, lazy_result_type, order_keys, plain_forest
 
 _INSTALL = 'dask input needs dask: pip install "xai_plugins[dask]"'
 
@@ -100,13 +100,9 @@ _LAZY_TYPES: dict = {}
 
 def lazy_type(cls: type, timed: str | None = None) -> type:
     """The lazy subclass of the result type ``cls`` (one per type), e.g. ``DaskPG2Estimate``."""
-    key = (cls, timed)
-    if key not in _LAZY_TYPES:
-        _LAZY_TYPES[key] = type(f"Dask{cls.__name__}", (_Lazy, cls),
-                                {"_base": cls, "_timed": timed, "__module__": __name__,
-                                 "__doc__": f"A lazy :class:`{cls.__name__}` of dask arrays; ``.compute()`` "
-                                            f"gives the in-memory {cls.__name__}."})
-    return _LAZY_TYPES[key]
+    return lazy_result_type(_LAZY_TYPES, "Dask", _Lazy, cls, timed,
+                            f"A lazy :class:`{cls.__name__}` of dask arrays; ``.compute()`` gives the in-memory "
+                            f"{cls.__name__}.")
 
 
 class DaskEngine(Engine):

@@ -44,7 +44,7 @@ import numpy as np
 
 from .._validation import default_feature_names, feature_order
 from ..errors import InputError, InputTypeError, XaiError
-from .base import BlockFn, Engine, add_all, call_block, plain_forest
+from .base import BlockFn, Engine, add_all, call_block, lazy_result_type, plain_forest
 
 _ROW = "_xai_row"           # the global row index
 _ERR = "_xai_error"         # a package error raised in the row's block (message), else null
@@ -244,13 +244,10 @@ _LAZY_TYPES: dict = {}
 
 def lazy_type(cls: type, timed: str | None = None) -> type:
     """The lazy subclass of the result type ``cls`` (one per type), e.g. ``SparkPG2Estimate``."""
-    key = (cls, timed)
-    if key not in _LAZY_TYPES:
-        _LAZY_TYPES[key] = type(f"Spark{cls.__name__}", (_Lazy, cls),
-                                {"_base": cls, "_timed": timed, "__module__": __name__,
-                                 "__doc__": f"A lazy :class:`{cls.__name__}` on Spark; ``.compute()`` gives the "
-                                            f"in-memory {cls.__name__}, ``.to_spark()`` a keyed Spark DataFrame."})
-    return _LAZY_TYPES[key]
+    return lazy_result_type(_LAZY_TYPES, "Spark", _Lazy, cls, timed,
+                            f"A lazy :class:`{cls.__name__}` on Spark; ``.compute()`` gives the in-memory "
+                            f"{cls.__name__}, "
+                            "``.to_spark()`` a keyed Spark DataFrame.")
 
 
 # --------------------------------------------------------------------------------------------
