@@ -12,6 +12,8 @@ from xai_plugins.forest import import_model
 from oracle import gaussian, grid_pg2
 
 catboost = pytest.importorskip("catboost")
+#: no console output, no catboost_info/ folder
+QUIET = dict(verbose=0, allow_writing_files=False)
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +26,10 @@ def data():
 
 
 def _models(X, y):
-    yield catboost.CatBoostRegressor(iterations=25, depth=4, verbose=0, allow_writing_files=False, nan_mode="Min", random_seed=0).fit(X, y)
-    yield catboost.CatBoostRegressor(iterations=15, depth=3, verbose=0, allow_writing_files=False, nan_mode="Max", random_seed=0).fit(X, y)
-    yield catboost.CatBoostClassifier(iterations=20, depth=4, verbose=0, allow_writing_files=False, random_seed=0).fit(X, y > 1)
-    yield catboost.CatBoostClassifier(iterations=10, depth=3, verbose=0, allow_writing_files=False, loss_function="MultiClass",
+    yield catboost.CatBoostRegressor(iterations=25, depth=4, **QUIET, nan_mode="Min", random_seed=0).fit(X, y)
+    yield catboost.CatBoostRegressor(iterations=15, depth=3, **QUIET, nan_mode="Max", random_seed=0).fit(X, y)
+    yield catboost.CatBoostClassifier(iterations=20, depth=4, **QUIET, random_seed=0).fit(X, y > 1)
+    yield catboost.CatBoostClassifier(iterations=10, depth=3, **QUIET, loss_function="MultiClass",
                                       random_seed=0).fit(X, np.digitize(y, [0, 1, 3]))
 
 
@@ -69,7 +71,7 @@ def test_exact_pg2_agrees_with_monte_carlo(data):
 
 def test_refit_in_place_is_seen_by_the_cache(data):
     X, y = data
-    model = catboost.CatBoostRegressor(iterations=10, depth=3, verbose=0, allow_writing_files=False, random_seed=0).fit(X, y)
+    model = catboost.CatBoostRegressor(iterations=10, depth=3, **QUIET, random_seed=0).fit(X, y)
     before = xp.pg2(model, X[:5], [0], sigma=0.3).value
     model.fit(X, -3 * y)                       # same object, same size, new trees
     after = xp.pg2(model, X[:5], [0], sigma=0.3).value
@@ -82,6 +84,6 @@ def test_categorical_features_are_refused(data):
 
     X, y = data
     frame = pd.DataFrame(X[:, :2], columns=["a", "b"]).assign(c=np.where(X[:, 3] > 0, "u", "v"))
-    model = catboost.CatBoostRegressor(iterations=5, depth=2, verbose=0, allow_writing_files=False).fit(frame, y, cat_features=["c"])
+    model = catboost.CatBoostRegressor(iterations=5, depth=2, **QUIET).fit(frame, y, cat_features=["c"])
     with pytest.raises(UnsupportedModelError, match="categorical"):
         import_model(model)
