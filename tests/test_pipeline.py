@@ -237,3 +237,19 @@ def test_the_audit_refuses_categorical_features_clearly(text_data):
     pipe = Pipeline([("front", front), ("model", MODELS["gb"]())]).fit(X, y)
     with pytest.raises(UnsupportedModelError, match="city, sex"):
         audit(pipe, X.iloc[:50], y[:50])
+
+
+def test_a_background_frame_with_text_columns_gives_the_category_frequencies(text_data):
+    """background= as raw labels (what the user has) equals background= as the model's codes."""
+    X, y = text_data
+    front = ColumnTransformer([("enc", OneHotEncoder(handle_unknown="ignore"), ["city", "sex"])],
+                              remainder="passthrough")
+    pipe = Pipeline([("front", front), ("model", MODELS["gb"]())]).fit(X, y)
+    forest = import_model(pipe)
+    codes = forest.rows(X)[0]
+    rows = X.iloc[:5]
+    by_labels = xp.pg2(pipe, rows, ["city", "age"], sigma=0.5, background=X).value
+    by_codes = xp.pg2(pipe, rows, ["city", "age"], sigma=0.5, background=codes).value
+    np.testing.assert_array_equal(by_labels, by_codes)
+    uniform = xp.pg2(pipe, rows, ["city", "age"], sigma=[0.5 * X.age.std(ddof=0), 1, 1]).value
+    assert not np.allclose(by_labels, uniform)        # the frequencies, not the uniform law, were used

@@ -150,7 +150,7 @@ def category_atoms(values: np.ndarray, n_categories: int) -> np.ndarray:
 
 
 def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=None, *,
-                      names=None, missing=float("nan"), rho=None) -> Perturbation:
+                      names=None, missing=float("nan"), rho=None, labels=None) -> Perturbation:
     """Validate the noise specification.
 
     - ``sigma``: scalar or (n_features,) standard deviations of Gaussian noise, finite and > 0;
@@ -164,7 +164,13 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
     - ``rho``: for categorical features, the probability ρ that x'_j is redrawn from the category
       frequencies (scalar, or one per feature: entries of numeric features and NaN entries are not
       used / take the default); default P(|e_j| > 1/2) of the feature's noise (see the module docstring).
+    - ``labels``: per feature, the category labels of a categorical feature (a Forest's
+      ``category_labels``): a ``background`` DataFrame's category / text columns are read as their codes.
     """
+    if background is not None and labels is not None:       # category columns read as the model's codes
+        from ._validation import category_codes
+
+        background = category_codes(background, names, labels)
     rho_vector = _rho_vector(rho, n_features)
     if rho_vector is not None or background is not None:
         noise = _numeric_perturbation(n_features, sigma, perturbation, background, names, missing)

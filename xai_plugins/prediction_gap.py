@@ -340,7 +340,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     masks = _set_masks(S, len(X), forest.n_features, names)
     _check_perturbed_finite(X, masks, forest.missing_value, forest.n_categories)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, rho=rho)
+                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
     start = time.perf_counter()
     reason = ""
     if method == "auto":
@@ -615,7 +615,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     else:
         mask, where = _shared_sets(sets)
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, rho=rho)
+                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
     seconds = m * n * sum(exact_seconds(forest, k) for k in range(1, d + 1)) if verbose and n > 1 else 0.0
@@ -663,7 +663,7 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
         return _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs)
     forest, X, _ = _prepare(model, X, allow_nan=False)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, rho=rho)
+                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(forest.n_features))
     c = None if output is None else resolve_output(forest.output_names, output)
@@ -689,7 +689,7 @@ def noise_args(forest: Forest, sigma, perturbation, background) -> dict:
     arguments of the block functions that give the same Perturbation without the background data
     (sigma already in absolute units), so nothing row-sized is shipped."""
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value)
+                              missing=forest.missing_value, labels=forest.category_labels)
     if noise.dists is not None:
         return dict(sigma=0.3, perturbation=noise.dists)
     return dict(sigma=noise.sigma, perturbation=None)
