@@ -760,3 +760,64 @@ def test_categorical_pg2_matches_enumeration(data):
     want = sum(p * q * (f(np.array([v, c])) - fx) ** 2 for v, p in zip(values, probs) for c, q in zip(cells, cell_p))
     got = xp.pg2(forest, x[None, :], S, sigma=sigma, rho=rho).value[0]
     assert got == pytest.approx(want, rel=1e-12, abs=1e-13)
+
+
+PIPELINE_STEPS = ("standard", "minmax", "minmax-clip", "maxabs", "robust", "impute-mean", "impute-constant",
+                  "passthrough")
+
+
+def _pipeline_step(kind):
+    from sklearn.impute import SimpleImputer
+    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, RobustScaler, StandardScaler
+
+    return {"standard": StandardScaler(), "minmax": MinMaxScaler(), "minmax-clip": MinMaxScaler(clip=True),
+            "maxabs": MaxAbsScaler(), "robust": RobustScaler(), "impute-mean": SimpleImputer(),
+            "impute-constant": SimpleImputer(strategy="constant", fill_value=-3.0),
+            "passthrough": "passthrough"}[kind]
+
+
+@examples(25)
+@given(data=st.data())
+def test_a_pipeline_routes_every_row_as_the_pipeline_does(data):
+    """Random per-column steps (scalers, clipping, imputers, a ColumnTransformer or not) in front of a
+    random tree model: the compiled Forest over the input columns predicts as ``pipe.predict`` on
+    random rows, on every compiled threshold and on the floats beside it, with missing values."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
+    from sklearn.pipeline import Pipeline, make_pipeline
+
+    seed = data.draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    scales = np.array(data.draw(st.lists(st.sampled_from([1e-3, 1.0, 50.0, 1e4]), min_size=3, max_size=3)))
+    X = pd.DataFrame(rng.normal(size=(300, 3)) * scales + rng.normal(size=3) * scales, columns=["a", "b", "c"])
+    X = X.round(data.draw(st.sampled_from([1, 3, 8])))              # ties: many rows share a value
+    y = np.sin(X.a / scales[0]) + (X.b / scales[1]) ** 2 + rng.normal(size=300) * 0.1
+    steps = [data.draw(st.sampled_from(PIPELINE_STEPS)) for _ in range(3)]
+    imputing = any(s.startswith("impute") for s in steps)
+    if imputing:
+        X.iloc[rng.integers(0, 300, 30), [0, 1, 2][steps.index(next(s for s in steps if s.startswith("impute")))]] \
+            = np.nan
+    if data.draw(st.booleans()):
+        front = ColumnTransformer([(f"t{j}", make_pipeline(_pipeline_step(s)) if s != "passthrough" else s, [c])
+                                   for j, (s, c) in enumerate(zip(steps, X.columns))])
+    else:
+        front = make_pipeline(*[_pipeline_step(s) for s in steps if s != "passthrough"] or ["passthrough"])
+    model = data.draw(st.sampled_from(["gb", "hgb"]))
+    if model == "gb" and X.isna().any().any() and not isinstance(front, ColumnTransformer):
+        model = "hgb"
+    tree = (GradientBoostingRegressor(n_estimators=8, max_depth=3, random_state=seed) if model == "gb" else
+            HistGradientBoostingRegressor(max_iter=8, max_depth=3, random_state=seed))
+    try:
+        pipe = Pipeline([("front", front), ("model", tree)]).fit(X, y)
+    except ValueError:                       # a NaN left in front of GradientBoosting: not a pipeline to test
+        return
+    forest = import_model(pipe)
+    inner = np.flatnonzero((forest.left_child >= 0) & np.isfinite(forest.threshold))
+    rows = X.iloc[rng.integers(0, 300, 60)].reset_index(drop=True)
+    for i, node in enumerate(rng.choice(inner, len(rows)) if len(inner) else []):
+        t = forest.threshold[node]
+        rows.iloc[i, forest.feature[node]] = t if i % 2 else np.nextafter(t, -np.inf)
+    every = pd.concat([X, rows], ignore_index=True)
+    expected = pipe.predict(every)
+    np.testing.assert_allclose(forest.predict(every)[:, 0], expected, rtol=0,
+                               atol=1e-9 * max(1.0, np.abs(expected).max()))

@@ -56,7 +56,9 @@ class _Stage:
     def __call__(self, values: np.ndarray) -> np.ndarray:
         width = int(self.transformer.n_features_in_)
         block = np.zeros((len(values), width))
-        block[:, self.position] = values
+        # an earlier stage may overflow a bisection probe to +-inf, which the transformer refuses: such
+        # inputs make the pipeline itself fail, so they are held at +-DBL_MAX (order kept, NaN kept)
+        block[:, self.position] = np.clip(values, -np.finfo(np.float64).max, np.finfo(np.float64).max)
         names = getattr(self.transformer, "feature_names_in_", None)
         if names is not None:
             import pandas as pd
@@ -99,15 +101,19 @@ def pipeline_columns(pipeline) -> tuple[list[_Column], object]:
     final = steps[-1][1]
     if final is None or final == "passthrough":
         raise UnsupportedModelError("the Pipeline ends without a model; its last step must be a tree model")
-    n_inputs = getattr(pipeline, "n_features_in_", None)
-    if n_inputs is None:
-        n_inputs = getattr(steps[0][1], "n_features_in_", None)
+    n_inputs = input_attribute(pipeline, "n_features_in_")
     if n_inputs is None:
         raise UnsupportedModelError("cannot tell how many input columns the Pipeline takes (is it fitted?)")
     columns = [_Column(j) for j in range(int(n_inputs))]
     for name, step in steps[:-1]:
         columns = _through(step, name, columns)
     return columns, final
+
+
+def input_attribute(pipeline: Any, name: str) -> Any:
+    """``n_features_in_`` / ``feature_names_in_`` of a Pipeline's input: the first step that has it
+    (a leading "passthrough" has none; the model at the latest), or None."""
+    return next((getattr(step, name) for _, step in pipeline.steps if hasattr(step, name)), None)
 
 
 def _through(step, name: str, columns: list[_Column]) -> list[_Column]:
@@ -365,8 +371,13 @@ class PipelineImporter(LibraryImporter):
             raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed "
                                         "columns; leave missing values as NaN (the XGBoost default)")
         names = self.feature_names(model)
-        names = [str(c) for c in names] if names is not None else default_feature_names(int(model.n_features_in_))
+        names = [str(c) for c in names] if names is not None else \
+            default_feature_names(int(input_attribute(model, "n_features_in_")))
         return compile_pipeline(inner, columns, names, self.predictor(model))
+
+    def feature_names(self, model: Any) -> Any:
+        """The names of the pipeline's input columns (those of its first step that has them)."""
+        return input_attribute(model, "feature_names_in_")
 
     def predictor(self, model: Any) -> ModelPredictor:
         """The final model's own predictor applied to the pipeline's transform of the input rows
