@@ -157,7 +157,8 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
       with ``background`` data it is in units of each feature's standard deviation there
       (the PG² paper standardises features, so sigma = 0.3 means 0.3 standard deviations);
     - ``perturbation``: a frozen ``scipy.stats`` continuous distribution, or a list with one per
-      feature, replacing the Gaussian (``sigma`` is then ignored);
+      feature, replacing the Gaussian (``sigma`` is then ignored); a :class:`Perturbation` is
+      returned as it is;
     - ``names``: the model's feature names, to align a ``background`` DataFrame by column name.
     - ``missing``: the model's missing-value sentinel; background entries equal to it are
       missing (left out of the standard deviations, as NaN is).
@@ -167,6 +168,8 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
     - ``labels``: per feature, the category labels of a categorical feature (a Forest's
       ``category_labels``): a ``background`` DataFrame's category / text columns are read as their codes.
     """
+    if isinstance(perturbation, Perturbation):      # already validated (e.g. shipped to a row engine's workers)
+        return perturbation
     if background is not None and labels is not None:       # category columns read as the model's codes
         from ._validation import category_codes
 

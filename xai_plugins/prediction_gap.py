@@ -32,7 +32,7 @@ from .engines import engine_for
 from .errors import InputError, InputTypeError
 from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from .forest import Forest, import_model, tree_levels
-from .perturbation import cdf_table, check_noise_scale, make_perturbation
+from .perturbation import Perturbation, cdf_table, check_noise_scale, make_perturbation
 
 METHODS = ("exact", "monte_carlo", "qmc", "auto")
 #: The cost model of ``method="auto"``, in CPU seconds of one thread, calibrated on a 2-core x86-64
@@ -278,13 +278,6 @@ def _mask_of(features, n_rows: int, n_features: int, names) -> np.ndarray:
     return mask
 
 
-def _no_lazy_rho(rho) -> None:
-    """``rho`` is not yet carried to lazy engines (Dask, Spark): refuse it rather than ignore it."""
-    if rho is not None:
-        raise InputError("rho= is not supported with Dask or Spark inputs yet; compute the rows in memory "
-                         "or leave rho at its default")
-
-
 def _check_perturbed_finite(X, mask, missing=float("nan"), categories=None):
     """InputError when a numeric perturbed feature is missing in some row (NaN, or the model's
     ``missing`` sentinel, which rows enter as NaN); a categorical one (``categories`` > 0) may be: its
@@ -331,9 +324,8 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     """
     engine = engine_for(X, S)
     if engine.lazy:
-        _no_lazy_rho(rho)
         return _pg2_on(engine, model, X, S, sigma, perturbation, background, method, n_samples, rtol, random_state,
-                       prune, n_jobs)
+                       prune, n_jobs, rho)
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest, X, names = _prepare(model, X)
@@ -598,8 +590,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     """
     engine = engine_for(X, getattr(ranking, "ranking", ranking))
     if engine.lazy:
-        _no_lazy_rho(rho)
-        return _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs)
+        return _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs, rho)
     forest, X, names = _prepare(model, X, allow_nan=False)
     d = forest.n_features
     r = _check_ranking(ranking, len(X), d, names)
@@ -659,8 +650,7 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     """
     engine = engine_for(X)
     if engine.lazy:
-        _no_lazy_rho(rho)
-        return _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs)
+        return _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs, rho)
     forest, X, _ = _prepare(model, X, allow_nan=False)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
                               missing=forest.missing_value, labels=forest.category_labels, rho=rho)
@@ -684,12 +674,20 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
 # block functions and the row engines (xai_plugins.engines): the same per-row work on any engine
 # --------------------------------------------------------------------------------------------
 
-def noise_args(forest: Forest, sigma, perturbation, background) -> dict:
+def noise_args(forest: Forest, sigma, perturbation, background, rho=None) -> dict:
     """Validate the noise on the driver; return it as ``dict(sigma=, perturbation=)`` keyword
     arguments of the block functions that give the same Perturbation without the background data
-    (sigma already in absolute units), so nothing row-sized is shipped."""
+    (sigma already in absolute units), so nothing row-sized is shipped. A model with categorical
+    features gets the Perturbation itself, its categories' laws (ρ, background frequencies) worked
+    out here once."""
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, labels=forest.category_labels)
+                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
+    categories = forest.n_categories if forest.n_categories is not None else np.zeros(forest.n_features, np.int32)
+    if categories.any():
+        shipped = Perturbation(noise.sigma, noise.dists, rho=noise.rho, sigma_units=noise.sigma_units)
+        for j in np.flatnonzero(categories):
+            shipped._laws[(int(j), int(categories[j]))] = noise.category_law(int(j), int(categories[j]))
+        return dict(sigma=0.3, perturbation=shipped)
     if noise.dists is not None:
         return dict(sigma=0.3, perturbation=noise.dists)
     return dict(sigma=noise.sigma, perturbation=None)
@@ -712,7 +710,7 @@ def pg2_block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs,
         forest = import_model(forest)
         X, names = forest.rows(X)
         m = _set_masks(S, len(X), forest.n_features, names)
-        _check_perturbed_finite(X, m, forest.missing_value)
+        _check_perturbed_finite(X, m, forest.missing_value, forest.n_categories)
         noise = make_perturbation(forest.n_features, sigma, perturbation, None, names=forest.feature_names)
         value, stderr, nonzero = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
         informative, terms = _informative(stderr, nonzero, m), 0
@@ -745,7 +743,7 @@ def _first(total):
 
 
 def _pg2_on(engine, model, X, S, sigma, perturbation, background, method, n_samples, rtol, random_state, prune,
-            n_jobs):
+            n_jobs, rho=None):
     """:func:`pg2` on a lazy engine: :func:`pg2_block` mapped over the rows; ``method="auto"``
     decides from the first :data:`AUTO_PILOT_ROWS` rows."""
     if method not in METHODS:
@@ -753,7 +751,7 @@ def _pg2_on(engine, model, X, S, sigma, perturbation, background, method, n_samp
     forest = import_model(model)
     rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
     d, k = forest.n_features, forest.n_outputs
-    noise = noise_args(forest, sigma, perturbation, background)
+    noise = noise_args(forest, sigma, perturbation, background, rho)
     per_row, shared_S = [], None
     if engine.handles(S):
         per_row = [engine.by_rows(S, rows, "S", transform=functools.partial(_block_masks, d=d, names=names),
@@ -806,7 +804,7 @@ def pgi2_block(forest, start, X, *rankings, ranking=None, stacked, n_jobs, sigma
     return out.reshape(len(X), -1)
 
 
-def _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs):
+def _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs, rho=None):
     """:func:`pgi2` on a lazy engine (``X`` and/or ``ranking`` its collections)."""
     forest = import_model(model)
     d, k = forest.n_features, forest.n_outputs
@@ -816,7 +814,7 @@ def _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, 
         raise InputError(f"ranking must have shape ({d},), (n, {d}) or (m, n, {d}); got {ndim} dimensions")
     rows, names = engine.rows(X, forest.feature_names, d, lambda x: forest.rows(x, allow_nan=False),
                               like=(ranking, 1 if ndim == 3 else 0))
-    noise = noise_args(forest, sigma, perturbation, background)
+    noise = noise_args(forest, sigma, perturbation, background, rho)
     m, per_row, shared = (ranking.shape[0] if ndim == 3 else 0), [], None
     if ndim == 1 and not engine.handles(ranking):
         shared = _check_ranking(ranking, 1, d, names)[0, 0]
@@ -836,13 +834,13 @@ def greedy_block(forest, start, X, *, output, n_jobs, sigma, perturbation, prune
     return np.concatenate([res.ranking.astype(np.float64), res.pg2_path.reshape(len(X), -1)], axis=1)
 
 
-def _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs):
+def _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs, rho=None):
     """:func:`greedy_pg2_ranking` on a lazy engine."""
     forest = import_model(model)
     rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
     d = forest.n_features
     resolve_output(forest.output_names, output)      # validate on the driver
-    noise = noise_args(forest, sigma, perturbation, background)
+    noise = noise_args(forest, sigma, perturbation, background, rho)
     out = engine.map_rows(greedy_block, rows, engine.ship_forest(forest), [], 2 * d, output=output, n_jobs=n_jobs,
                           prune=prune, **noise)
     return engine.result(GreedyRanking, ranking=engine.columns(out, 0, d, dtype=np.int64),
