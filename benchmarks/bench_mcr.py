@@ -24,12 +24,11 @@ import json
 import os
 import pickle
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+import _builds  # benchmarks/_builds.py, beside this script
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,12 +94,7 @@ def worker(path: str, features: str, permutations: int, out: str) -> dict:
 
 def in_subprocess(build: Path, *args: str) -> dict:
     """Run this script's worker mode with ``build``'s xai_plugins first on the path."""
-    env = dict(os.environ, PYTHONPATH=str(build))
-    done = subprocess.run([sys.executable, __file__, *args], env=env, cwd=build, capture_output=True, text=True,
-                          check=False)
-    if done.returncode:
-        raise RuntimeError(f"worker in {build} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _builds.in_subprocess(__file__, build, *args)
 
 
 def report(name: str, path: str, nodes: int, features: str, permutations: int, ref: str | None, rounds: int):
