@@ -239,6 +239,21 @@ def preorder(left: ArrayLike, right: ArrayLike,
     return order, new_offsets, new_left, new_right
 
 
+def category_bitsets(nodes: np.ndarray, left_atoms: list, categories: np.ndarray,
+                     n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(cat_start, cat_bits)`` of csrc/xai.h from the categorical nodes ``nodes`` (ascending ids,
+    out of ``n_nodes``), the atoms each sends left (``left_atoms``: integer arrays in 0 .. K) and
+    each one's K (``categories``): a node owns (K + 64) // 64 words, bit a of word a // 64;
+    ``cat_start`` is -1 at the other nodes."""
+    words = (np.asarray(categories, dtype=np.int64) + 64) // 64
+    cat_start = np.full(n_nodes, -1, dtype=np.int64)
+    cat_start[nodes] = np.concatenate(([0], np.cumsum(words)[:-1]))
+    bits = np.zeros(64 * int(words.sum()), dtype=np.uint8)
+    for node, atoms in zip(nodes, left_atoms):
+        bits[64 * cat_start[node] + np.asarray(atoms, dtype=np.int64)] = 1
+    return cat_start, np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
+
+
 def concat_trees(trees: list[dict], **common: Any) -> Forest:
     """Build a Forest from per-tree dicts of local arrays (left, right, feature, threshold,
     missing_left, value, target and optional impurity / weight), each concatenated once into its

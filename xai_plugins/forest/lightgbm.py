@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from .cache import generation
-from .layout import Forest, preorder
+from .layout import Forest, category_bitsets, preorder
 from .predictor import ModelPredictor
 from .registry import LibraryImporter, model_feature_names, register
 
@@ -107,12 +107,8 @@ def _lightgbm_categories(header: dict, trees: list[dict], kind, feature, thresho
         codes.append(np.flatnonzero(np.unpackbits(words.astype("<u4").view(np.uint8), bitorder="little")))
         j = feature[node]
         n_categories[j] = max(n_categories[j], int(codes[-1].max(initial=-1)) + 1)
-    cat_start = np.full(len(kind), -1, dtype=np.int64)
-    cat_start[nodes] = np.concatenate(([0], np.cumsum((n_categories[feature[nodes]] + 64) // 64)[:-1]))
-    bits = np.zeros(64 * int(cat_start[nodes[-1]] + (n_categories[feature[nodes[-1]]] + 64) // 64), dtype=np.uint8)
-    for node, c in zip(nodes, codes):
-        bits[64 * cat_start[node] + c] = 1
-    return n_categories, cat_start, np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64)
+    cat_start, cat_bits = category_bitsets(nodes, codes, n_categories[feature[nodes]], len(kind))
+    return n_categories, cat_start, cat_bits
 
 
 def _split(text: str) -> tuple[dict, list[str]]:

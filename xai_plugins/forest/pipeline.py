@@ -29,7 +29,7 @@ import numpy as np
 from .._validation import default_feature_names
 from ..errors import UnsupportedModelError
 from .cache import import_model
-from .layout import Forest
+from .layout import Forest, category_bitsets
 from .predictor import ModelPredictor
 from .registry import LibraryImporter, importer_for, register
 
@@ -262,10 +262,11 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                 raise UnsupportedModelError(f"input column {feature_names[column.source]!r} is encoded twice, "
                                             "with different categories")
             labels[column.source], n_categories[column.source] = column.labels, len(column.labels)
-            values = column.atom_values()
-            for node in nodes:
-                left = _goes_left(forest, np.full(len(values), node), values)
-                left_sets[int(node)], missing_left[node], threshold[node] = left[:-1], left[-1], 0.0
+            values = column.atom_values()                    # atoms 0 .. K-1, unseen (K), missing (K + 1)
+            left = _goes_left(forest, np.repeat(nodes, len(values)), np.tile(values, len(nodes))).reshape(
+                len(nodes), len(values))
+            left_sets.update(zip(nodes.tolist(), left[:, :-1]))
+            missing_left[nodes], threshold[nodes] = left[:, -1], 0.0
             continue
         threshold[nodes] = switch_points(functools.partial(_goes_right, forest, nodes, column), len(nodes))
         filled = column(np.array([np.nan]))[0]
@@ -276,7 +277,12 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
     if numeric_and_categorical:
         raise UnsupportedModelError(f"input column(s) {sorted(feature_names[j] for j in numeric_and_categorical)} "
                                     "are both encoded as categories and used as numbers")
-    categorical = _category_bitsets(left_sets, n_categories, feature, len(feature)) if left_sets else {}
+    categorical: dict[str, Any] = {}
+    if left_sets:
+        nodes = np.array(sorted(left_sets), dtype=np.int64)
+        cat_start, cat_bits = category_bitsets(nodes, [np.flatnonzero(left_sets[n]) for n in nodes.tolist()],
+                                               n_categories[feature[nodes]], len(feature))
+        categorical = dict(n_categories=n_categories, cat_start=cat_start, cat_bits=cat_bits)
     return Forest(left_child=forest.left_child, right_child=forest.right_child, feature=feature,
                   threshold=threshold, missing_left=missing_left, value=forest.value,
                   tree_offset=forest.tree_offset, tree_target=forest.tree_target, base_score=forest.base_score,
@@ -285,21 +291,6 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                   impurity=forest.impurity, weight=forest.weight, feature_names=feature_names,
                   output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective,
                   category_labels=labels if left_sets else None, **categorical)
-
-
-def _category_bitsets(left_sets: dict, n_categories: np.ndarray, feature: np.ndarray, n_nodes: int) -> dict:
-    """The Forest's categorical fields (csrc/xai.h) from each categorical node's left atoms 0 .. K."""
-    cat_start = np.full(n_nodes, -1, dtype=np.int64)
-    words = []
-    offset = 0
-    for node in sorted(left_sets):
-        k = int(n_categories[feature[node]])
-        bits = np.zeros(64 * ((k + 64) // 64), dtype=np.uint8)
-        bits[:k + 1] = left_sets[node]
-        cat_start[node] = offset
-        words.append(np.packbits(bits, bitorder="little").view("<u8").astype(np.uint64))
-        offset += len(words[-1])
-    return dict(n_categories=n_categories, cat_start=cat_start, cat_bits=np.concatenate(words))
 
 
 def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarray) -> np.ndarray:
