@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .._validation import check_target
+from .._validation import check_target, default_feature_names
 from ..errors import FeatureMismatchError, InputError, UnsupportedModelError
 from ..forest import Forest, import_model
 
@@ -232,8 +232,8 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     if forest.predict_fn is None:
         raise InputError("the imported model carries no predictor; pass the fitted model itself")
     if forest.n_categories is not None and np.any(forest.n_categories):
-        categorical = [forest.feature_names[j] if forest.feature_names else f"x{j}"
-                       for j in np.flatnonzero(forest.n_categories)]
+        names = forest.feature_names or default_feature_names(forest.n_features)
+        categorical = [names[j] for j in np.flatnonzero(forest.n_categories)]
         raise UnsupportedModelError(f"the audit does not support categorical features yet ({', '.join(categorical)}): "
                                     "its sections read every column as a number. xp.pg2 / pgi2 / "
                                     "greedy_pg2_ranking and the explainers accept the model; for the audit, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..._validation import default_feature_names
 from ...forest import explained_model
 from .. import figures
 from ..context import Scorer
@@ -38,7 +39,7 @@ def tree_shap(model, rows):
     n_inputs = int(model.n_features_in_)
     summed = np.zeros((values.shape[0], n_inputs) + values.shape[2:])
     np.add.at(summed, (slice(None), sources), values)
-    names = list(getattr(rows, "columns", [])) or [f"x{j}" for j in range(n_inputs)]
+    names = list(getattr(rows, "columns", [])) or default_feature_names(n_inputs)
     return shap.Explanation(summed, base_values=explanation.base_values, data=np.asarray(rows), feature_names=names)
 
 
