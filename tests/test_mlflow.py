@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
+from sklearn.decomposition import PCA
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.metrics import r2_score
 from sklearn.pipeline import make_pipeline
@@ -22,10 +23,11 @@ from mlflow.models import MetricThreshold  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
 
 #: a small, fast audit; no MCR, so Rashomon sensitivity is not assessed and the explanation-reliability
-#: verdict cannot pass; skill loss allowed up to 50, so the model-fitness one passes
+#: verdict cannot pass; skill loss allowed up to 50 and a PSI up to 1 (80 test rows: two samples of one
+#: distribution give PSI ~0.15 here, and an unconfirmed PSI above drift_fail warns), so the model-fitness one passes
 CONFIG = {"explainers": ["shap", "pg2", "local_mdi"], "sections": ["explanations", "faithfulness", "agreement"],
-          "max_rows": 8, "max_shap_rows": 40, "thresholds": {"adequacy_warn": 50, "adequacy_fail": 100},
-          "progress": False}
+          "max_rows": 8, "max_shap_rows": 40,
+          "thresholds": {"adequacy_warn": 50, "adequacy_fail": 100, "drift_fail": 1.0}, "progress": False}
 STATUS = {"pass": 0, "warn": 1, "fail": 2}
 
 
@@ -44,7 +46,8 @@ def store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def diabetes_split():
     X, y = load_diabetes(return_X_y=True, as_frame=True)
-    X = X.iloc[:, :5]
+    rows = np.random.default_rng(0).permutation(len(X))         # a random split: the file is not in random order
+    X, y = X.iloc[rows, :5], y.iloc[rows]
     return X.iloc[:250], y.iloc[:250], X.iloc[250:330], y.iloc[250:330]
 
 
@@ -136,6 +139,19 @@ def test_metric_threshold_gates_on_a_verdict(evaluated):
             {"xai_audit_verdict": MetricThreshold(threshold=0, greater_is_better=False)}, result)
 
 
+def test_a_pipeline_is_audited_in_its_input_columns(store, diabetes_split, tmp_path):
+    X_train, y_train, X_test, y_test = diabetes_split
+    pipeline = make_pipeline(StandardScaler(), RandomForestRegressor(n_estimators=4, max_depth=2, bootstrap=False,
+                                                                     random_state=0)).fit(X_train, y_train)
+    result = _evaluate(_log(pipeline, X_train), X_test, y_test, X_train=X_train, y_train=y_train)
+    assert result.metrics["xai_audit_test_r2"] == pytest.approx(r2_score(y_test, pipeline.predict(X_test)), rel=1e-12)
+    folder = MlflowClient().download_artifacts(mlflow.last_active_run().info.run_id, "xai_audit", str(tmp_path))
+    saved = json.load(open(f"{folder}/audit.json", encoding="utf-8"))
+    text = json.dumps(saved["sections"])
+    assert "Pipeline(sklearn.RandomForestRegressor)" in text and all(f'"{name}"' in text for name in X_test.columns)
+    assert "Faithfulness of SHAP" in json.dumps(saved["verdict"])
+
+
 def _evaluate(uri, X, y, **config):
     with mlflow.start_run():
         return mlflow.models.evaluate(uri, X.assign(y=y), targets="y", model_type=config.pop("model_type", "regressor"),
@@ -144,8 +160,8 @@ def _evaluate(uri, X, y, **config):
 
 def test_refusals_name_what_cannot_be_audited(store, diabetes_split):
     X_train, y_train, X_test, y_test = diabetes_split
-    pipeline = make_pipeline(StandardScaler(), RandomForestRegressor(n_estimators=3, max_depth=2, random_state=0))
-    with pytest.raises(UnsupportedModelError, match="Pipeline.*Log the tree ensemble itself"):
+    pipeline = make_pipeline(PCA(2), RandomForestRegressor(n_estimators=3, max_depth=2, random_state=0))
+    with pytest.raises(UnsupportedModelError, match="Pipeline step 'pca' \\(PCA\\).*fit the tree model on the transformed"):
         _evaluate(_log(pipeline.fit(X_train, y_train), X_train), X_test, y_test)
 
     class Constant(mlflow.pyfunc.PythonModel):

@@ -139,10 +139,7 @@ def raw_model(model):
     try:
         import_model(raw)
     except XaiError as exc:
-        hint = (" Log the tree ensemble itself (its last step), with the data the pipeline feeds it."
-                if type(raw).__name__ == "Pipeline" else "")
-        raise UnsupportedModelError(f"the {loader} model ({type(raw).__name__}) cannot be audited: {exc}{hint}") \
-            from exc
+        raise UnsupportedModelError(f"the {loader} model ({type(raw).__name__}) cannot be audited: {exc}") from exc
     return raw
 
 
