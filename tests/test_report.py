@@ -309,3 +309,19 @@ def test_numeric_headers_align_with_their_numbers(report):
     header = performance[:performance.index("</thead>")]
     assert '<th class="num">test</th>' in header and '<th class="num">training</th>' in header
     assert "thead th.num { text-align: right; }" in html
+
+
+def test_shap_waterfalls_are_short_enough_to_share_a_page(report):
+    """shap draws 10 bars 6.5 inches high: at the report's scale two waterfalls after a figure left a page
+    half empty; the report draws them WATERFALL_HEIGHT inches high, so each is at most ~4 inches shown."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    a, _ = report
+    waterfalls = [f for f in a.sections["explanations"].raw["local figures"] if f.caption.startswith("SHAP waterfall")]
+    assert len(waterfalls) == 2
+    for f in waterfalls:
+        width, height = Image.open(io.BytesIO(base64.b64decode(f.uri.split(",", 1)[1]))).size
+        assert f.width_in * height / width <= 3.0           # displayed height in inches (shap's own: ~3.9)

@@ -98,14 +98,21 @@ def shap_figure(ctx, label: str, row_explanation):
         lambda ax: _waterfall(row_explanation), scale=0.6)
 
 
+#: the waterfall's height in inches (shap draws 10 bars 6.5 inches high: at the report's scale that is 40 % of
+#: a page, so two waterfalls and the figure before them left a page half empty; this keeps its type size)
+WATERFALL_HEIGHT = 4.2
+
+
 def _waterfall(explanation) -> None:
     """shap's waterfall plot on pyplot's current figure (shap sizes the figure itself, with large type),
-    its x range widened by 8 % on each side so the values printed at the ends of the bars are not cut
-    (shap's twin axes for f(x) and E[f(X)] share the main axis' limits, so all get the same)."""
+    made :data:`WATERFALL_HEIGHT` inches high, its x range widened by 8 % on each side so the values
+    printed at the ends of the bars are not cut (shap's twin axes for f(x) and E[f(X)] share the main
+    axis' limits, so all get the same)."""
     import matplotlib.pyplot as plt
     import shap
 
     shap.plots.waterfall(explanation, max_display=10, show=False)
+    plt.gcf().set_size_inches(plt.gcf().get_size_inches()[0], WATERFALL_HEIGHT)
     axes = plt.gcf().axes
     lo, hi = axes[0].get_xlim()
     pad = 0.08 * (hi - lo)
