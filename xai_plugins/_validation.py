@@ -419,7 +419,8 @@ def category_codes(X, names, labels: list):
     None) and holds labels rather than codes (a pandas ``category``, text or object column) replaced by
     its codes: the position of each value in those labels, NaN for a missing value, -1 (an unseen
     category) for a label the model never saw. Numeric columns are codes already; anything else is
-    returned as is."""
+    returned as is. A feature's labels may instead be an object with ``codes(values)`` (CatBoost's
+    hashed categories): it reads the column, integer columns included (only float columns are codes)."""
     import pandas as pd
 
     if not isinstance(X, pd.DataFrame) or names is None:
@@ -429,10 +430,12 @@ def category_codes(X, names, labels: list):
         if known is None or name not in X.columns:
             continue
         column = X[name]
-        if not isinstance(column.dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(column.dtype):
+        lookup = getattr(known, "codes", None)        # labels matched by a function (CatBoost's hash), ints too
+        if not isinstance(column.dtype, pd.CategoricalDtype) and (
+                pd.api.types.is_float_dtype(column.dtype) if lookup else pd.api.types.is_numeric_dtype(column.dtype)):
             continue
         values = column.astype(object)
-        codes = pd.Index(known).get_indexer(values).astype(np.float64)
+        codes = lookup(values) if lookup else pd.Index(known).get_indexer(values).astype(np.float64)
         out = X.copy() if out is None else out
         out[name] = np.where(values.isna().to_numpy(), np.nan, codes)
     return X if out is None else out
