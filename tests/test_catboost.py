@@ -1,12 +1,11 @@
 """CatBoost models (xai_plugins.forest.catboost): parity with CatBoost's own raw output, exact PG²
 against grid integration through CatBoost's own predict (borders from ``get_borders``), Monte
-Carlo, refusals and the import cache."""
+Carlo and the import cache (categorical features: tests/test_catboost_categorical.py)."""
 
 import numpy as np
 import pytest
 
 import xai_plugins as xp
-from xai_plugins.errors import UnsupportedModelError
 from xai_plugins.forest import import_model
 
 from oracle import gaussian, grid_pg2
@@ -77,13 +76,3 @@ def test_refit_in_place_is_seen_by_the_cache(data):
     after = xp.pg2(model, X[:5], [0], sigma=0.3).value
     np.testing.assert_allclose(import_model(model).predict(X[:50])[:, 0], _raw(model)(X[:50])[:, 0], rtol=1e-12)
     assert not np.allclose(before, after)
-
-
-def test_categorical_features_are_refused(data):
-    import pandas as pd
-
-    X, y = data
-    frame = pd.DataFrame(X[:, :2], columns=["a", "b"]).assign(c=np.where(X[:, 3] > 0, "u", "v"))
-    model = catboost.CatBoostRegressor(iterations=5, depth=2, **QUIET).fit(frame, y, cat_features=["c"])
-    with pytest.raises(UnsupportedModelError, match="categorical"):
-        import_model(model)

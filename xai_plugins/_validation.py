@@ -420,9 +420,13 @@ def category_codes(X, names, labels: list):
     its codes: the position of each value in those labels, NaN for a missing value, -1 (an unseen
     category) for a label the model never saw. Numeric columns are codes already; anything else is
     returned as is. A feature's labels may instead be an object with ``codes(values)`` (CatBoost's
-    hashed categories): it reads the column, integer columns included (only float columns are codes)."""
+    hashed categories): it reads the column, integer columns included (only float columns are codes).
+    A numpy object array is read the same way, its columns in the model's order."""
     import pandas as pd
 
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 2 and X.shape[1] == len(labels):
+        columns = list(range(X.shape[1]))          # a numpy object array (text labels): its columns in model order
+        return category_codes(pd.DataFrame(X, columns=columns), columns, labels).to_numpy()
     if not isinstance(X, pd.DataFrame) or names is None:
         return X
     out = None

@@ -93,10 +93,9 @@ class CatBoostCategories(list):
     def codes(self, values: Any) -> np.ndarray:
         """The codes of an array of labels (float64; -1 for a label the model never saw)."""
         values = np.asarray(values, dtype=object)
-        unique, inverse = np.unique(values.astype(str), return_inverse=True)
-        out = np.empty(len(unique))
-        for k, text in enumerate(unique):
-            original = values[np.flatnonzero(inverse == k)[0]]
+        _, first, inverse = np.unique(values.astype(str), return_index=True, return_inverse=True)
+        out = np.empty(len(first))
+        for k, original in enumerate(values[first]):        # one hash per distinct text
             h = category_hash(original)
             out[k] = self._position.get(h, -1)
             self._labels.setdefault(h, original)
@@ -149,17 +148,17 @@ def _ctr_tables(data: dict) -> dict:
     return tables
 
 
-def _single_feature(ctr: dict, cat_names: list[str]) -> int:
+def _single_feature(ctr: dict, cat_names: list[str], float_names: list[str]) -> int:
     """The categorical feature (index among the categorical ones) a CTR depends on; a CTR over a
-    combination is refused by name."""
+    combination (of categorical features, or with numeric splits) is refused by name."""
     elements = ctr.get("elements", [])
     if len(elements) == 1 and elements[0].get("combination_element") == "cat_feature_value":
         return int(elements[0]["cat_feature_index"])
-    names = [cat_names[e["cat_feature_index"]] if "cat_feature_index" in e else f"a split of feature "
-             f"{e.get('float_feature_index', '?')}" for e in elements]
-    raise UnsupportedModelError(f"CatBoost CTR over the combination of features {' and '.join(names)}: set "
-                                "max_ctr_complexity=1 to train per-feature CTRs (a CTR of one categorical feature "
-                                "is a category set, supported exactly)")
+    names = [cat_names[e["cat_feature_index"]] if "cat_feature_index" in e else float_names[e["float_feature_index"]]
+             if "float_feature_index" in e else str(e) for e in elements]
+    raise UnsupportedModelError(f"CatBoost CTR over the combination of features {' and '.join(dict.fromkeys(names))}:"
+                                " set max_ctr_complexity=1 to train per-feature CTRs (a CTR of one categorical "
+                                "feature is a category set, supported exactly)")
 
 
 class _Splits:
@@ -170,7 +169,8 @@ class _Splits:
         info = data.get("features_info", {})
         floats = sorted(info.get("float_features", []), key=lambda f: f["feature_index"])
         cats = sorted(info.get("categorical_features", []), key=lambda f: f["feature_index"])
-        names = [str(c.get("feature_id") or f"feature {c['flat_feature_index']}") for c in cats]
+        names, float_names = ([str(f.get("feature_id") or f"feature {f['flat_feature_index']}") for f in kind]
+                              for kind in (cats, floats))
         self.splits: list[dict] = []
         for f in floats:
             left_nan = f.get("nan_value_treatment") != "AsTrue"
@@ -180,7 +180,7 @@ class _Splits:
         known: list[set] = [{_int32(v) for v in c.get("values", [])} for c in cats]
         tables = _ctr_tables(data)
         for ctr in ctrs:
-            j = _single_feature(ctr, names)
+            j = _single_feature(ctr, names, float_names)
             for key in tables[ctr["identifier"]][0]:
                 h = (key * _CTR_UNMULT) & _MASK64          # key = CalcHash(0, h) with h sign-extended
                 h = h - (1 << 64) if h >> 63 else h
@@ -202,7 +202,7 @@ class _Splits:
                 true[categories._position[_int32(value)]] = True
                 self.splits.append(self._categorical(c, true, nan, value=_int32(value)))
         for ctr in ctrs:
-            j = _single_feature(ctr, names)
+            j = _single_feature(ctr, names, float_names)
             buckets, denominator = tables[ctr["identifier"]]
             kind, target = ctr["ctr_type"], int(ctr.get("target_border_idx", 0))
             if kind not in _TEXT_CTR:
@@ -300,14 +300,13 @@ class CatBoostImporter(LibraryImporter):
         return catboost is not None and issubclass(cls, catboost.CatBoost)
 
     def to_forest(self, model: Any) -> Forest:
-        data = _model_json(model)
-        info = data.get("features_info", {})
-        for kind in ("text", "embedding"):
-            if info.get(f"{kind}_features"):
-                names = ", ".join(str(f.get("feature_id") or f.get("flat_feature_index"))
-                                  for f in info[f"{kind}_features"])
+        for kind in ("text", "embedding"):          # (the JSON export refuses them: asked of the model first)
+            found = getattr(model, f"get_{kind}_feature_indices")()
+            if found:
+                names = ", ".join(str(model.feature_names_[j]) for j in found)
                 raise UnsupportedModelError(f"CatBoost {kind} features ({names}) are not supported: drop them, or "
                                             "pass them as categorical features (cat_features=)")
+        data = _model_json(model)
         trees = data.get("oblivious_trees")
         if not trees:
             raise UnsupportedModelError("only CatBoost models of symmetric (oblivious) trees are supported, with at "
