@@ -174,8 +174,8 @@ class _Splits:
         self.splits: list[dict] = []
         for f in floats:
             left_nan = f.get("nan_value_treatment") != "AsTrue"
-            self.splits += [dict(feature=int(f["flat_feature_index"]), threshold=float(b), missing_left=left_nan)
-                            for b in f.get("borders", [])]
+            self.splits += [dict(feature=int(f["flat_feature_index"]), threshold=float(b), missing_left=left_nan,
+                                 check=("FloatFeature", float(b))) for b in f.get("borders", [])]
         ctrs = info.get("ctrs", [])
         known: list[set] = [{_int32(v) for v in c.get("values", [])} for c in cats]
         tables = _ctr_tables(data)
@@ -200,7 +200,7 @@ class _Splits:
             for value in c.get("values", []):
                 true = np.zeros(len(categories) + 1, dtype=bool)
                 true[categories._position[_int32(value)]] = True
-                self.splits.append(self._categorical(c, true, nan, value=_int32(value)))
+                self.splits.append(self._categorical(c, true, nan, ("OneHotFeature", _int32(value))))
         for ctr in ctrs:
             j = _single_feature(ctr, names, float_names)
             buckets, denominator = tables[ctr["identifier"]]
@@ -216,23 +216,21 @@ class _Splits:
                     *_ctr_counts(kind, counts, target, denominator), ctr)
             for border in ctr.get("borders", []):
                 self.splits.append(self._categorical(cats[j], values > np.float32(border), nan_code[j],
-                                                     border=float(border)))
+                                                     ("OnlineCtr", float(border))))
 
     @staticmethod
-    def _categorical(cat: dict, true: np.ndarray, nan: int, **check: float) -> dict:
-        """A categorical split sending the atoms where ``true`` is False left, NaN as atom ``nan``."""
+    def _categorical(cat: dict, true: np.ndarray, nan: int, check: tuple) -> dict:
+        """A categorical split sending the atoms where ``true`` is False left, NaN as atom ``nan``; ``check``:
+        the split type and value / border a tree's split at this index must have."""
         return dict(feature=int(cat["flat_feature_index"]), threshold=0.0, missing_left=not true[nan],
                     left_atoms=np.flatnonzero(~true), check=check)
 
     def __getitem__(self, split: dict) -> dict:
-        """The node fields of one split of a tree (checked against the split's own border / value)."""
-        index = int(split["split_index"])
-        found = self.splits[index] if 0 <= index < len(self.splits) else None
-        kind = split.get("split_type")
-        want = dict(value=_int32(split["value"])) if kind == "OneHotFeature" else dict(border=float(split["border"]))
-        ok = found is not None and (found.get("check") == want if "left_atoms" in found
-                                    else kind == "FloatFeature" and found["threshold"] == want["border"])
-        if kind not in ("FloatFeature", "OneHotFeature", "OnlineCtr") or not ok:
+        """The node fields of one split of a tree (checked against the split's own type and border / value)."""
+        index, kind = int(split["split_index"]), split.get("split_type")
+        found = self.splits[index] if 0 <= index < len(self.splits) else {}
+        want = _int32(split["value"]) if kind == "OneHotFeature" else float(split.get("border", np.nan))
+        if found.get("check") != (kind, want):
             raise ModelStructureError(f"CatBoost split {split} does not match the model's features_info (split type "
                                       f"{kind}); only float, one-hot and CTR splits are supported")
         return found
