@@ -821,3 +821,74 @@ def test_a_pipeline_routes_every_row_as_the_pipeline_does(data):
     expected = pipe.predict(every)
     np.testing.assert_allclose(forest.predict(every)[:, 0], expected, rtol=0,
                                atol=1e-9 * max(1.0, np.abs(expected).max()))
+
+
+# ----------------------------------------------------------------------------- CatBoost categorical features
+
+CATBOOST_LABELS = ("a", "b", "c", "dd", "é", "0", 7, -1)     # texts and integers (CatBoost hashes str(value))
+
+
+def draw_catboost_categorical(data):
+    """A small CatBoost model (≤ 20 trees) on one numeric column and one or two categorical columns of
+    2-6 drawn labels (texts, or integers), trained with one-hot splits, per-feature CTRs or both
+    (``one_hot_max_size``) and a regression, binary or multi-class loss; returns (model, training frame,
+    labels per categorical column)."""
+    catboost = pytest.importorskip("catboost")
+    n = data.draw(st.integers(30, 80), label="n_rows")
+    n_cat = data.draw(st.integers(1, 2), label="categorical columns")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    labels = {}
+    frame = pd.DataFrame({"x": rng.choice(GRID, n)})
+    for k in range(n_cat):
+        integers = data.draw(st.booleans(), label=f"integer labels {k}")
+        pool = [v for v in CATBOOST_LABELS if isinstance(v, int) == integers] + ([3, 12, 40] if integers else [])
+        chosen = data.draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6, unique=True), label=f"labels {k}")
+        labels[f"c{k}"] = chosen
+        column = np.asarray(chosen, dtype=object)[np.arange(n) % len(chosen)]        # every label present
+        frame[f"c{k}"] = pd.Series(rng.permutation(column), dtype=object)
+    effect = {name: dict(zip(ls, rng.normal(size=len(ls)))) for name, ls in labels.items()}
+    y = frame.x + sum(frame[name].map(effect[name]).astype(float) for name in labels) + rng.normal(0, 0.1, n)
+    loss = data.draw(st.sampled_from(["RMSE", "Logloss", "MultiClass"]), label="loss")
+    target = y if loss == "RMSE" else (y > y.median()) if loss == "Logloss" else np.digitize(y, y.quantile([0.33, 0.66]))
+    params = dict(iterations=data.draw(st.integers(1, 20), label="iterations"), depth=data.draw(st.integers(1, 4)),
+                  one_hot_max_size=data.draw(st.sampled_from([1, 2, 4, 8]), label="one_hot_max_size"),
+                  max_ctr_complexity=1, loss_function=loss, learning_rate=0.5, verbose=0, allow_writing_files=False,
+                  thread_count=1, random_seed=0)
+    model = catboost.CatBoost(params).fit(frame, target, cat_features=list(labels))
+    return model, frame, labels
+
+
+@examples(16)
+@given(data=st.data())
+def test_catboost_categorical_predicts_as_catboost_and_pg2_matches_label_enumeration(data):
+    """Random small CatBoost models with categorical features: the Forest predicts CatBoost's
+    RawFormulaVal on random rows with seen and unseen labels, and exact PG² over the categorical
+    columns (and the numeric one) equals the enumeration over the raw labels through CatBoost's own
+    predict (over the columns whose every training label the model holds: a CTR feature's do, a one-hot
+    feature holds only the labels it splits on)."""
+    from scipy import special
+    from test_catboost_categorical import label_grid_pg2
+
+    model, frame, labels = draw_catboost_categorical(data)
+    forest = import_model(model)
+    rng = np.random.default_rng(0)
+    rows = frame.sample(20, replace=True, random_state=1).reset_index(drop=True)
+    for name in labels:                       # some labels never seen in training
+        unseen = rng.random(20) < 0.3
+        rows.loc[unseen, name] = rng.choice(np.asarray(["zz", 99, "ab"], dtype=object), unseen.sum())
+    rows["x"] = rows["x"] + rng.choice([0.0, 0.25, -0.5], 20)
+    raw = np.asarray(model.predict(rows, prediction_type="RawFormulaVal"), dtype=np.float64).reshape(20, -1)
+    np.testing.assert_array_equal(forest.predict(rows), raw)
+    held = [name for name, ls in labels.items() if forest.n_categories is not None
+            and forest.n_categories[list(frame.columns).index(name)] == len(ls)]
+    event(f"categorical columns holding every training label: {len(held)} of {len(labels)}")
+    if not held:
+        return
+    sigma = data.draw(st.sampled_from([0.3, 1.0]), label="sigma")
+    rho = float(2 * special.ndtr(-0.5 / sigma))
+    S = data.draw(st.sampled_from([held, ["x", *held]]), label="S")
+    laws = {name: (rho, {c: 1 / len(labels[name]) for c in labels[name]}) for name in held}
+    got = xp.pg2(model, rows.head(3), S, sigma=sigma).value
+    for i in range(3):
+        want = label_grid_pg2(model, rows.iloc[i], S, sigma, laws)
+        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-13)

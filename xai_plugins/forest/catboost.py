@@ -322,7 +322,7 @@ class CatBoostImporter(LibraryImporter):
             outputs = ["output"] if width == 1 else [f"output_{k}" for k in range(width)]
         arrays = [_oblivious_tree(t, splits, width, float(scale)) for t in trees]
         categorical = _category_layout(arrays, splits.n_categories)
-        labels = splits.labels if categorical else None
+        labels = splits.labels if any(known is not None for known in splits.labels) else None
         return concat_trees(arrays, **categorical, category_labels=labels, base_score=bias, n_features=n_features,
                             split_rule="le", input_float32=True, aggregate="sum",
                             task=task, output_space="raw" if loss in ("RMSE", "MAE", "Quantile", "MAPE", "Lq")
