@@ -849,7 +849,7 @@ def draw_catboost_categorical(data):
     effect = {name: dict(zip(ls, rng.normal(size=len(ls)))) for name, ls in labels.items()}
     y = frame.x + sum(frame[name].map(effect[name]).astype(float) for name in labels) + rng.normal(0, 0.1, n)
     loss = data.draw(st.sampled_from(["RMSE", "Logloss", "MultiClass"]), label="loss")
-    target = y if loss == "RMSE" else (y > y.median()) if loss == "Logloss" else np.digitize(y, y.quantile([0.33, 0.66]))
+    target = {"RMSE": y, "Logloss": y > y.median(), "MultiClass": np.digitize(y, y.quantile([0.33, 0.66]))}[loss]
     params = dict(iterations=data.draw(st.integers(1, 20), label="iterations"), depth=data.draw(st.integers(1, 4)),
                   one_hot_max_size=data.draw(st.sampled_from([1, 2, 4, 8]), label="one_hot_max_size"),
                   max_ctr_complexity=1, loss_function=loss, learning_rate=0.5, verbose=0, allow_writing_files=False,
