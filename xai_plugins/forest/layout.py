@@ -80,9 +80,13 @@ class Forest:
     n_categories: np.ndarray | None = None
     cat_start: np.ndarray | None = None
     cat_bits: np.ndarray | None = None
-    #: per feature, the labels of a pandas ``category`` column the model was trained on (their positions are
-    #: its codes), or None; a DataFrame's category columns are read as these codes
+    #: per feature, the categories the model was trained on (their positions are its codes), or None; a
+    #: DataFrame's category / text columns are read as these codes (:func:`~xai_plugins._validation.category_codes`)
     category_labels: list | None = None
+    #: True when the model's own predict reads a number in a categorical column as a label to look up in
+    #: ``category_labels`` (scikit-learn encoders, HistGradientBoosting), in arrays and DataFrames alike;
+    #: False when the number is the code itself (LightGBM, XGBoost)
+    numeric_labels: bool = False
     leaf_width: int = field(init=False)
     n_outputs: int = field(init=False)
     n_trees: int = field(init=False)
@@ -147,7 +151,7 @@ class Forest:
         is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
         ``missing_value`` become NaN."""
         if self.category_labels is not None:
-            X = category_codes(X, self.feature_names, self.category_labels)
+            X = category_codes(X, self.feature_names, self.category_labels, self.numeric_labels)
         rows, names = model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
                                  missing=self.missing_value)
         if self.n_categories is not None:
