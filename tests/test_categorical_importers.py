@@ -224,3 +224,17 @@ def test_exact_pg2_matches_monte_carlo_through_own_predict(kind):
         exact = pg2(model, raw.iloc[:1] if kind.startswith("hgb") else x[None, :], [0, 1, 2], sigma=SIGMA,
                     rho=RHO).value[0]
         assert abs(gaps.mean() - exact) <= 4 * gaps.std() / np.sqrt(n) + 1e-12, (kind, x, gaps.mean(), exact)
+
+
+def test_a_pipeline_around_a_categorical_model_is_refused_clearly():
+    """OrdinalEncoder in front of HistGradientBoosting(categorical_features=...): the model's own
+    categorical splits are not compiled into the input columns (refused, saying what works)."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    from xai_plugins.errors import UnsupportedModelError
+
+    frame, y = _raw_data()
+    pipe = make_pipeline(make_column_transformer((OrdinalEncoder(), ["city"]), remainder="passthrough"),
+                         HistGradientBoostingRegressor(max_iter=5, categorical_features=[0])).fit(frame, y)
+    with pytest.raises(UnsupportedModelError, match="categorical splits of its own.*transformed columns"):
+        import_model(pipe)

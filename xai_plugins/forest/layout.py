@@ -20,8 +20,10 @@ from .._validation import category_codes, check_codes, model_rows
 from ..errors import InputError, ModelStructureError
 
 #: what a refusal of categorical splits suggests instead
-CATEGORICAL_INSTEAD = ("one-hot encode the column (the model then has numeric splits), or fit LightGBM with "
-                       "categorical_feature= (its categorical splits are supported exactly)")
+CATEGORICAL_INSTEAD = ("one-hot or ordinal encode the column in a scikit-learn Pipeline (OneHotEncoder / "
+                       "OrdinalEncoder in front of the model: explained in the input column), or use a model whose "
+                       "categorical splits are supported exactly: LightGBM categorical_feature=, XGBoost "
+                       "enable_categorical=True, HistGradientBoosting categorical_features=")
 
 _ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
                  "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,

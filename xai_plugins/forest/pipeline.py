@@ -342,6 +342,13 @@ class PipelineImporter(LibraryImporter):
     def to_forest(self, model: Any) -> Forest:
         columns, final = pipeline_columns(model)
         inner = import_model(final)
+        if inner.n_categories is not None:
+            raise UnsupportedModelError(
+                f"the Pipeline's model {type(final).__name__} has categorical splits of its own "
+                "(categorical_features= / enable_categorical / categorical_feature=), which are not compiled "
+                "into the pipeline's input columns yet: explain the model itself on the transformed columns "
+                "(model[:-1].transform(X)), or let the pipeline's OneHotEncoder / OrdinalEncoder do the encoding "
+                "and fit the model without its own categorical features")
         if not np.isnan(inner.missing_value):
             raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed "
                                         "columns; leave missing values as NaN (the XGBoost default)")
