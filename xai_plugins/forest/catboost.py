@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import InputError, ModelStructureError, UnsupportedModelError
 from ._cityhash import city_hash64
 from .layout import Forest, category_bitsets, concat_trees
-from .predictor import ModelPredictor
+from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, register
 
 _CLASSIFICATION_LOSSES = ("Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll")
@@ -81,7 +81,7 @@ class CatBoostCategories(list):
     """The categories of one categorical feature of a CatBoost model: their hashes (signed 32-bit
     integers, :func:`category_hash`), sorted; a category's code is its position. ``codes`` reads a column
     of labels (text, integers) as codes (-1: a category the model never saw) and remembers one label per
-    hash, so that ``label`` can give CatBoost's own predictor a value for a code (Monte Carlo)."""
+    hash, so that ``labels_of`` can give CatBoost's own predictor a value for a code (Monte Carlo)."""
 
     def __init__(self, hashes: list[int]) -> None:
         super().__init__(hashes)
@@ -101,20 +101,26 @@ class CatBoostCategories(list):
             self._labels.setdefault(h, original)
         return out[inverse.reshape(-1)]
 
-    def label(self, code: float) -> Any:
-        """A label CatBoost reads as category ``code``: one seen by :meth:`codes` (or ``unseen``, a text
-        of no category of the model, for a code out of range; ``"nan"`` for NaN)."""
-        if np.isnan(code):
-            return "nan"
-        if not (0 <= code < len(self) and code == int(code)):
-            return self.unseen
-        found = self._labels.get(self[int(code)])
-        if found is None:
-            raise InputError(f"CatBoost keeps only a hash of each category, and category code {int(code)} (hash "
-                             f"{self[int(code)]}) has not been seen in the data given so far: pass the rows "
-                             "(or background=) as a DataFrame holding the category labels, or use "
-                             "method='exact'")
-        return found
+    def labels_of(self, codes: np.ndarray) -> np.ndarray:
+        """Labels CatBoost reads as the categories ``codes`` (an object array): for a code, a label seen by
+        :meth:`codes`; for a number out of range, ``unseen`` (a text of no category of the model); for NaN,
+        ``"nan"``."""
+        codes = np.asarray(codes, dtype=np.float64)
+        unique, inverse = np.unique(codes, return_inverse=True)     # NaN last, once
+        out = np.empty(len(unique), dtype=object)
+        for k, code in enumerate(unique):
+            if np.isnan(code):
+                out[k] = "nan"
+            elif not (0 <= code < len(self) and code == int(code)):
+                out[k] = self.unseen
+            elif (found := self._labels.get(self[int(code)])) is not None:
+                out[k] = found
+            else:
+                raise InputError(f"CatBoost keeps only a hash of each category, and category code {int(code)} "
+                                 f"(hash {self[int(code)]}) has not been seen in the data given so far: pass the "
+                                 "rows (or background=) as a DataFrame holding the category labels, or use "
+                                 "method='exact'")
+        return out[inverse.reshape(-1)]
 
 
 def _ctr_value(good: float, total: float, ctr: dict) -> np.float32:
@@ -348,7 +354,7 @@ class CatBoostImporter(LibraryImporter):
 
     def predictor(self, model: Any) -> ModelPredictor:
         """``predict(prediction_type="RawFormulaVal")``; a model with categorical features gets its category
-        codes as the labels its Forest has read (:meth:`CatBoostCategories.label`)."""
+        codes as the labels its Forest has read (:meth:`CatBoostCategories.labels_of`)."""
         from .cache import import_model
 
         return _raw_predictor(model, import_model(model).category_labels if model.get_cat_feature_indices()
@@ -365,12 +371,9 @@ def _raw_predictor(model: Any, labels: list | None) -> ModelPredictor:
     def predict(m: Any, X: Any) -> Any:
         import pandas as pd
 
-        rows = np.asarray(X, dtype=np.float64)
-        frame = pd.DataFrame({j: rows[:, j] if known is None else
-                              np.array([known.label(c) for c in rows[:, j]], dtype=object)
-                              for j, known in enumerate(labels)})
-        frame.columns = list(m.feature_names_)
-        return m.predict(frame, prediction_type="RawFormulaVal")
+        frame = pd.DataFrame(np.asarray(X, dtype=np.float64), columns=list(m.feature_names_))
+        return m.predict(labelled_rows(frame, {j: known for j, known in enumerate(labels) if known is not None}),
+                         prediction_type="RawFormulaVal")
 
     return ModelPredictor(model, predict)
 

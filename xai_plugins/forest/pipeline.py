@@ -30,7 +30,7 @@ from .._validation import default_feature_names
 from ..errors import UnsupportedModelError
 from .cache import import_model
 from .layout import Forest, category_bitsets
-from .predictor import ModelPredictor
+from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, importer_for, register
 
 #: Transformers that act on each column alone and monotonely (non-decreasing), by class name
@@ -170,7 +170,9 @@ def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list
         n = len(labels)
         if kind == "OrdinalEncoder":
             unseen = float(step.unknown_value) if step.handle_unknown == "use_encoded_value" else np.nan
-            atoms = np.concatenate((np.arange(n, dtype=np.float64), [unseen, float(step.encoded_missing_value)]))
+            # a missing value the encoder never saw in training is an unknown category to it
+            lost = float(step.encoded_missing_value) if missing else unseen
+            atoms = np.concatenate((np.arange(n, dtype=np.float64), [unseen, lost]))
             out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
             continue
         dropped = None if step.drop_idx_ is None else step.drop_idx_[i]
@@ -290,7 +292,7 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                   task=forest.task, output_space=forest.output_space, model_type=f"Pipeline({forest.model_type})",
                   impurity=forest.impurity, weight=forest.weight, feature_names=feature_names,
                   output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective,
-                  category_labels=labels if left_sets else None, **categorical)
+                  category_labels=labels if left_sets else None, numeric_labels=True, **categorical)
 
 
 def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarray) -> np.ndarray:
@@ -324,24 +326,6 @@ def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray |
     return final, model[:-1].transform, np.array([c.source for c in columns], dtype=np.int64)
 
 
-def _labelled(X: Any, labels: dict) -> Any:
-    """Rows with the categorical input columns' codes replaced by their labels (an unseen category's
-    code by a label no encoder knows, NaN kept): what the pipeline's own transform reads."""
-    if not labels:
-        return X
-    import pandas as pd
-
-    frame = X.copy() if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
-    for j, known in labels.items():
-        codes = frame.iloc[:, j].to_numpy(dtype=np.float64)
-        inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
-        values = np.full(len(codes), "<unseen category>", dtype=object)
-        values[inside] = np.asarray(known, dtype=object)[codes[inside].astype(np.int64)]
-        values[np.isnan(codes)] = np.nan
-        frame[frame.columns[j]] = values
-    return frame
-
-
 class PipelineImporter(LibraryImporter):
     """scikit-learn ``Pipeline``s of per-column monotone transformers in front of a supported tree
     model (see the module docstring)."""
@@ -358,6 +342,13 @@ class PipelineImporter(LibraryImporter):
     def to_forest(self, model: Any) -> Forest:
         columns, final = pipeline_columns(model)
         inner = import_model(final)
+        if inner.n_categories is not None:
+            raise UnsupportedModelError(
+                f"the Pipeline's model {type(final).__name__} has categorical splits of its own "
+                "(categorical_features= / enable_categorical / categorical_feature=), which are not compiled "
+                "into the pipeline's input columns yet: explain the model itself on the transformed columns "
+                "(model[:-1].transform(X)), or let the pipeline's OneHotEncoder / OrdinalEncoder do the encoding "
+                "and fit the model without its own categorical features")
         if not np.isnan(inner.missing_value):
             raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed "
                                         "columns; leave missing values as NaN (the XGBoost default)")
@@ -379,7 +370,7 @@ class PipelineImporter(LibraryImporter):
             raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
         inner = found.predictor(final)
         labels = {c.source: c.labels for c in columns if c.labels is not None}
-        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(_labelled(X, labels))))
+        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(labelled_rows(X, labels))))
 
     def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
         """Every step object and its fitted arrays (a refit replaces them), and the final model's own
