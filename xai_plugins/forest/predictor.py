@@ -49,25 +49,22 @@ def labelled_rows(X: Any, labels: dict) -> Any:
     import pandas as pd
 
     frame = isinstance(X, pd.DataFrame)
-    out = X.copy() if frame else np.array(X, dtype=object)
+    out: Any = X.copy() if frame else np.array(X, dtype=object)
     for j, known in labels.items():
         codes = np.asarray(out.iloc[:, j] if frame else out[:, j], dtype=np.float64)
         if hasattr(known, "labels_of"):             # labels of its own making (CatBoost's hashed categories)
             values = known.labels_of(codes)
-            if frame:
-                out[out.columns[j]] = values
-            else:
-                out[:, j] = values
-            continue
-        known = np.asarray(known, dtype=object)
-        numeric = all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in known)
-        inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
-        unseen = float(np.abs(known.astype(np.float64)).max() + 1) if numeric and len(known) else "<unseen category>"
-        values = np.full(len(codes), unseen, dtype=object)
-        values[inside] = known[codes[inside].astype(np.int64)]
-        values[np.isnan(codes)] = np.nan
-        if numeric:
-            values = values.astype(np.float64)
+        else:
+            known = np.asarray(known, dtype=object)
+            numeric = all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in known)
+            inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
+            unseen = float(np.abs(known.astype(np.float64)).max() + 1) if numeric and len(known) \
+                else "<unseen category>"
+            values = np.full(len(codes), unseen, dtype=object)
+            values[inside] = known[codes[inside].astype(np.int64)]
+            values[np.isnan(codes)] = np.nan
+            if numeric:
+                values = values.astype(np.float64)
         if frame:
             out[out.columns[j]] = values
         else:
