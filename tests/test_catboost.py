@@ -76,3 +76,19 @@ def test_refit_in_place_is_seen_by_the_cache(data):
     after = xp.pg2(model, X[:5], [0], sigma=0.3).value
     np.testing.assert_allclose(import_model(model).predict(X[:50])[:, 0], _raw(model)(X[:50])[:, 0], rtol=1e-12)
     assert not np.allclose(before, after)
+
+
+def test_a_tree_without_splits_imports(data, tmp_path):
+    """CatBoost writes a depth-0 tree (one leaf; seen on COMPAS at 500 trees) with ``"splits": null``:
+    made here by editing a model's JSON and loading it back into CatBoost, whose predict is the oracle."""
+    import json
+
+    X, y = data
+    model = catboost.CatBoostRegressor(iterations=4, depth=2, **QUIET, random_seed=0).fit(X, y)
+    model.save_model(str(tmp_path / "m.json"), format="json")
+    exported = json.loads((tmp_path / "m.json").read_text())
+    exported["oblivious_trees"][1] = {"leaf_values": [0.75], "leaf_weights": [400], "splits": None}
+    (tmp_path / "m.json").write_text(json.dumps(exported))
+    edited = catboost.CatBoostRegressor()
+    edited.load_model(str(tmp_path / "m.json"), format="json")
+    np.testing.assert_allclose(import_model(edited).predict(X)[:, 0], _raw(edited)(X)[:, 0], rtol=1e-12, atol=1e-12)

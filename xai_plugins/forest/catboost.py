@@ -245,7 +245,7 @@ class _Splits:
 def _oblivious_tree(tree: dict, splits: _Splits, width: int, scale: float) -> dict:
     """One oblivious tree as the per-tree arrays of :func:`~xai_plugins.forest.layout.concat_trees`, with
     ``left_atoms`` per inner node (None at a numeric one)."""
-    fields = [splits[s] for s in tree.get("splits", [])]
+    fields = [splits[s] for s in tree.get("splits") or []]          # a tree without splits holds null
     depth = len(fields)
     n_inner, n_leaves = 2 ** depth - 1, 2 ** depth
     level = np.repeat(np.arange(depth), 2 ** np.arange(depth))            # level of each inner node (BFS)
@@ -315,7 +315,7 @@ class CatBoostImporter(LibraryImporter):
         if not trees:
             raise UnsupportedModelError("only CatBoost models of symmetric (oblivious) trees are supported, with at "
                                         "least one tree; grow_policy Depthwise / Lossguide are not")
-        n_features = int(model.n_features_in_) if hasattr(model, "n_features_in_") else len(model.feature_names_)
+        n_features = len(model.feature_names_)         # (a loaded model's n_features_in_ is 0)
         splits = _Splits(data, n_features)
         scale, bias = data.get("scale_and_bias", [1.0, [0.0]])
         bias = np.atleast_1d(np.asarray(bias, dtype=np.float64))
