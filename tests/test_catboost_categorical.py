@@ -58,6 +58,10 @@ def _fit(kind, frame, y, **extra):
     if kind == "multi":
         return catboost.CatBoostClassifier(loss_function="MultiClass", **params).fit(
             frame, np.digitize(y, [-0.5, 0.5, 1.5]), cat_features=["c", "d", "e"])
+    if kind == "counter":                     # an unseen category's Counter CTR is prior / (denominator + 1)
+        params.update(iterations=40, one_hot_max_size=1)
+        return catboost.CatBoostRegressor(simple_ctr=["Counter:Prior=0.7/1"], **params).fit(
+            frame, y, cat_features=["c", "d", "e"])
     ctrs = ["Buckets", "BinarizedTargetMeanValue", "Counter", "Borders"]
     return catboost.CatBoostClassifier(simple_ctr=ctrs, **params).fit(frame, y > 0.5, cat_features=["c", "d", "e"])
 
@@ -96,7 +100,7 @@ def test_category_hash_is_catboosts():
         assert category_hash(label) == table[str(label)], label
 
 
-@pytest.mark.parametrize("kind", ["reg", "bin", "multi", "ctr_types"])
+@pytest.mark.parametrize("kind", ["reg", "bin", "multi", "ctr_types", "counter"])
 def test_predict_parity_on_unseen_categories_nan_and_borders(train, kind):
     model = _fit(kind, *train)
     forest = import_model(model)
@@ -114,7 +118,7 @@ def test_predict_parity_on_unseen_categories_nan_and_borders(train, kind):
     np.testing.assert_array_equal(forest.predict(rows[::-1].reset_index(drop=True)), want[::-1])
     objects = _for_catboost(rows).to_numpy(dtype=object)    # CatBoost reads numpy object arrays too
     np.testing.assert_array_equal(forest.predict(objects), _raw(model, objects))
-    if kind != "reg":                                          # the class probabilities behind the margin
+    if kind not in ("reg", "counter"):                         # the class probabilities behind the margin
         margin = forest.predict(rows)
         proba = special.expit(margin[:, 0]) if kind != "multi" else special.softmax(margin, axis=1)
         want_proba = model.predict_proba(_for_catboost(rows))

@@ -42,7 +42,7 @@ _MASK64 = (1 << 64) - 1
 _CTR_MULT = 0x4906ba494954cb65                     # CatBoost's CalcHash(a, b) = M * (a + M * b) mod 2^64
 _CTR_UNMULT = pow(_CTR_MULT * _CTR_MULT % (1 << 64), -1, 1 << 64)
 _EMPTY_SLOT = _MASK64                              # an empty slot of a CTR hash table
-_TEXT_CTR = ("Borders", "Buckets", "Counter", "FeatureFreq", "BinarizedTargetMeanValue")
+_CTR_TYPES = ("Borders", "Buckets", "Counter", "FeatureFreq", "BinarizedTargetMeanValue")
 
 
 def _model_json(model: Any) -> dict:
@@ -85,10 +85,10 @@ class CatBoostCategories(list):
 
     def __init__(self, hashes: list[int]) -> None:
         super().__init__(hashes)
-        self._position = {h: k for k, h in enumerate(hashes)}
+        self.position = {h: k for k, h in enumerate(hashes)}
         self._labels: dict[int, Any] = {}
         self.unseen = next(f"<unseen {i}>" for i in range(len(hashes) + 1)
-                           if category_hash(f"<unseen {i}>") not in self._position)
+                           if category_hash(f"<unseen {i}>") not in self.position)
 
     def codes(self, values: Any) -> np.ndarray:
         """The codes of an array of labels (float64; -1 for a label the model never saw)."""
@@ -97,7 +97,7 @@ class CatBoostCategories(list):
         out = np.empty(len(first))
         for k, original in enumerate(values[first]):        # one hash per distinct text
             h = category_hash(original)
-            out[k] = self._position.get(h, -1)
+            out[k] = self.position.get(h, -1)
             self._labels.setdefault(h, original)
         return out[inverse.reshape(-1)]
 
@@ -121,6 +121,11 @@ class CatBoostCategories(list):
                                  "rows (or background=) as a DataFrame holding the category labels, or use "
                                  "method='exact'")
         return out[inverse.reshape(-1)]
+
+
+def _ctr_key(h: int) -> int:
+    """The key of category hash ``h`` in a one-feature CTR table: ``CalcHash(0, h)``, h sign-extended."""
+    return (_CTR_MULT * ((_CTR_MULT * (h & _MASK64)) & _MASK64)) & _MASK64
 
 
 def _ctr_value(good: float, total: float, ctr: dict) -> np.float32:
@@ -188,7 +193,7 @@ class _Splits:
         for ctr in ctrs:
             j = _single_feature(ctr, names, float_names)
             for key in tables[ctr["identifier"]][0]:
-                h = (key * _CTR_UNMULT) & _MASK64          # key = CalcHash(0, h) with h sign-extended
+                h = (key * _CTR_UNMULT) & _MASK64          # the inverse of _ctr_key
                 h = h - (1 << 64) if h >> 63 else h
                 if not -(1 << 31) <= h < (1 << 31):
                     raise ModelStructureError(f"a CTR table of CatBoost feature {names[j]} holds a key that is not "
@@ -201,23 +206,23 @@ class _Splits:
         for c, categories in zip(cats, self.categories):
             self.n_categories[c["flat_feature_index"]] = len(categories)
             self.labels[c["flat_feature_index"]] = categories
-            nan_code.append(categories._position.get(category_hash("nan"), len(categories)))
+            nan_code.append(categories.position.get(category_hash("nan"), len(categories)))
         for c, categories, nan in zip(cats, self.categories, nan_code):
             for value in c.get("values", []):
                 true = np.zeros(len(categories) + 1, dtype=bool)
-                true[categories._position[_int32(value)]] = True
+                true[categories.position[_int32(value)]] = True
                 self.splits.append(self._categorical(c, true, nan, ("OneHotFeature", _int32(value))))
         for ctr in ctrs:
             j = _single_feature(ctr, names, float_names)
             buckets, denominator = tables[ctr["identifier"]]
             kind, target = ctr["ctr_type"], int(ctr.get("target_border_idx", 0))
-            if kind not in _TEXT_CTR:
+            if kind not in _CTR_TYPES:
                 raise UnsupportedModelError(f"CatBoost CTR type {kind} is not supported; the types "
-                                            f"{', '.join(_TEXT_CTR)} are")
+                                            f"{', '.join(_CTR_TYPES)} are")
             values = np.empty(len(self.categories[j]) + 1, dtype=np.float32)
             values[-1] = _ctr_value(0.0, denominator if kind in ("Counter", "FeatureFreq") else 0.0, ctr)
             for k, h in enumerate(self.categories[j]):
-                counts = buckets.get((_CTR_MULT * ((_CTR_MULT * (h & _MASK64)) & _MASK64)) & _MASK64)
+                counts = buckets.get(_ctr_key(h))
                 values[k] = values[-1] if counts is None else _ctr_value(
                     *_ctr_counts(kind, counts, target, denominator), ctr)
             for border in ctr.get("borders", []):
