@@ -48,7 +48,7 @@ def labelled_rows(X: Any, labels: dict) -> Any:
     import pandas as pd
 
     frame = isinstance(X, pd.DataFrame)
-    out = X.copy() if frame else np.array(X, dtype=object)
+    out: Any = X.copy() if frame else np.array(X, dtype=object)
     for j, known in labels.items():
         codes = np.asarray(out.iloc[:, j] if frame else out[:, j], dtype=np.float64)
         known = np.asarray(known, dtype=object)

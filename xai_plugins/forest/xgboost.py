@@ -100,8 +100,10 @@ class XGBoostImporter(LibraryImporter):
         n_features = int(params.get("num_feature", "0")) or booster.num_features()
         labels = _xgboost_labels(gb["model"].get("cats"), n_features)
         typed = [t == "c" for t in learner.get("feature_types") or ()]
-        categorical = _xgboost_categories(trees, old_offsets, order, cat("split_indices"), labels, typed, n_features)
-        cond[cat("split_type") != 0] = 0.0
+        split_type = cat("split_type")
+        categorical = {} if not split_type.any() and not any(typed) and labels is None else \
+            _xgboost_categories(trees, old_offsets, order, cat("split_indices"), labels, typed, n_features)
+        cond[split_type != 0] = 0.0
         cond = cond[order]
         forest_arrays = dict(left_child=left, right_child=right, feature=cat("split_indices")[order], threshold=cond,
                              missing_left=cat("default_left")[order], value=cond, tree_offset=offsets,
