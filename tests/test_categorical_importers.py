@@ -226,15 +226,51 @@ def test_exact_pg2_matches_monte_carlo_through_own_predict(kind):
         assert abs(gaps.mean() - exact) <= 4 * gaps.std() / np.sqrt(n) + 1e-12, (kind, x, gaps.mean(), exact)
 
 
-def test_a_pipeline_around_a_categorical_model_is_refused_clearly():
-    """OrdinalEncoder in front of HistGradientBoosting(categorical_features=...): the model's own
-    categorical splits are not compiled into the input columns (refused, saying what works)."""
+@pytest.mark.parametrize("kind", ["hgb", "xgb"])
+def test_an_encoder_in_front_of_a_categorical_model_is_compiled(kind):
+    """OrdinalEncoder in front of HistGradientBoosting(categorical_features=...) (scikit-learn's own
+    recipe) or XGBoost(enable_categorical=True): the model's category sets composed with the encoder's
+    codes route raw rows (unseen, missing) as pipe.predict, and PG² of the text column equals the
+    enumeration of its labels through pipe.predict."""
     from sklearn.ensemble import HistGradientBoostingRegressor
+
+    frame, y = _raw_data()
+    encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan)
+    model = HistGradientBoostingRegressor(max_iter=10, categorical_features=[0, 1], random_state=0) \
+        if kind == "hgb" else xgb.XGBRegressor(n_estimators=10, max_depth=3, enable_categorical=True,
+                                               feature_types=["c", "c", "q"], max_cat_to_onehot=1)
+    pipe = make_pipeline(make_column_transformer((encoder, ["num_cat", "city"]), remainder="passthrough"),
+                         model).fit(frame, y)
+    forest = import_model(pipe)
+    assert forest.n_categories.tolist() == [4, 0, 6]
+    rng = np.random.default_rng(1)
+    rows = frame.iloc[rng.integers(0, len(frame), 300)].reset_index(drop=True)
+    rows.loc[:99, "x"] = rng.choice(forest.threshold[(forest.feature == 1) & (forest.left_child >= 0)], 100)
+    rows.loc[rng.random(300) < 0.1, "num_cat"] = 5.0                 # unseen in training
+    rows.loc[rng.random(300) < 0.1, "city"] = "atlantis"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        expected = pipe.predict(rows)
+    np.testing.assert_allclose(forest.predict(rows)[:, 0], expected, rtol=0,
+                               atol=(1e-12 if kind == "hgb" else 1e-5) * max(1, np.abs(expected).max()))
+    for i in range(3):
+        x = rows.iloc[[i] * len(TEXT)].reset_index(drop=True)
+        draws = x.assign(city=TEXT)
+        gaps = (pipe.predict(draws) - pipe.predict(x.iloc[:1])[0]) ** 2
+        got = pg2(pipe, x.iloc[:1], ["city"], rho=RHO).value[0]
+        assert got == pytest.approx(RHO * gaps.mean(), rel=1e-9 if kind == "hgb" else 1e-5, abs=1e-12)
+
+
+def test_a_categorical_model_column_no_encoder_made_is_refused_clearly():
+    """A column the model reads as categorical but no encoder of the pipeline made (here passed through):
+    refused, naming the input column and what to do."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.preprocessing import StandardScaler
 
     from xai_plugins.errors import UnsupportedModelError
 
     frame, y = _raw_data()
-    pipe = make_pipeline(make_column_transformer((OrdinalEncoder(), ["city"]), remainder="passthrough"),
+    pipe = make_pipeline(make_column_transformer(("passthrough", ["num_cat"]), (StandardScaler(), ["x"])),
                          HistGradientBoostingRegressor(max_iter=5, categorical_features=[0])).fit(frame, y)
-    with pytest.raises(UnsupportedModelError, match="categorical splits of its own.*transformed columns"):
+    with pytest.raises(UnsupportedModelError, match=r"'num_cat'\) as categorical.*OrdinalEncoder"):
         import_model(pipe)

@@ -259,6 +259,12 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
         nodes = internal[forest.feature[internal] == j]
         column = columns[int(j)]
         feature[nodes] = column.source
+        if column.labels is None and forest.n_categories is not None and forest.n_categories[j]:
+            raise UnsupportedModelError(
+                f"the Pipeline's model reads its column {int(j)} (from input column "
+                f"{feature_names[column.source]!r}) as categorical, but no OneHotEncoder / OrdinalEncoder of the "
+                "pipeline made it: encode that input column with an OrdinalEncoder in front of the model, or "
+                "explain the model itself on the transformed columns (pipe[:-1].transform(X))")
         if column.labels is not None:
             if labels[column.source] not in (None, column.labels):
                 raise UnsupportedModelError(f"input column {feature_names[column.source]!r} is encoded twice, "
@@ -302,14 +308,30 @@ def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarra
 
 def _goes_left(forest, nodes: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Whether value z[i] (a transformed column's value) goes left at node nodes[i], by the model's
-    own rule (csrc/xai.h ``xai_goes_left``): zero rounding, float32 cast, NaN to its side."""
+    own rule (csrc/xai.h ``xai_goes_left``): zero rounding, float32 cast, NaN to its side; at a
+    categorical node of the model (its own ``categorical_features`` / ``enable_categorical``), by the
+    bit of z's category (z looked up in the model's labels when it reads numbers as labels)."""
     v = np.where(np.abs(z) <= forest.zero_threshold, 0.0, z)
     if forest.input_float32:
         with np.errstate(over="ignore"):
             v = v.astype(np.float32).astype(np.float64)
     t = forest.threshold[nodes]
     left = v < t if forest.split_rule == "lt" else v <= t
-    return np.where(np.isnan(v), forest.missing_left[nodes] != 0, left)
+    K = np.zeros(len(nodes), dtype=np.int64) if forest.n_categories is None else \
+        forest.n_categories[forest.feature[nodes]].astype(np.int64)
+    for j in np.unique(forest.feature[nodes][K > 0]):
+        at = np.flatnonzero((forest.feature[nodes] == j) & (K > 0))
+        code = z[at]
+        known = forest.category_labels[j] if forest.category_labels is not None else None
+        if forest.numeric_labels and known is not None:
+            import pandas as pd
+
+            code = np.where(np.isnan(code), np.nan, pd.Index(known).get_indexer(code))
+        atom = np.where((code >= 0) & (code < K[at]) & (code == np.floor(code)), np.nan_to_num(code), K[at])
+        atom = atom.astype(np.int64)
+        word = forest.cat_bits[forest.cat_start[nodes[at]] + atom // 64]
+        left[at] = ((word >> (atom % 64).astype(np.uint64)) & np.uint64(1)) == 1
+    return np.where(np.isnan(z), forest.missing_left[nodes] != 0, left)
 
 
 def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray | None]:
@@ -342,13 +364,6 @@ class PipelineImporter(LibraryImporter):
     def to_forest(self, model: Any) -> Forest:
         columns, final = pipeline_columns(model)
         inner = import_model(final)
-        if inner.n_categories is not None:
-            raise UnsupportedModelError(
-                f"the Pipeline's model {type(final).__name__} has categorical splits of its own "
-                "(categorical_features= / enable_categorical / categorical_feature=), which are not compiled "
-                "into the pipeline's input columns yet: explain the model itself on the transformed columns "
-                "(model[:-1].transform(X)), or let the pipeline's OneHotEncoder / OrdinalEncoder do the encoding "
-                "and fit the model without its own categorical features")
         if not np.isnan(inner.missing_value):
             raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed "
                                         "columns; leave missing values as NaN (the XGBoost default)")

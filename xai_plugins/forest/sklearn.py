@@ -166,7 +166,7 @@ def _check_constant_init(model: Any) -> None:
 
 def _hgb_trees(model: Any) -> tuple[list[dict], dict]:
     """The per-tree arrays of a HistGradientBoosting model's ``_predictors`` over its input columns, and
-    its categorical features (see :func:`_hgb_categories`) as the Forest's fields (empty without any).
+    its categorical features (labels: :func:`_hgb_labels`) as the Forest's fields (empty without any).
 
     With ``categorical_features`` the predictors see the columns of the model's ``_preprocessor`` (the
     categorical ones first, as the codes of its OrdinalEncoder): a split's feature is mapped back to its
@@ -196,7 +196,7 @@ def _hgb_trees(model: Any) -> tuple[list[dict], dict]:
                               feature=feature, threshold=np.where(is_cat, 0.0, nodes["num_threshold"]),
                               missing_left=nodes["missing_go_to_left"], value=nodes["value"], target=k))
             offset += len(nodes)
-    if not left_sets:
+    if labels is None:
         return trees, {}
     cat_nodes = np.array([node for node, _ in left_sets], dtype=np.int64)
     all_features = np.concatenate([t["feature"] for t in trees])

@@ -99,9 +99,11 @@ class XGBoostImporter(LibraryImporter):
         cond = cat("split_conditions").astype(np.float32).astype(np.float64)
         n_features = int(params.get("num_feature", "0")) or booster.num_features()
         labels = _xgboost_labels(gb["model"].get("cats"), n_features)
-        categorical = _xgboost_categories(trees, old_offsets, order, cat("split_indices"), labels, n_features)
-        if categorical:
-            cond[cat("split_type") != 0] = 0.0
+        typed = [t == "c" for t in learner.get("feature_types") or ()]
+        split_type = cat("split_type")
+        categorical = {} if not split_type.any() and not any(typed) and labels is None else \
+            _xgboost_categories(trees, old_offsets, order, cat("split_indices"), labels, typed, n_features)
+        cond[split_type != 0] = 0.0
         cond = cond[order]
         forest_arrays = dict(left_child=left, right_child=right, feature=cat("split_indices")[order], threshold=cond,
                              missing_left=cat("default_left")[order], value=cond, tree_offset=offsets,
@@ -149,14 +151,15 @@ class XGBoostImporter(LibraryImporter):
 
 
 def _xgboost_categories(trees: list[dict], offsets: np.ndarray, order: np.ndarray, feature: np.ndarray,
-                        labels: list | None, n_features: int) -> dict:
+                        labels: list | None, typed: list[bool], n_features: int) -> dict:
     """The Forest's categorical fields (``n_categories``, ``cat_start``, ``cat_bits``) of XGBoost's
     categorical splits (``split_type`` 1, one-hot and partition alike), empty without any. A node's
     ``categories`` segment lists the codes it sends RIGHT; every other code goes left, and so does an
     unseen one (negative, or beyond the model's categories: XGBoost's ``Decision``), NaN by
     ``default_left``. A feature's K is the number of training categories the model stores (fitted on a
-    pandas ``category`` column), else one more than the largest code its splits name. ``offsets``: the
-    trees' node offsets in model order; ``order``: the model-order node of each preorder node."""
+    pandas ``category`` column), else one more than the largest code its splits name (at least 1 for a
+    feature of type "c" in ``typed``). ``offsets``: the trees' node offsets in model order; ``order``: the
+    model-order node of each preorder node."""
     nodes, right_sets = [], []
     for t, tree in enumerate(trees):
         if not np.any(np.asarray(tree.get("split_type", ()))):
@@ -165,10 +168,11 @@ def _xgboost_categories(trees: list[dict], offsets: np.ndarray, order: np.ndarra
         for node, start, size in zip(tree["categories_nodes"], tree["categories_segments"], tree["categories_sizes"]):
             nodes.append(offsets[t] + int(node))
             right_sets.append(codes[int(start):int(start) + int(size)])
-    if not nodes:
+    n_categories = np.array([len(known or ()) for known in labels] if labels else [0] * n_features, dtype=np.int32)
+    n_categories[:len(typed)] = np.maximum(n_categories[:len(typed)], np.asarray(typed[:n_features], dtype=np.int32))
+    if not nodes and not n_categories.any():
         return {}
     old_nodes = np.array(nodes, dtype=np.int64)
-    n_categories = np.array([len(known or ()) for known in labels] if labels else [0] * n_features, dtype=np.int32)
     for node, right in zip(old_nodes, right_sets):
         j = feature[node]
         n_categories[j] = max(n_categories[j], int(right.max(initial=-1)) + 1, 1)
