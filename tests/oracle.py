@@ -51,11 +51,14 @@ def model_thresholds(model) -> tuple[dict, str, bool]:
         for j, borders in model.get_borders().items():
             thr[int(j)] = [float(b) for b in borders]
         return thr, "le", True
-    if hasattr(model, "_predictors"):  # sklearn HistGradientBoosting
+    if hasattr(model, "_predictors"):  # sklearn HistGradientBoosting (categorical features: columns reordered,
+        is_cat = getattr(model, "is_categorical_", None)          # the categorical ones first)
+        source = np.arange(model.n_features_in_) if is_cat is None else \
+            np.concatenate([np.flatnonzero(is_cat), np.flatnonzero(~is_cat)])
         for row in model._predictors:
             for p in row:
-                for node in p.nodes[~p.nodes["is_leaf"].astype(bool)]:
-                    thr.setdefault(int(node["feature_idx"]), []).append(float(node["num_threshold"]))
+                for node in p.nodes[~p.nodes["is_leaf"].astype(bool) & ~p.nodes["is_categorical"].astype(bool)]:
+                    thr.setdefault(int(source[node["feature_idx"]]), []).append(float(node["num_threshold"]))
         return thr, "le", False
     estimators = getattr(model, "estimators_", [model])
     for est in np.ravel(estimators):
@@ -215,8 +218,9 @@ def xgboost_leaf_sum(model, Z, missing=np.nan) -> np.ndarray:
     import xgboost
 
     booster = model.get_booster() if hasattr(model, "get_booster") else model
-    leaves = booster.predict(xgboost.DMatrix(np.asarray(Z, dtype=np.float64), missing=missing),
-                             pred_leaf=True).reshape(len(Z), -1).astype(np.int64)
+    matrix = xgboost.DMatrix(np.asarray(Z, dtype=np.float64), missing=missing, feature_names=booster.feature_names,
+                             feature_types=booster.feature_types, enable_categorical=True)  # codes: as trained
+    leaves = booster.predict(matrix, pred_leaf=True).reshape(len(Z), -1).astype(np.int64)
     gbtree = json.loads(booster.save_raw(raw_format="json"))["learner"]["gradient_booster"]["model"]
     target = [int(t) for t in gbtree["tree_info"]]
     out = np.zeros((len(Z), max(target) + 1))

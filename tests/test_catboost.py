@@ -1,12 +1,11 @@
 """CatBoost models (xai_plugins.forest.catboost): parity with CatBoost's own raw output, exact PG²
 against grid integration through CatBoost's own predict (borders from ``get_borders``), Monte
-Carlo, refusals and the import cache."""
+Carlo and the import cache (categorical features: tests/test_catboost_categorical.py)."""
 
 import numpy as np
 import pytest
 
 import xai_plugins as xp
-from xai_plugins.errors import UnsupportedModelError
 from xai_plugins.forest import import_model
 
 from oracle import gaussian, grid_pg2
@@ -79,11 +78,17 @@ def test_refit_in_place_is_seen_by_the_cache(data):
     assert not np.allclose(before, after)
 
 
-def test_categorical_features_are_refused(data):
-    import pandas as pd
+def test_a_tree_without_splits_imports(data, tmp_path):
+    """CatBoost writes a depth-0 tree (one leaf; seen on COMPAS at 500 trees) with ``"splits": null``:
+    made here by editing a model's JSON and loading it back into CatBoost, whose predict is the oracle."""
+    import json
 
     X, y = data
-    frame = pd.DataFrame(X[:, :2], columns=["a", "b"]).assign(c=np.where(X[:, 3] > 0, "u", "v"))
-    model = catboost.CatBoostRegressor(iterations=5, depth=2, **QUIET).fit(frame, y, cat_features=["c"])
-    with pytest.raises(UnsupportedModelError, match="categorical"):
-        import_model(model)
+    model = catboost.CatBoostRegressor(iterations=4, depth=2, **QUIET, random_seed=0).fit(X, y)
+    model.save_model(str(tmp_path / "m.json"), format="json")
+    exported = json.loads((tmp_path / "m.json").read_text())
+    exported["oblivious_trees"][1] = {"leaf_values": [0.75], "leaf_weights": [400], "splits": None}
+    (tmp_path / "m.json").write_text(json.dumps(exported))
+    edited = catboost.CatBoostRegressor()
+    edited.load_model(str(tmp_path / "m.json"), format="json")
+    np.testing.assert_allclose(import_model(edited).predict(X)[:, 0], _raw(edited)(X)[:, 0], rtol=1e-12, atol=1e-12)

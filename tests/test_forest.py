@@ -109,22 +109,6 @@ def test_unsupported_and_unfitted_models(data):
         xp.pg2(xgb.XGBRegressor(), X[:2], [0])
 
 
-def test_xgboost_and_hgb_categorical_splits_are_refused():
-    """(LightGBM categorical splits are supported: tests/test_categorical.py.)"""
-    import pandas as pd
-
-    rng = np.random.default_rng(0)
-    df = pd.DataFrame({"c": pd.Categorical(rng.integers(0, 4, 300)), "x": rng.normal(size=300)})
-    y = (df.c.cat.codes.to_numpy() % 2) * 3.0 + df.x.to_numpy()
-    with pytest.raises(xp.UnsupportedModelError, match="categorical"):
-        import_model(xgb.XGBRegressor(n_estimators=3, enable_categorical=True, tree_method="hist").fit(df, y))
-    with pytest.raises(xp.UnsupportedModelError, match="LightGBM"):   # the refusal says what works instead
-        import_model(xgb.XGBRegressor(n_estimators=3, enable_categorical=True, tree_method="hist").fit(df, y))
-    Xc = np.column_stack([rng.integers(0, 4, 300), rng.normal(size=300)])
-    with pytest.raises(xp.UnsupportedModelError, match="categorical"):
-        import_model(HistGradientBoostingRegressor(max_iter=3, categorical_features=[0]).fit(Xc, y))
-
-
 def test_forest_structure_is_validated_in_c(stump_forest):
     assert stump_forest().predict(np.array([[0.0], [1.0], [np.nan]]))[:, 0].tolist() == [1.0, 2.0, 1.0]
     with pytest.raises(IndexError):

@@ -821,3 +821,164 @@ def test_a_pipeline_routes_every_row_as_the_pipeline_does(data):
     expected = pipe.predict(every)
     np.testing.assert_allclose(forest.predict(every)[:, 0], expected, rtol=0,
                                atol=1e-9 * max(1.0, np.abs(expected).max()))
+
+
+# ----------------------------------------------------------------------------- CatBoost categorical features
+
+CATBOOST_LABELS = ("a", "b", "c", "dd", "é", "0", 7, -1)     # texts and integers (CatBoost hashes str(value))
+
+
+def draw_catboost_categorical(data):
+    """A small CatBoost model (≤ 20 trees) on one numeric column and one or two categorical columns of
+    2-6 drawn labels (texts, or integers), trained with one-hot splits, per-feature CTRs or both
+    (``one_hot_max_size``) and a regression, binary or multi-class loss; returns (model, training frame,
+    labels per categorical column)."""
+    catboost = pytest.importorskip("catboost")
+    n = data.draw(st.integers(30, 80), label="n_rows")
+    n_cat = data.draw(st.integers(1, 2), label="categorical columns")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="seed"))
+    labels = {}
+    frame = pd.DataFrame({"x": rng.choice(GRID, n)})
+    for k in range(n_cat):
+        integers = data.draw(st.booleans(), label=f"integer labels {k}")
+        pool = [v for v in CATBOOST_LABELS if isinstance(v, int) == integers] + ([3, 12, 40] if integers else [])
+        chosen = data.draw(st.lists(st.sampled_from(pool), min_size=2, max_size=6, unique=True), label=f"labels {k}")
+        labels[f"c{k}"] = chosen
+        column = np.asarray(chosen, dtype=object)[np.arange(n) % len(chosen)]        # every label present
+        frame[f"c{k}"] = pd.Series(rng.permutation(column), dtype=object)
+    effect = {name: dict(zip(ls, rng.normal(size=len(ls)))) for name, ls in labels.items()}
+    y = frame.x + sum(frame[name].map(effect[name]).astype(float) for name in labels) + rng.normal(0, 0.1, n)
+    loss = data.draw(st.sampled_from(["RMSE", "Logloss", "MultiClass"]), label="loss")
+    target = {"RMSE": y, "Logloss": y > y.median(), "MultiClass": np.digitize(y, y.quantile([0.33, 0.66]))}[loss]
+    params = dict(iterations=data.draw(st.integers(1, 20), label="iterations"), depth=data.draw(st.integers(1, 4)),
+                  one_hot_max_size=data.draw(st.sampled_from([1, 2, 4, 8]), label="one_hot_max_size"),
+                  max_ctr_complexity=1, loss_function=loss, learning_rate=0.5, verbose=0, allow_writing_files=False,
+                  thread_count=1, random_seed=0)
+    model = catboost.CatBoost(params).fit(frame, target, cat_features=list(labels))
+    return model, frame, labels
+
+
+@examples(16)
+@given(data=st.data())
+def test_catboost_categorical_predicts_as_catboost_and_pg2_matches_label_enumeration(data):
+    """Random small CatBoost models with categorical features: the Forest predicts CatBoost's
+    RawFormulaVal on random rows with seen and unseen labels, and exact PG² over the categorical
+    columns (and the numeric one) equals the enumeration over the raw labels through CatBoost's own
+    predict (over the columns whose every training label the model holds: a CTR feature's do, a one-hot
+    feature holds only the labels it splits on)."""
+    from scipy import special
+    from test_catboost_categorical import label_grid_pg2
+
+    model, frame, labels = draw_catboost_categorical(data)
+    forest = import_model(model)
+    rng = np.random.default_rng(0)
+    rows = frame.sample(20, replace=True, random_state=1).reset_index(drop=True)
+    for name in labels:                       # some labels never seen in training
+        unseen = rng.random(20) < 0.3
+        rows.loc[unseen, name] = rng.choice(np.asarray(["zz", 99, "ab"], dtype=object), unseen.sum())
+    rows["x"] = rows["x"] + rng.choice([0.0, 0.25, -0.5], 20)
+    raw = np.asarray(model.predict(rows, prediction_type="RawFormulaVal"), dtype=np.float64).reshape(20, -1)
+    np.testing.assert_array_equal(forest.predict(rows), raw)
+    held = [name for name, ls in labels.items() if forest.n_categories is not None
+            and forest.n_categories[list(frame.columns).index(name)] == len(ls)]
+    event(f"categorical columns holding every training label: {len(held)} of {len(labels)}")
+    if not held:
+        return
+    sigma = data.draw(st.sampled_from([0.3, 1.0]), label="sigma")
+    rho = float(2 * special.ndtr(-0.5 / sigma))
+    S = data.draw(st.sampled_from([held, ["x", *held]]), label="S")
+    laws = {name: (rho, {c: 1 / len(labels[name]) for c in labels[name]}) for name in held}
+    got = xp.pg2(model, rows.head(3), S, sigma=sigma).value
+    for i in range(3):
+        want = label_grid_pg2(model, rows.iloc[i], S, sigma, laws)
+        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-13)
+
+
+CATEGORICAL_KINDS = ("hgb_cat", "xgb_cat")
+
+
+def draw_categorical_model(data, kind):
+    """A small HistGradientBoosting (``categorical_features``) or XGBoost (``enable_categorical``) model
+    on a drawn number of categories (labels: numbers that are not the codes, or text, for HGB; codes for
+    XGBoost), NaN in the categorical column, and one numeric column of ties. Returns (model, K,
+    labels in code order, a function from code rows to the model's own output)."""
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    K = data.draw(st.integers(2, 12), label="K")
+    rng = np.random.default_rng(seed)
+    n = 300
+    codes = rng.integers(0, K, n).astype(float)
+    codes[rng.random(n) < data.draw(st.sampled_from([0.0, 0.1]))] = np.nan
+    x = rng.choice(np.array(GRID), n)
+    effect = rng.normal(size=K)
+    y = np.where(np.isnan(codes), 0.5, effect[np.nan_to_num(codes).astype(int)]) + x + rng.normal(0, 0.1, n)
+    if kind == "hgb_cat":
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        text = data.draw(st.booleans(), label="text labels")
+        labels = [f"c{k}" for k in range(K)] if text else sorted(rng.choice(np.arange(-50, 50), K, replace=False) * 0.5)
+        raw = np.array([np.nan if np.isnan(c) else labels[int(c)] for c in codes], dtype=object)
+        frame = pd.DataFrame({"c": raw if text else raw.astype(float), "x": x})
+        model = HistGradientBoostingRegressor(max_iter=6, max_leaf_nodes=6, categorical_features=[0],
+                                              random_state=seed).fit(frame, y)
+
+        def own(Z):
+            values = np.array([np.nan if np.isnan(c) else labels[int(c)] if 0 <= c < K else
+                               ("unseen" if text else 1e6) for c in Z[:, 0]], dtype=object)
+            rows = pd.DataFrame({"c": values if text else values.astype(float), "x": Z[:, 1]})
+            return model._raw_predict(rows)[:, :1]
+        return model, K, labels, own
+    model = xgb.XGBRegressor(n_estimators=6, max_depth=3, enable_categorical=True,
+                             max_cat_to_onehot=data.draw(st.sampled_from([1, 64])), random_state=seed)
+    if data.draw(st.booleans(), label="pandas category"):     # the model stores its K categories
+        model.fit(pd.DataFrame({"c": pd.Categorical.from_codes(np.nan_to_num(codes, nan=-1).astype(int),
+                                                               [f"c{k}" for k in range(K)]), "x": x}), y)
+    else:      # an array of codes: XGBoost stores no categories (K = 1 + the largest code a split names)
+        model.set_params(feature_types=["c", "q"]).fit(np.column_stack([codes, x]), y)
+        K = int(np.max([c for tree in model.get_booster().get_dump(dump_format="json")
+                        for c in _split_categories(tree)], initial=0)) + 1
+    return model, K, list(range(K)), lambda Z: xgboost_leaf_sum(model, Z)
+
+
+def _split_categories(dump: str) -> list[int]:
+    """Every category code named by a split of one XGBoost tree's JSON dump."""
+    import json
+
+    stack, codes = [json.loads(dump)], []
+    while stack:
+        node = stack.pop()
+        codes += node.get("split_condition", []) if isinstance(node.get("split_condition"), list) else []
+        stack += node.get("children", [])
+    return codes
+
+
+def _categorical_input(kind, labels, Z):
+    """Code rows as the model's input: HGB reads labels (a DataFrame of raw values), XGBoost codes."""
+    if kind == "xgb_cat":
+        return Z
+    text = isinstance(labels[0], str)
+    values = [np.nan if np.isnan(c) else labels[int(c)] if 0 <= c < len(labels) else ("unseen" if text else 1e6)
+              for c in Z[:, 0]]
+    return pd.DataFrame({"c": pd.Series(values, dtype=object if text else float), "x": Z[:, 1]})
+
+
+@pytest.mark.parametrize("kind", CATEGORICAL_KINDS)
+@examples(8)
+@given(data=st.data())
+def test_categorical_models_route_and_score_as_the_library(kind, data):
+    """Random categorical HistGradientBoosting / XGBoost models: the Forest routes seen, unseen and missing
+    categories and rows on thresholds as the library does, and exact PG² equals the enumeration of the
+    categorical law times the numeric cells through the library's own output."""
+    model, K, labels, own = draw_categorical_model(data, kind)
+    forest = import_model(model)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16), label="rows"))
+    Z = np.column_stack([rng.integers(-1, K + 2, 80).astype(float), rng.choice(np.array(GRID), 80)])
+    Z[rng.random(80) < 0.15, 0] = np.nan
+    fitted = forest.predict(_categorical_input(kind, labels, Z))[:, 0] - (forest.base_score[0] if kind == "xgb_cat"
+                                                                          else 0.0)
+    np.testing.assert_allclose(fitted, own(Z)[:, 0], rtol=0, atol=1e-12)
+    x = Z[data.draw(st.integers(0, 79), label="row")]
+    S = data.draw(st.sampled_from([[0], [0, 1]]), label="S")
+    rho = data.draw(st.sampled_from([0.2, 0.7]), label="rho")
+    got = xp.pg2(model, _categorical_input(kind, labels, x[None, :]), S, sigma=0.5, rho=rho).value[0]
+    want = grid_pg2(model, own, x, S, {1: gaussian(0.5)}, {0: (rho, np.full(K, 1.0 / K))})[0]
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-13)

@@ -414,28 +414,61 @@ __all__ = ["is_dask", "model_rows", "feature_order", "feature_index",
            "default_feature_names"]
 
 
-def category_codes(X, names, labels: list):
-    """A DataFrame ``X`` with each column of a feature that has training ``labels`` (per feature, or
-    None) and holds labels rather than codes (a pandas ``category``, text or object column) replaced by
-    its codes: the position of each value in those labels, NaN for a missing value, -1 (an unseen
-    category) for a label the model never saw. Numeric columns are codes already; anything else is
-    returned as is."""
+def category_codes(X, names, labels: list, numeric_labels: bool = False):
+    """``X`` with the column of each feature that has training ``labels`` (per feature, or None) replaced by
+    its codes where it holds labels: the position of each value in those labels, NaN for a missing value,
+    -1 (an unseen category) for a label the model never saw.
+
+    A DataFrame's pandas ``category``, text and object columns hold labels (aligned by name when ``names``
+    is given, else by position). A number holds a label too when ``numeric_labels`` and the feature's
+    labels are numbers (the model's own predict looks numbers up in its categories: scikit-learn's
+    encoders, HistGradientBoosting), in a DataFrame or an array alike; otherwise (LightGBM, XGBoost, text
+    labels) a number is the code itself. Arrays without such features are returned as they are. A feature's
+    labels may instead be an object with ``codes(values)`` (CatBoost's hashed categories): its integer and
+    text columns, and its column of a numpy object array, hold labels; a float column holds codes."""
     import pandas as pd
 
-    if not isinstance(X, pd.DataFrame) or names is None:
+    looked_up = [numeric_labels and known is not None and _all_numbers(known) for known in labels]
+    hashed = [hasattr(known, "codes") for known in labels]
+    if _is_series(X):
+        X = X.to_frame().T
+    if isinstance(X, pd.DataFrame):
+        out = None
+        columns = list(names) if names is not None else list(X.columns)
+        for name, known, numbers_too, by_hash in zip(columns, labels, looked_up, hashed):
+            if known is None or name not in X.columns:
+                continue
+            column = X[name]
+            if numbers_too or isinstance(column.dtype, pd.CategoricalDtype) \
+                    or not pd.api.types.is_numeric_dtype(column.dtype) \
+                    or by_hash and not pd.api.types.is_float_dtype(column.dtype):
+                out = X.copy() if out is None else out
+                out[name] = _label_codes(column.to_numpy(dtype=object), known)
+        return X if out is None else out
+    if not any(looked_up) and not (any(hashed) and isinstance(X, np.ndarray) and X.dtype.kind == "O") or is_dask(X):
         return X
-    out = None
-    for name, known in zip(names, labels):
-        if known is None or name not in X.columns:
-            continue
-        column = X[name]
-        if not isinstance(column.dtype, pd.CategoricalDtype) and pd.api.types.is_numeric_dtype(column.dtype):
-            continue
-        values = column.astype(object)
-        codes = pd.Index(known).get_indexer(values).astype(np.float64)
-        out = X.copy() if out is None else out
-        out[name] = np.where(values.isna().to_numpy(), np.nan, codes)
-    return X if out is None else out
+    arr = np.asarray(X)
+    if arr.ndim not in (1, 2) or arr.shape[-1] != len(labels) or arr.dtype.kind not in "biufO":
+        return X                                    # check_matrix says what is wrong with it
+    out = arr.reshape(-1, arr.shape[-1]).astype(np.float64 if arr.dtype.kind in "biuf" else object)
+    for j in np.flatnonzero(np.array(looked_up) | np.array(hashed) & (arr.dtype == object)):
+        out[:, j] = _label_codes(out[:, j], labels[j])
+    return out
+
+
+def _all_numbers(values) -> bool:
+    """True when every one of ``values`` is a real number (not a bool)."""
+    return all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values)
+
+
+def _label_codes(values: np.ndarray, known) -> np.ndarray:
+    """The codes of ``values`` (an object or float array) among the labels ``known``: positions, NaN for a
+    missing value, -1 for an unseen one (``known.codes`` reads them where it has one)."""
+    import pandas as pd
+
+    codes = known.codes(values) if hasattr(known, "codes") else pd.Index(known).get_indexer(values).astype(np.float64)
+    codes[pd.isna(values)] = np.nan
+    return codes
 
 
 def check_codes(rows: np.ndarray, n_categories: np.ndarray, what: str = "X") -> None:

@@ -150,7 +150,8 @@ def category_atoms(values: np.ndarray, n_categories: int) -> np.ndarray:
 
 
 def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=None, *,
-                      names=None, missing=float("nan"), rho=None, labels=None) -> Perturbation:
+                      names=None, missing=float("nan"), rho=None, labels=None,
+                      numeric_labels: bool = False) -> Perturbation:
     """Validate the noise specification.
 
     - ``sigma``: scalar or (n_features,) standard deviations of Gaussian noise, finite and > 0;
@@ -166,14 +167,15 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
       frequencies (scalar, or one per feature: entries of numeric features and NaN entries are not
       used / take the default); default P(|e_j| > 1/2) of the feature's noise (see the module docstring).
     - ``labels``: per feature, the category labels of a categorical feature (a Forest's
-      ``category_labels``): a ``background`` DataFrame's category / text columns are read as their codes.
+      ``category_labels``): a ``background`` DataFrame's category / text columns are read as their codes,
+      and its numbers too when ``numeric_labels`` (the Forest's ``numeric_labels``).
     """
     if isinstance(perturbation, Perturbation):      # already validated (e.g. shipped to a row engine's workers)
         return perturbation
     if background is not None and labels is not None:       # category columns read as the model's codes
         from ._validation import category_codes
 
-        background = category_codes(background, names, labels)
+        background = category_codes(background, names, labels, numeric_labels)
     rho_vector = _rho_vector(rho, n_features)
     if rho_vector is not None or background is not None:
         noise = _numeric_perturbation(n_features, sigma, perturbation, background, names, missing)

@@ -332,7 +332,8 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     masks = _set_masks(S, len(X), forest.n_features, names)
     _check_perturbed_finite(X, masks, forest.missing_value, forest.n_categories)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
+                              missing=forest.missing_value, labels=forest.category_labels,
+                              numeric_labels=forest.numeric_labels, rho=rho)
     start = time.perf_counter()
     reason = ""
     if method == "auto":
@@ -606,7 +607,8 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     else:
         mask, where = _shared_sets(sets)
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
+                              missing=forest.missing_value, labels=forest.category_labels,
+                              numeric_labels=forest.numeric_labels, rho=rho)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
     seconds = m * n * sum(exact_seconds(forest, k) for k in range(1, d + 1)) if verbose and n > 1 else 0.0
@@ -653,7 +655,8 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
         return _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs, rho)
     forest, X, _ = _prepare(model, X, allow_nan=False)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
+                              missing=forest.missing_value, labels=forest.category_labels,
+                              numeric_labels=forest.numeric_labels, rho=rho)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(forest.n_features))
     c = None if output is None else resolve_output(forest.output_names, output)
@@ -681,7 +684,8 @@ def noise_args(forest: Forest, sigma, perturbation, background, rho=None) -> dic
     features gets the Perturbation itself, its categories' laws (ρ, background frequencies) worked
     out here once."""
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
-                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
+                              missing=forest.missing_value, labels=forest.category_labels,
+                              numeric_labels=forest.numeric_labels, rho=rho)
     categories = forest.n_categories if forest.n_categories is not None else np.zeros(forest.n_features, np.int32)
     if categories.any():
         shipped = Perturbation(noise.sigma, noise.dists, rho=noise.rho, sigma_units=noise.sigma_units)

@@ -14,7 +14,8 @@ Nothing above this package knows which library a model came from: it asks the re
 Supported: XGBoost (``Booster``, ``XGBRegressor``, ``XGBClassifier``, gbtree), scikit-learn
 (``DecisionTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``,
 ``HistGradientBoosting*``), LightGBM (``Booster``, ``LGBMRegressor``, ``LGBMClassifier``), CatBoost
-(numeric features, symmetric trees), and scikit-learn ``Pipeline`` s of per-column scalers, imputers and
+(symmetric trees; categorical features through one-hot splits and per-feature CTRs), and scikit-learn
+``Pipeline`` s of per-column scalers, imputers and
 encoders in front of any of these (:mod:`.pipeline`).
 """
 

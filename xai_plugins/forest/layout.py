@@ -20,8 +20,10 @@ from .._validation import category_codes, check_codes, model_rows
 from ..errors import InputError, ModelStructureError
 
 #: what a refusal of categorical splits suggests instead
-CATEGORICAL_INSTEAD = ("one-hot encode the column (the model then has numeric splits), or fit LightGBM with "
-                       "categorical_feature= (its categorical splits are supported exactly)")
+CATEGORICAL_INSTEAD = ("one-hot or ordinal encode the column in a scikit-learn Pipeline (OneHotEncoder / "
+                       "OrdinalEncoder in front of the model: explained in the input column), or use a model whose "
+                       "categorical splits are supported exactly: LightGBM categorical_feature=, XGBoost "
+                       "enable_categorical=True, HistGradientBoosting categorical_features=")
 
 _ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
                  "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,
@@ -80,9 +82,13 @@ class Forest:
     n_categories: np.ndarray | None = None
     cat_start: np.ndarray | None = None
     cat_bits: np.ndarray | None = None
-    #: per feature, the labels of a pandas ``category`` column the model was trained on (their positions are
-    #: its codes), or None; a DataFrame's category columns are read as these codes
+    #: per feature, the categories the model was trained on (their positions are its codes), or None; a
+    #: DataFrame's category / text columns are read as these codes (:func:`~xai_plugins._validation.category_codes`)
     category_labels: list | None = None
+    #: True when the model's own predict reads a number in a categorical column as a label to look up in
+    #: ``category_labels`` (scikit-learn encoders, HistGradientBoosting), in arrays and DataFrames alike;
+    #: False when the number is the code itself (LightGBM, XGBoost)
+    numeric_labels: bool = False
     leaf_width: int = field(init=False)
     n_outputs: int = field(init=False)
     n_trees: int = field(init=False)
@@ -147,7 +153,7 @@ class Forest:
         is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
         ``missing_value`` become NaN."""
         if self.category_labels is not None:
-            X = category_codes(X, self.feature_names, self.category_labels)
+            X = category_codes(X, self.feature_names, self.category_labels, self.numeric_labels)
         rows, names = model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
                                  missing=self.missing_value)
         if self.n_categories is not None:

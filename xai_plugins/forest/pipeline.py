@@ -30,7 +30,7 @@ from .._validation import default_feature_names
 from ..errors import UnsupportedModelError
 from .cache import import_model
 from .layout import Forest, category_bitsets
-from .predictor import ModelPredictor
+from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, importer_for, register
 
 #: Transformers that act on each column alone and monotonely (non-decreasing), by class name
@@ -170,7 +170,9 @@ def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list
         n = len(labels)
         if kind == "OrdinalEncoder":
             unseen = float(step.unknown_value) if step.handle_unknown == "use_encoded_value" else np.nan
-            atoms = np.concatenate((np.arange(n, dtype=np.float64), [unseen, float(step.encoded_missing_value)]))
+            # a missing value the encoder never saw in training is an unknown category to it
+            lost = float(step.encoded_missing_value) if missing else unseen
+            atoms = np.concatenate((np.arange(n, dtype=np.float64), [unseen, lost]))
             out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
             continue
         dropped = None if step.drop_idx_ is None else step.drop_idx_[i]
@@ -257,6 +259,12 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
         nodes = internal[forest.feature[internal] == j]
         column = columns[int(j)]
         feature[nodes] = column.source
+        if column.labels is None and forest.n_categories is not None and forest.n_categories[j]:
+            raise UnsupportedModelError(
+                f"the Pipeline's model reads its column {int(j)} (from input column "
+                f"{feature_names[column.source]!r}) as categorical, but no OneHotEncoder / OrdinalEncoder of the "
+                "pipeline made it: encode that input column with an OrdinalEncoder in front of the model, or "
+                "explain the model itself on the transformed columns (pipe[:-1].transform(X))")
         if column.labels is not None:
             if labels[column.source] not in (None, column.labels):
                 raise UnsupportedModelError(f"input column {feature_names[column.source]!r} is encoded twice, "
@@ -290,7 +298,7 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                   task=forest.task, output_space=forest.output_space, model_type=f"Pipeline({forest.model_type})",
                   impurity=forest.impurity, weight=forest.weight, feature_names=feature_names,
                   output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective,
-                  category_labels=labels if left_sets else None, **categorical)
+                  category_labels=labels if left_sets else None, numeric_labels=True, **categorical)
 
 
 def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarray) -> np.ndarray:
@@ -300,14 +308,30 @@ def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarra
 
 def _goes_left(forest, nodes: np.ndarray, z: np.ndarray) -> np.ndarray:
     """Whether value z[i] (a transformed column's value) goes left at node nodes[i], by the model's
-    own rule (csrc/xai.h ``xai_goes_left``): zero rounding, float32 cast, NaN to its side."""
+    own rule (csrc/xai.h ``xai_goes_left``): zero rounding, float32 cast, NaN to its side; at a
+    categorical node of the model (its own ``categorical_features`` / ``enable_categorical``), by the
+    bit of z's category (z looked up in the model's labels when it reads numbers as labels)."""
     v = np.where(np.abs(z) <= forest.zero_threshold, 0.0, z)
     if forest.input_float32:
         with np.errstate(over="ignore"):
             v = v.astype(np.float32).astype(np.float64)
     t = forest.threshold[nodes]
     left = v < t if forest.split_rule == "lt" else v <= t
-    return np.where(np.isnan(v), forest.missing_left[nodes] != 0, left)
+    K = np.zeros(len(nodes), dtype=np.int64) if forest.n_categories is None else \
+        forest.n_categories[forest.feature[nodes]].astype(np.int64)
+    for j in np.unique(forest.feature[nodes][K > 0]):
+        at = np.flatnonzero((forest.feature[nodes] == j) & (K > 0))
+        code = z[at]
+        known = forest.category_labels[j] if forest.category_labels is not None else None
+        if forest.numeric_labels and known is not None:
+            import pandas as pd
+
+            code = np.where(np.isnan(code), np.nan, pd.Index(known).get_indexer(code))
+        atom = np.where((code >= 0) & (code < K[at]) & (code == np.floor(code)), np.nan_to_num(code), K[at])
+        atom = atom.astype(np.int64)
+        word = forest.cat_bits[forest.cat_start[nodes[at]] + atom // 64]
+        left[at] = ((word >> (atom % 64).astype(np.uint64)) & np.uint64(1)) == 1
+    return np.where(np.isnan(z), forest.missing_left[nodes] != 0, left)
 
 
 def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray | None]:
@@ -322,24 +346,6 @@ def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray |
         return model, (lambda X: X), None
     columns, final = pipeline_columns(model)
     return final, model[:-1].transform, np.array([c.source for c in columns], dtype=np.int64)
-
-
-def _labelled(X: Any, labels: dict) -> Any:
-    """Rows with the categorical input columns' codes replaced by their labels (an unseen category's
-    code by a label no encoder knows, NaN kept): what the pipeline's own transform reads."""
-    if not labels:
-        return X
-    import pandas as pd
-
-    frame = X.copy() if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
-    for j, known in labels.items():
-        codes = frame.iloc[:, j].to_numpy(dtype=np.float64)
-        inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
-        values = np.full(len(codes), "<unseen category>", dtype=object)
-        values[inside] = np.asarray(known, dtype=object)[codes[inside].astype(np.int64)]
-        values[np.isnan(codes)] = np.nan
-        frame[frame.columns[j]] = values
-    return frame
 
 
 class PipelineImporter(LibraryImporter):
@@ -379,7 +385,7 @@ class PipelineImporter(LibraryImporter):
             raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
         inner = found.predictor(final)
         labels = {c.source: c.labels for c in columns if c.labels is not None}
-        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(_labelled(X, labels))))
+        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(labelled_rows(X, labels))))
 
     def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
         """Every step object and its fitted arrays (a refit replaces them), and the final model's own

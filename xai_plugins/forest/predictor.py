@@ -36,3 +36,37 @@ class ModelPredictor:
 
             X = pd.DataFrame(X, columns=self._names)
         return np.asarray(self._predict(model, X), dtype=np.float64).reshape(len(X), -1)
+
+
+def labelled_rows(X: Any, labels: dict) -> Any:
+    """Rows with the categorical columns' codes (``labels``: column position -> its labels, a label's
+    position being its code) replaced by their labels, NaN kept, an unseen category's code by a label no
+    encoder knows (text, or for numeric labels a number beyond them): what the model's own predict reads.
+    Labels with a ``labels_of(codes)`` method give their own. A DataFrame stays one (a copy); an array
+    becomes an object array."""
+    if not labels:
+        return X
+    import pandas as pd
+
+    frame = isinstance(X, pd.DataFrame)
+    out: Any = X.copy() if frame else np.array(X, dtype=object)
+    for j, known in labels.items():
+        codes = np.asarray(out.iloc[:, j] if frame else out[:, j], dtype=np.float64)
+        if hasattr(known, "labels_of"):             # labels of its own making (CatBoost's hashed categories)
+            values = known.labels_of(codes)
+        else:
+            known = np.asarray(known, dtype=object)
+            numeric = all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in known)
+            inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
+            unseen = float(np.abs(known.astype(np.float64)).max() + 1) if numeric and len(known) \
+                else "<unseen category>"
+            values = np.full(len(codes), unseen, dtype=object)
+            values[inside] = known[codes[inside].astype(np.int64)]
+            values[np.isnan(codes)] = np.nan
+            if numeric:
+                values = values.astype(np.float64)
+        if frame:
+            out[out.columns[j]] = values
+        else:
+            out[:, j] = values
+    return out

@@ -3,14 +3,15 @@ HistGradientBoosting* -> :class:`~xai_plugins.forest.Forest`."""
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import UnsupportedModelError
-from .layout import CATEGORICAL_INSTEAD, Forest, concat_trees
-from .predictor import ModelPredictor
+from .layout import CATEGORICAL_INSTEAD, Forest, category_bitsets, concat_trees
+from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, model_feature_names, register
 
 
@@ -88,9 +89,9 @@ class SklearnImporter(LibraryImporter):
             base = np.asarray(model._raw_predict_init(np.zeros((1, model.n_features_in_), dtype=np.float32)),
                               dtype=np.float64).ravel()
         else:
-            trees = _hgb_trees(model)
+            trees, categorical = _hgb_trees(model)
             base = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
-            common["input_float32"] = False
+            common.update(input_float32=False, **categorical)
         if is_clf:
             outputs = ["margin"] if len(model.classes_) == 2 else [str(c) for c in model.classes_]
             return concat_trees(trees, base_score=base, aggregate="sum", task="classification",
@@ -116,7 +117,9 @@ class SklearnImporter(LibraryImporter):
         family = _family(model)
         method: Callable
         if family == "hist":
-            method = _raw_predict
+            labels = _hgb_labels(model)
+            method = _raw_predict if labels is None else functools.partial(
+                _raw_predict_labels, labels={j: known for j, known in enumerate(labels) if known is not None})
         elif hasattr(model, "classes_"):
             method = _predict_proba if family == "forest" else _decision_function
         else:
@@ -140,6 +143,12 @@ def _raw_predict(model: Any, X: Any) -> Any:
     return model._raw_predict(X)
 
 
+def _raw_predict_labels(model: Any, X: Any, labels: dict) -> Any:
+    """``_raw_predict`` of rows whose categorical columns hold the Forest's codes (turned into the labels
+    the model reads)."""
+    return model._raw_predict(labelled_rows(X, labels))
+
+
 def _check_constant_init(model: Any) -> None:
     """UnsupportedModelError unless a GradientBoosting model's ``init`` gives a constant baseline
     ("zero", or scikit-learn's Dummy estimators, whose prediction does not depend on x)."""
@@ -155,20 +164,59 @@ def _check_constant_init(model: Any) -> None:
             "init (DummyRegressor / DummyClassifier, not strategy='stratified')")
 
 
-def _hgb_trees(model: Any) -> list[dict]:
-    """The per-tree arrays of a HistGradientBoosting model's ``_predictors``."""
-    trees = []
+def _hgb_trees(model: Any) -> tuple[list[dict], dict]:
+    """The per-tree arrays of a HistGradientBoosting model's ``_predictors`` over its input columns, and
+    its categorical features (labels: :func:`_hgb_labels`) as the Forest's fields (empty without any).
+
+    With ``categorical_features`` the predictors see the columns of the model's ``_preprocessor`` (the
+    categorical ones first, as the codes of its OrdinalEncoder): a split's feature is mapped back to its
+    input column, and a categorical node sends code c left when bit c of its ``raw_left_cat_bitsets``
+    row is set, the model's other categories right, and a missing value or a category unseen in
+    training (the encoder makes it NaN) where ``missing_go_to_left`` says."""
+    labels = _hgb_labels(model)
+    source = np.arange(model.n_features_in_)
+    if labels is not None:
+        categorical = np.array([known is not None for known in labels])
+        source = np.concatenate((np.flatnonzero(categorical), np.flatnonzero(~categorical)))
+        n_categories = np.array([0 if known is None else len(known) for known in labels], dtype=np.int32)
+    trees, left_sets, offset = [], [], 0
     for row in model._predictors:
         for k, predictor in enumerate(row):
             nodes = predictor.nodes
-            if np.any(nodes["is_categorical"]):
-                raise UnsupportedModelError("HistGradientBoosting categorical splits are not supported yet: "
-                                            + CATEGORICAL_INSTEAD)
             leaf = nodes["is_leaf"].astype(bool)
+            feature = source[nodes["feature_idx"]]
+            is_cat = nodes["is_categorical"].astype(bool) & ~leaf
+            for node in np.flatnonzero(is_cat):
+                bits = np.unpackbits(predictor.raw_left_cat_bitsets[nodes["bitset_idx"][node]].astype("<u4")
+                                     .view(np.uint8), bitorder="little")
+                K = int(n_categories[feature[node]])
+                left_sets.append((offset + node, np.append(np.flatnonzero(bits[:K]),
+                                                           [K] if nodes["missing_go_to_left"][node] else [])))
             trees.append(dict(left=np.where(leaf, -1, nodes["left"]), right=np.where(leaf, -1, nodes["right"]),
-                              feature=nodes["feature_idx"], threshold=nodes["num_threshold"],
+                              feature=feature, threshold=np.where(is_cat, 0.0, nodes["num_threshold"]),
                               missing_left=nodes["missing_go_to_left"], value=nodes["value"], target=k))
-    return trees
+            offset += len(nodes)
+    if labels is None:
+        return trees, {}
+    cat_nodes = np.array([node for node, _ in left_sets], dtype=np.int64)
+    all_features = np.concatenate([t["feature"] for t in trees])
+    cat_start, cat_bits = category_bitsets(cat_nodes, [atoms for _, atoms in left_sets],
+                                           n_categories[all_features[cat_nodes]], offset)
+    return trees, dict(n_categories=n_categories, cat_start=cat_start, cat_bits=cat_bits,
+                       category_labels=labels, numeric_labels=True)
+
+
+def _hgb_labels(model: Any) -> list | None:
+    """Per input column of a HistGradientBoosting model, the categories its OrdinalEncoder learned for a
+    categorical feature (a category's position is its code; a missing value is none), or None for a
+    numeric one; None without categorical features."""
+    if getattr(model, "is_categorical_", None) is None or not np.any(model.is_categorical_):
+        return None
+    encoder = model._preprocessor.named_transformers_["encoder"]
+    labels: list = [None] * int(model.n_features_in_)
+    for j, categories in zip(np.flatnonzero(model.is_categorical_), encoder.categories_):
+        labels[j] = [c for c in categories if not (c is None or (isinstance(c, float) and np.isnan(c)))]
+    return labels
 
 
 register(SklearnImporter())

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UnsupportedModelError
 from ._ubjson import decode_ubjson
 from .cache import generation
-from .layout import CATEGORICAL_INSTEAD, Forest, preorder
+from .layout import Forest, category_bitsets, preorder
 from .predictor import ModelPredictor
 from .registry import LibraryImporter, model_feature_names, register
 
@@ -93,17 +93,21 @@ class XGBoostImporter(LibraryImporter):
             return np.concatenate([np.asarray(tree.get(key, ()), dtype=np.float64 if key == "split_conditions"
                                               else np.int64) for tree in trees])
 
-        if np.any(cat("split_type") != 0):
-            raise UnsupportedModelError("XGBoost categorical splits (split_type 1) are not supported yet: "
-                                        + CATEGORICAL_INSTEAD)
-        offsets = np.zeros(len(trees) + 1, dtype=np.int64)
-        offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
-        order, offsets, left, right = preorder(cat("left_children"), cat("right_children"), offsets)
-        cond = cat("split_conditions").astype(np.float32).astype(np.float64)[order]
+        old_offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+        old_offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
+        order, offsets, left, right = preorder(cat("left_children"), cat("right_children"), old_offsets)
+        cond = cat("split_conditions").astype(np.float32).astype(np.float64)
+        n_features = int(params.get("num_feature", "0")) or booster.num_features()
+        labels = _xgboost_labels(gb["model"].get("cats"), n_features)
+        typed = [t == "c" for t in learner.get("feature_types") or ()]
+        split_type = cat("split_type")
+        categorical = {} if not split_type.any() and not any(typed) and labels is None else \
+            _xgboost_categories(trees, old_offsets, order, cat("split_indices"), labels, typed, n_features)
+        cond[split_type != 0] = 0.0
+        cond = cond[order]
         forest_arrays = dict(left_child=left, right_child=right, feature=cat("split_indices")[order], threshold=cond,
                              missing_left=cat("default_left")[order], value=cond, tree_offset=offsets,
-                             tree_target=tree_info[:len(trees)])
-        n_features = int(params.get("num_feature", "0")) or booster.num_features()
+                             tree_target=tree_info[:len(trees)], **categorical)
         task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
         if task == "classification":
             outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
@@ -116,7 +120,7 @@ class XGBoostImporter(LibraryImporter):
                        model_type=f"xgboost.{type(model).__name__}",
                        feature_names=model_feature_names(model), output_names=outputs,
                        predict_fn=self.predictor(model), objective=objective,
-                       missing_value=self.missing_value(model))
+                       missing_value=self.missing_value(model), category_labels=labels)
 
     def feature_names(self, model: Any) -> Any:
         """The wrapper's ``feature_names_in_``, else the booster's ``feature_names``."""
@@ -144,6 +148,61 @@ class XGBoostImporter(LibraryImporter):
         import xgboost
 
         return xgboost.Booster
+
+
+def _xgboost_categories(trees: list[dict], offsets: np.ndarray, order: np.ndarray, feature: np.ndarray,
+                        labels: list | None, typed: list[bool], n_features: int) -> dict:
+    """The Forest's categorical fields (``n_categories``, ``cat_start``, ``cat_bits``) of XGBoost's
+    categorical splits (``split_type`` 1, one-hot and partition alike), empty without any. A node's
+    ``categories`` segment lists the codes it sends RIGHT; every other code goes left, and so does an
+    unseen one (negative, or beyond the model's categories: XGBoost's ``Decision``), NaN by
+    ``default_left``. A feature's K is the number of training categories the model stores (fitted on a
+    pandas ``category`` column), else one more than the largest code its splits name (at least 1 for a
+    feature of type "c" in ``typed``). ``offsets``: the trees' node offsets in model order; ``order``: the
+    model-order node of each preorder node."""
+    nodes, right_sets = [], []
+    for t, tree in enumerate(trees):
+        if not np.any(np.asarray(tree.get("split_type", ()))):
+            continue
+        codes = np.asarray(tree["categories"], dtype=np.int64)
+        for node, start, size in zip(tree["categories_nodes"], tree["categories_segments"], tree["categories_sizes"]):
+            nodes.append(offsets[t] + int(node))
+            right_sets.append(codes[int(start):int(start) + int(size)])
+    n_categories = np.array([len(known or ()) for known in labels] if labels else [0] * n_features, dtype=np.int32)
+    n_categories[:len(typed)] = np.maximum(n_categories[:len(typed)], np.asarray(typed[:n_features], dtype=np.int32))
+    if not nodes and not n_categories.any():
+        return {}
+    old_nodes = np.array(nodes, dtype=np.int64)
+    for node, right in zip(old_nodes, right_sets):
+        j = feature[node]
+        n_categories[j] = max(n_categories[j], int(right.max(initial=-1)) + 1, 1)
+    position = np.empty(len(feature), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    new_nodes = position[old_nodes]
+    ranked = np.argsort(new_nodes)
+    K = n_categories[feature[old_nodes]]
+    left_sets = [np.setdiff1d(np.arange(K[i] + 1), right_sets[i]) for i in ranked]
+    cat_start, cat_bits = category_bitsets(new_nodes[ranked], left_sets, K[ranked], len(order))
+    return dict(n_categories=n_categories, cat_start=cat_start, cat_bits=cat_bits)
+
+
+def _xgboost_labels(cats: dict | None, n_features: int) -> list | None:
+    """Per feature, the training categories XGBoost (3.x) stores with a model fitted on pandas ``category``
+    columns (the ``cats`` field: per feature its text labels as UTF-8 bytes and offsets, or its numbers;
+    a category's position is its code), None for a feature without; None when it stores none."""
+    encoded = (cats or {}).get("enc") or []
+    labels: list = [None] * n_features
+    for j, enc in enumerate(encoded[:n_features]):
+        values = np.asarray(enc.get("values", ()))
+        if not len(values):
+            continue
+        if "offsets" in enc:
+            raw = values.astype(np.uint8).tobytes()
+            bounds = np.asarray(enc["offsets"], dtype=np.int64)
+            labels[j] = [raw[a:b].decode("utf-8", errors="replace") for a, b in zip(bounds[:-1], bounds[1:])]
+        else:
+            labels[j] = values.tolist()
+    return labels if any(known is not None for known in labels) else None
 
 
 def _booster(model: Any) -> Any:

@@ -1,0 +1,241 @@
+"""CatBoost categorical features (issue 21): one-hot splits and per-feature CTRs imported as category
+sets. Oracles: CatBoost's own ``predict(prediction_type="RawFormulaVal")`` on the raw labels (parity on
+random rows, unseen categories, NaN and rows on borders), CatBoost's own hash table (its Python export),
+an enumeration over the raw labels times grid cells over CatBoost's own borders (``get_borders``), and
+Monte Carlo drawn here, in label space, through CatBoost's own predict."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import special
+
+import xai_plugins as xp
+from xai_plugins.errors import InputError, UnsupportedModelError
+from xai_plugins.forest import import_model
+from xai_plugins.forest.catboost import category_hash
+
+from oracle import cell_points, gaussian, noise_mass, real_boundary
+
+catboost = pytest.importorskip("catboost")
+pd = pytest.importorskip("pandas")
+
+QUIET = dict(verbose=0, allow_writing_files=False, thread_count=1, random_seed=0)
+C_LABELS = list("abcdefgh")
+D_LABELS = ["p", "q", "r"]
+SIGMA = 0.4
+
+
+def _frame(rng, n, unseen=False):
+    """Rows with a text column c (CTR), a text column d (one-hot), an integer column e (CTR) and two
+    numeric columns; ``unseen`` adds labels and integers never seen in training."""
+    frame = pd.DataFrame({"a": rng.normal(size=n).round(1),
+                          "c": rng.choice(C_LABELS + (["zz", "é!"] if unseen else []), n),
+                          "b": rng.normal(size=n).round(1),
+                          "d": rng.choice(D_LABELS + (["s"] if unseen else []), n),
+                          "e": rng.integers(0, 9 if unseen else 6, n)})
+    frame.loc[rng.random(n) < 0.1, "b"] = np.nan
+    return frame
+
+
+def _target(frame):
+    return (frame.a + 2 * (frame.c == "b") - (frame.c == "e") + 1.5 * (frame.d == "p") - (frame.d == "q")
+            + np.sin(frame.e) + np.nan_to_num(frame.b) * (frame.c < "d"))
+
+
+@pytest.fixture(scope="module")
+def train():
+    frame = _frame(np.random.default_rng(0), 500)
+    return frame, _target(frame)
+
+
+def _fit(kind, frame, y, **extra):
+    params = dict(iterations=20, depth=4, max_ctr_complexity=1, one_hot_max_size=3, **QUIET, **extra)
+    if kind == "reg":
+        return catboost.CatBoostRegressor(**params).fit(frame, y, cat_features=["c", "d", "e"])
+    if kind == "bin":
+        return catboost.CatBoostClassifier(**params).fit(frame, y > 0.5, cat_features=["c", "d", "e"])
+    if kind == "multi":
+        return catboost.CatBoostClassifier(loss_function="MultiClass", **params).fit(
+            frame, np.digitize(y, [-0.5, 0.5, 1.5]), cat_features=["c", "d", "e"])
+    if kind == "counter":                     # an unseen category's Counter CTR is prior / (denominator + 1)
+        params.update(iterations=40, one_hot_max_size=1)
+        return catboost.CatBoostRegressor(simple_ctr=["Counter:Prior=0.7/1"], **params).fit(
+            frame, y, cat_features=["c", "d", "e"])
+    ctrs = ["Buckets", "BinarizedTargetMeanValue", "Counter", "Borders"]
+    return catboost.CatBoostClassifier(simple_ctr=ctrs, **params).fit(frame, y > 0.5, cat_features=["c", "d", "e"])
+
+
+@pytest.fixture(scope="module")
+def regressor(train):
+    return _fit("reg", *train)
+
+
+def _raw(model, frame):
+    return np.asarray(model.predict(frame, prediction_type="RawFormulaVal"), dtype=np.float64).reshape(len(frame), -1)
+
+
+def _for_catboost(frame):
+    """The frame CatBoost reads: a missing category as the text "nan" (CatBoost refuses NaN there)."""
+    return frame.assign(**{c: frame[c].astype(object).where(frame[c].notna(), "nan") for c in ("c", "d", "e")})
+
+
+def test_category_hash_is_catboosts():
+    """Labels of 0 .. 300 characters (every CityHash64 length branch) and integers hash as CatBoost's
+    own table written into its Python export."""
+    rng = np.random.default_rng(0)
+    labels = ["", "nan"] + ["".join(rng.choice(list("abcXYZ019_-"), size)) for size in
+                            list(range(1, 140, 3)) + [200, 300]] + [-7, 0, 12345678901]
+    frame = pd.DataFrame({"c": pd.Series(labels, dtype=object), "a": np.arange(len(labels), dtype=float)})
+    y = np.arange(len(labels)) % 3
+    model = catboost.CatBoostRegressor(iterations=2, depth=2, **QUIET).fit(frame, y, cat_features=["c"])
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_model(f"{folder}/m.py", format="python", pool=catboost.Pool(frame, y, cat_features=["c"]))
+        source = open(f"{folder}/m.py", encoding="utf-8").read()
+    table = eval("{" + source.split("cat_features_hashes = {")[1].split("}")[0] + "}")
+    assert len(table) == len(labels)
+    for label in labels:
+        assert category_hash(label) == table[str(label)], label
+
+
+@pytest.mark.parametrize("kind", ["reg", "bin", "multi", "ctr_types", "counter"])
+def test_predict_parity_on_unseen_categories_nan_and_borders(train, kind):
+    model = _fit(kind, *train)
+    forest = import_model(model)
+    assert forest.n_categories is not None and list(forest.n_categories[[1, 4]]) == [8, 6]
+    rng = np.random.default_rng(1)
+    rows = _frame(rng, 400, unseen=True)
+    rows.loc[rng.random(400) < 0.05, "a"] = np.nan
+    for col, borders in model.get_borders().items():        # on a border and one float32 above it
+        picked = rng.integers(0, 400, 60)
+        at = np.float32(rng.choice(borders, 60))
+        rows.iloc[picked, col] = np.where(np.arange(60) % 2, at, np.nextafter(at, np.float32(np.inf)))
+    rows.loc[rng.random(400) < 0.05, "c"] = np.nan           # read as the text "nan", an unseen category here
+    want = _raw(model, _for_catboost(rows))
+    np.testing.assert_array_equal(forest.predict(rows), want)
+    np.testing.assert_array_equal(forest.predict(rows[::-1].reset_index(drop=True)), want[::-1])
+    objects = _for_catboost(rows).to_numpy(dtype=object)    # CatBoost reads numpy object arrays too
+    np.testing.assert_array_equal(forest.predict(objects), _raw(model, objects))
+    if kind not in ("reg", "counter"):                         # the class probabilities behind the margin
+        margin = forest.predict(rows)
+        proba = special.expit(margin[:, 0]) if kind != "multi" else special.softmax(margin, axis=1)
+        want_proba = model.predict_proba(_for_catboost(rows))
+        np.testing.assert_allclose(proba, want_proba if kind == "multi" else want_proba[:, 1], rtol=1e-12)
+
+
+def _label_law(x, rho, q: dict):
+    """The labels x'_j takes and their probabilities: x_j kept with probability 1 - rho, else a label
+    drawn from q (written from the definition, apart from the package)."""
+    labels = list(q)
+    probs = [rho * q[c] + (1 - rho) * (c == x) for c in labels]
+    if x not in q:
+        labels.append(x)
+        probs.append(1 - rho)
+    return labels, probs
+
+
+def label_grid_pg2(model, row, S, sigma, laws):
+    """Σ over label combinations × grid cells (cut at CatBoost's own borders) of P (f(x') - f(x))²,
+    f = CatBoost's own RawFormulaVal on the raw labels; ``laws`` {name: (rho, {label: q})}."""
+    borders = model.get_borders()
+    axes, probs = [], []
+    for name in S:
+        j = list(row.index).index(name)
+        if name in laws:
+            values, p = _label_law(row[name], *laws[name])
+        else:
+            b = np.unique([real_boundary(t, "le", True) for t in borders.get(j, [])])
+            values = cell_points(b)
+            edges = np.concatenate([[-np.inf], b, [np.inf]])
+            p = [noise_mass(gaussian(sigma), lo - row[name], hi - row[name]) for lo, hi in zip(edges[:-1], edges[1:])]
+        axes.append(values)
+        probs.append(p)
+    cells = list(itertools.product(*axes))
+    weight = np.prod(np.array(list(itertools.product(*probs))), axis=1)
+    frame = pd.DataFrame([row] * len(cells)).reset_index(drop=True)
+    for k, name in enumerate(S):
+        frame[name] = pd.Series([c[k] for c in cells], dtype=object if name in laws else float)
+    gap = _raw(model, frame) - _raw(model, pd.DataFrame([row]))[0]
+    return (weight[:, None] * gap ** 2).sum(axis=0)
+
+
+def _uniform(rho):
+    return {"c": (rho, {c: 1 / 8 for c in C_LABELS}), "d": (rho, {d: 1 / 3 for d in D_LABELS}),
+            "e": (rho, {e: 1 / 6 for e in range(6)})}
+
+
+@pytest.mark.parametrize("S", [["c"], ["d"], ["e"], ["c", "a"], ["c", "d", "e"], ["a", "c", "b", "e"]])
+def test_exact_pg2_matches_label_enumeration(regressor, S):
+    model = regressor
+    assert list(import_model(model).n_categories) == [0, 8, 0, 3, 6]    # every training category is the model's
+    rows = _frame(np.random.default_rng(2), 4, unseen=True).dropna()
+    rho = float(2 * special.ndtr(-0.5 / SIGMA))     # the documented default for sigma
+    got = xp.pg2(model, rows, S, sigma=SIGMA).value
+    for i in range(len(rows)):
+        want = label_grid_pg2(model, rows.iloc[i], S, SIGMA, _uniform(rho))[0]
+        assert got[i] == pytest.approx(want, rel=1e-12, abs=1e-13)
+
+
+def test_background_frequencies_and_rho_match_label_enumeration(regressor, train):
+    frame, _ = train
+    rho = {"c": 0.7, "d": 0.2, "e": 0.45}
+    laws = {name: (rho[name], frame[name].value_counts(normalize=True).to_dict()) for name in rho}
+    rows = _frame(np.random.default_rng(3), 3, unseen=True).dropna()
+    got = xp.pg2(regressor, rows, ["c", "d", "e"], background=frame,
+                 rho=np.array([np.nan, 0.7, np.nan, 0.2, 0.45])).value
+    for i in range(len(rows)):
+        assert got[i] == pytest.approx(label_grid_pg2(regressor, rows.iloc[i], ["c", "d", "e"], SIGMA, laws)[0],
+                                       rel=1e-12)
+
+
+def test_exact_matches_monte_carlo_through_catboosts_own_predict(regressor, train):
+    """Monte Carlo drawn here, on the raw labels, through CatBoost's predict; and the package's own
+    Monte Carlo (its predictor gives CatBoost the labels read from the rows and the background)."""
+    frame, _ = train
+    rows = _frame(np.random.default_rng(4), 3).dropna().reset_index(drop=True)
+    S = ["a", "c", "d", "e"]
+    exact = xp.pg2(regressor, rows, S, sigma=SIGMA).value
+    rho, n = float(2 * special.ndtr(-0.5 / SIGMA)), 20_000
+    rng = np.random.default_rng(5)
+    for i in range(len(rows)):
+        draws = pd.DataFrame([rows.iloc[i]] * n).reset_index(drop=True).astype({"e": object})
+        draws["a"] = draws["a"] + rng.normal(0, SIGMA, n)
+        for name, labels in (("c", C_LABELS), ("d", D_LABELS), ("e", list(range(6)))):
+            redraw = rng.random(n) < rho
+            draws.loc[redraw, name] = np.asarray(labels, dtype=object)[rng.integers(0, len(labels), redraw.sum())]
+        gaps = (_raw(regressor, draws)[:, 0] - _raw(regressor, rows.iloc[[i]])[0, 0]) ** 2
+        assert abs(gaps.mean() - exact[i]) <= 4 * gaps.std(ddof=1) / np.sqrt(n)
+    sampled = xp.pg2(regressor, rows, S, sigma=SIGMA, background=frame, method="monte_carlo", n_samples=20_000,
+                     random_state=0)
+    exact_bg = xp.pg2(regressor, rows, S, sigma=SIGMA, background=frame).value
+    assert np.all(np.abs(sampled.value - exact_bg) <= 4 * sampled.stderr)
+
+
+def test_monte_carlo_needs_the_labels_of_drawn_categories(train):
+    """CatBoost keeps hashes only: a category never seen in the data given cannot be handed to its
+    predict, which the error says (the labels of the rows and background given are remembered)."""
+    model = _fit("reg", *train, random_strength=2.0)         # a model of its own: no labels seen yet
+    rows = pd.DataFrame({"a": [0.1], "c": ["a"], "b": [0.0], "d": ["p"], "e": [1]})
+    with pytest.raises(InputError, match="method='exact'"):
+        xp.pg2(model, rows, ["c"], method="monte_carlo", n_samples=500, random_state=0)
+    sampled = xp.pg2(model, rows, ["c"], background=train[0], method="monte_carlo", n_samples=500, random_state=0)
+    assert np.isfinite(sampled.value).all()
+
+
+def test_refusals_name_what_to_do(train):
+    frame, y = train
+    combined = catboost.CatBoostRegressor(iterations=60, depth=6, max_ctr_complexity=2, one_hot_max_size=1,
+                                          **QUIET).fit(frame, y, cat_features=["c", "d", "e"])
+    with pytest.raises(UnsupportedModelError, match=r"combination of features \w+ and \w+: set max_ctr_complexity=1"):
+        import_model(combined)
+    model = _fit("reg", frame, y)
+    bad = frame.head(3).assign(c=[1.5, 2.0, 3.0]).astype({"c": object})
+    with pytest.raises(InputError, match="CatBoost reads categories as text or integers"):
+        xp.pg2(model, bad, ["a"])
+    texts = frame.assign(t=np.where(frame.a > 0, "big red dog", "small cat"))
+    text_model = catboost.CatBoostRegressor(iterations=5, depth=2, **QUIET).fit(
+        texts, y, cat_features=["c", "d", "e"], text_features=["t"])
+    with pytest.raises(UnsupportedModelError, match=r"text features \(t\)"):
+        import_model(text_model)
