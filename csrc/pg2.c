@@ -18,7 +18,7 @@
  * frac_k(l, m) being the share of leaf m's mass in feature k that falls in l's interval (m's mass
  * is 1 in a feature it leaves whole). The pair sums run over every later tree with t's output (an
  * independent pair adds E[c_t] E[c_u] - E[c_t] E[c_u] = 0 up to rounding): the kept leaves of all
- * trees are laid out once per (row, S) as columns (lay_columns); per block of inner leaves m, the
+ * trees are laid out per block of CHUNK as columns (block_columns); per block of inner leaves m, the
  * shares of each m's mass below or above every boundary the outer leaves use are tabulated once for
  * all outer trees (one row per boundary: rows_prepare, block_rows), so that each frac is a difference
  * of two rows, and the products of an outer leaf's fracs continue those of the leaf before it where
@@ -158,7 +158,7 @@ typedef struct {
     /* the leaf-pair loop */
     int32_t *tree_order;    /* [n_trees]: the trees by target, then index (records follow it) */
     int32_t *slot;          /* [n_features]: an S position's columns in col, or -1 */
-    double *col; size_t col_cap;          /* [n_slots * COL_BLOCKS * n_leaf]: see lay_columns */
+    double *col; size_t col_cap;          /* [n_slots * COL_BLOCKS * CHUNK]: one block's columns (block_columns) */
     uint64_t *block_bits; size_t block_bits_cap; /* [blocks * n_words]: positions constrained in a block */
     double *after_mean; size_t after_mean_cap;   /* [n_rec * width]: sum of E[c_u] over later u, same target */
     int64_t *group_end; size_t group_end_cap;    /* [n_rec]: end of the leaves of those later u */
@@ -510,7 +510,7 @@ static int tree_moments(workspace *w, tree_rec *r)
     return XAI_OK;
 }
 
-/* The columns (lay_slots) and masses of tree r's leaves from their ranks, their bits and c * p. */
+/* The masses of tree r's leaves in the positions they constrain, their bits and c * p. */
 static int tree_boxes(workspace *w, const tree_rec *r)
 {
     const int32_t W = w->width, n_words = w->n_words, n_used = r->n_used, L = r->n_leaf;
@@ -524,7 +524,6 @@ static int tree_boxes(workspace *w, const tree_rec *r)
         return XAI_E_NOMEM;
     const double *p = w->leaf_p + r->leaf_start, *c = w->leaf_c + r->leaf_start * W;
     const int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
-    const int64_t n_col = w->n_leaf;
     double *b = w->leaf_b + r->leaf_start * W, *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
     uint64_t *bits = w->leaf_bits + (size_t)r->leaf_start * n_words;
     memset(bits, 0, (size_t)L * n_words * sizeof(uint64_t));
@@ -532,23 +531,11 @@ static int tree_boxes(workspace *w, const tree_rec *r)
         const int32_t pos = w->used_pos[r->used_start + q];
         const int64_t off = w->cdf_offset[w->s_feat[pos]];
         const double *F = w->cdf_row + off, *S = w->sf_row + off;
-        double *col[COL_BLOCKS], *mass_q = box + ((size_t)BOX_MASS * n_used + q) * L;
-        for (int k = 0; k < COL_BLOCKS; k++)
-            col[k] = w->col + ((size_t)w->slot[pos] * COL_BLOCKS + k) * n_col + r->leaf_start;
+        double *mass_q = box + ((size_t)BOX_MASS * n_used + q) * L;
         for (int32_t l = 0; l < L; l++) {
             const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
             const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
-            const double mass = box_mass(w, pos, lo, hi, F, S);
-            if (is_set_pos(w, pos)) { /* the set id, read by block_rows' ROW_SET rows */
-                col[COL_FLO][l] = (double)lo;
-            } else {
-                col[COL_FLO][l] = F[lo];
-                col[COL_FHI][l] = F[hi];
-                col[COL_NSLO][l] = -S[lo];
-                col[COL_NSHI][l] = -S[hi];
-            }
-            col[COL_INV][l] = 1.0 / mass;
-            mass_q[l] = mass;
+            mass_q[l] = box_mass(w, pos, lo, hi, F, S);
             if (box_narrow(w, pos, lo, hi))
                 bits[(size_t)l * n_words + (pos >> 6)] |= (uint64_t)1 << (pos & 63);
         }
@@ -682,13 +669,10 @@ static int prune_leaves(workspace *w)
     return XAI_OK;
 }
 
-/* The inner side of the leaf-pair loop, laid out once per (row, S): for every S position some
- * tree constrains (its slot), COL_BLOCKS columns over all kept leaves in record order. tree_boxes
- * fills a record's leaves in the positions it constrains; here the others get the whole line (F 0 ..
- * 1, -S -1 .. 0, inv 1: the values tree_boxes gives a leaf that leaves the feature whole). */
+/* The inner side of the leaf-pair loop: every S position some tree constrains gets a slot of
+ * COL_BLOCKS columns over the leaves of one block (block_columns), CHUNK entries each. */
 static int lay_slots(workspace *w)
 {
-    const int64_t n = w->n_leaf;
     int32_t n_slots = 0;
     for (int32_t pos = 0; pos < w->n_s; pos++)
         w->slot[pos] = -1;
@@ -698,26 +682,67 @@ static int lay_slots(workspace *w)
             if (w->slot[pos] < 0)
                 w->slot[pos] = n_slots++;
         }
-    if (grow((void **)&w->col, &w->col_cap, (size_t)n_slots * COL_BLOCKS * (size_t)n, sizeof(double)))
+    if (grow((void **)&w->col, &w->col_cap, (size_t)(n_slots > 0 ? n_slots : 1) * COL_BLOCKS * CHUNK, sizeof(double)))
         return XAI_E_NOMEM;
-    for (int32_t i = 0; i < w->n_rec; i++) {
+    return XAI_OK;
+}
+
+/* The columns of the kept leaves [b0, b1) of one block, leaf m at entry m - b0 of each: per slot,
+ * F(lo), F(hi), -S(lo), -S(hi) and 1 / mass of the leaf's interval (lo, hi] in that position (all four
+ * increase with the boundary; 1 / mass is finite: a kept leaf's probability, and so each of its masses,
+ * is >= DBL_MIN); the set id in place of F(lo) in a categorical position; the whole line (F 0 .. 1,
+ * -S -1 .. 0, inv 1; the whole set's id) where the leaf leaves the position whole. *rec_at: the first
+ * record whose leaves reach b0 (the blocks come in order). Filled per block rather than once for all
+ * leaves, so that the columns take CHUNK entries per slot, not one per leaf. */
+static void block_columns(workspace *w, int64_t b0, int64_t b1, int32_t *rec_at)
+{
+    int32_t i = *rec_at;
+    while (i < w->n_rec && w->rec[i].leaf_start + w->rec[i].n_leaf <= b0)
+        i++;
+    *rec_at = i;
+    for (; i < w->n_rec && w->rec[i].leaf_start < b1; i++) {
         const tree_rec *r = &w->rec[i];
+        const int32_t n_used = r->n_used, L = r->n_leaf;
+        const int64_t at = r->leaf_start - b0; /* leaf l's entry: at + l */
+        const int32_t l0 = (int32_t)(b0 > r->leaf_start ? b0 - r->leaf_start : 0);
+        const int32_t l1 = (int32_t)(b1 < r->leaf_start + L ? b1 - r->leaf_start : L);
         const uint64_t *bits = w->bits + (size_t)i * w->n_words;
-        for (int32_t pos = 0; pos < w->n_s && r->n_leaf > 0; pos++) {
+        for (int32_t pos = 0; pos < w->n_s; pos++) {
             if (w->slot[pos] < 0 || bits[pos >> 6] >> (pos & 63) & 1)
-                continue; /* no slot, or tree_boxes fills it */
-            double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n + r->leaf_start;
-            const double whole = is_set_pos(w, pos) ? (double)w->top[pos] : 0.0; /* the whole line or set */
-            for (int32_t l = 0; l < r->n_leaf; l++) {
-                col[COL_FLO * n + l] = whole;
-                col[COL_FHI * n + l] = 1.0;
-                col[COL_NSLO * n + l] = -1.0;
-                col[COL_NSHI * n + l] = 0.0;
-                col[COL_INV * n + l] = 1.0;
+                continue; /* no slot, or filled below */
+            double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * CHUNK;
+            const double whole = is_set_pos(w, pos) ? (double)w->top[pos] : 0.0;
+            for (int32_t l = l0; l < l1; l++) {
+                col[COL_FLO * CHUNK + at + l] = whole;
+                col[COL_FHI * CHUNK + at + l] = 1.0;
+                col[COL_NSLO * CHUNK + at + l] = -1.0;
+                col[COL_NSHI * CHUNK + at + l] = 0.0;
+                col[COL_INV * CHUNK + at + l] = 1.0;
+            }
+        }
+        const int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
+        const double *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
+        for (int32_t q = 0; q < n_used; q++) {
+            const int32_t pos = w->used_pos[r->used_start + q];
+            const int64_t off = w->cdf_offset[w->s_feat[pos]];
+            const double *F = w->cdf_row + off, *S = w->sf_row + off, *mass = box + ((size_t)BOX_MASS * n_used + q) * L;
+            double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * CHUNK;
+            const int set = is_set_pos(w, pos);
+            for (int32_t l = l0; l < l1; l++) {
+                const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
+                const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
+                if (set) { /* the set id, read by block_rows' ROW_SET rows */
+                    col[COL_FLO * CHUNK + at + l] = (double)lo;
+                } else {
+                    col[COL_FLO * CHUNK + at + l] = F[lo];
+                    col[COL_FHI * CHUNK + at + l] = F[hi];
+                    col[COL_NSLO * CHUNK + at + l] = -S[lo];
+                    col[COL_NSHI * CHUNK + at + l] = -S[hi];
+                }
+                col[COL_INV * CHUNK + at + l] = 1.0 / mass[l];
             }
         }
     }
-    return XAI_OK;
 }
 
 /* Collect every tree's reachable leaves for the current (x, S), with their moments; drop trees
@@ -895,7 +920,7 @@ XAI_INLINE double last_band_sum(const double *restrict a, const double *restrict
     return sum;
 }
 
-/* The rest of the inner side of the leaf-pair loop (the columns: lay_slots, tree_boxes): per block of
+/* The rest of the inner side of the leaf-pair loop (the columns: lay_slots, block_columns): per block of
  * CHUNK leaves, the positions some leaf of the block constrains; per record, the sum of the means of
  * the later records with its target and where those records' leaves end. */
 static int lay_columns(workspace *w)
@@ -931,7 +956,6 @@ static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_
                        const uint64_t *block_bits)
 {
     const int32_t nb = (int32_t)(b1 - a);
-    const int64_t n_col = w->n_leaf;
     const int32_t *list = w->rec_rows + w->rec_rows_at[2 * it];
     for (int64_t k = 0; k < w->rec_rows_at[2 * it + 1]; k++) {
         const int32_t r = list[k], pos = w->rowdef[r].pos;
@@ -940,24 +964,24 @@ static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_
         w->rowdef[r].block = blk;
         if (!(block_bits[pos >> 6] >> (pos & 63) & 1))
             continue;
-        const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * n_col + a;
+        const double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * CHUNK + (a - b0);
         const double v = w->rowdef[r].val;
-        const double *restrict inv = col + COL_INV * n_col;
+        const double *restrict inv = col + COL_INV * CHUNK;
         double *restrict row = w->table + (size_t)r * CHUNK + (a - b0);
         if (w->rowdef[r].type == ROW_SET) { /* P(A & A_m) / P(A_m), A_m by its set id */
             const int32_t cw = w->cw;
             const uint64_t *A = w->pool + (size_t)w->rowdef[r].rank * cw;
-            const double *p = w->cdf_row + w->cdf_offset[w->s_feat[pos]], *id = col + COL_FLO * n_col;
+            const double *p = w->cdf_row + w->cdf_offset[w->s_feat[pos]], *id = col + COL_FLO * CHUNK;
             for (int32_t m = 0; m < nb; m++)
                 row[m] = atom_sum(A, w->pool + (size_t)id[m] * cw, cw, p) * inv[m];
         } else if (w->rowdef[r].type == ROW_A) {
-            const double *restrict x = col + COL_FLO * n_col, *restrict y = col + COL_FHI * n_col;
+            const double *restrict x = col + COL_FLO * CHUNK, *restrict y = col + COL_FHI * CHUNK;
             for (int32_t m = 0; m < nb; m++) {
                 const double d = (y[m] < v ? y[m] : v) - x[m];
                 row[m] = (d > 0.0 ? d : 0.0) * inv[m];
             }
         } else {
-            const double *restrict x = col + COL_NSLO * n_col, *restrict y = col + COL_NSHI * n_col;
+            const double *restrict x = col + COL_NSLO * CHUNK, *restrict y = col + COL_NSHI * CHUNK;
             const double keep = w->rowdef[r].type == ROW_C ? 1.0 : 0.0, sign = w->rowdef[r].type == ROW_C ? -1.0 : 1.0;
             for (int32_t m = 0; m < nb; m++) {
                 const double d = y[m] - (x[m] > v ? x[m] : v);
@@ -1204,8 +1228,10 @@ static int all_pairs(workspace *w)
             w->pair_terms += (int64_t)rt->n_leaf * (end - start);
     }
     const int64_t n_blocks = (w->n_leaf + CHUNK - 1) / CHUNK;
+    int32_t rec_at = 0;
     for (int64_t blk = 0; blk < n_blocks; blk++) {
         const int64_t b0 = blk * CHUNK, b1 = b0 + CHUNK < w->n_leaf ? b0 + CHUNK : w->n_leaf;
+        block_columns(w, b0, b1, &rec_at);
         const uint64_t *bits = w->block_bits + (size_t)blk * w->n_words;
         for (int32_t it = 0; it < w->n_rec; it++) {
             const tree_rec *rt = &w->rec[it];

@@ -179,7 +179,8 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
         return cached
     categories = forest.n_categories if forest.n_categories is not None else np.zeros(forest.n_features, np.int32)
     internal = (forest.left_child >= 0) & (categories[forest.feature] == 0)     # the numeric splits
-    t = forest.threshold[internal]
+    # each distinct threshold's boundary once (a model has far fewer than it has splits)
+    t, of_split = np.unique(forest.threshold[internal], return_inverse=True)
     if forest.input_float32:
         # the model compares float32(x): left iff float32(x) <= a, where a is the largest
         # float32 obeying the rule against t; float32(x) <= a iff x < midpoint(a, next float32)
@@ -195,19 +196,18 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
                                             np.where((hi == np.inf) & (lo < np.inf), 2.0**128, hi)) / 2.0)
         b = np.where(obeys(lo), b, -np.inf)           # no float32 obeys the rule: every x goes right
     else:
-        b = t.copy()
-    boundary = np.zeros(forest.n_nodes)
-    boundary[internal] = b
+        b = t
+    b = b[of_split]
     rank = np.zeros(forest.n_nodes, dtype=np.int32)
     boundaries, offsets = [], [0]
     feat = forest.feature[internal]
     idx = np.flatnonzero(internal)
     for j in range(forest.n_features):
-        values = np.unique(b[feat == j])
+        of_j = feat == j
+        values = np.unique(b[of_j])
         boundaries.append(values)
         offsets.append(offsets[-1] + (len(values) if categories[j] == 0 else int(categories[j])) + 2)
-        sel = idx[feat == j]
-        rank[sel] = np.searchsorted(values, boundary[sel]) + 1
+        rank[idx[of_j]] = np.searchsorted(values, b[of_j]) + 1
     rank.flags.writeable = False
     counts = np.array([len(v) for v in boundaries], dtype=np.int32)
     column_boundary = np.concatenate([np.concatenate(([-np.inf], v, [np.inf])) if k == 0 else np.full(k + 2, np.nan)

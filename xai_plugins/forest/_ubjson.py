@@ -15,11 +15,17 @@ _UBJ_STRUCTS = {marker: struct.Struct(code) for marker, code in _UBJ_NUMBERS.ite
 _UBJ_CONSTANTS = {ord("T"): True, ord("F"): False, ord("Z"): None}
 
 
-def decode_ubjson(data: bytes):
+def decode_ubjson(data: bytes | bytearray, skip: frozenset[str] = frozenset()):
     """Decode the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")``: objects as dicts, typed
     arrays (``[$d#…``) as numpy arrays read straight from the bytes (exact: float32 thresholds keep
-    their bits), other arrays as lists."""
-    buf = bytes(data)
+    their bits), other arrays as lists. Members of any object named in ``skip`` are read past and
+    left out. ``data`` is read in place (not copied) and not held after the call."""
+    with memoryview(data).cast("B") as buf:
+        return _decode(buf, skip)
+
+
+def _decode(buf: memoryview, skip: frozenset[str]):
+    """The value the document in ``buf`` holds (see :func:`decode_ubjson`)."""
     STRING, ARRAY, OBJECT, END_ARRAY, END_OBJECT, TYPE, COUNT = map(ord, "S[{]}$#")
 
     def length(pos: int) -> tuple[int, int]:
@@ -34,7 +40,7 @@ def decode_ubjson(data: bytes):
             return _UBJ_CONSTANTS[marker], pos
         if marker == STRING:
             n, pos = length(pos)
-            return buf[pos:pos + n].decode(), pos + n
+            return str(buf[pos:pos + n], "utf-8"), pos + n
         if marker != ARRAY and marker != OBJECT:
             raise UnsupportedModelError(f"unexpected UBJSON marker {chr(marker)!r} in the XGBoost model")
         kind = count = None
@@ -50,16 +56,21 @@ def decode_ubjson(data: bytes):
             return out.astype(dtype.newbyteorder("=")), pos + count * dtype.itemsize
         items: list = []
         names: list = []
-        while len(items) != count and (count is not None or buf[pos] not in (END_ARRAY, END_OBJECT)):
+        read = 0
+        while read != count and (count is not None or buf[pos] not in (END_ARRAY, END_OBJECT)):
+            read += 1
             if marker == OBJECT:
                 n, pos = length(pos)
-                names.append(buf[pos:pos + n].decode())
+                names.append(str(buf[pos:pos + n], "utf-8"))
                 pos += n
             if kind is None:
                 item, pos = value(pos + 1, buf[pos])
             else:
                 item, pos = value(pos, kind)
-            items.append(item)
+            if marker != OBJECT or names[-1] not in skip:
+                items.append(item)
+            else:
+                names.pop()
         pos += count is None                                     # the closing ] or }
         return (dict(zip(names, items)) if marker == OBJECT else items), pos
 

@@ -53,7 +53,7 @@ class XGBoostImporter(LibraryImporter):
     def to_forest(self, model: Any) -> Forest:
         """Trees read from the booster's UBJSON (``save_raw``), the rounds its ``predict`` uses."""
         booster = _booster(model)
-        doc = decode_ubjson(booster.save_raw(raw_format="ubj"))
+        doc = decode_ubjson(booster.save_raw(raw_format="ubj"), skip=_UNUSED_TREE_ARRAYS)
         learner = doc["learner"]
         gb = learner["gradient_booster"]
         if gb["name"] != "gbtree":
@@ -203,6 +203,10 @@ def _xgboost_labels(cats: dict | None, n_features: int) -> list | None:
         else:
             labels[j] = values.tolist()
     return labels if any(known is not None for known in labels) else None
+
+
+#: per-node arrays of XGBoost's trees that the import does not read (left out while decoding)
+_UNUSED_TREE_ARRAYS = frozenset({"loss_changes", "sum_hessian", "base_weights", "parents"})
 
 
 def _booster(model: Any) -> Any:
