@@ -120,7 +120,8 @@ def _block_on_permutation(ref: Reference, cols, X64, train, variants, trees):
                 per_variant[v] = None
                 continue
             r = _rows(variant.below[g_o])
-            g = variant.leaves(t, X64[r], L[r], cols)
+            # a transformed tree that no longer splits on cols sends every row to its training leaf
+            g = variant.leaves(t, X64[r], L[r], cols) if variant.uses[t] else L[r]
             per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
                               np.take(tables.node_pred, g, axis=0) - np.take(tables.node_pred, g_o[r], axis=0))
         results.append((t, d_o, per_variant))
