@@ -4,7 +4,8 @@ Workloads (each a fully grown ``RandomForestRegressor``):
 - california: California housing (8 numeric features, ``total_bedrooms`` NaN kept: scikit-learn
   routes them), 100 trees, local MDI of 5,000 rows;
 - friedman (``--big``): ``make_friedman1`` with 100,000 rows and 10 features plus a duplicate of
-  feature 0, ``--trees`` trees (500 by default: millions of nodes), local MDI of all 100,000 rows.
+  feature 0, ``--trees`` trees (500 by default; about 126,000 nodes a tree: 128 trees make the 16 M-node
+  forest of issue 23, 500 trees 63 M), local MDI of all 100,000 rows.
 
 Per workload and thread count (n_jobs = 1 and 2 for both: scikit-learn's ``predict`` runs its
 trees on ``n_jobs`` joblib threads, local MDI its row chunks on ``n_jobs`` threads) the best of a
@@ -133,6 +134,7 @@ def report(name: str, path: str, nodes: int, ref: str | None, repeat: int, with_
         model, rows = pickle.load(fh)
     print(f"\n{name}: {len(model.estimators_)} trees, {nodes / 1e6:.2f} M nodes, {len(rows):,} rows x "
           f"{rows.shape[1]} features")
+    del model, rows   # the workers load their own copy: one big forest in memory at a time
     with tempfile.TemporaryDirectory() as tmp:
         new = in_subprocess(ROOT, "--worker", path, str(repeat), f"{tmp}/new.npy")
         old = in_subprocess(Path(ref), "--worker", path, str(repeat), f"{tmp}/old.npy") if ref else None
