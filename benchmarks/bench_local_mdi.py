@@ -21,7 +21,8 @@ the output's.
 
 Fitted models are cached in the temp directory (``--refit`` rebuilds them).
 
-Run: python benchmarks/bench_local_mdi.py [--ref /work/oldmain] [--big [--trees 500]] [--memory]
+Run: python benchmarks/bench_local_mdi.py [--ref /work/oldmain] [--big [--trees 500] [--big-only] [--big-repeat 2]]
+     [--memory]
 """
 
 import argparse
@@ -174,9 +175,12 @@ def main():
     parser.add_argument("--trees", type=int, default=500, help="trees of the friedman forest")
     parser.add_argument("--memory", action="store_true", help="peak memory of a first call")
     parser.add_argument("--refit", action="store_true", help="refit the cached models")
+    parser.add_argument("--big-only", action="store_true", help="only the friedman workload (with --big)")
+    parser.add_argument("--big-repeat", type=int, default=2, help="timed runs of the friedman workload")
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
-    runs = [("california", 100, 5)] + ([("friedman", args.trees, 2)] if args.big else [])
+    runs = ([] if args.big and args.big_only else [("california", 100, 5)]) \
+        + ([("friedman", args.trees, args.big_repeat)] if args.big else [])
     for name, trees, repeat in runs:
         path, nodes = workload(name, trees, args.refit)
         report(name, path, nodes, args.ref, repeat, args.memory)
