@@ -148,8 +148,9 @@ static inline void descend_group(const xai_forest *f, const walk_node *walk, con
  * changed_boxes; v is scratch for one row's values. A row outside its start leaf's box climbs the
  * ancestors that split on a changed feature to the first whose box holds its values (its other
  * values are those that reached the start leaf, so the row reaches that node) and descends from
- * there, GROUP such rows at a time in lockstep. The arguments are read into locals once: stores
- * into leaf could otherwise alias them. */
+ * there (walk layout positions pos[], walk[]); those of each GROUP consecutive rows descend
+ * together, in lockstep. The arguments are read into locals once: stores into leaf could otherwise
+ * alias them. */
 static void route_rows(const xai_forest *f, xai_reroute_args *a, const double *lo, const double *hi,
                        const int32_t *up, const int32_t *pos, const walk_node *walk, double *v)
 {
