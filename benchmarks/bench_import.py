@@ -3,8 +3,9 @@ build of this package (the previous main) measured in the same run.
 
 Models (data: ``make_friedman1`` with its first column duplicated, seed 0):
 - ``sklearn RF``: ``RandomForestRegressor(n_estimators=25)``, fully grown, 20,000 rows (~0.6 M nodes);
-  ``--big`` adds ``RandomForestRegressor(n_estimators=--big-trees)`` on 100,000 rows (500 trees: ~16 M
-  nodes; fitting it takes minutes);
+  ``--big`` adds ``bench_local_mdi.py``'s friedman forest, ``RandomForestRegressor(n_estimators=--big-trees)``
+  on 100,000 rows (about 126,000 nodes a tree: 128 trees make the 16 M-node forest, 500 trees 63 M),
+  fitted once and cached by that script (fitting it takes many minutes);
 - ``XGBoost``: ``XGBRegressor(n_estimators=1000, max_depth=6)`` on 20,000 rows;
 - ``LightGBM``: ``LGBMRegressor(n_estimators=1000)`` (31 leaves) on 20,000 rows.
 
@@ -19,21 +20,21 @@ import argparse
 import json
 import os
 import pickle
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import _builds  # noqa: E402  (benchmarks/_builds.py, beside this script)
+import bench_local_mdi  # noqa: E402
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def build_models(big: bool, big_trees: int) -> dict:
-    """name -> fitted model."""
+def build_models() -> dict:
+    """name -> fitted model (the small ones)."""
     import lightgbm as lgb
     import xgboost as xgb
     from sklearn.datasets import make_friedman1
@@ -48,10 +49,6 @@ def build_models(big: bool, big_trees: int) -> dict:
               "XGBoost 1000 x 6": xgb.XGBRegressor(n_estimators=1000, max_depth=6, random_state=0).fit(X, y),
               "LightGBM 1000 x 31 leaves": lgb.LGBMRegressor(n_estimators=1000, verbose=-1,
                                                               random_state=0).fit(X, y)}
-    if big:
-        Xb, yb = data(100_000)
-        models[f"sklearn RF {big_trees} trees, 100k rows"] = RandomForestRegressor(
-            big_trees, random_state=0, n_jobs=-1).fit(Xb, yb)
     return models
 
 
@@ -73,12 +70,22 @@ def measure(models: dict, repeat: int) -> dict:
     return out
 
 
-def run(build: str, path: str, repeat: int) -> dict:
+def load_models(path: str, big: str | None) -> dict:
+    """The pickled small models, and the big forest from ``bench_local_mdi.py``'s cache (a pickle of
+    (model, rows)) when ``big`` names it."""
+    with open(path, "rb") as fh:
+        models = pickle.load(fh)
+    if big:
+        with open(big, "rb") as fh:
+            model = pickle.load(fh)[0]
+        models[f"sklearn RF {len(model.estimators_)} trees, 100k rows"] = model
+    return models
+
+
+def run(build: str, path: str, repeat: int, big: str | None) -> dict:
     """measure() in a subprocess importing the package from ``build``."""
-    env = dict(os.environ, PYTHONPATH=build)
-    done = subprocess.run([sys.executable, __file__, "--worker", path, "--repeat", str(repeat)], env=env,
-                          cwd=build, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _builds.in_subprocess(__file__, Path(build), "--worker", path, "--repeat", str(repeat),
+                                 *(["--big-path", big] if big else []))
 
 
 def main():
@@ -88,18 +95,20 @@ def main():
     parser.add_argument("--big", action="store_true", help="also the fully grown 100k-row random forest")
     parser.add_argument("--big-trees", type=int, default=500)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--big-path", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        with open(args.worker, "rb") as fh:
-            print(json.dumps(measure(pickle.load(fh), args.repeat)))
+        print(json.dumps(measure(load_models(args.worker, args.big_path), args.repeat)))
         return
-    models = build_models(args.big, args.big_trees)
+    print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
+    big = bench_local_mdi.workload("friedman", args.big_trees, refit=False)[0] if args.big else None
+    models = build_models()
     with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as fh:
         pickle.dump(models, fh, protocol=pickle.HIGHEST_PROTOCOL)
     del models
     try:
-        old = run(str(Path(args.ref).resolve()), fh.name, args.repeat) if args.ref else {}
-        new = run(str(ROOT), fh.name, args.repeat)
+        old = run(str(Path(args.ref).resolve()), fh.name, args.repeat, big) if args.ref else {}
+        new = run(str(ROOT), fh.name, args.repeat, big)
     finally:
         os.unlink(fh.name)
     print(f"{'model':36s} {'nodes':>11s} {'reference s':>12s} {'new s':>9s} {'ref s/M':>9s} {'new s/M':>9s} "

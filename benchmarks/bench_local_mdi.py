@@ -4,7 +4,8 @@ Workloads (each a fully grown ``RandomForestRegressor``):
 - california: California housing (8 numeric features, ``total_bedrooms`` NaN kept: scikit-learn
   routes them), 100 trees, local MDI of 5,000 rows;
 - friedman (``--big``): ``make_friedman1`` with 100,000 rows and 10 features plus a duplicate of
-  feature 0, ``--trees`` trees (500 by default: millions of nodes), local MDI of all 100,000 rows.
+  feature 0, ``--trees`` trees (500 by default; about 126,000 nodes a tree: 128 trees make the 16 M-node
+  forest of issue 23, 500 trees 63 M), local MDI of all 100,000 rows.
 
 Per workload and thread count (n_jobs = 1 and 2 for both: scikit-learn's ``predict`` runs its
 trees on ``n_jobs`` joblib threads, local MDI its row chunks on ``n_jobs`` threads) the best of a
@@ -20,7 +21,8 @@ the output's.
 
 Fitted models are cached in the temp directory (``--refit`` rebuilds them).
 
-Run: python benchmarks/bench_local_mdi.py [--ref /work/oldmain] [--big [--trees 500]] [--memory]
+Run: python benchmarks/bench_local_mdi.py [--ref /work/oldmain] [--big [--trees 500] [--big-only] [--big-repeat 2]]
+     [--one-thread] [--memory]
 """
 
 import argparse
@@ -79,10 +81,10 @@ def workload(name: str, trees: int, refit: bool) -> tuple[str, int]:
     return str(path), sum(est.tree_.node_count for est in model.estimators_)
 
 
-def time_local_mdi(path: str, repeat: int, out: str | None) -> dict:
+def time_local_mdi(path: str, repeat: int, out: str | None, threads: int = 2) -> dict:
     """This build's local MDI and the model's predict on the pickled workload, timed alternately:
-    CPU time with n_jobs = 1 (steadier on a loaded machine) and wall time with n_jobs = 2;
-    the result saved to ``out``."""
+    CPU time with n_jobs = 1 (steadier on a loaded machine) and, unless ``threads`` is 1, wall time
+    with n_jobs = 2; the result saved to ``out``."""
     import xai_plugins as xp
 
     with open(path, "rb") as fh:
@@ -90,7 +92,7 @@ def time_local_mdi(path: str, repeat: int, out: str | None) -> dict:
     t = time.perf_counter()
     result = xp.local_mdi(model, rows)
     times = {"first call": time.perf_counter() - t}
-    for jobs, clock in ((1, time.process_time), (2, time.perf_counter)):
+    for jobs, clock in ((1, time.process_time), (2, time.perf_counter))[:threads]:
         model.set_params(n_jobs=jobs)
         key = f"{jobs} {'cpu' if clock is time.process_time else 'wall'}"
         pred, mdi = [], []
@@ -127,22 +129,23 @@ def in_subprocess(build: Path, *args: str) -> dict:
     return _builds.in_subprocess(__file__, build, *args)
 
 
-def report(name: str, path: str, nodes: int, ref: str | None, repeat: int, with_memory: bool) -> None:
+def report(name: str, path: str, nodes: int, ref: str | None, repeat: int, with_memory: bool, threads: int) -> None:
     """Print one workload's figures."""
     with open(path, "rb") as fh:
         model, rows = pickle.load(fh)
     print(f"\n{name}: {len(model.estimators_)} trees, {nodes / 1e6:.2f} M nodes, {len(rows):,} rows x "
           f"{rows.shape[1]} features")
+    del model, rows   # the workers load their own copy: one big forest in memory at a time
     with tempfile.TemporaryDirectory() as tmp:
-        new = in_subprocess(ROOT, "--worker", path, str(repeat), f"{tmp}/new.npy")
-        old = in_subprocess(Path(ref), "--worker", path, str(repeat), f"{tmp}/old.npy") if ref else None
+        new = in_subprocess(ROOT, "--worker", path, str(repeat), f"{tmp}/new.npy", str(threads))
+        old = in_subprocess(Path(ref), "--worker", path, str(repeat), f"{tmp}/old.npy", str(threads)) if ref else None
         same = "" if old is None else "; results bitwise identical to the previous main: " \
             + str(np.array_equal(np.load(f"{tmp}/new.npy"), np.load(f"{tmp}/old.npy")))
     print(f"first call (import + local MDI, n_jobs=None): now {new['first call']:.3f} s"
           + (f", previous main {old['first call']:.3f} s" if old else "") + same)
     print(f"{'n_jobs':>10s} {'predict s':>10s} {'MDI now s':>10s} {'now/pred':>9s} {'s/M nodes':>10s}"
           + (f" {'predict s':>10s} {'MDI old s':>10s} {'old/pred':>9s} {'old/now':>8s}" if old else ""))
-    for key in ("1 cpu", "2 wall"):
+    for key in ("1 cpu", "2 wall")[:threads]:
         pred, now = new[key]
         line = f"{key:>10s} {pred:10.3f} {now:10.3f} {now / pred:9.2f} {now / nodes * 1e6:10.4f}"
         if old:
@@ -160,8 +163,8 @@ def report(name: str, path: str, nodes: int, ref: str | None, repeat: int, with_
 
 def main():
     if sys.argv[1:2] == ["--worker"]:
-        path, repeat, out = sys.argv[2:5]
-        print(json.dumps(time_local_mdi(path, int(repeat), out)))
+        path, repeat, out, threads = sys.argv[2:6]
+        print(json.dumps(time_local_mdi(path, int(repeat), out, int(threads))))
         return
     if sys.argv[1:2] == ["--memory-worker"]:
         print(json.dumps(memory(sys.argv[2])))
@@ -172,12 +175,16 @@ def main():
     parser.add_argument("--trees", type=int, default=500, help="trees of the friedman forest")
     parser.add_argument("--memory", action="store_true", help="peak memory of a first call")
     parser.add_argument("--refit", action="store_true", help="refit the cached models")
+    parser.add_argument("--big-only", action="store_true", help="only the friedman workload (with --big)")
+    parser.add_argument("--big-repeat", type=int, default=2, help="timed runs of the friedman workload")
+    parser.add_argument("--one-thread", action="store_true", help="time n_jobs = 1 only (CPU time)")
     args = parser.parse_args()
     print(f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}")
-    runs = [("california", 100, 5)] + ([("friedman", args.trees, 2)] if args.big else [])
+    runs = ([] if args.big and args.big_only else [("california", 100, 5)]) \
+        + ([("friedman", args.trees, args.big_repeat)] if args.big else [])
     for name, trees, repeat in runs:
         path, nodes = workload(name, trees, args.refit)
-        report(name, path, nodes, args.ref, repeat, args.memory)
+        report(name, path, nodes, args.ref, repeat, args.memory, 1 if args.one_thread else 2)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ alternating ``--rounds`` times; per build the best round. Printed per workload: 
 MCR seconds, predicts per (feature, permutation) for both builds, and whether the two builds'
 tables are bitwise identical. Fitted models are cached in the temp directory (``--refit``).
 
-Run: python benchmarks/bench_mcr.py [--ref /work/oldmain] [--big [--big-trees 80]] [--quick]
+Run: python benchmarks/bench_mcr.py [--ref /work/oldmain] [--big [--big-trees 80] [--big-only]] [--quick]
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ def main():
     ap.add_argument("--big", action="store_true", help="also the friedman forest of fully grown trees")
     ap.add_argument("--big-trees", type=int, default=80)
     ap.add_argument("--big-features", default="0", help="comma-separated feature indices, or 'all'")
+    ap.add_argument("--big-only", action="store_true", help="only the friedman forest (with --big)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--refit", action="store_true")
     ap.add_argument("--quick", action="store_true", help="readme forest of 100 trees on 20,000 rows")
@@ -145,9 +146,11 @@ def main():
     if args.quick:
         args.rows, args.trees = 20_000, 100
     print(f"cores: {os.cpu_count()}  rows: {args.rows:,}")
-    path, nodes = workload("readme", args.rows, args.trees, args.refit)
-    report(f"readme forest ({args.trees} trees, depth 8, 8 features)", path, nodes, "all", args.permutations,
-           args.ref, args.rounds)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    if not (args.big and args.big_only):
+        path, nodes = workload("readme", args.rows, args.trees, args.refit)
+        report(f"readme forest ({args.trees} trees, depth 8, 8 features)", path, nodes, "all", args.permutations,
+               args.ref, args.rounds)
     if args.big:
         path, nodes = workload("friedman", args.rows, args.big_trees, args.refit)
         report(f"friedman forest ({args.big_trees} fully grown trees)", path, nodes, args.big_features,

@@ -133,16 +133,19 @@ def _walk(forest, t, row):
     return node
 
 
-@pytest.mark.parametrize("kind", ["sklearn", "xgboost"])
+@pytest.mark.parametrize("kind", ["sklearn", "sklearn fully grown", "xgboost"])
 def test_reroute_matches_a_full_traversal(data, kind):
     """xai_reroute (RF-MCR's permuted rows) against the model's own leaf assignment: scikit-learn's
-    Tree.apply (x <= t on float32) and XGBoost's pred_leaf (x < t, NaN to the default side)."""
+    Tree.apply (x <= t on float32; fully grown: the walk layout's right-child links many levels deep,
+    442 rows = lockstep groups of 16 and a partial one) and XGBoost's pred_leaf (x < t, NaN to the
+    default side)."""
     from xai_plugins import _native
 
     X, Xn, y, *_ = data
     rng = np.random.default_rng(1)
-    if kind == "sklearn":
-        model = RandomForestRegressor(n_estimators=5, max_depth=6, random_state=0).fit(Xn, y)
+    if kind.startswith("sklearn"):
+        model = RandomForestRegressor(n_estimators=5, max_depth=None if "grown" in kind else 6,
+                                      random_state=0).fit(Xn, y)
         def leaves(A):
             return np.stack([e.tree_.apply(A.astype(np.float32)) for e in model.estimators_], axis=1)
     else:  # XGBoost numbers nodes differently: walk the imported arrays in Python (x < t, NaN by default)

@@ -226,6 +226,37 @@ def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
     assert (new[0.2]["mcr_plus"] > new[0.2]["model_reliance"]).any()
 
 
+def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit_learn(monkeypatch):
+    """Fully grown trees on a feature and its exact copy (issue 23's friedman workload in small):
+    S- then replaces every split on the permuted feature, and those trees are not walked at all
+    (rows keep their training leaf); S+ trees are routed by the C core's walk layout. Every figure
+    is bitwise the one obtained when scikit-learn's ``apply`` routes every transformed tree."""
+    from sklearn.datasets import make_friedman1
+
+    from xai_plugins.mcr import _passes, _surrogates
+
+    X, y = make_friedman1(n_samples=700, n_features=5, random_state=0)
+    X = np.c_[X, X[:, 0]]
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=12, random_state=0)
+    kw = dict(n_permutations=2, features=[0, 5, 2])
+    new = mcr(model, X, y, **kw).table
+    tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=False)
+    survey = tables.survey(make_loss("squared_error", tables.node_pred, y), map)
+    minus = survey.surrogates.transform(tables, [0], plus=False)
+    assert (minus.changed & ~minus.uses).sum() > 6        # the trees left without a walk
+    routed = []
+
+    def oracle(variant, t, X64, start, cols):
+        routed.append(t)
+        return sklearn_tree(tables, variant, t).apply(X64.astype(np.float32)) + tables.offsets[t]
+
+    monkeypatch.setattr(_passes, "_variant_leaves", oracle)
+    monkeypatch.setattr(_surrogates.TransformedForest, "leaves", lambda self, t, X64, start, cols: oracle(
+        self, t, X64, start, cols))
+    pd.testing.assert_frame_equal(new, mcr(model, X, y, **kw).table, check_exact=True)
+    assert routed
+
+
 def test_tables_read_from_the_forest_match_the_trees(xor):
     """Node arrays come from the imported Forest; they must be the scikit-learn trees' own."""
     X, y = xor

@@ -120,11 +120,18 @@ def _block_on_permutation(ref: Reference, cols, X64, train, variants, trees):
                 per_variant[v] = None
                 continue
             r = _rows(variant.below[g_o])
-            g = variant.leaves(t, X64[r], L[r], cols)
+            g = _variant_leaves(variant, t, X64[r], L[r], cols)
             per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
                               np.take(tables.node_pred, g, axis=0) - np.take(tables.node_pred, g_o[r], axis=0))
         results.append((t, d_o, per_variant))
     return change, results
+
+
+def _variant_leaves(variant, t, X64, start, cols):
+    """Leaves of the transformed tree ``t`` (see :meth:`~._surrogates.TransformedForest.leaves`) for
+    rows that differ from their training rows only in ``cols``: a tree that no longer splits on
+    ``cols`` sends every such row to its training leaf ``start`` without a walk."""
+    return variant.leaves(t, X64, start, cols) if variant.uses[t] else start
 
 
 def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sums, swap, sign: float,
