@@ -84,7 +84,7 @@ class AcME:
         # the model's missing= sentinel (XGBoost) is missing, as NaN is: refused like NaN, never a quantile
         self._missing = model_missing_value(model)
         model_categorical, self._labels = _model_categories(model)
-        X, self.feature_names_ = model_rows(category_codes(X_background, model_names, self._labels), model_names,
+        X, self.feature_names_ = model_rows(self._codes(X_background, model_names), model_names,
                                             int(n_features), what="X_background", min_rows=2, missing=self._missing)
         # rows given later are aligned to these names: the model's, else the background's columns
         self._align_names = model_names if model_names is not None else (
@@ -107,10 +107,14 @@ class AcME:
         self.grid_ = build_grid(X, self.feature_names_, categorical, self.baseline_, self.n_quantiles,
                                 self.robust, variant, self._labels)
 
+    def _codes(self, X, names):
+        """``X`` with the model's labelled categorical columns read as their codes (when it has any)."""
+        return X if self._labels is None else category_codes(X, names, self._labels)
+
     def _check_rows(self, X_rows) -> np.ndarray:
         """``X_rows`` (a DataFrame aligned by column name) as (n, d) rows in the model's feature order;
         categorical features must take levels seen in the background."""
-        rows, _ = model_rows(category_codes(X_rows, self._align_names, self._labels), self._align_names,
+        rows, _ = model_rows(self._codes(X_rows, self._align_names), self._align_names,
                              len(self.feature_names_), what="X_rows", missing=self._missing)
         for j in np.flatnonzero(self.grid_.categorical):
             seg = self.grid_.segment(j)
