@@ -182,3 +182,40 @@ def test_acme_grid_is_each_category_and_its_what_if_is_the_models_own_predict(wh
     ax = local.plot(0)
     shown = {text.get_text() for text in ax.texts}
     assert set(CITIES) | {"f", "m"} <= shown
+
+
+def test_mcr_of_a_one_hot_pipeline_permutes_each_input_column_as_a_whole(onehot_forest, text_data):
+    """RF-MCR on Pipeline(one-hot + forest): the model reliance of ``city`` is the mean loss increase
+    of the pipeline's own predict on the raw rows with the ``city`` column permuted (the same seeded
+    permutations), i.e. all its one-hot columns moving together; the range holds it."""
+    from xai_plugins._validation import check_random_state
+    from xai_plugins.mcr import model_class_reliance
+
+    X, y = text_data
+    result = model_class_reliance(onehot_forest, X, y, features=["city", "age"], n_permutations=3, random_state=4,
+                                  progress=False)
+    assert list(result.table.index) == ["city", "age"]
+    base = np.mean((onehot_forest.predict(X) - y) ** 2)
+    for name in ("city", "age"):
+        gaps = []
+        for seed in check_random_state(4).integers(0, 2**63 - 1, size=3):
+            permuted = X.copy()
+            permuted[name] = X[name].to_numpy()[np.random.default_rng(seed).permutation(len(X))]
+            gaps.append(np.mean((onehot_forest.predict(permuted) - y) ** 2) - base)
+        row = result.table.loc[name]
+        assert row["model_reliance"] == pytest.approx(np.mean(gaps), rel=1e-9)
+        assert row["mcr_minus"] <= row["model_reliance"] <= row["mcr_plus"]
+    assert len(result.groups["city"]) == 4
+
+
+def test_mcr_refuses_a_pipeline_of_a_boosting_model_by_name(text_data):
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from xai_plugins.errors import UnsupportedModelError
+    from xai_plugins.mcr import model_class_reliance
+
+    X, y = text_data
+    front = ColumnTransformer([("enc", OneHotEncoder(), ["city", "sex"])], remainder="passthrough")
+    pipe = Pipeline([("front", front), ("model", GradientBoostingRegressor(n_estimators=5))]).fit(X, y)
+    with pytest.raises(UnsupportedModelError, match="GradientBoostingRegressor is a boosting model"):
+        model_class_reliance(pipe, X, y, progress=False)
