@@ -219,3 +219,29 @@ def test_mcr_refuses_a_pipeline_of_a_boosting_model_by_name(text_data):
     pipe = Pipeline([("front", front), ("model", GradientBoostingRegressor(n_estimators=5))]).fit(X, y)
     with pytest.raises(UnsupportedModelError, match="GradientBoostingRegressor is a boosting model"):
         model_class_reliance(pipe, X, y, progress=False)
+
+
+def test_dt_sampler_tests_a_text_column_one_level_against_the_rest():
+    """A target that is "city = paris" is found by the one tree of one branch node reaching
+    accuracy 1 (exact enumeration); at min_accuracy 0 each of the city's four one-vs-rest tests is
+    as likely as any other test (symmetry); predict reads labels, an unseen one failing every test."""
+    from xai_plugins.dt_sampler import DTSampler
+
+    rng = np.random.default_rng(0)
+    n = 120
+    X = pd.DataFrame({"age": rng.normal(40, 10, n), "city": rng.choice(CITIES, n), "sex": rng.choice(["f", "m"], n)})
+    y = (X.city == "paris").astype(int)
+    fitted = DTSampler(n_branch_nodes=1, min_accuracy=1.0, sampler="exact", progress=False).fit(X, y)
+    assert fitted.emergence_probability_.probability.to_dict() == {"age": 0.0, "city": 1.0, "sex": 0.0}
+    assert [t.name for t in fitted.tests_ if t.feature_name != "age"] == \
+        ["city = lima", "city = oslo", "city = paris", "city = rome", "sex = f"]
+    np.testing.assert_array_equal(fitted.predict(X), y)
+    unseen = X.iloc[:3].assign(city="berlin")
+    np.testing.assert_array_equal(fitted.predict(unseen), 0)
+    uniform = DTSampler(n_branch_nodes=2, min_accuracy=0.0, sampler="exact", progress=False).fit(X, y)
+    n_tests = len(uniform.tests_)
+    assert uniform.emergence_probability_.loc["city", "probability"] == pytest.approx(4 / n_tests, abs=1e-12)
+    coded = X.assign(city=X.city.map(dict(zip(CITIES, [3, 7, 9, 1]))))
+    by_codes = DTSampler(n_branch_nodes=1, min_accuracy=1.0, sampler="exact", progress=False,
+                         categorical_features="city").fit(coded, y)
+    assert by_codes.emergence_probability_.loc["city", "probability"] == 1.0
