@@ -74,8 +74,8 @@ class Perturbation:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise InputError(f"feature {j} is perturbed by the binary flip law (its background holds only the values "
-                             f"{values[0]:g} and {values[1]:g}), but row {i} has {xj[i]!r}: explain rows whose value is "
-                             "one of the two, or leave the feature out of binary_perturbation(features=...)")
+                             f"{values[0]:g} and {values[1]:g}), but row {i} has {xj[i]!r}: explain rows whose value "
+                             "is one of the two, or leave the feature out of binary_perturbation(features=...)")
         rho = self.rho_of(j)
         return (1.0 - rho) * own + rho * q[None, :]
 

@@ -713,8 +713,10 @@ def binary_perturbation(model, background, sigma=0.3, *, perturbation=None, rho=
         {feature_index(f, forest.feature_names, forest.n_features)
          for f in ([features] if isinstance(features, (str, numbers.Integral)) else features)}), dtype=np.int64)
     binary = {}
+    background = noise.background
+    assert background is not None           # make_perturbation keeps the background it was given
     for j in chosen.tolist():
-        column = noise.background[:, j]
+        column = background[:, j]
         values, counts = np.unique(column[~np.isnan(column)], return_counts=True)
         if len(values) == 2 and numeric[j]:
             binary[j] = (values, counts / counts.sum())
@@ -722,7 +724,7 @@ def binary_perturbation(model, background, sigma=0.3, *, perturbation=None, rho=
             raise InputError(f"feature {j} ({(forest.feature_names or [j] * forest.n_features)[j]}) is not binary: its "
                              f"background holds {len(values)} distinct values{'' if numeric[j] else ' (categorical)'}; "
                              "the flip law needs exactly two (leave it out of features=)")
-    return Perturbation(noise.sigma, noise.dists, rho=noise.rho, background=noise.background,
+    return Perturbation(noise.sigma, noise.dists, rho=noise.rho, background=background,
                         sigma_units=noise.sigma_units, binary=binary)
 
 

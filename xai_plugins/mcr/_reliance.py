@@ -66,9 +66,9 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
     """
     inner, to_inner, sources = explained_model(model)
     if sources is not None:
-        return _pipeline_reliance(model, inner, to_inner(X), sources, y, features, groups, n_permutations=n_permutations,
-                                  epsilon=epsilon, random_state=random_state, loss=loss, reliance=reliance,
-                                  n_jobs=n_jobs, progress=progress)
+        return _pipeline_reliance(model, inner, to_inner(X), sources, y, features, groups,
+                                  n_permutations=n_permutations, epsilon=epsilon, random_state=random_state,
+                                  loss=loss, reliance=reliance, n_jobs=n_jobs, progress=progress)
     import pandas as pd
     from tqdm.auto import tqdm
 
