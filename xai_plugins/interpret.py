@@ -10,7 +10,9 @@ is a plotly figure and which ``interpret.show`` / ``interpret.preserve`` accept:
 
 Registered through the ``interpret_ext_greybox`` (PG², local MDI) and ``interpret_ext_blackbox``
 (AcME) entry points. InterpretML's bar charts show one output: for a model with k outputs,
-``output`` picks it (name or index); two-class models default to the positive class.
+``output`` picks it (name or index); two-class models default to the positive class. A
+categorical feature (a LightGBM category column, a Pipeline's encoded text column) is one
+"nominal" feature: its values are the user's labels, its global view one bar per category.
 """
 
 from __future__ import annotations
