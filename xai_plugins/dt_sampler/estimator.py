@@ -50,7 +50,7 @@ class DTSampler(BaseEstimator):
 
     Categorical features are tested one level against the rest (``city = paris``; one test for a
     two-level feature), so a feature's emergence sums over its levels' tests: a DataFrame's text,
-    object and pandas ``category`` columns are categorical (``predict`` reads the same labels; an
+    object and text ``category`` columns are categorical (``predict`` reads the same labels; an
     unseen label fails every test of its feature), and so are the numerically coded columns named
     in ``categorical_features``. ``categories_`` holds each feature's levels (None: numeric).
 
@@ -199,15 +199,17 @@ def _as_list(features) -> list:
 
 
 def _text_categories(X) -> list | None:
-    """Per column of a DataFrame ``X``, the sorted labels of a text, object or ``category`` column
-    (a category column: its categories), None for a numeric one; None when there is none."""
+    """Per column of a DataFrame ``X``, the sorted labels of a text or object column or the categories
+    of a ``category`` column of text, None for a numeric one (a ``category`` of numbers is its values,
+    as everywhere in the package: name it in ``categorical_features``); None when there is none."""
     if not hasattr(X, "columns"):
         return None
     out = []
     for name in X.columns:
         column = X[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
-            out.append(list(column.cat.categories))
+            numeric = pd.api.types.is_numeric_dtype(column.cat.categories.dtype)
+            out.append(None if numeric else list(column.cat.categories))
         elif pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
             out.append(None)
         else:
