@@ -105,10 +105,11 @@ def category_law(xj: float, rho: float, q) -> tuple[np.ndarray, np.ndarray]:
     return np.append(codes, xj), np.append(p, 1.0 - rho)
 
 
-def grid_pg2(model, predict, x, S, cdfs, laws=None) -> np.ndarray:
+def grid_pg2(model, predict, x, S, cdfs, laws=None, atoms=None) -> np.ndarray:
     """Σ over grid cells of the perturbed features of P(cell) (f(cell) - f(x))², with cells cut at
     the real boundaries of every threshold and f evaluated at one point per cell; a categorical
-    feature j (in ``laws``, {j: (rho, q)}) enumerates its values instead (:func:`category_law`).
+    feature j (in ``laws``, {j: (rho, q)}) enumerates its values instead (:func:`category_law`), and
+    so does a feature with a finite law (in ``atoms``, {j: (values, probabilities)}).
 
     predict: (n, d) -> (n, k) model output; cdfs[j]: the noise on feature j, a frozen scipy
     distribution (its sf serves the upper tail) or a bare CDF callable (see noise_mass)."""
@@ -119,6 +120,10 @@ def grid_pg2(model, predict, x, S, cdfs, laws=None) -> np.ndarray:
             reps, p = category_law(x[j], *laws[j])
             axes.append(reps)
             probs.append(p)
+            continue
+        if atoms is not None and j in atoms:
+            axes.append(np.asarray(atoms[j][0], dtype=np.float64))
+            probs.append(np.asarray(atoms[j][1], dtype=np.float64))
             continue
         b = np.unique([real_boundary(t, rule, f32) for t in thr.get(j, [])])
         if len(b) == 0:

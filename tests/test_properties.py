@@ -982,3 +982,51 @@ def test_categorical_models_route_and_score_as_the_library(kind, data):
     got = xp.pg2(model, _categorical_input(kind, labels, x[None, :]), S, sigma=0.5, rho=rho).value[0]
     want = grid_pg2(model, own, x, S, {1: gaussian(0.5)}, {0: (rho, np.full(K, 1.0 / K))})[0]
     assert got == pytest.approx(want, rel=1e-12, abs=1e-13)
+
+
+# ----------------------------------------------------------------------------- binary features, the flip law
+
+def draw_binary_columns(data, X) -> None:
+    """Some columns of ``X`` replaced by two drawn values (a 0/1-like indicator; values 1e-36 apart
+    and LightGBM's zero rounding included), in place."""
+    d = X.shape[1]
+    cols = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=d, unique=True), label="binary columns")
+    for j in cols:
+        a, b = data.draw(st.lists(st.sampled_from(GRID + EXTREMES), min_size=2, max_size=2, unique=True),
+                         label=f"values of {j}")
+        X[:, j] = np.where(data.draw(hnp.arrays(bool, len(X)), label=f"levels of {j}"), a, b)
+        X[:2, j] = a, b                                     # both present
+
+
+@pytest.mark.parametrize("kind", ("dt_reg", "rf_clf", "gb_reg", "xgb_reg", "xgb_clf", "lgbm_reg"))
+@examples(6)
+@given(data=st.data())
+def test_exact_pg2_under_the_binary_flip_law_matches_the_grid(kind, data):
+    """binary_perturbation: the two values of a binary feature enumerated with their law (keep x_j
+    with 1 - rho, else the background frequencies), written here; Gaussian noise on the others."""
+    from scipy import stats
+
+    X = draw_X(data, nan=False, extremes=False)
+    draw_binary_columns(data, X)
+    d = X.shape[1]
+    X[0, np.ptp(X, axis=0) == 0] += 1.0          # no constant column: σ is in background standard deviations
+    binary = {j: tuple(np.unique(X[:, j])) for j in range(d) if len(np.unique(X[:, j])) == 2}
+    model = fit_model(data, kind, X)
+    sigma = data.draw(st.floats(0.05, 1.5), label="sigma")
+    rho = data.draw(st.one_of(st.none(), st.floats(0.0, 1.0)), label="rho")
+    noise = xp.binary_perturbation(model, X, sigma, rho=rho)
+    assert sorted(noise.binary) == sorted(binary)
+    S = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=min(3, d), unique=True), label="S")
+    rows = X[data.draw(st.lists(st.integers(0, len(X) - 1), min_size=1, max_size=3), label="rows")]
+    std = X.std(axis=0)
+    cdfs = [gaussian(sigma * s if s > 0 else sigma) for s in std]
+    f = grid_predictor(model, kind)
+    exact = np.asarray(xp.pg2(model, rows, S, perturbation=noise).value, dtype=np.float64).reshape(len(rows), -1)
+    for i, x in enumerate(rows):
+        atoms = {}
+        for j, (a, b) in binary.items():
+            q_a = np.mean(X[:, j] == a)
+            r = rho if rho is not None else 2 * stats.norm.cdf(-0.5 / sigma)
+            atoms[j] = ([a, b], [(1 - r) * (x[j] == a) + r * q_a, (1 - r) * (x[j] == b) + r * (1 - q_a)])
+        want = grid_pg2(model, f, x, S, cdfs, atoms=atoms)
+        np.testing.assert_allclose(exact[i], want, rtol=1e-10, atol=1e-12, err_msg=f"{kind}, S={S}, x={x.tolist()}")
