@@ -204,7 +204,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                                              sample_size=options.max_shap_rows, random_state=sample_seed)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
-                       progress=options.progress and cl is None)   # on a cluster: the scheduler's progress
+                       progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
+                       rho=options.rho)
     _check_noise(ctx, options)
     bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
 
@@ -242,12 +243,11 @@ def _check_noise(ctx, options: AuditOptions) -> None:
     from ..prediction_gap import split_boundaries
 
     try:
-        noise = make_perturbation(ctx.n_features, ctx.sigma_vector(max(options.sigma), options.binary_sigma),
-                                  background=ctx.background)
+        noise = make_perturbation(ctx.n_features, **ctx.noise(max(options.sigma), options.binary_sigma))
     except XaiError:
         return
-    check_noise_scale(split_boundaries(ctx.forest), noise, range(ctx.n_features), ctx.X_test.to_numpy(dtype=float),
-                      stacklevel=5)
+    check_noise_scale(split_boundaries(ctx.forest), noise, np.flatnonzero(~ctx.categorical),
+                      ctx.X_test.to_numpy(dtype=float), stacklevel=5)
 
 
 def _parameters(options: AuditOptions, ctx, built, cl) -> dict:

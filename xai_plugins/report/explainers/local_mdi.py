@@ -20,11 +20,17 @@ class LocalMDI(Explainer):
                "trees, not of the explained output)")
 
     def prepare(self, ctx, options):
-        """The Forest with node impurities (:class:`NotApplicable` when the model stores none)."""
+        """The Forest with node impurities (:class:`NotApplicable` when the model stores none, or when
+        local MDI refuses it, as it does a model with categorical features, tried on one test row)."""
         try:
-            return detached(require_impurities(ctx.model))
+            forest = detached(require_impurities(ctx.model))
+            local_mdi(forest, ctx.X_test.to_numpy()[ctx.complete_rows[:1]])
         except UnsupportedModelError as exc:
-            raise NotApplicable(str(exc)) from exc
+            categorical = ctx.categorical_names
+            why = (f"local MDI does not apply to models with categorical features ({', '.join(categorical)}): "
+                   "it reads impurity decreases of numeric splits only" if categorical else str(exc))
+            raise NotApplicable(why) from exc
+        return forest
 
     def block(self, state, X):
         """Local MDI of the rows and their ranking by magnitude."""

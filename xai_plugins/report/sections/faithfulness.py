@@ -80,8 +80,8 @@ def _pg2_all(ctx, rows, sigmas, binary_sigma) -> dict:
     share = mean PGI² / mean PG² with all features perturbed, at the same σ)."""
     X = ctx.X_test.to_numpy()[rows]
     every = np.arange(ctx.n_features)
-    return {s: faith._column(ctx, pg2(ctx.forest, X, every, sigma=ctx.sigma_vector(s, binary_sigma),
-                                      background=ctx.background, verbose=False).value) for s in sigmas}
+    return {s: faith._column(ctx, pg2(ctx.forest, X, every, **ctx.noise(s, binary_sigma),
+                                      verbose=False).value) for s in sigmas}
 
 
 def _rankings(methods, on) -> tuple[dict, dict]:
