@@ -257,6 +257,9 @@ def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
            if f.name not in ("provenance", "progress", "model_card")}
     out.update({"positive_class": ctx.positive_class, "greedy PG² σ": options.sigma_ref,
                 "top_k": min(options.top_k, ctx.n_features)})
+    if ctx.categorical.any():
+        out["categorical features"] = ctx.categorical_names
+        out["ρ of the categorical features per σ"] = {s: ctx.rho_at(s) for s in options.sigma}
     explained = built["explanations"].data if "explanations" in built else {}
     for key in ("explained rows", "complete test rows (sampled from)", "row-count calibration"):
         if key in explained:
