@@ -285,13 +285,16 @@ def read_dask_table(pattern: str, target: str, sep: str = ","):
 def align_features(forest, X: pd.DataFrame, label: str, keep=()) -> pd.DataFrame:
     """``X`` with the model's columns in the model's order (aligned by name where the model knows
     its feature names, by position otherwise), plus the ``keep`` columns that are not features
-    (protected attributes); :class:`CLIError` on any mismatch."""
+    (protected attributes); :class:`CLIError` on any mismatch. A model with labelled categorical
+    features (text columns) keeps its columns as read, labels and all, so that the report (and a
+    protected attribute among them) speaks of the labels."""
     extra = [c for c in keep if c not in (forest.feature_names or ())]
     try:
         rows, names = forest.rows(X.drop(columns=extra), what=label, allow_nan=True)
     except XaiError as exc:
         raise CLIError(str(exc)) from exc
-    aligned = pd.DataFrame(rows, columns=names, index=X.index)
+    labelled = forest.category_labels is not None and set(names) <= set(X.columns)
+    aligned = X[names] if labelled else pd.DataFrame(rows, columns=names, index=X.index)
     return pd.concat([aligned, X[extra]], axis=1) if extra else aligned
 
 
