@@ -141,10 +141,10 @@ class AuditContext:
 
     def rho_at(self, sigma: float) -> float:
         """The ρ of the categorical features at noise level ``sigma``: :attr:`rho`, else its default
-        2Φ(−1/(2σ)) (see :mod:`xai_plugins.perturbation`)."""
-        from scipy import special
+        (:func:`~.options.default_rho`)."""
+        from .options import default_rho
 
-        return float(self.rho) if self.rho is not None else float(2.0 * special.ndtr(-0.5 / sigma))
+        return float(self.rho) if self.rho is not None else default_rho(sigma)
 
     @property
     def n_features(self) -> int:

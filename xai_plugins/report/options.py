@@ -83,7 +83,7 @@ class AuditOptions:
         None, "categorical features' redraw probability ρ (default 2Φ(−1/(2σ)) per σ)",
         "for categorical features: the probability ρ that a perturbed category is redrawn from the training "
         "data's category frequencies (default: 2Φ(−1/(2σ)) at each σ, the chance that noise of that σ added to a "
-        "category code changes the category)", type=float)
+        "category code changes the category; used only by models with categorical features)", type=float)
     n_local: int = _option(2, "rows shown with local explanations", "rows shown with local explanations", type=int)
     top_k: int = _option(5, "k of the top-k overlap", "k of the top-k overlap", type=int)
     acme_quantiles: int = _option(30, "AcME quantile grid points", "AcME quantile grid points", type=int)
@@ -195,9 +195,20 @@ class AuditOptions:
             return ", ".join(title(k) for k in value)
         if name == "thresholds":
             return ", ".join(f"{k}={v:g}" for k, v in value.items()) or "none changed (defaults)"
+        if name == "rho" and value is None:
+            return "default 2Φ(−1/(2σ)): " + ", ".join(f"{default_rho(s):.3g} at σ = {s:g}" for s in self.sigma)
         if value is None:
             return "default" if name == "positive_class" else "none"
         return value
+
+
+def default_rho(sigma: float) -> float:
+    """The default ρ of the categorical features at noise level σ (Gaussian, in standard deviations):
+    2Φ(−1/(2σ)), the chance that noise of that σ added to a category code changes the category (the
+    default of :func:`xai_plugins.perturbation.make_perturbation`)."""
+    from scipy import special
+
+    return float(2.0 * special.ndtr(-0.5 / sigma))
 
 
 #: options whose flag is not their name (a repeatable flag names one item)
