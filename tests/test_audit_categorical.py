@@ -174,6 +174,16 @@ def test_pg2_with_every_feature_perturbed_matches_monte_carlo_through_the_pipeli
             assert abs(gaps.mean() - exact) <= 4 * gaps.std() / np.sqrt(n), (sigma, row)
 
 
+def test_the_greedy_reference_perturbs_the_category_with_rho_and_the_training_frequencies(pipeline_case):
+    """The audit's greedy PG² rankings are those of the public API on the raw rows with the same ρ and background."""
+    import xai_plugins as xp
+
+    pipe, X_train, _, X_test, _, result = pipeline_case
+    rows = result.sections["explanations"].raw["rows"]
+    expected = xp.greedy_pg2_ranking(pipe, X_test.iloc[rows], sigma=0.3, background=X_train, rho=RHO, verbose=False)
+    np.testing.assert_array_equal(np.asarray(result.methods["pg2"].ranking), expected.ranking)
+
+
 def test_fairness_groups_come_from_the_category_labels(pipeline_case, lightgbm_case):
     for case, labels in ((pipeline_case, CITIES), (lightgbm_case, ["red", "green", "blue"])):
         attribute = case[-1].sections["fairness"].data["attributes"]
