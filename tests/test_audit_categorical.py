@@ -100,7 +100,7 @@ def test_the_data_summary_counts_rows_per_category(pipeline_case):
     assert section.data["categorical features"] == ["city"]
     numeric, counts = section.tables
     assert "city" not in numeric.frame.index and {"age", "income"} <= set(numeric.frame.index)
-    frame = counts.frame.loc["city"]
+    frame = counts.frame.set_index(["feature", "category"]).loc["city"]
     for label in CITIES:
         assert frame.loc[label, "test rows"] == (X_test.city == label).sum()
         assert frame.loc[label, "training rows"] == (X_train.city == label).sum()

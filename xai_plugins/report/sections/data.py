@@ -33,5 +33,5 @@ def build(ctx, results, options):
             f"Categorical features: the rows in each category (count and share) in the test data{sample}"
             + ("" if ctx.X_train is None else " and the training data")
             + "; unseen categories (labels the model never saw) and missing values get a row of their own when "
-            "present.", describe.category_counts(ctx)))
+            "present.", describe.category_counts(ctx).reset_index(), index=False))
     return section
