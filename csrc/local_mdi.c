@@ -11,7 +11,11 @@
  * groups of GROUP rows walked in lockstep, branch-free, so that their cache misses overlap.
  * Each row still receives its terms in the order tree 0 .. T - 1, root to leaf, with the same
  * doubles as w * (impurity(node) - impurity(child)): the result does not depend on the block,
- * the group or the thread split. */
+ * the group or the thread split.
+ *
+ * A forest with categorical features (set-membership splits: a one-hot Pipeline compiled to its
+ * input columns) is walked on the forest itself, one row at a time (walk_categorical): the same
+ * terms, in the same order, with the split decisions of xai_goes_left. */
 #include <stdlib.h>
 
 #include "xai.h"
@@ -33,7 +37,7 @@ static int mdi_layout(const xai_forest *f, xai_mdi_node *layout)
 {
     if (f == NULL || layout == NULL)
         return XAI_E_SIZE;
-    if (f->impurity == NULL || f->n_features > (INT32_MAX >> 1) || f->n_categories != NULL)
+    if (f->impurity == NULL || f->n_features > (INT32_MAX >> 1))
         return XAI_E_UNSUPPORTED;
     pending *stack = xai_alloc((int64_t)f->max_depth + 2, sizeof(pending));
     if (stack == NULL)
@@ -103,6 +107,20 @@ static inline void walk_tree(const xai_mdi_node *tree, int lt, const double *x, 
     }
 }
 
+/* The terms of row x (raw inputs) in tree t added to out[0 .. d), each weighted by w: the path of
+ * x followed on the forest itself, so that categorical nodes route by their category bitsets. */
+static void walk_categorical(const xai_forest *f, int32_t t, const double *x, double w, double *out)
+{
+    const int64_t base = f->tree_offset[t];
+    int64_t g = base;
+    while (f->left_child[g] >= 0) {
+        const int32_t j = f->feature[g];
+        const int64_t child = base + (xai_goes_left(f, g, x[j]) ? f->left_child[g] : f->right_child[g]);
+        out[j] += w * (f->impurity[g] - f->impurity[child]);
+        g = child;
+    }
+}
+
 static int local_mdi(const xai_forest *f, const xai_mdi_node *layout, const double *X, int64_t n_rows,
                      const double *tree_weight, double *out)
 {
@@ -112,6 +130,16 @@ static int local_mdi(const xai_forest *f, const xai_mdi_node *layout, const doub
         return XAI_E_UNSUPPORTED;
     const int32_t d = f->n_features;
     const int lt = f->split_rule == XAI_LEFT_IF_LT;
+    const double plain = 1.0 / f->n_trees;
+    if (f->n_categories != NULL) {
+        for (int64_t r = 0; r < n_rows; r++) {
+            for (int32_t j = 0; j < d; j++)
+                out[r * d + j] = 0.0;
+            for (int32_t t = 0; t < f->n_trees; t++)
+                walk_categorical(f, t, X + r * d, tree_weight ? tree_weight[r * f->n_trees + t] : plain, out + r * d);
+        }
+        return XAI_OK;
+    }
     int64_t block_rows = BLOCK_BYTES / ((int64_t)sizeof(double) * (d + 1));
     block_rows = block_rows < GROUP ? GROUP : block_rows > MAX_BLOCK_ROWS ? MAX_BLOCK_ROWS : block_rows;
     if (block_rows > n_rows)
@@ -120,7 +148,6 @@ static int local_mdi(const xai_forest *f, const xai_mdi_node *layout, const doub
     if (block == NULL)
         return XAI_E_NOMEM;
     double *w = block + block_rows * d;
-    const double plain = 1.0 / f->n_trees;
     for (int64_t start = 0; start < n_rows; start += block_rows) {
         const int64_t n_block = n_rows - start < block_rows ? n_rows - start : block_rows;
         for (int64_t k = 0; k < n_block * d; k++) {

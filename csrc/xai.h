@@ -160,7 +160,8 @@ typedef struct {
 } xai_mdi_node;
 
 /* Fills layout[n_nodes] from a forest with impurities (XAI_E_UNSUPPORTED without, or with more
- * than 2^30 features). Built once per forest and passed to every xai_local_mdi call. */
+ * than 2^30 features). Built once per forest and passed to every xai_local_mdi call. A forest with
+ * categorical features is walked on the forest itself (the layout's categorical nodes are unused). */
 int xai_mdi_layout(const xai_forest *forest, xai_mdi_node *layout);
 
 /* Local MDI: out[i * n_features + j] = sum over trees t of w(i, t) * sum over the nodes on row

@@ -28,6 +28,7 @@ _LAZY = {
     "clear_model_cache": "forest",
     "faithfulness": "ranking_faithfulness",
     "mean_pgi2": "prediction_gap",
+    "binary_perturbation": "prediction_gap",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

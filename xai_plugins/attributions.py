@@ -3,7 +3,9 @@ InterpretML adapters (``xai_plugins.shap``, ``xai_plugins.interpret``) and the a
 
 An :class:`Attribution` holds ``values`` (n, d) or (n, d, k) for k model outputs, the rows they
 explain, names, and method-specific extras (the PG² ranking, PGI²). None of the scores here is
-additive to the model output, so none carries a base value.
+additive to the model output, so none carries a base value. A categorical feature (a LightGBM
+category column, a Pipeline's one-hot encoded text column) is one feature with one score; its
+values in ``display_data`` are the user's labels (``race`` = "Caucasian"), in ``data`` the codes.
 
 - :func:`pg2_attribution`: greedy PG² gains. Row i's greedy order π_i adds, at step p, the
   feature maximising PG²; the feature entering at step p gets
@@ -23,7 +25,8 @@ import numpy as np
 
 from .engines import engine_for
 from .engines.base import pack
-from .forest import import_model
+from .forest import Forest, import_model
+from .forest.layout import category_values
 from .mdi import local_mdi, require_impurities
 from .prediction_gap import greedy_pg2_ranking, noise_args
 from .ranking_faithfulness import own_output_pgi2
@@ -36,7 +39,8 @@ VALUE_LABELS = {"pg2": "PG² gain", "local_mdi": "local MDI", "acme": "AcME impo
 class Attribution:
     """Feature scores of ``n`` rows: ``values`` (n, d) or (n, d, k); ``data`` (n, d) the rows;
     ``feature_names``; ``output_names`` (None for one output); ``method``; ``extras`` a dict of
-    method-specific arrays (PG²: ``ranking`` and ``pgi2``)."""
+    method-specific arrays (PG²: ``ranking`` and ``pgi2``); ``categorical`` (d,) which features
+    are categorical, ``labels`` per feature its category labels (position = code) or None."""
 
     values: np.ndarray
     data: np.ndarray
@@ -44,11 +48,31 @@ class Attribution:
     output_names: list | None
     method: str
     extras: dict = field(default_factory=dict)
+    categorical: np.ndarray | None = None
+    labels: list | None = None
+
+    @property
+    def display_data(self) -> np.ndarray:
+        """``data`` with each labelled feature's codes read back to its labels (an object array),
+        ``data`` itself when no feature has labels."""
+        return category_values(self.data, self.labels)
+
+    @property
+    def feature_types(self) -> list:
+        """Per feature, InterpretML's type: "nominal" (categorical) or "continuous"."""
+        return feature_types(self.categorical, len(self.feature_names))
 
     @property
     def value_label(self) -> str:
         """What the values are, in words (:data:`VALUE_LABELS`), e.g. "PG² gain"."""
         return VALUE_LABELS[self.method]
+
+
+def feature_types(categorical, d: int) -> list:
+    """InterpretML's feature types of ``d`` features, "nominal" where ``categorical`` (bool per
+    feature, or None for none) says so, "continuous" elsewhere."""
+    categorical = np.zeros(d, dtype=bool) if categorical is None else np.asarray(categorical, dtype=bool)
+    return ["nominal" if c else "continuous" for c in categorical]
 
 
 def background_data(background):
@@ -68,6 +92,11 @@ def background_data(background):
 
 def _output_names(forest) -> list | None:
     return None if forest.n_outputs == 1 else list(forest.output_names)
+
+
+def _categories(forest: Forest) -> dict:
+    """The categorical features and their labels of ``forest``, as :class:`Attribution` fields."""
+    return {"categorical": forest.categorical, "labels": forest.category_labels}
 
 
 def greedy_gains(ranking: np.ndarray, path: np.ndarray) -> np.ndarray:
@@ -94,7 +123,7 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
         shape = (len(data), d) if k == 1 else (len(data), d, k)
         return Attribution(values.reshape(shape), data, names, _output_names(forest), "pg2",
                            {"ranking": ranking.reshape(shape).astype(np.int64),
-                            "pgi2": np.ascontiguousarray(quality[:, 0]) if k == 1 else quality})
+                            "pgi2": np.ascontiguousarray(quality[:, 0]) if k == 1 else quality}, **_categories(forest))
     rows, names = forest.rows(X, allow_nan=False)
     noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
     k = forest.n_outputs
@@ -106,7 +135,7 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
     quality = own_output_pgi2(forest, rows, ranking, **noise)
     squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
     return Attribution(squeeze(values), rows, names, _output_names(forest), "pg2",
-                       {"ranking": squeeze(ranking), "pgi2": squeeze(quality)})
+                       {"ranking": squeeze(ranking), "pgi2": squeeze(quality)}, **_categories(forest))
 
 
 def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
@@ -118,10 +147,10 @@ def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
         d = forest.n_features
         out = engine.map_rows(local_mdi_attribution_block, rows, engine.ship_forest(forest), [], 2 * d, n_jobs=n_jobs)
         data, values = _split(engine.compute(out)[0], [d, d])
-        return Attribution(values, data, names, None, "local_mdi")
+        return Attribution(values, data, names, None, "local_mdi", **_categories(forest))
     forest = import_model(model)
     rows, names = forest.rows(X, allow_nan=True)
-    return Attribution(local_mdi(forest, rows, n_jobs=n_jobs), rows, names, None, "local_mdi")
+    return Attribution(local_mdi(forest, rows, n_jobs=n_jobs), rows, names, None, "local_mdi", **_categories(forest))
 
 
 def acme_attribution(acme, X) -> Attribution:
@@ -130,7 +159,8 @@ def acme_attribution(acme, X) -> Attribution:
     if getattr(local, "compute", None) is not None:     # lazy on a row engine: computed in one pass
         local = local.compute()
     return Attribution(local.values, local.X, list(local.feature_names), local.output_names, "acme",
-                       {"row_predictions": local.row_predictions})
+                       {"row_predictions": local.row_predictions}, categorical=local.grid.categorical,
+                       labels=local.grid.labels)
 
 
 def _split(out, widths) -> list:

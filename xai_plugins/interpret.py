@@ -22,7 +22,14 @@ import pandas as pd
 
 from ._extras import needs
 from ._validation import check_random_state, resolve_output
-from .attributions import Attribution, acme_attribution, background_data, local_mdi_attribution, pg2_attribution
+from .attributions import (
+    Attribution,
+    acme_attribution,
+    background_data,
+    feature_types,
+    local_mdi_attribution,
+    pg2_attribution,
+)
 from .errors import InputError
 from .forest import import_model
 from .mdi import require_impurities
@@ -49,27 +56,28 @@ def _local_explanation(result: Attribution, values: np.ndarray, y, name: str) ->
     y = None if y is None else np.asarray(y)
     if y is not None and len(y) != len(values):
         raise InputError(f"y has {len(y)} entries for {len(values)} rows")
+    data = result.display_data
     rows = [{
-        "type": "univariate", "names": result.feature_names, "scores": values[i], "values": result.data[i],
+        "type": "univariate", "names": result.feature_names, "scores": values[i], "values": data[i],
         "perf": None, "extra": {"names": [], "scores": [], "values": []},
     } for i in range(len(values))]
     selector = pd.DataFrame({"row": np.arange(len(values))})
     if y is not None:
         selector["actual"] = y
     return AttributionExplanation("local", {"overall": None, "specific": rows},
-                                  feature_names=result.feature_names,
-                                  feature_types=["continuous"] * len(result.feature_names),
+                                  feature_names=result.feature_names, feature_types=result.feature_types,
                                   name=name, selector=selector)
 
 
-def _global_explanation(feature_names, overall: np.ndarray, curves, name: str) -> AttributionExplanation:
-    """``overall`` (d,) importances; ``curves[j]`` = (x values, scores) drawn for feature j."""
+def _global_explanation(feature_names, feature_types, overall: np.ndarray, curves, name: str) -> AttributionExplanation:
+    """``overall`` (d,) importances; ``curves[j]`` = (x values, scores) drawn for feature j, whose
+    InterpretML type ("continuous": a line, "nominal": a bar per category) is ``feature_types[j]``."""
     specific = [{"type": "univariate", "names": np.asarray(x), "scores": np.asarray(s)} for x, s in curves]
-    selector = pd.DataFrame({"Name": feature_names, "Type": "continuous", "Importance": overall})
+    selector = pd.DataFrame({"Name": feature_names, "Type": feature_types, "Importance": overall})
     return AttributionExplanation("global", {"overall": {"names": list(feature_names), "scores": list(overall)},
                                              "specific": specific},
-                                  feature_names=list(feature_names),
-                                  feature_types=["continuous"] * len(feature_names), name=name, selector=selector)
+                                  feature_names=list(feature_names), feature_types=list(feature_types), name=name,
+                                  selector=selector)
 
 
 class _AttributionExplainer(ExplainerMixin):
@@ -106,10 +114,16 @@ class _AttributionExplainer(ExplainerMixin):
         result = self._attribute(rows)
         values = _pick_output(result.values, result.output_names, self.output)
         curves = []
+        data, types = result.display_data, result.feature_types
         for j in range(values.shape[1]):
+            if types[j] == "nominal":       # a bar per category seen: its mean score
+                codes, first, where = np.unique(result.data[:, j], return_index=True, return_inverse=True)
+                sums = np.bincount(where.ravel(), weights=values[:, j], minlength=len(codes))
+                curves.append((data[first, j], sums / np.bincount(where.ravel(), minlength=len(codes))))
+                continue
             order = np.argsort(result.data[:, j], kind="stable")
-            curves.append((result.data[order, j], values[order, j]))
-        return _global_explanation(result.feature_names, values.mean(axis=0), curves,
+            curves.append((data[order, j], values[order, j]))
+        return _global_explanation(result.feature_names, result.feature_types, values.mean(axis=0), curves,
                                    name or type(self).__name__ + " (global)")
 
 
@@ -169,6 +183,7 @@ class AcMEExplainer(_AttributionExplainer):
         g = self.acme.explain_global()
         importances = _pick_output(np.asarray(g.values)[None], g.output_names, self.output)[0]
         effects = _pick_output(np.asarray(g.effects)[None], g.output_names, self.output)[0]
-        curves = [(g.grid.values[g.grid.segment(j)], effects[g.grid.segment(j)])
-                  for j in range(len(g.feature_names))]
-        return _global_explanation(g.feature_names, importances, curves, name or "AcMEExplainer (global)")
+        shown = g.grid.display_values
+        curves = [(shown[g.grid.segment(j)], effects[g.grid.segment(j)]) for j in range(len(g.feature_names))]
+        return _global_explanation(g.feature_names, feature_types(g.grid.categorical, len(g.feature_names)),
+                                   importances, curves, name or "AcMEExplainer (global)")

@@ -14,6 +14,12 @@ probability of each atom (category code, "other", NaN: see ``csrc/xai.h``). ρ_j
 probability that the feature's own noise moves a value by more than half a unit, P(|e_j| > 1/2)
 (2 Φ(-1 / (2σ)) for Gaussian noise of σ in the units given: 0.096 for the default σ = 0.3), i.e. the
 chance that the same noise added to a category code and rounded changes the category.
+
+A numeric feature whose background holds only two values {a, b} (a 0/1 indicator) can be perturbed
+by the same law (``Perturbation.binary``, built by :func:`xai_plugins.prediction_gap.binary_perturbation`):
+x'_j keeps x_j with probability 1 - ρ_j and is otherwise a or b with the background's frequencies
+of a and b. Its table entries at the split boundaries are then exact sums over the two atoms,
+P(x'_j goes left of b) = Σ_v P(x'_j = v) [v goes left of b], each v read as the model reads it.
 """
 
 from __future__ import annotations
@@ -51,6 +57,27 @@ class Perturbation:
     #: the Gaussian σ in the units given (before scaling by the background's standard deviations)
     sigma_units: np.ndarray | None = field(default=None, repr=False, compare=False)
     _laws: dict = field(default_factory=dict, repr=False, compare=False)
+    #: numeric features perturbed by the flip law: feature -> (its two values (2,), their frequencies (2,))
+    binary: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def rho_of(self, j: int) -> float:
+        """ρ_j: the given one, else :meth:`default_rho`."""
+        return float(self.rho[j]) if self.rho is not None and np.isfinite(self.rho[j]) else self.default_rho(j)
+
+    def binary_probabilities(self, j: int, xj: np.ndarray) -> np.ndarray:
+        """(n, 2) P(x'_j = a), P(x'_j = b) of binary feature j for each row value ``xj`` (which must be
+        a or b: :class:`~xai_plugins.errors.InputError` otherwise)."""
+        values, q = self.binary[j]
+        xj = np.asarray(xj, dtype=np.float64)
+        own = xj[:, None] == values[None, :]
+        bad = ~own.any(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"feature {j} is perturbed by the binary flip law (its background holds only the values "
+                             f"{values[0]:g} and {values[1]:g}), but row {i} has {xj[i]!r}: explain rows whose value is "
+                             "one of the two, or leave the feature out of binary_perturbation(features=...)")
+        rho = self.rho_of(j)
+        return (1.0 - rho) * own + rho * q[None, :]
 
     def category_law(self, j: int, n_categories: int) -> tuple[float, np.ndarray]:
         """(ρ_j, q_j) of categorical feature j with ``n_categories`` codes: x'_j keeps x_j with
@@ -58,7 +85,7 @@ class Perturbation:
         key = (int(j), int(n_categories))
         law = self._laws.get(key)
         if law is None:
-            rho = self.rho[j] if self.rho is not None and np.isfinite(self.rho[j]) else self.default_rho(j)
+            rho = self.rho_of(j)
             if self.background is None:
                 q = np.full(n_categories, 1.0 / n_categories)
             else:
@@ -92,17 +119,23 @@ class Perturbation:
         """x'_j for uniforms ``u`` by the inverse CDF: x_j + noise (numeric), or for a categorical
         feature x_j where u < 1 - ρ_j and else the code whose cumulative frequency first exceeds
         (u - 1 + ρ_j) / ρ_j."""
-        if not n_categories:
+        if j in self.binary:
+            values, q = self.binary[j]
+            self.binary_probabilities(j, np.array([xj]))          # checks that x_j is one of the two values
+            rho = self.rho_of(j)
+        elif not n_categories:
             return xj + self.ppf(j, u)
-        rho, q = self.category_law(j, n_categories)
+        else:
+            rho, q = self.category_law(j, n_categories)
+            values = np.arange(n_categories, dtype=np.float64)
         keep = u < 1.0 - rho
         draw = (u - (1.0 - rho)) / rho if rho > 0 else np.zeros_like(u)
-        codes = np.minimum(np.searchsorted(np.cumsum(q), draw, side="right"), n_categories - 1)
-        return np.where(keep, xj, codes.astype(np.float64))
+        codes = np.minimum(np.searchsorted(np.cumsum(q), draw, side="right"), len(q) - 1)
+        return np.where(keep, xj, values[codes])
 
     def draw(self, j: int, xj: float, size: int, rng: np.random.Generator, n_categories: int = 0) -> np.ndarray:
-        """``size`` random draws of x'_j (Monte Carlo): x_j + :meth:`sample`, or the categorical law."""
-        if not n_categories:
+        """``size`` random draws of x'_j (Monte Carlo): x_j + :meth:`sample`, or the categorical / binary law."""
+        if not n_categories and j not in self.binary:
             return xj + self.sample(j, size, rng)
         return self.perturbed(j, xj, rng.random(size), n_categories)
 
@@ -270,6 +303,8 @@ def check_noise_scale(splits, perturbation: Perturbation, features, X: np.ndarra
     (the cached isotropic ones then cost one identity test); only a σ beyond them reads the rows."""
     if perturbation.dists is not None:
         return
+    if perturbation.binary:                         # the flip law has no σ to judge
+        features = [j for j in np.asarray(features).tolist() if j not in perturbation.binary]
     limit = _noise_limits(splits)
     if perturbation.safe_below is limit:
         return
@@ -329,4 +364,13 @@ def cdf_table(splits, X: np.ndarray, perturbation: Perturbation, features) -> np
     for j in features[categorical] if categorical is not None else ():   # atom probabilities (CDF half)
         k = int(splits.n_categories[j])
         table[:, splits.cdf_offset[j]:splits.cdf_offset[j] + k + 2] = perturbation.atom_table(j, k, X[:, j])
+    H = len(splits.column_feature)
+    for j in (int(j) for j in features if int(j) in perturbation.binary):   # the flip law, summed over its atoms
+        lo, hi = int(splits.cdf_offset[j]), int(splits.cdf_offset[j + 1])
+        left = splits.goes_left(perturbation.binary[j][0], splits.column_boundary[lo:hi]).astype(np.float64)
+        p = perturbation.binary_probabilities(j, X[:, j])
+        table[:, lo:hi] = p @ left
+        table[:, H + lo:H + hi] = p @ (1.0 - left)
+        for side, ones in ((0, left.all(axis=0)), (H, (left == 0).all(axis=0))):   # both atoms on one side: 1
+            table[:, side + lo + np.flatnonzero(ones)] = 1.0
     return table

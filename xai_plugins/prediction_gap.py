@@ -131,7 +131,8 @@ class SplitBoundaries:
     boundary it is read at (each feature's ``boundaries[j]`` between -inf and +inf) and
     ``column_feature`` the feature owning it; ``c_forest`` the C struct carrying the ranks.
     A categorical feature (``n_categories[j]`` = K > 0) has no boundaries: its K + 2 table entries
-    hold the probabilities of its atoms (see ``csrc/xai.h``).
+    hold the probabilities of its atoms (see ``csrc/xai.h``). ``reads`` = (split rule, float32 input,
+    zero threshold): how the model reads and compares a value (:meth:`goes_left`).
     """
 
     boundaries: list
@@ -141,7 +142,21 @@ class SplitBoundaries:
     column_boundary: np.ndarray
     column_feature: np.ndarray
     n_categories: np.ndarray
+    reads: tuple = ("le", False, 0.0)
     _columns: dict = field(default_factory=dict, repr=False)
+
+    def goes_left(self, values: np.ndarray, boundaries: np.ndarray) -> np.ndarray:
+        """(len(values), len(boundaries)) whether the model sends each real value left of each boundary
+        (of :attr:`boundaries`, or ±inf): value < boundary as the model reads the value (LightGBM's zero
+        rounding, the float32 cast: a float32 is never a boundary then), and value == boundary
+        goes left under the ``x <= t`` rule."""
+        rule, float32, zero = self.reads
+        v = np.where(np.abs(values) <= zero, 0.0, np.asarray(values, dtype=np.float64))
+        if float32:
+            with np.errstate(over="ignore"):
+                v = v.astype(np.float32).astype(np.float64)
+        v, b = v[:, None], np.asarray(boundaries, dtype=np.float64)[None, :]
+        return (v < b) | ((v == b) & (rule == "le") & (not float32))
 
     @functools.cached_property
     def categorical(self) -> np.ndarray:
@@ -215,7 +230,8 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
     column_feature = np.repeat(np.arange(forest.n_features), np.diff(offsets))
     cached = SplitBoundaries(boundaries, rank, np.asarray(offsets, dtype=np.int64),
                              _native.CForest(forest, threshold_rank=rank, rank_count=counts), column_boundary,
-                             column_feature, categories)
+                             column_feature, categories,
+                             (forest.split_rule, bool(forest.input_float32), float(forest.zero_threshold)))
     _BOUNDARIES[forest] = cached
     return cached
 
@@ -674,6 +690,42 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
 # block functions and the row engines (xai_plugins.engines): the same per-row work on any engine
 # --------------------------------------------------------------------------------------------
 
+def binary_perturbation(model, background, sigma=0.3, *, perturbation=None, rho=None, features=None) -> Perturbation:
+    """The noise of :func:`~xai_plugins.perturbation.make_perturbation` (``sigma`` in the background's
+    standard deviations, or ``perturbation``; categorical features as always) in which each numeric
+    feature whose ``background`` holds exactly two values {a, b} — a 0/1 indicator — is perturbed
+    by the flip law instead of additive noise: x'_j keeps x_j with probability 1 - ρ_j, else is a or
+    b with their frequencies in ``background``. ρ_j: ``rho`` (scalar or per feature) or the default of
+    categorical features, P(|e_j| > 1/2) for the feature's noise in the units given (0.096 for σ = 0.3).
+    ``features`` (names or indices): only these, each of which must hold two values (default: every
+    numeric feature that does). Pass the result as ``perturbation=`` to :func:`pg2`, :func:`pgi2`,
+    :func:`greedy_pg2_ranking`, the explainers, on any row engine: PG² stays exact (each table entry is
+    a sum over the two atoms, read as the model reads them). Explained rows must hold a or b there."""
+    forest = import_model(model)
+    if background is None:
+        raise InputError("binary_perturbation needs background data: the two values of a binary feature and their "
+                         "frequencies come from it")
+    noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
+                              missing=forest.missing_value, labels=forest.category_labels, rho=rho)
+    numeric = ~forest.categorical
+    named = features is not None
+    chosen = np.flatnonzero(numeric) if not named else np.array(sorted(
+        {feature_index(f, forest.feature_names, forest.n_features)
+         for f in ([features] if isinstance(features, (str, numbers.Integral)) else features)}), dtype=np.int64)
+    binary = {}
+    for j in chosen.tolist():
+        column = noise.background[:, j]
+        values, counts = np.unique(column[~np.isnan(column)], return_counts=True)
+        if len(values) == 2 and numeric[j]:
+            binary[j] = (values, counts / counts.sum())
+        elif named:
+            raise InputError(f"feature {j} ({(forest.feature_names or [j] * forest.n_features)[j]}) is not binary: its "
+                             f"background holds {len(values)} distinct values{'' if numeric[j] else ' (categorical)'}; "
+                             "the flip law needs exactly two (leave it out of features=)")
+    return Perturbation(noise.sigma, noise.dists, rho=noise.rho, background=noise.background,
+                        sigma_units=noise.sigma_units, binary=binary)
+
+
 def noise_args(forest: Forest, sigma, perturbation, background, rho=None) -> dict:
     """Validate the noise on the driver; return it as ``dict(sigma=, perturbation=)`` keyword
     arguments of the block functions that give the same Perturbation without the background data
@@ -683,8 +735,9 @@ def noise_args(forest: Forest, sigma, perturbation, background, rho=None) -> dic
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
                               missing=forest.missing_value, labels=forest.category_labels, rho=rho)
     categories = forest.n_categories if forest.n_categories is not None else np.zeros(forest.n_features, np.int32)
-    if categories.any():
-        shipped = Perturbation(noise.sigma, noise.dists, rho=noise.rho, sigma_units=noise.sigma_units)
+    if categories.any() or noise.binary:
+        shipped = Perturbation(noise.sigma, noise.dists, rho=noise.rho, sigma_units=noise.sigma_units,
+                               binary=noise.binary)
         for j in np.flatnonzero(categories):
             shipped._laws[(int(j), int(categories[j]))] = noise.category_law(int(j), int(categories[j]))
         return dict(sigma=0.3, perturbation=shipped)

@@ -23,6 +23,11 @@ order; a DataFrame in another column order is aligned by name. Attributes set on
 (``ranking``, ``pgi2``) are not carried through shap's slicing: read them on the object the
 explainer returned.
 
+A categorical feature (a LightGBM ``category`` column, a Pipeline's one-hot or ordinal encoded
+text column) is one feature with one value, named by its input column (``race``, not its one-hot
+columns); ``data`` then holds its labels (text) in an object array. ``shap.plots.beeswarm`` colours
+a feature by its values only when they are numbers: a text feature's dots are drawn grey.
+
 A dask array / DataFrame ``X`` is explained block by block on the active dask scheduler (a
 ``distributed.Client``, threads, ...; see :mod:`xai_plugins.distributed`) and the Explanation is
 returned **computed**, with numpy ``values``/``data`` (bitwise the in-memory explanation of the
@@ -103,7 +108,7 @@ class _AttributionExplainer(_shap.Explainer):
         start = time.perf_counter()
         result = self._attribute(X)
         explanation = _shap.Explanation(
-            values=result.values, base_values=NotAdditive(result.value_label), data=result.data,
+            values=result.values, base_values=NotAdditive(result.value_label), data=result.display_data,
             feature_names=result.feature_names, output_names=result.output_names,
             compute_time=time.perf_counter() - start)
         for name, value in result.extras.items():

@@ -8,11 +8,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._validation import model_rows
+from .._validation import category_codes, model_rows
 from ..engines import engine_for
 from ..engines.base import pack
-from ..errors import InputError, XaiWarning
-from ..forest import model_feature_names, model_missing_value
+from ..errors import InputError, XaiError, XaiWarning
+from ..forest import Forest, import_model, library_of, model_feature_names, model_missing_value
 from ._effects import local_effects, segment_effects
 from ._grid import build_grid, categorical_mask, global_baseline
 from ._results import AcMEGlobal, AcMELocal
@@ -44,7 +44,11 @@ class AcME:
     score_function : optional callable ``X -> scores`` of shape (n,) or (n, k) used instead of the
         model's own method, e.g. ``IsolationForest(...).fit(X).score_samples``.
     categorical_features : names or indices (in the model's feature order) of numerically coded
-        categorical features.
+        categorical features. A tree model's own categorical features (LightGBM category columns,
+        a Pipeline's encoded text columns) are categorical without being named: their grid is
+        each category seen in ``X_background`` (not quantiles), their baseline its most frequent
+        category, and ``X_background`` / the explained rows may hold their labels (text), which
+        the model is given back as labels.
     robust : use quantile levels in [0.05, 0.95] instead of [0, 1].
     variant : "paper" (eq. 2 and 3, the default) or "reference" (the authors' released code; see
         the module docstring for the difference).
@@ -79,8 +83,9 @@ class AcME:
             n_features = int(np.shape(X_background)[-1]) if np.ndim(X_background) else 0
         # the model's missing= sentinel (XGBoost) is missing, as NaN is: refused like NaN, never a quantile
         self._missing = model_missing_value(model)
-        X, self.feature_names_ = model_rows(X_background, model_names, int(n_features), what="X_background",
-                                            min_rows=2, missing=self._missing)
+        model_categorical, self._labels = _model_categories(model)
+        X, self.feature_names_ = model_rows(self._codes(X_background, model_names), model_names,
+                                            int(n_features), what="X_background", min_rows=2, missing=self._missing)
         # rows given later are aligned to these names: the model's, else the background's columns
         self._align_names = model_names if model_names is not None else (
             list(self.feature_names_) if hasattr(X_background, "columns") else None)
@@ -88,29 +93,38 @@ class AcME:
         use_frame = model_names is not None or (hasattr(X_background, "columns")
                                                 and getattr(model, "n_features_in_", None) is None)
         scorer.columns = pd.Index(self.feature_names_) if use_frame else None
+        scorer.labels = self._labels
         self._scorer = scorer
         self.background_ = X
         categorical = categorical_mask(categorical_features, self.feature_names_)
+        if model_categorical is not None and len(model_categorical) == categorical.size:
+            categorical |= model_categorical
         constant = np.flatnonzero(np.ptp(X, axis=0) == 0)
         if constant.size:
             raise InputError(f"X_background has constant column(s) {[self.feature_names_[j] for j in constant]}: "
                              "their quantiles cannot be perturbed; drop them before explaining")
         self.baseline_ = global_baseline(X, categorical)
         self.grid_ = build_grid(X, self.feature_names_, categorical, self.baseline_, self.n_quantiles,
-                                self.robust, variant)
+                                self.robust, variant, self._labels)
+
+    def _codes(self, X, names):
+        """``X`` with the model's labelled categorical columns read as their codes (when it has any)."""
+        return X if self._labels is None else category_codes(X, names, self._labels)
 
     def _check_rows(self, X_rows) -> np.ndarray:
         """``X_rows`` (a DataFrame aligned by column name) as (n, d) rows in the model's feature order;
         categorical features must take levels seen in the background."""
-        rows, _ = model_rows(X_rows, self._align_names, len(self.feature_names_), what="X_rows",
-                             missing=self._missing)
+        rows, _ = model_rows(self._codes(X_rows, self._align_names), self._align_names,
+                             len(self.feature_names_), what="X_rows", missing=self._missing)
         for j in np.flatnonzero(self.grid_.categorical):
-            known = self.grid_.values[self.grid_.segment(j)]
-            unknown = ~np.isin(rows[:, j], known)
+            seg = self.grid_.segment(j)
+            unknown = ~np.isin(rows[:, j], self.grid_.values[seg])
             if unknown.any():
                 i = int(np.flatnonzero(unknown)[0])
-                raise InputError(f"row {i} has level {rows[i, j]!r} of categorical feature "
-                                 f"{self.feature_names_[j]!r}, unseen in X_background (levels {known.tolist()})")
+                level = self.grid_.display(rows[i:i + 1, j], j)[0]
+                raise InputError(f"row {i} has level {level!r} of categorical feature {self.feature_names_[j]!r}, "
+                                 f"unseen in X_background (levels {self.grid_.display_values[seg].tolist()}): "
+                                 "explain rows whose categories the background holds")
         return rows
 
     def explain_global(self) -> AcMEGlobal:
@@ -151,6 +165,18 @@ class AcME:
         return AcMELocal(grid=g, output_names=self._scorer.output_names(k), variant=self.variant, X=rows,
                          row_levels=g.row_levels(rows, self.background_), row_predictions=squeeze(row_pred),
                          predictions=squeeze(grid_pred), effects=squeeze(effects), values=squeeze(importances))
+
+
+def _model_categories(model) -> tuple[np.ndarray | None, list | None]:
+    """The categorical features (bool per feature) and category labels (per feature, or None) of a
+    tree model this package imports; (None, None) for any other model."""
+    if model is None or (library_of(model) is None and not isinstance(model, Forest)):
+        return None, None
+    try:
+        forest = import_model(model)
+    except XaiError:
+        return None, None
+    return (forest.categorical if forest.n_categories is not None else None), forest.category_labels
 
 
 def acme_block(acme, start, X) -> np.ndarray:

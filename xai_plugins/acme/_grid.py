@@ -14,6 +14,7 @@ import numpy as np
 from scipy import stats
 
 from .._validation import feature_index
+from ..forest.layout import category_values
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,8 @@ class Grid:
     Feature ``j`` owns the grid points ``offsets[j]:offsets[j + 1]`` (``R = offsets[-1]`` in all):
     ``values`` (R,) are the values substituted for feature ``j``, ``levels`` (R,) their quantile
     levels in [0, 1], ``feature`` (R,) the owning feature of each point, ``categorical`` (d,) which
-    features use their distinct levels.
+    features use their distinct levels; ``labels`` per feature its category labels (a model's
+    categorical feature: ``values`` are codes, position in the labels) or None.
     """
 
     feature_names: list
@@ -31,6 +33,22 @@ class Grid:
     offsets: np.ndarray
     values: np.ndarray
     levels: np.ndarray
+    labels: list | None = None
+
+    @property
+    def display_values(self) -> np.ndarray:
+        """``values`` as the user writes them: a labelled feature's codes as its labels (object array)."""
+        if self.labels is None:
+            return self.values
+        return np.concatenate([self.display(self.values[self.segment(j)], j) for j in range(len(self.feature_names))])
+
+    def display(self, values, feature) -> np.ndarray:
+        """``values`` of one feature (name or index) as the user writes them (labels for codes)."""
+        j = self.index(feature)
+        values = np.asarray(values, dtype=np.float64)
+        if self.labels is None or self.labels[j] is None:
+            return values
+        return category_values(values[:, None], [self.labels[j]])[:, 0]
 
     @property
     def feature(self) -> np.ndarray:
@@ -90,10 +108,12 @@ def global_baseline(X, categorical) -> np.ndarray:
     return baseline
 
 
-def build_grid(X, feature_names, categorical, baseline, n_quantiles: int, robust: bool, variant: str) -> Grid:
+def build_grid(X, feature_names, categorical, baseline, n_quantiles: int, robust: bool, variant: str,
+               labels: list | None = None) -> Grid:
     """The grid of the background ``X``: ``n_quantiles`` levels evenly spaced in [0, 1] ([0.05, 0.95]
     when ``robust``) per numeric feature (``variant="reference"``: ``max(n_quantiles - 1, 2)``
-    levels plus the ``baseline``'s own), the distinct levels of each categorical feature."""
+    levels plus the ``baseline``'s own), the distinct levels of each categorical feature (codes of a
+    model's categorical feature, whose ``labels`` the grid keeps)."""
     lo, hi = (0.05, 0.95) if robust else (0.0, 1.0)
     if variant == "paper":
         shared_levels = np.linspace(lo, hi, n_quantiles)
@@ -115,4 +135,4 @@ def build_grid(X, feature_names, categorical, baseline, n_quantiles: int, robust
     sizes = [v.size for v in values]
     return Grid(feature_names=list(feature_names), categorical=categorical,
                 offsets=np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp),
-                values=np.concatenate(values), levels=np.concatenate(levels))
+                values=np.concatenate(values), levels=np.concatenate(levels), labels=labels)

@@ -42,7 +42,8 @@ def _bar(ax, names, values, output_names, title):
 
 
 def _strip(ax, grid, x, importance, marker, reference_x, xlabel, title):
-    """One row of points per feature (most important on top), coloured by quantile level."""
+    """One row of points per feature (most important on top), coloured by quantile level; the points
+    of a labelled categorical feature carry their category's label."""
     import matplotlib.pyplot as plt
 
     order = np.argsort(importance, kind="stable")
@@ -50,6 +51,14 @@ def _strip(ax, grid, x, importance, marker, reference_x, xlabel, title):
     position[order] = np.arange(order.size)
     points = ax.scatter(x, position[grid.feature], c=grid.levels, cmap="coolwarm", vmin=0.0, vmax=1.0,
                         s=18, zorder=2)
+    if grid.labels is not None:
+        for j in np.flatnonzero(grid.categorical):
+            seg = grid.segment(j)
+            if grid.labels[j] is None:
+                continue
+            for k, label in enumerate(grid.display_values[seg]):     # alternate above / below: labels overlap less
+                ax.annotate(str(label), (x[seg][k], position[j]), xytext=(0, 7 if k % 2 == 0 else -12),
+                            textcoords="offset points", ha="center", fontsize=7, zorder=4)
     if marker is not None:
         mx, mlevels = marker
         ax.scatter(mx, position, c=mlevels, cmap="coolwarm", vmin=0.0, vmax=1.0, s=90,
@@ -141,7 +150,7 @@ class AcMEGlobal(_Explanation):
     def quantile_table(self) -> pd.DataFrame:
         """Long table, one row per grid point: feature, level, value, prediction(s), effect(s)."""
         table = pd.DataFrame({"feature": np.array(self.feature_names, dtype=object)[self.grid.feature],
-                              "level": self.grid.levels, "value": self.grid.values})
+                              "level": self.grid.levels, "value": self.grid.display_values})
         for label, arr in (("prediction", self.predictions), ("effect", self.effects)):
             if arr.ndim == 1:
                 table[label] = arr
@@ -202,7 +211,7 @@ class AcMELocal(_Explanation):
     def what_if(self, row: int = 0, feature=None) -> pd.DataFrame:
         """Grid table of one row: feature, level, value, prediction(s); one feature when given."""
         table = pd.DataFrame({"feature": np.array(self.feature_names, dtype=object)[self.grid.feature],
-                              "level": self.grid.levels, "value": self.grid.values})
+                              "level": self.grid.levels, "value": self.grid.display_values})
         pred = self.predictions[row]
         if pred.ndim == 1:
             table["prediction"] = pred

@@ -7,6 +7,7 @@ import pandas as pd
 
 from .._validation import check_is_fitted
 from ..errors import InputError, InputTypeError, UnsupportedModelError
+from ..forest.layout import category_frame
 
 TASKS = ("regression", "classification")
 
@@ -37,11 +38,14 @@ class Scorer:
 
     ``score_function`` when given, else the fitted model's ``predict_proba`` (``task=
     "classification"``) or ``predict``; rows are passed as a DataFrame with ``columns`` when given
-    (models fitted with feature names), else as an array.
+    (models fitted with feature names), else as an array. ``labels`` (per feature, or None): the
+    category labels of a model's categorical features, whose codes are passed as those labels (a
+    pandas ``category`` column: what a Pipeline's encoder or LightGBM's category map reads).
     """
 
     def __init__(self, model, task: str, score_function=None, columns=None, inferred: bool = False):
         self.model, self.task, self.columns = model, task, columns
+        self.labels: list | None = None
         self._fn = self._resolve(model, task, score_function, inferred)
 
     @staticmethod
@@ -66,8 +70,12 @@ class Scorer:
 
     def __call__(self, Z) -> np.ndarray:
         """Scores of the rows ``Z`` (m, d): (m, k) float64, checked finite."""
-        out = np.asarray(self._fn(Z if self.columns is None else pd.DataFrame(Z, columns=self.columns)),
-                         dtype=np.float64)
+        if self.labels is not None:
+            names = list(self.columns) if self.columns is not None else list(range(Z.shape[1]))
+            given = category_frame(Z, names, self.labels)
+        else:
+            given = Z if self.columns is None else pd.DataFrame(Z, columns=self.columns)
+        out = np.asarray(self._fn(given), dtype=np.float64)
         if out.ndim == 1:
             out = out[:, None]
         if out.ndim != 2 or out.shape[0] != Z.shape[0]:

@@ -1,4 +1,5 @@
-"""Binary tests for DT-Sampler: 0/1 columns as they are, other numeric columns cut at thresholds."""
+"""Binary tests for DT-Sampler: 0/1 columns as they are, other numeric columns cut at thresholds,
+categorical columns one-vs-rest (one test ``x = level`` per level; one test for two levels)."""
 
 from __future__ import annotations
 
@@ -14,18 +15,24 @@ DEFAULT_QUANTILES = (0.25, 0.5, 0.75)
 
 @dataclass(frozen=True)
 class BinaryTest:
-    """One binary test: ``x[feature] > threshold`` (or ``x[feature] == 1`` for a 0/1 column).
+    """One binary test: ``x[feature] > threshold``, ``x[feature] == level`` (a categorical feature's
+    level, one-vs-rest: ``level`` its value in the numeric rows, its code for a text column, and
+    ``label`` as shown), or ``x[feature] == 1`` for a 0/1 column.
 
     A row passing the test goes to the right child, a row failing it to the left child.
     """
 
     feature: int
     feature_name: str
-    threshold: float | None   # None: the column is already 0/1
+    threshold: float | None   # None: the column is already 0/1, or categorical (level)
+    level: float | None = None
+    label: str | None = None
 
     @property
     def name(self) -> str:
-        """Readable name, e.g. ``"age > 40.5"`` or ``"smoker"``."""
+        """Readable name, e.g. ``"age > 40.5"``, ``"city = paris"`` or ``"smoker"``."""
+        if self.level is not None:
+            return f"{self.feature_name} = {self.label}"
         if self.threshold is None:
             return self.feature_name
         return f"{self.feature_name} > {self.threshold:.4g}"
@@ -34,6 +41,8 @@ class BinaryTest:
         """The condition a row meets on the right (``passed``) or left branch."""
         if passed:
             return self.name
+        if self.level is not None:
+            return f"{self.feature_name} != {self.label}"
         if self.threshold is None:
             return f"not {self.feature_name}"
         return f"{self.feature_name} <= {self.threshold:.4g}"
@@ -41,6 +50,8 @@ class BinaryTest:
     def evaluate(self, X: np.ndarray) -> np.ndarray:
         """0/1 outcome of the test on each row of ``X`` (original feature columns)."""
         column = X[:, self.feature]
+        if self.level is not None:
+            return (column == self.level).astype(np.uint8)
         return (column == 1 if self.threshold is None else column > self.threshold).astype(np.uint8)
 
 
@@ -49,9 +60,13 @@ def _is_binary(column: np.ndarray) -> bool:
 
 
 def fit_tests(X: np.ndarray, feature_names: list[str], quantiles=DEFAULT_QUANTILES,
-              thresholds: dict | None = None) -> list[BinaryTest]:
+              thresholds: dict | None = None, labels: list | None = None) -> list[BinaryTest]:
     """Binary tests for the columns of ``X``.
 
+    - a categorical column (``labels[j]`` not None: the label of each code 0 .. K-1 that column
+      holds, or of each value of a numerically coded one, as a dict value -> label) gives one test
+      ``x == level`` per level present (one-vs-rest; a level splitting the rows like an earlier
+      one, as the second of two levels does, is dropped);
     - a column holding only 0 and 1 gives one test (``x == 1``);
     - another column gives ``x > t`` for each ``t`` in ``thresholds[name]`` when given, else for
       each ``quantiles`` value of the column; thresholds that leave every training row on one
@@ -74,6 +89,12 @@ def fit_tests(X: np.ndarray, feature_names: list[str], quantiles=DEFAULT_QUANTIL
     tests = []
     for j, name in enumerate(feature_names):
         column = X[:, j]
+        if labels is not None and labels[j] is not None:
+            if name in thresholds:
+                raise InputError(f"thresholds given for the categorical feature {name!r}: it is tested one level "
+                                 "against the rest; drop it from thresholds")
+            tests.extend(_level_tests(j, name, column, labels[j]))
+            continue
         if name not in thresholds and _is_binary(column):
             tests.append(BinaryTest(j, name, None))
             continue
@@ -94,6 +115,21 @@ def fit_tests(X: np.ndarray, feature_names: list[str], quantiles=DEFAULT_QUANTIL
             if pattern not in seen:
                 seen.add(pattern)
                 tests.append(BinaryTest(j, name, float(t)))
+    return tests
+
+
+def _level_tests(j: int, name: str, column: np.ndarray, labels: dict) -> list[BinaryTest]:
+    """One-vs-rest tests of a categorical column, each split of the rows once (a test and its
+    complement are the same split)."""
+    tests, seen = [], set()
+    for level in np.unique(column):
+        hit = column == level
+        if hit.all():
+            continue
+        pattern = hit.tobytes() if hit[0] else (~hit).tobytes()
+        if pattern not in seen:
+            seen.add(pattern)
+            tests.append(BinaryTest(j, name, None, float(level), str(labels.get(float(level), level))))
     return tests
 
 

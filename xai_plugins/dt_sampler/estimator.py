@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from .._validation import check_is_fitted, check_random_state, model_rows
+from .._validation import category_codes, check_is_fitted, check_random_state, feature_index, model_rows
 from ..errors import InputError, InputTypeError
 from .binarize import DEFAULT_QUANTILES, apply_tests, fit_tests
 from .emergence import emergence
@@ -48,6 +48,12 @@ class DTSampler(BaseEstimator):
     ``uniform_probability_`` holds that reference per feature.  Per binary test:
     ``test_emergence_probability_`` and ``test_tree_fraction_``.
 
+    Categorical features are tested one level against the rest (``city = paris``; one test for a
+    two-level feature), so a feature's emergence sums over its levels' tests: a DataFrame's text,
+    object and pandas ``category`` columns are categorical (``predict`` reads the same labels; an
+    unseen label fails every test of its feature), and so are the numerically coded columns named
+    in ``categorical_features``. ``categories_`` holds each feature's levels (None: numeric).
+
     Binary classification only (the paper's setting): a target with more than two classes
     raises ``ValueError``; fit one sampler per class on a one-vs-rest target instead.
 
@@ -62,7 +68,7 @@ class DTSampler(BaseEstimator):
                  sampler: str = "unigen", random_state=None, quantiles=DEFAULT_QUANTILES,
                  thresholds: dict | None = None, leaf_labels: str = "majority",
                  cardinality: str = "mtotalizer", confidence: float = 0.95,
-                 time_budget: float | None = 600.0, progress: bool = True):
+                 time_budget: float | None = 600.0, progress: bool = True, categorical_features=None):
         self.n_branch_nodes = n_branch_nodes
         self.min_accuracy = min_accuracy
         self.n_samples = n_samples
@@ -75,6 +81,7 @@ class DTSampler(BaseEstimator):
         self.confidence = confidence
         self.time_budget = time_budget
         self.progress = progress
+        self.categorical_features = categorical_features
 
     def fit(self, X, y) -> "DTSampler":
         """Binarise ``X``, encode the accurate trees, draw them and compute emergence probabilities.
@@ -84,12 +91,21 @@ class DTSampler(BaseEstimator):
         """
         _check_params(self)
         start = time.perf_counter()
-        Xa, names = model_rows(X, None, None)
+        self.categories_ = _text_categories(X)
+        Xa, names = model_rows(self._codes(X, None), None, None)
         self._named_columns = hasattr(X, "columns")     # predict aligns DataFrames by name only then
         y_index = self._encode_target(y, len(Xa))
         self.feature_names_in_ = np.array(names, dtype=object)
         self.n_features_in_ = Xa.shape[1]
-        self.tests_ = fit_tests(Xa, names, self.quantiles, self.thresholds)
+        levels = [None if known is None else dict(enumerate(known)) for known in self.categories_] \
+            if self.categories_ is not None else [None] * Xa.shape[1]
+        for j in {feature_index(f, names, len(names)) for f in _as_list(self.categorical_features)}:
+            if levels[j] is None:           # numerically coded: each value its own level
+                values = np.unique(Xa[:, j])
+                levels[j] = {float(v): f"{v:g}" for v in values}
+                self.categories_ = self.categories_ or [None] * Xa.shape[1]
+                self.categories_[j] = [float(v) for v in values]
+        self.tests_ = fit_tests(Xa, names, self.quantiles, self.thresholds, levels)
         Xb = apply_tests(self.tests_, Xa)
         draw = draw_trees(Xb, y_index, self.classes_, self.tests_, self.n_branch_nodes, self.min_accuracy,
                           leaf_labels=self.leaf_labels, cardinality=self.cardinality, sampler=self.sampler,
@@ -104,6 +120,12 @@ class DTSampler(BaseEstimator):
         self.uniform_probability_ = tables.uniform
         self.fit_time_ = time.perf_counter() - start
         return self
+
+    def _codes(self, X, names):
+        """``X`` with its text categorical columns read as the codes of ``categories_``."""
+        if self.categories_ is None or not hasattr(X, "columns"):
+            return X
+        return category_codes(X, names or [str(c) for c in X.columns], self.categories_)
 
     def _encode_target(self, y, n_rows: int) -> np.ndarray:
         """Each row's class index in ``classes_`` (set here), checking ``y`` is one of two classes."""
@@ -126,7 +148,7 @@ class DTSampler(BaseEstimator):
         """Majority vote of the sampled trees (ties go to ``classes_[1]``)."""
         check_is_fitted(self)
         names = list(self.feature_names_in_) if self._named_columns else None
-        Xa, _ = model_rows(X, names, self.n_features_in_)
+        Xa, _ = model_rows(self._codes(X, names), names, self.n_features_in_)
         votes = np.mean([t.predict(Xa) == self.classes_[1] for t in self.trees_], axis=0)
         return np.where(votes >= 0.5, self.classes_[1], self.classes_[0])
 
@@ -167,6 +189,30 @@ class DTSampler(BaseEstimator):
         if not hasattr(self, "path_"):
             raise AttributeError("no path yet: call emergence_path(X, y, min_accuracies) first")
         return plot_emergence_path(self.path_, ax)
+
+
+def _as_list(features) -> list:
+    """``categorical_features`` as a list (one name or index, a list, or None)."""
+    if features is None:
+        return []
+    return [features] if isinstance(features, (str, numbers.Integral)) else list(features)
+
+
+def _text_categories(X) -> list | None:
+    """Per column of a DataFrame ``X``, the sorted labels of a text, object or ``category`` column
+    (a category column: its categories), None for a numeric one; None when there is none."""
+    if not hasattr(X, "columns"):
+        return None
+    out = []
+    for name in X.columns:
+        column = X[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            out.append(list(column.cat.categories))
+        elif pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+            out.append(None)
+        else:
+            out.append(sorted(column.dropna().astype(str).unique()))
+    return out if any(known is not None for known in out) else None
 
 
 def _check_params(est) -> None:

@@ -154,12 +154,56 @@ class Forest:
             check_codes(rows, self.n_categories, what)
         return rows, names
 
+    @property
+    def categorical(self) -> np.ndarray:
+        """Boolean (n_features,): the categorical features (set-membership splits)."""
+        return np.zeros(self.n_features, dtype=bool) if self.n_categories is None else self.n_categories > 0
+
     def predict(self, X: Any) -> np.ndarray:
         """Model output in ``output_space`` computed by the C core, shape (n, n_outputs)."""
         from .. import _native
 
         return _native.predict(self, self.rows(X)[0])
 
+
+
+def category_values(rows: np.ndarray, labels: list | None) -> np.ndarray:
+    """The inverse of :func:`xai_plugins._validation.category_codes`: ``rows`` (n, d) with each
+    feature that has ``labels`` (per feature, or None) read back from codes to labels, as an object
+    array (NaN stays NaN; a code outside the labels, an unseen category, stays the number it is).
+    ``rows`` itself when no feature has labels."""
+    if labels is None or all(known is None for known in labels):
+        return rows
+    out = rows.astype(object)
+    for j, known in enumerate(labels):
+        if known is None:
+            continue
+        codes = rows[:, j]
+        hit = np.flatnonzero(np.isfinite(codes) & (codes >= 0) & (codes < len(known)) & (codes == np.floor(codes)))
+        out[hit, j] = np.asarray(list(known), dtype=object)[codes[hit].astype(np.int64)]
+    return out
+
+
+def category_frame(rows: np.ndarray, names: list, labels: list | None) -> Any:
+    """``rows`` (codes) in the form a model's own ``predict`` reads: a DataFrame with columns ``names``
+    whose labelled features (``labels``: per feature, or None) are pandas ``category`` columns with the
+    labels as categories, so that the model's encoder or category map reads the same codes (a code
+    outside the labels, an unseen category, becomes a missing value); ``rows`` itself when no feature
+    has labels."""
+    if labels is None or all(known is None for known in labels):
+        return rows
+    import pandas as pd
+
+    columns = {}
+    for j, (name, known) in enumerate(zip(names, labels)):
+        codes = rows[:, j]
+        if known is None:
+            columns[name] = codes
+            continue
+        hit = np.isfinite(codes) & (codes >= 0) & (codes < len(known)) & (codes == np.floor(codes))
+        columns[name] = pd.Categorical.from_codes(np.where(hit, codes, -1).astype(np.int64),
+                                                  categories=pd.Index(list(known)))
+    return pd.DataFrame(columns)
 
 
 def tree_levels(left: np.ndarray, right: np.ndarray, offsets: ArrayLike, *,

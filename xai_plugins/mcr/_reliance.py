@@ -15,7 +15,7 @@ from .._validation import (
     model_rows,
 )
 from ..errors import InputError, InputTypeError, UnsupportedModelError
-from ..forest import import_model, model_feature_names
+from ..forest import explained_model, import_model, model_feature_names
 from ._loss import check_loss, make_loss, model_reliance
 from ._parallel import tree_threads
 from ._passes import Reference, boundary_forest, permutation_pass
@@ -57,7 +57,18 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
     ``loss(y_true, y_pred) -> per-row losses`` (y_pred: class probabilities (n, C) or values (n,)).
     ``reliance``: ``"difference"`` (paper, eq. 1) or ``"ratio"`` (Fisher et al.).
     ``groups={"name": [cols]}`` permutes each set jointly. Results do not depend on ``n_jobs``.
+
+    A scikit-learn ``Pipeline`` of per-column transformers and encoders in front of such a forest
+    (fitted on exactly ``X, y``, the pipeline's raw input) is assessed in its input columns: each
+    input column is permuted as a whole, a one-hot encoded one with all its one-hot columns moving
+    together (the forest's columns coming from one input column form a group), so that the table
+    speaks of ``city``, not of ``city_paris``; ``features`` and ``groups`` name input columns.
     """
+    inner, to_inner, sources = explained_model(model)
+    if sources is not None:
+        return _pipeline_reliance(model, inner, to_inner(X), sources, y, features, groups, n_permutations=n_permutations,
+                                  epsilon=epsilon, random_state=random_state, loss=loss, reliance=reliance,
+                                  n_jobs=n_jobs, progress=progress)
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -84,6 +95,21 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
     return MCRResult(table=table, loss=loss_name, reliance=reliance, epsilon=float(epsilon),
                      n_permutations=int(n_permutations), n_trees=len(estimators),
                      n_groups=swap.n_groups, groups={u[0]: [names[c] for c in u[1]] for u in units if len(u[1]) > 1})
+
+
+def _pipeline_reliance(pipeline, inner, Xt, sources, y, features, groups, **options) -> MCRResult:
+    """:func:`model_class_reliance` of a Pipeline: its forest on the transformed rows ``Xt``, each
+    input column (or group of input columns) permuted as the group of forest columns it became."""
+    names = model_feature_names(pipeline) or [f"x{j}" for j in range(int(sources.max()) + 1)]
+    units = _units(features, groups, names)
+    if hasattr(Xt, "toarray"):           # a sparse one-hot block
+        Xt = Xt.toarray()
+    where = {name: np.flatnonzero(np.isin(sources, cols)).tolist() for name, cols in units}
+    empty = [name for name, cols in where.items() if not cols]
+    if empty:
+        raise InputError(f"input column(s) {empty} of the Pipeline reach no column of its model (dropped by a "
+                         "transformer): their reliance is 0 by construction; leave them out of features=")
+    return model_class_reliance(inner, np.asarray(Xt, dtype=np.float64), y, groups=where, **options)
 
 
 def _feature_row(ref: Reference, surrogates, swap, cols, seeds, epsilon, reliance) -> dict:
