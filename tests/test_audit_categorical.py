@@ -75,16 +75,20 @@ def test_every_section_runs_on_a_categorical_model(case, request):
     assert {m.key: m.status for m in result.methods.values()}["shap"] == "ok"
 
 
-@pytest.mark.parametrize("case", ["pipeline_case", "lightgbm_case"])
-def test_a_method_that_does_not_apply_is_not_counted_as_failing(case, request):
-    """Local MDI refuses categorical models: "not applicable" with the reason, not a problem of the audit,
-    and not a criterion of the explanation-reliability verdict."""
+@pytest.mark.parametrize("case, absent", [("pipeline_case", {"mcr", "dt_sampler"}),
+                                          ("lightgbm_case", {"mcr", "local_mdi"})])
+def test_a_method_that_does_not_apply_is_not_counted_as_failing(case, absent, request):
+    """Methods that do not apply (MCR to boosting, DT-Sampler to regression, local MDI to LightGBM, which stores
+    no impurities) are "not applicable" with the reason, not problems of the audit, and not criteria of the
+    explanation-reliability verdict; every other method ran."""
     result = request.getfixturevalue(case)[-1]
-    local = result.methods["local_mdi"]
-    assert local.status == "not applicable" and "categorical" in local.reason
-    assert not any("local MDI" in p["what"] for p in result.problems)
+    statuses = {k: m.status for k, m in result.methods.items()}
+    assert {k for k, s in statuses.items() if s == "not applicable"} == absent, statuses
+    assert set(statuses.values()) <= {"ok", "not applicable"}
+    labels = [result.methods[k].label for k in absent]
+    assert not any(label in p["what"] for p in result.problems for label in labels)
     criteria = [c.name for c in result.verdict.explanation_reliability.criteria]
-    assert not any("local MDI" in name for name in criteria)
+    assert not any(label in name for name in criteria for label in labels)
 
 
 def test_performance_is_the_models_own_on_the_raw_rows(pipeline_case):
@@ -209,7 +213,8 @@ def test_a_bad_rho_is_refused_by_name(pipeline_case):
 
 @pytest.fixture(scope="module")
 def csv_files(tmp_path_factory):
-    """A one-hot RandomForest Pipeline classifier pickled with joblib, and raw CSVs with text columns."""
+    """A one-hot Pipeline of a bootstrap-free RandomForest classifier pickled with joblib, and raw CSVs with
+    text columns."""
     import joblib
 
     folder = tmp_path_factory.mktemp("categorical_cli")
@@ -221,7 +226,8 @@ def csv_files(tmp_path_factory):
     y = ((X.priors > 2) ^ (X.charge == "F") ^ (rng.random(n) < 0.2)).astype(int)
     front = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["race", "charge"]),
                                ("num", StandardScaler(), ["age", "priors"])])
-    pipe = Pipeline([("front", front), ("rf", RandomForestClassifier(n_estimators=8, max_depth=3, random_state=0))])
+    pipe = Pipeline([("front", front), ("rf", RandomForestClassifier(n_estimators=8, max_depth=3, bootstrap=False,
+                                                               random_state=0))])
     pipe.fit(X[:140], y[:140])
     joblib.dump(pipe, folder / "pipeline.joblib")
     X.assign(y=y)[140:].to_csv(folder / "raw.csv", index=False)
@@ -257,6 +263,10 @@ def test_xai_audit_with_every_section_on_a_categorical_pipeline(csv_files):
     document = json.loads((out / "pipeline.json").read_text("utf-8"))
     statuses = {k: s["status"] for k, s in document["sections"].items()}
     assert "failed" not in statuses.values(), statuses
+    methods = document["methods"]
+    assert {k: m["status"] for k, m in methods.items()} == dict.fromkeys(methods, "ok")
+    for key in ("mcr", "dt_sampler", "acme", "local_mdi"):       # in the input columns
+        assert set(methods[key]["importance"]) == {"age", "priors", "race", "charge"}, key
     groups = document["sections"]["fairness"]["data"]["attributes"]["race"]["group sizes"]
     assert set(groups) == {"African-American", "Caucasian", "Hispanic"}
     raw = pd.read_csv(csv_files / "raw.csv")

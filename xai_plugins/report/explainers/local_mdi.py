@@ -20,17 +20,11 @@ class LocalMDI(Explainer):
                "trees, not of the explained output)")
 
     def prepare(self, ctx, options):
-        """The Forest with node impurities (:class:`NotApplicable` when the model stores none, or when
-        local MDI refuses it, as it does a model with categorical features, tried on one test row)."""
+        """The Forest with node impurities (:class:`NotApplicable` when the model stores none)."""
         try:
-            forest = detached(require_impurities(ctx.model))
-            local_mdi(forest, ctx.X_test.to_numpy()[ctx.complete_rows[:1]])
+            return detached(require_impurities(ctx.model))
         except UnsupportedModelError as exc:
-            categorical = ctx.categorical_names
-            why = (f"local MDI does not apply to models with categorical features ({', '.join(categorical)}): "
-                   "it reads impurity decreases of numeric splits only" if categorical else str(exc))
-            raise NotApplicable(why) from exc
-        return forest
+            raise NotApplicable(str(exc)) from exc
 
     def block(self, state, X):
         """Local MDI of the rows and their ranking by magnitude."""
