@@ -20,6 +20,7 @@ import pandas as pd
 from .._validation import check_target
 from ..errors import FeatureMismatchError, InputError
 from ..forest import Forest, import_model
+from ..forest.layout import category_frame
 
 
 @dataclass
@@ -82,11 +83,10 @@ class AuditContext:
         """Rows whose per-feature standard deviation is the unit of σ."""
         return (self.X_train if self.X_train is not None else self.X_test).to_numpy(dtype=float)
 
-    @functools.cached_property
+    @property
     def categorical(self) -> np.ndarray:
         """Boolean mask of the categorical features (set-membership splits; their values are category codes)."""
-        n_categories = self.forest.n_categories
-        return np.zeros(self.n_features, dtype=bool) if n_categories is None else np.asarray(n_categories) > 0
+        return self.forest.categorical
 
     @property
     def categorical_names(self) -> list:
@@ -161,9 +161,8 @@ class AuditContext:
         """:meth:`score` as a standalone callable; ``predictor`` replaces the Forest's (e.g. one
         holding the model strongly, which can be sent to dask workers)."""
         columns = self.X_test.columns if getattr(self.model, "feature_names_in_", None) is not None else None
-        known = self.forest.category_labels or ()
-        labels = {j: list(values) for j, values in enumerate(known) if values is not None}
-        return Scorer(self.forest.predict_fn if predictor is None else predictor, self.output, columns, labels)
+        return Scorer(self.forest.predict_fn if predictor is None else predictor, self.output, columns,
+                      self.forest.category_labels)
 
     def portable_scorer(self) -> "Scorer":
         """:meth:`scorer` holding the fitted model strongly, so that it can be pickled and sent to the
@@ -210,8 +209,8 @@ def derive_seed(root: np.random.SeedSequence, stream: str) -> np.random.SeedSequ
 
 class Scorer:
     """The explained output of rows: ``predictor(model_input(X))[:, output]`` as float, shape (n,).
-    ``columns``: the column names the model was fitted with (None: it takes arrays); ``labels``: for each
-    categorical feature (by position), its category labels by code (None: no categorical feature)."""
+    ``columns``: the column names the model was fitted with (None: it takes arrays); ``labels``: per feature,
+    the category labels by code of a labelled categorical feature, else None (the Forest's ``category_labels``)."""
 
     def __init__(self, predictor, output: int, columns=None, labels=None):
         self.predictor, self.output, self.columns, self.labels = predictor, output, columns, labels
@@ -227,15 +226,12 @@ class Scorer:
         """:meth:`model_input` with each categorical feature's codes replaced by a pandas category of its
         labels (a missing value or an unseen code: missing), the form the model's own ``predict`` takes."""
         rows = self.model_input(X)
-        if not self.labels:
+        if self.labels is None or all(known is None for known in self.labels):
             return rows
-        frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(rows)
-        for j, known in self.labels.items():
-            codes = frame.iloc[:, j].to_numpy(dtype=float)
-            inside = np.isfinite(codes) & (codes >= 0) & (codes < len(known))
-            frame[frame.columns[j]] = pd.Categorical.from_codes(np.where(inside, codes, -1).astype(np.int64),
-                                                                categories=pd.Index(known))
-        return frame if isinstance(rows, pd.DataFrame) else frame.to_numpy()
+        values = np.asarray(X, dtype=float)
+        frame = category_frame(values, list(range(values.shape[1])) if self.columns is None else list(self.columns),
+                               self.labels)
+        return frame if self.columns is not None else frame.to_numpy()
 
     def __call__(self, X) -> np.ndarray:
         with warnings.catch_warnings():
