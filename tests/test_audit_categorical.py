@@ -247,11 +247,13 @@ def _cli(folder, *extra):
 def test_xai_audit_on_a_pipeline_and_a_raw_csv_speaks_of_the_input_columns(csv_files):
     out = csv_files / "few"
     assert _cli(csv_files, "--out", str(out), "--sections", "explanations", "faithfulness",
-                "--explainers", "shap", "pg2") == 0
+                "--explainers", "shap", "pg2", "--rho", "0.25") == 0
     document = json.loads((out / "pipeline.json").read_text("utf-8"))
     text = json.dumps(document, ensure_ascii=False)
     assert "cat__" not in text and "num__" not in text
     assert document["parameters"]["categorical features"] == ["race", "charge"]
+    assert document["parameters"]["ρ of the categorical features per σ"] == {"0.1": 0.25, "0.3": 0.25, "1.0": 0.25}
+    assert document["sections"]["faithfulness"]["data"]["categorical perturbation"]["rho set"] is True
     shap = document["methods"]["shap"]
     assert shap["status"] == "ok" and set(shap["importance"]) == {"age", "priors", "race", "charge"}
 
