@@ -90,11 +90,30 @@ def test_trusted_pickle_run_writes_pdf(files, capsys):
 
 def test_demo_models_cover_every_section():
     models = demo_models()
-    assert [m[0] for m in models] == ["demo_diabetes_regression", "demo_breast_cancer_classification"]
-    for _, _, model, X_test, y_test, X_train, y_train in models:
+    assert [m[0] for m in models] == ["demo_diabetes_regression", "demo_breast_cancer_classification",
+                                      "demo_diabetes_categorical_pipeline"]
+    for _, _, model, X_test, y_test, X_train, y_train in models[:2]:
         assert type(model).__name__.startswith("RandomForest") and model.bootstrap is False
         assert model.n_estimators == 100 and len(X_test) + len(X_train) == len(y_test) + len(y_train)
         assert np.isfinite(X_test.to_numpy()).all() and isinstance(X_train, pd.DataFrame)
+
+
+def test_the_categorical_demo_is_a_pipeline_on_text_sex_labels():
+    """The third demo: the diabetes data in its own units with sex as neutral text labels, a one-hot Pipeline
+    whose Forest has sex as its one categorical feature, predicting as the pipeline does."""
+    from sklearn.datasets import load_diabetes
+
+    from xai_plugins.forest import import_model
+
+    _, _, model, X_test, _, X_train, _ = demo_models()[2]
+    assert type(model).__name__ == "Pipeline"
+    assert set(X_train["sex"]) == {"sex 1", "sex 2"}
+    raw = load_diabetes(as_frame=True, scaled=False).data
+    np.testing.assert_array_equal(X_test.drop(columns="sex").to_numpy(), raw.loc[X_test.index].drop(columns="sex"))
+    assert (X_test["sex"] == raw.loc[X_test.index, "sex"].map({1.0: "sex 1", 2.0: "sex 2"})).all()
+    forest = import_model(model)
+    assert [forest.feature_names[j] for j in np.flatnonzero(forest.n_categories)] == ["sex"]
+    np.testing.assert_allclose(forest.predict(X_test)[:, 0], model.predict(X_test), rtol=1e-12, atol=1e-9)
 
 
 def test_unwritable_out_fails_before_any_work(files, capsys, monkeypatch):

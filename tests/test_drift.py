@@ -43,9 +43,10 @@ def test_ks_matches_scipy_and_is_bonferroni_corrected():
     for name in X_test.columns:
         test = X_test[name].dropna().to_numpy(dtype=float)
         ks = stats.ks_2samp(X_train[name].to_numpy(dtype=float), test)
-        assert table.loc[name, "KS statistic"] == ks.statistic
-        assert table.loc[name, "KS p-value"] == ks.pvalue
-        assert table.loc[name, "KS p-value (Bonferroni)"] == min(1.0, 3 * ks.pvalue)
+        assert table.loc[name, "test"] == "KS"
+        assert table.loc[name, "statistic"] == ks.statistic
+        assert table.loc[name, "p-value"] == ks.pvalue
+        assert table.loc[name, "p-value (Bonferroni)"] == min(1.0, 3 * ks.pvalue)
     assert table.loc["c", "bins"] == 2                 # a 0/1 column: bins ≤ 0 and > 0
     assert table.loc["b", "test missing"] == pytest.approx(0.05)
     assert list(table["PSI"]) == sorted(table["PSI"], reverse=True)

@@ -226,19 +226,6 @@ def test_categorical_pg2_agrees_with_monte_carlo_through_the_pipeline(text_data)
         assert abs(gaps.mean() - exact[i]) <= 4 * gaps.std() / np.sqrt(n) + 1e-12
 
 
-def test_the_audit_refuses_categorical_features_clearly(text_data):
-    """Until the audit's sections read categorical columns, it refuses them by name up front (rather
-    than failing section by section on text values)."""
-    from xai_plugins.report import audit
-
-    X, y = text_data
-    front = ColumnTransformer([("enc", OneHotEncoder(handle_unknown="ignore"), ["city", "sex"])],
-                              remainder="passthrough")
-    pipe = Pipeline([("front", front), ("model", MODELS["gb"]())]).fit(X, y)
-    with pytest.raises(UnsupportedModelError, match="city, sex"):
-        audit(pipe, X.iloc[:50], y[:50])
-
-
 def test_a_background_frame_with_text_columns_gives_the_category_frequencies(text_data):
     """background= as raw labels (what the user has) equals background= as the model's codes."""
     X, y = text_data

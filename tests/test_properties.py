@@ -1030,3 +1030,47 @@ def test_exact_pg2_under_the_binary_flip_law_matches_the_grid(kind, data):
             atoms[j] = ([a, b], [(1 - r) * (x[j] == a) + r * q_a, (1 - r) * (x[j] == b) + r * (1 - q_a)])
         want = grid_pg2(model, f, x, S, cdfs, atoms=atoms)
         np.testing.assert_allclose(exact[i], want, rtol=1e-10, atol=1e-12, err_msg=f"{kind}, S={S}, x={x.tolist()}")
+
+
+# ----------------------------------------------------------------------------- audit drift on categories
+
+
+def _category_samples():
+    """(K, training codes, test codes) of a categorical feature: codes 0 .. K−1, unseen codes (−1, K, K + 3)
+    and NaN, in samples of 1 to 60 rows."""
+    return st.integers(1, 6).flatmap(lambda k: st.tuples(st.just(k), *[hnp.arrays(
+        np.float64, st.integers(1, 60), elements=st.sampled_from(list(map(float, range(k))) + [-1.0, float(k),
+                                                                                                 k + 3.0, np.nan]))
+        for _ in range(2)]))
+
+
+@examples(60)
+@given(sample=_category_samples())
+def test_audit_drift_on_a_category_is_psi_and_chi_square_over_the_labels(sample):
+    """The audit's drift of a categorical feature against pandas / scipy on the values as labels: PSI over the
+    categories (unseen pooled, missing a bin), the χ² test of homogeneity of the observed categories."""
+    import pandas as pd
+    from scipy import stats
+
+    from xai_plugins.report import drift
+
+    k, train, test = sample
+    label = lambda v: "missing" if np.isnan(v) else (str(int(v)) if 0 <= v < k else "unseen")  # noqa: E731
+    train_labels, test_labels = pd.Series(map(label, train)), pd.Series(map(label, test))
+    bins = [*map(str, range(k)), "unseen", "missing"]
+    e = train_labels.value_counts(normalize=True).reindex(bins, fill_value=0).to_numpy()
+    a = test_labels.value_counts(normalize=True).reindex(bins, fill_value=0).to_numpy()
+    e, a = np.maximum(e, 1e-4), np.maximum(a, 1e-4)
+    table = drift.drift_table(pd.DataFrame({"c": train}), pd.DataFrame({"c": test}), categorical={"c": k})
+    assert table.loc["c", "PSI"] == pytest.approx(np.sum((a - e) * np.log(a / e)), rel=1e-9, abs=1e-12)
+    observed = pd.concat([pd.DataFrame({"v": train_labels, "s": 0}), pd.DataFrame({"v": test_labels, "s": 1})])
+    observed = observed[observed.v != "missing"]
+    counts = pd.crosstab(observed.s, observed.v)
+    statistic, p_value = table.loc["c", "statistic"], table.loc["c", "p-value"]
+    if counts.shape[0] < 2:                       # a sample without an observed value: no test
+        assert np.isnan(statistic) and np.isnan(p_value)
+    elif counts.shape[1] < 2:                     # one category observed in all: nothing can differ
+        assert (statistic, p_value) == (0.0, 1.0)
+    else:
+        expected = stats.chi2_contingency(counts.to_numpy(), correction=False)
+        assert (statistic, p_value) == pytest.approx((expected.statistic, expected.pvalue), rel=1e-9, abs=1e-12)

@@ -30,9 +30,10 @@ and ``--time-budget`` are ignored for the row count).
 
 The model is an XGBoost JSON/UBJSON file, or — only with ``--trust-pickle``, because unpickling
 runs arbitrary code — a pickled / joblib scikit-learn, XGBoost or LightGBM model. With no
-arguments it writes a demo audit of two models trained on scikit-learn's embedded diabetes
+arguments it writes demo audits of three models trained on scikit-learn's embedded diabetes
 (regression, with ``sex`` audited as a protected attribute) and breast-cancer (classification)
-data to ``reports/``.
+data, the third a scikit-learn Pipeline that one-hot encodes the diabetes data's ``sex`` as a text
+column (a model with a categorical feature), to ``reports/``.
 """
 
 from __future__ import annotations
@@ -61,10 +62,13 @@ GATE_SCOPES = {"": ("model_fitness", "explanation_reliability"), "fitness": ("mo
                "explanations": ("explanation_reliability",)}
 #: ``--fail-on`` values: LEVEL or SCOPE:LEVEL
 FAIL_ON = tuple(f"{scope}:{level}" if scope else level for scope in GATE_SCOPES for level in ("warn", "fail"))
+#: the demo's three audits: the stems of their files
+DEMO_STEMS = ("demo_diabetes_regression", "demo_breast_cancer_classification", "demo_diabetes_categorical_pipeline")
 #: the demo's protected attribute (a column of scikit-learn's diabetes data, also a model feature there)
-DEMO_PROTECTED = {"demo_diabetes_regression": ("sex",)}
-#: the demo's two audits: the stems of their files
-DEMO_STEMS = ("demo_diabetes_regression", "demo_breast_cancer_classification")
+DEMO_PROTECTED = {DEMO_STEMS[0]: ("sex",), DEMO_STEMS[2]: ("sex",)}
+#: the labels the categorical demo gives the diabetes data's two ``sex`` codes (1 and 2; the data set does not
+#: document which is which, so the labels stay neutral)
+DEMO_SEX_LABELS = {1.0: "sex 1", 2.0: "sex 2"}
 
 
 class CLIError(XaiError):
@@ -78,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="xai-audit", description="Audit the explanations of a tree-ensemble model (HTML + PDF report). "
-        "Without arguments: a demo audit of two models on scikit-learn's diabetes and breast-cancer data.")
+        "Without arguments: demo audits of three models on scikit-learn's diabetes and breast-cancer data (the third "
+        "a Pipeline with a categorical feature).")
     files = parser.add_argument_group("files")
     files.add_argument("--model", help="XGBoost .json/.ubj model, or .pkl/.joblib with --trust-pickle")
     files.add_argument("--data", help="CSV of the test data (features + target column, and any --protected "
@@ -285,13 +290,16 @@ def read_dask_table(pattern: str, target: str, sep: str = ","):
 def align_features(forest, X: pd.DataFrame, label: str, keep=()) -> pd.DataFrame:
     """``X`` with the model's columns in the model's order (aligned by name where the model knows
     its feature names, by position otherwise), plus the ``keep`` columns that are not features
-    (protected attributes); :class:`CLIError` on any mismatch."""
+    (protected attributes); :class:`CLIError` on any mismatch. A model with labelled categorical
+    features (text columns) keeps its columns as read, labels and all, so that the report (and a
+    protected attribute among them) speaks of the labels."""
     extra = [c for c in keep if c not in (forest.feature_names or ())]
     try:
         rows, names = forest.rows(X.drop(columns=extra), what=label, allow_nan=True)
     except XaiError as exc:
         raise CLIError(str(exc)) from exc
-    aligned = pd.DataFrame(rows, columns=names, index=X.index)
+    labelled = forest.category_labels is not None and set(names) <= set(X.columns)
+    aligned = X[names] if labelled else pd.DataFrame(rows, columns=names, index=X.index)
     return pd.concat([aligned, X[extra]], axis=1) if extra else aligned
 
 
@@ -434,12 +442,25 @@ def _positive_class(model, value):
 
 
 def demo_models(random_state: int = 0) -> list:
-    """(name, title, model, X_test, y_test, X_train, y_train) of the two demo audits: 100-tree random
-    forests grown with bootstrap=False (so MCR applies) on scikit-learn's embedded data sets."""
+    """(name, title, model, X_test, y_test, X_train, y_train) of the three demo audits: 100-tree random
+    forests grown with bootstrap=False (so MCR applies) on scikit-learn's embedded data sets, and a
+    Pipeline (one-hot encoded ``sex`` as text, the other columns as they are, gradient boosting) on the
+    diabetes data in its original units: a model with a categorical feature."""
+    from sklearn.compose import ColumnTransformer
     from sklearn.datasets import load_breast_cancer, load_diabetes
-    from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor
     from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
 
+    def diabetes_with_sex_as_text(return_X_y, as_frame):
+        X, y = load_diabetes(return_X_y=return_X_y, as_frame=as_frame, scaled=False)
+        return X.assign(sex=X["sex"].map(DEMO_SEX_LABELS)), y
+
+    pipeline = Pipeline([("encode", ColumnTransformer([("sex", OneHotEncoder(), ["sex"])], remainder="passthrough",
+                                                      verbose_feature_names_out=False)),
+                         ("boost", GradientBoostingRegressor(n_estimators=100, max_depth=3, learning_rate=0.05,
+                                                             random_state=random_state))])
     out = []
     for name, title, loader, estimator in (
         (DEMO_STEMS[0], "Demo: diabetes progression (random forest regressor)", load_diabetes,
@@ -448,6 +469,8 @@ def demo_models(random_state: int = 0) -> list:
         (DEMO_STEMS[1], "Demo: breast cancer diagnosis (random forest classifier)",
          load_breast_cancer, RandomForestClassifier(n_estimators=100, max_depth=3, max_features="sqrt",
                                                     bootstrap=False, random_state=random_state, n_jobs=1)),
+        (DEMO_STEMS[2], "Demo: diabetes progression, sex as a category (one-hot Pipeline, gradient boosting)",
+         diabetes_with_sex_as_text, pipeline),
     ):
         X, y = loader(return_X_y=True, as_frame=True)
         X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=random_state)
@@ -456,7 +479,7 @@ def demo_models(random_state: int = 0) -> list:
 
 
 def run_demo(args, argv) -> list:
-    """Write the two demo audits to ``args.out``; returns each Audit with its paths."""
+    """Write the demo audits to ``args.out``; returns each Audit with its paths."""
     from .report import audit
 
     check_out(Path(args.out), DEMO_STEMS, pdf=not args.no_pdf)

@@ -204,7 +204,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                                              sample_size=options.max_shap_rows, random_state=sample_seed)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
-                       progress=options.progress and cl is None)   # on a cluster: the scheduler's progress
+                       progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
+                       rho=options.rho)
     _check_noise(ctx, options)
     bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
 
@@ -242,12 +243,11 @@ def _check_noise(ctx, options: AuditOptions) -> None:
     from ..prediction_gap import split_boundaries
 
     try:
-        noise = make_perturbation(ctx.n_features, ctx.sigma_vector(max(options.sigma), options.binary_sigma),
-                                  background=ctx.background)
+        noise = make_perturbation(ctx.n_features, **ctx.noise(max(options.sigma), options.binary_sigma))
     except XaiError:
         return
-    check_noise_scale(split_boundaries(ctx.forest), noise, range(ctx.n_features), ctx.X_test.to_numpy(dtype=float),
-                      stacklevel=5)
+    check_noise_scale(split_boundaries(ctx.forest), noise, np.flatnonzero(~ctx.categorical),
+                      ctx.X_test.to_numpy(dtype=float), stacklevel=5)
 
 
 def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
@@ -257,6 +257,9 @@ def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
            if f.name not in ("provenance", "progress", "model_card")}
     out.update({"positive_class": ctx.positive_class, "greedy PG² σ": options.sigma_ref,
                 "top_k": min(options.top_k, ctx.n_features)})
+    if ctx.categorical.any():
+        out["categorical features"] = ctx.categorical_names
+        out["ρ of the categorical features per σ"] = {s: ctx.rho_at(s) for s in options.sigma}
     explained = built["explanations"].data if "explanations" in built else {}
     for key in ("explained rows", "complete test rows (sampled from)", "row-count calibration"):
         if key in explained:

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .._validation import check_target, default_feature_names
-from ..errors import FeatureMismatchError, InputError, UnsupportedModelError
+from .._validation import check_target
+from ..errors import FeatureMismatchError, InputError
 from ..forest import Forest, import_model
+from ..forest.layout import category_frame
 
 
 @dataclass
@@ -56,6 +57,9 @@ class AuditContext:
     #: progress bars of the long in-memory PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``
     #: and on a cluster, where the scheduler shows its own)
     progress: bool = True
+    #: ρ of the categorical features (``AuditOptions.rho``): the probability that a perturbed categorical
+    #: feature is redrawn from the background's category frequencies; None: the default of each σ
+    rho: float | None = None
 
     def __post_init__(self):
         if self.root_seed is None:
@@ -79,13 +83,34 @@ class AuditContext:
         """Rows whose per-feature standard deviation is the unit of σ."""
         return (self.X_train if self.X_train is not None else self.X_test).to_numpy(dtype=float)
 
+    @property
+    def categorical(self) -> np.ndarray:
+        """Boolean mask of the categorical features (set-membership splits; their values are category codes)."""
+        return self.forest.categorical
+
+    @property
+    def categorical_names(self) -> list:
+        """The names of the categorical features, in model order."""
+        return [n for n, c in zip(self.feature_names, self.categorical) if c]
+
+    def categories(self, j: int) -> list:
+        """The category labels of categorical feature ``j`` by code (the training labels of a pandas
+        category or text column; the codes themselves as text when the model knows no labels)."""
+        labels = self.forest.category_labels
+        known = None if labels is None else labels[j]
+        if known is None:
+            return [str(c) for c in range(int(self.forest.n_categories[j]))]
+        return [str(c) for c in known]
+
     @functools.cached_property
     def binary_features(self) -> np.ndarray:
-        """Boolean mask of the features whose background values are all 0 or 1 (one-hot and
-        indicator columns), where Gaussian noise produces values the data never has."""
+        """Boolean mask of the numeric features whose background values are all 0 or 1 (one-hot and
+        indicator columns), where Gaussian noise produces values the data never has (a categorical
+        feature is never one: its perturbation is the categorical law)."""
         bg = self.background
-        return np.array([np.isin(col[~np.isnan(col)], (0.0, 1.0)).all() and np.unique(col[~np.isnan(col)]).size == 2
-                         for col in bg.T], dtype=bool)
+        return np.array([not cat and np.isin(col[~np.isnan(col)], (0.0, 1.0)).all()
+                         and np.unique(col[~np.isnan(col)]).size == 2
+                         for col, cat in zip(bg.T, self.categorical)], dtype=bool)
 
     def sigma_vector(self, sigma: float, binary_sigma: float | None = None):
         """The noise level of every feature, in background standard deviations: ``sigma``, except
@@ -94,20 +119,50 @@ class AuditContext:
             return float(sigma)
         return np.where(self.binary_features, float(binary_sigma), float(sigma))
 
+    def noise(self, sigma: float, binary_sigma: float | None = None) -> dict:
+        """The perturbation keywords of ``pg2`` / ``pgi2`` / ``greedy_pg2_ranking`` / ``make_perturbation`` at
+        noise level ``sigma``: σ per numeric feature (:meth:`sigma_vector`) in background standard
+        deviations, and for the categorical features ρ (:attr:`rho`, else the default of that σ) with the
+        background's category frequencies."""
+        return {"sigma": self.sigma_vector(sigma, binary_sigma), "background": self.background, "rho": self.rho}
+
+    def perturbation(self, sigma: float, binary_sigma: float | None = None):
+        """The :class:`~xai_plugins.perturbation.Perturbation` of :meth:`noise`, its categorical laws worked
+        out here and the background rows left out: small to ship to an engine's workers."""
+        from ..perturbation import make_perturbation
+
+        noise = make_perturbation(self.n_features, **self.noise(sigma, binary_sigma),
+                                  names=self.forest.feature_names, missing=self.forest.missing_value)
+        for j in np.flatnonzero(self.categorical):
+            noise.category_law(int(j), int(self.forest.n_categories[j]))
+        shipped = copy.copy(noise)          # shares the laws just worked out
+        shipped.background = None
+        return shipped
+
+    def rho_at(self, sigma: float) -> float:
+        """The ρ of the categorical features at noise level ``sigma``: :attr:`rho`, else its default
+        (:func:`~.options.default_rho`)."""
+        from .options import default_rho
+
+        return float(self.rho) if self.rho is not None else default_rho(sigma)
+
     @property
     def n_features(self) -> int:
         """Number of features d."""
         return len(self.feature_names)
 
     def model_input(self, X) -> object:
-        """``X`` in the form the model was fitted on (a DataFrame when it knows feature names)."""
-        return self.scorer().model_input(X)
+        """``X`` (category codes in the categorical features) in the form the model's own ``predict``
+        takes: a DataFrame when it knows feature names, its categorical columns as pandas categories of the
+        training labels (what a Pipeline's encoders and a LightGBM model on category columns read)."""
+        return self.scorer().native_input(X)
 
     def scorer(self, predictor=None) -> "Scorer":
         """:meth:`score` as a standalone callable; ``predictor`` replaces the Forest's (e.g. one
         holding the model strongly, which can be sent to dask workers)."""
         columns = self.X_test.columns if getattr(self.model, "feature_names_in_", None) is not None else None
-        return Scorer(self.forest.predict_fn if predictor is None else predictor, self.output, columns)
+        return Scorer(self.forest.predict_fn if predictor is None else predictor, self.output, columns,
+                      self.forest.category_labels)
 
     def portable_scorer(self) -> "Scorer":
         """:meth:`scorer` holding the fitted model strongly, so that it can be pickled and sent to the
@@ -154,16 +209,29 @@ def derive_seed(root: np.random.SeedSequence, stream: str) -> np.random.SeedSequ
 
 class Scorer:
     """The explained output of rows: ``predictor(model_input(X))[:, output]`` as float, shape (n,).
-    ``columns``: the column names the model was fitted with (None: it takes arrays)."""
+    ``columns``: the column names the model was fitted with (None: it takes arrays); ``labels``: per feature,
+    the category labels by code of a labelled categorical feature, else None (the Forest's ``category_labels``)."""
 
-    def __init__(self, predictor, output: int, columns=None):
-        self.predictor, self.output, self.columns = predictor, output, columns
+    def __init__(self, predictor, output: int, columns=None, labels=None):
+        self.predictor, self.output, self.columns, self.labels = predictor, output, columns, labels
 
     def model_input(self, X) -> object:
-        """``X`` in the form the model was fitted on (a DataFrame when it knows feature names)."""
+        """``X`` as float rows (category codes) in the form the Forest's predictor takes (a DataFrame when
+        the model knows feature names)."""
         if self.columns is not None:
             return pd.DataFrame(np.asarray(X, dtype=float), columns=self.columns)
         return np.asarray(X, dtype=float)
+
+    def native_input(self, X) -> object:
+        """:meth:`model_input` with each categorical feature's codes replaced by a pandas category of its
+        labels (a missing value or an unseen code: missing), the form the model's own ``predict`` takes."""
+        rows = self.model_input(X)
+        if self.labels is None or all(known is None for known in self.labels):
+            return rows
+        values = np.asarray(X, dtype=float)
+        frame = category_frame(values, list(range(values.shape[1])) if self.columns is None else list(self.columns),
+                               self.labels)
+        return frame if self.columns is not None else frame.to_numpy()
 
     def __call__(self, X) -> np.ndarray:
         with warnings.catch_warnings():
@@ -217,13 +285,15 @@ def model_classes(model, forest) -> list | None:
 
 def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, positive_class=None,
                  random_state=None, protected=(), cluster=None, root_seed=None,
-                 progress=True) -> AuditContext:
+                 progress=True, rho=None) -> AuditContext:
     """Import the model and check the data against it (numeric; DataFrame columns aligned by name).
 
     ``protected``: column names of ``X_test`` (and ``X_train`` when it has them) held apart as
     :attr:`AuditContext.protected`; those that are not model features are not passed to the model.
     ``positive_class`` defaults to the last class of a binary classifier and to the most frequent
-    test class (else the last) of a multi-class one.
+    test class (else the last) of a multi-class one. Categorical features (text or pandas category
+    columns, read as the model's category codes) are kept as codes; ``rho`` is their ρ (see
+    :attr:`AuditContext.rho`).
 
     Raises :class:`~xai_plugins.UnsupportedModelError` for a model the importers refuse and
     ``ValueError`` for data that does not fit the model.
@@ -231,13 +301,6 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     forest = import_model(model)
     if forest.predict_fn is None:
         raise InputError("the imported model carries no predictor; pass the fitted model itself")
-    if forest.n_categories is not None and np.any(forest.n_categories):
-        names = forest.feature_names or default_feature_names(forest.n_features)
-        categorical = [names[j] for j in np.flatnonzero(forest.n_categories)]
-        raise UnsupportedModelError(f"the audit does not support categorical features yet ({', '.join(categorical)}): "
-                                    "its sections read every column as a number. xp.pg2 / pgi2 / "
-                                    "greedy_pg2_ranking and the explainers accept the model; for the audit, "
-                                    "one-hot encode these columns into a numeric model")
     protected = tuple(protected or ())
     X_test_f, groups = _frame(forest, X_test, "X_test", protected)
     names = list(X_test_f.columns)
@@ -272,7 +335,8 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
         output, label = 0, "the regression output"
         classes = []
     return AuditContext(model, forest, X_test_f, y_test, X_train_f, y_train, names, forest.task, output, label,
-                        positive_class, random_state, groups, groups_train, classes, cluster, root_seed, progress)
+                        positive_class, random_state, groups, groups_train, classes, cluster, root_seed, progress,
+                        rho)
 
 
 def _default_class(classes: list, y) -> object:

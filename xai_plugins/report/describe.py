@@ -12,6 +12,7 @@ import pandas as pd
 from sklearn import metrics
 
 from ..forest import library_of
+from ..perturbation import category_atoms
 
 PACKAGES = ("xai_plugins", "numpy", "scipy", "pandas", "scikit-learn", "xgboost", "lightgbm", "shap", "matplotlib",
             "jinja2", "weasyprint", "fairlearn", "python-sat", "pyunigen")
@@ -97,17 +98,38 @@ def per_class(ctx, most: int = 10) -> tuple[pd.DataFrame, str]:
 
 
 def data_summary(ctx) -> pd.DataFrame:
-    """Per feature: test-set mean, sd, min, quartiles, max and missing values (plus the training
-    mean and missing count when training data is given)."""
-    X = ctx.X_test
+    """Per numeric feature: test-set mean, sd, min, quartiles, max and missing values (plus the training
+    mean and missing count when training data is given); categorical features are in :func:`category_counts`."""
+    X = ctx.X_test.loc[:, ~ctx.categorical]
     table = pd.DataFrame({"mean": X.mean(), "sd": X.std(), "min": X.min(), "25%": X.quantile(0.25),
                           "median": X.median(), "75%": X.quantile(0.75), "max": X.max(),
                           "missing": X.isna().sum().astype(int)})
     if ctx.X_train is not None:
-        table["train mean"] = ctx.X_train.mean()
-        table["train missing"] = ctx.X_train.isna().sum().astype(int)
+        table["train mean"] = ctx.X_train.loc[:, ~ctx.categorical].mean()
+        table["train missing"] = ctx.X_train.loc[:, ~ctx.categorical].isna().sum().astype(int)
     table.index.name = "feature"
     return table
+
+
+def category_counts(ctx) -> pd.DataFrame:
+    """Per categorical feature and category: the test rows in it and their share (and the training rows and
+    share when training data is given); unseen categories (codes the model does not know) and missing values
+    get a row each when some row has one."""
+    frames = {"test": ctx.X_test} if ctx.X_train is None else {"test": ctx.X_test, "training": ctx.X_train}
+    records = []
+    for j in np.flatnonzero(ctx.categorical):
+        k = int(ctx.forest.n_categories[j])
+        counts = {name: np.bincount(category_atoms(X.iloc[:, j].to_numpy(dtype=float), k), minlength=k + 2)
+                  for name, X in frames.items()}
+        labels = ctx.categories(j) + ["(unseen category)", "(missing)"]
+        for atom, label in enumerate(labels):
+            if atom >= k and not any(c[atom] for c in counts.values()):
+                continue
+            record = {"feature": ctx.feature_names[j], "category": label}
+            for name, c in counts.items():
+                record.update({f"{name} rows": int(c[atom]), f"{name} share": c[atom] / max(c.sum(), 1)})
+            records.append(record)
+    return pd.DataFrame.from_records(records).set_index(["feature", "category"]) if records else pd.DataFrame()
 
 
 def target_summary(ctx) -> dict:

@@ -10,6 +10,11 @@ Pure computation on arrays and DataFrames (nothing here imports the report secti
 - the **two-sample Kolmogorov–Smirnov test** (:func:`scipy.stats.ks_2samp`, observed values only) with its
   p-value, Bonferroni-corrected over the features (a p-value times the number of features, at most 1).
 
+A **categorical feature** (category codes) has its categories as the PSI's bins (unseen categories one bin,
+missing values one more, :func:`category_shares`) and the **χ² test of homogeneity** of its observed categories
+in the two samples (:func:`chi2_test`, :func:`scipy.stats.chi2_contingency`) in place of the KS test, with the
+same Bonferroni correction over all the features.
+
 The rule (:func:`drift_criterion`, thresholds ``drift_warn`` / ``drift_fail`` / ``drift_alpha`` of
 :data:`~.verdict.THRESHOLDS`): PSI below 0.1 is the customary "no significant shift", 0.1 to 0.25 "moderate",
 0.25 and above "major". A PSI is judged only where the KS test confirms the shift, because two samples of one
@@ -27,6 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from ..errors import InputError
+from ..perturbation import category_atoms
 from . import verdict as vd
 
 #: bins of the PSI: the training data's deciles
@@ -61,6 +67,30 @@ def bin_shares(values, edges) -> np.ndarray:
     return np.append(counts, missing.sum()) / max(len(values), 1)
 
 
+def category_shares(values, n_categories: int) -> np.ndarray:
+    """Shares of the values of a categorical feature in its K = ``n_categories`` codes, then in "unseen" (any
+    other number) and in "missing" (NaN): an array of K + 2 summing to 1."""
+    atoms = category_atoms(np.asarray(values, dtype=float), n_categories)
+    return np.bincount(atoms, minlength=n_categories + 2) / max(len(atoms), 1)
+
+
+def chi2_test(train, test, n_categories: int) -> tuple[float, float]:
+    """The χ² test of homogeneity of a categorical feature's observed categories (unseen ones pooled, missing
+    values left out) in the training and test samples: (statistic, p-value) of
+    :func:`scipy.stats.chi2_contingency` on the 2 × categories table of counts, categories absent from both
+    left out, without continuity correction; (0, 1) when fewer than two categories are observed (nothing can
+    differ), (NaN, NaN) when a sample has no observed value."""
+    counts = np.array([np.bincount(category_atoms(np.asarray(v, dtype=float), n_categories),
+                                   minlength=n_categories + 2)[:-1] for v in (train, test)])
+    if not counts.sum(axis=1).all():
+        return np.nan, np.nan
+    counts = counts[:, counts.sum(axis=0) > 0]
+    if counts.shape[1] < 2:
+        return 0.0, 1.0
+    result = stats.chi2_contingency(counts, correction=False)
+    return float(result.statistic), float(result.pvalue)
+
+
 def psi(expected, actual, floor: float = SHARE_FLOOR) -> float:
     """Population stability index Σ (a − e) · ln(a / e) of the bin shares ``actual`` (test) against ``expected``
     (training), each share raised to at least ``floor``."""
@@ -84,32 +114,46 @@ def feature_status(psi_value: float, p_adjusted: float, thresholds=None) -> str:
     return MODERATE if psi_value >= t["drift_warn"] and confirmed else NONE
 
 
-def drift_table(X_train: pd.DataFrame, X_test: pd.DataFrame, thresholds=None, n_bins: int = N_BINS) -> pd.DataFrame:
-    """Per feature (the columns of ``X_test``, also in ``X_train``): PSI, its bins, the KS statistic, its p-value
-    and the Bonferroni-corrected p-value, the missing shares, and the drift label (:func:`feature_status`);
-    sorted by decreasing PSI."""
+def drift_table(X_train: pd.DataFrame, X_test: pd.DataFrame, thresholds=None, n_bins: int = N_BINS,
+                categorical=None) -> pd.DataFrame:
+    """Per feature (the columns of ``X_test``, also in ``X_train``): PSI, its bins, the test ("KS", or "χ²" for
+    a categorical feature), its statistic, p-value and Bonferroni-corrected p-value, the missing shares, and the
+    drift label (:func:`feature_status`); sorted by decreasing PSI. ``categorical``: {column: number of category
+    codes} of the categorical features (their codes in the frames), binned by category."""
     missing = [c for c in X_test.columns if c not in X_train.columns]
     if missing:
         raise InputError(f"X_train lacks the test column(s) {missing[:10]}: drift compares the same features")
+    categorical = dict(categorical or {})
     rows = {}
     for name in X_test.columns:
         train, test = X_train[name].to_numpy(dtype=float), X_test[name].to_numpy(dtype=float)
-        edges = bin_edges(train, n_bins)
-        observed_train, observed_test = train[~np.isnan(train)], test[~np.isnan(test)]
-        if len(observed_train) and len(observed_test):
-            ks = stats.ks_2samp(observed_train, observed_test)
-            statistic, p_value = float(ks.statistic), float(ks.pvalue)
+        if name in categorical:
+            k = int(categorical[name])
+            expected, actual = category_shares(train, k), category_shares(test, k)
+            bins, test_name = int(np.count_nonzero(expected[:-1] + actual[:-1])), "χ²"
+            statistic, p_value = chi2_test(train, test, k)
         else:
-            statistic, p_value = np.nan, np.nan
-        rows[name] = {"PSI": psi(bin_shares(train, edges), bin_shares(test, edges)), "bins": len(edges) + 1,
-                      "KS statistic": statistic, "KS p-value": p_value,
-                      "training missing": float(np.isnan(train).mean()), "test missing": float(np.isnan(test).mean())}
+            edges = bin_edges(train, n_bins)
+            expected, actual, bins, test_name = bin_shares(train, edges), bin_shares(test, edges), len(edges) + 1, "KS"
+            statistic, p_value = _ks(train, test)
+        rows[name] = {"PSI": psi(expected, actual), "bins": bins, "test": test_name, "statistic": statistic,
+                      "p-value": p_value, "training missing": float(np.isnan(train).mean()),
+                      "test missing": float(np.isnan(test).mean())}
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "feature"
-    table["KS p-value (Bonferroni)"] = np.minimum(table["KS p-value"] * len(table), 1.0)
+    table["p-value (Bonferroni)"] = np.minimum(table["p-value"] * len(table), 1.0)
     table["drift"] = [feature_status(v, p, thresholds) for v, p in
-                      zip(table["PSI"], table["KS p-value (Bonferroni)"].fillna(1.0))]
+                      zip(table["PSI"], table["p-value (Bonferroni)"].fillna(1.0))]
     return table.sort_values("PSI", ascending=False, kind="stable")
+
+
+def _ks(train: np.ndarray, test: np.ndarray) -> tuple[float, float]:
+    """The two-sample KS test on the observed values: (statistic, p-value), NaN when a sample has none."""
+    observed_train, observed_test = train[~np.isnan(train)], test[~np.isnan(test)]
+    if not (len(observed_train) and len(observed_test)):
+        return np.nan, np.nan
+    ks = stats.ks_2samp(observed_train, observed_test)
+    return float(ks.statistic), float(ks.pvalue)
 
 
 def drift_criterion(table: pd.DataFrame, n_train: int, n_test: int, thresholds=None) -> vd.Criterion:
@@ -126,8 +170,9 @@ def drift_criterion(table: pd.DataFrame, n_train: int, n_test: int, thresholds=N
     bins = int(table["bins"].max())
     found = "; ".join(f"{label}: {', '.join(names[:6])}" + (f" and {len(names) - 6} more" if len(names) > 6 else "")
                       for label, names in by_label.items() if names)
-    p_value = table["KS p-value (Bonferroni)"].iloc[0]
-    explanation = (f"Largest PSI: {top} ({table['PSI'].iloc[0]:.3f}, KS p-value {p_value:.2g} after Bonferroni "
+    p_value = table["p-value (Bonferroni)"].iloc[0]
+    explanation = (f"Largest PSI: {top} ({table['PSI'].iloc[0]:.3f}, {table['test'].iloc[0]} p-value {p_value:.2g} "
+                   "after Bonferroni "
                    f"correction over {len(table)} features); drift by feature — "
                    f"{found or 'none above the thresholds'}. Two samples of one distribution give PSI ≈ "
                    f"{psi_noise(bins, n_train, n_test):.3f} on average here ({bins} bins, {n_train} training and "

@@ -79,6 +79,11 @@ class AuditOptions:
         None, "noise level of 0/1 columns (training standard deviations)",
         "noise level for 0/1 (binary) columns in training standard deviations, instead of --sigma "
         "(default: the same σ as every other feature)", type=float)
+    rho: float | None = _option(
+        None, "categorical features' redraw probability ρ (default 2Φ(−1/(2σ)) per σ)",
+        "for categorical features: the probability ρ that a perturbed category is redrawn from the training "
+        "data's category frequencies (default: 2Φ(−1/(2σ)) at each σ, the chance that noise of that σ added to a "
+        "category code changes the category; used only by models with categorical features)", type=float)
     n_local: int = _option(2, "rows shown with local explanations", "rows shown with local explanations", type=int)
     top_k: int = _option(5, "k of the top-k overlap", "k of the top-k overlap", type=int)
     acme_quantiles: int = _option(30, "AcME quantile grid points", "AcME quantile grid points", type=int)
@@ -137,6 +142,9 @@ class AuditOptions:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, numbers.Real) and 0 < value < float("inf")):
                 raise InputError(f"{name} must be a positive number or None; got {value!r}")
+        if self.rho is not None and not (isinstance(self.rho, numbers.Real) and 0 <= self.rho <= 1):
+            raise InputError(f"rho is a probability: a number in [0, 1] or None (the default of each σ); got "
+                             f"{self.rho!r}")
         if self.random_state is not None and not isinstance(self.random_state, numbers.Integral):
             raise InputTypeError(f"random_state must be an int or None; got {self.random_state!r}")
         if self.model_card is not None and not isinstance(self.model_card, (str, Path, dict)):
@@ -187,9 +195,20 @@ class AuditOptions:
             return ", ".join(title(k) for k in value)
         if name == "thresholds":
             return ", ".join(f"{k}={v:g}" for k, v in value.items()) or "none changed (defaults)"
+        if name == "rho" and value is None:
+            return "default 2Φ(−1/(2σ)): " + ", ".join(f"{default_rho(s):.3g} at σ = {s:g}" for s in self.sigma)
         if value is None:
             return "default" if name == "positive_class" else "none"
         return value
+
+
+def default_rho(sigma: float) -> float:
+    """The default ρ of the categorical features at noise level σ (Gaussian, in standard deviations):
+    2Φ(−1/(2σ)), the chance that noise of that σ added to a category code changes the category (the
+    default of :func:`xai_plugins.perturbation.make_perturbation`)."""
+    from scipy import special
+
+    return float(2.0 * special.ndtr(-0.5 / sigma))
 
 
 #: options whose flag is not their name (a repeatable flag names one item)

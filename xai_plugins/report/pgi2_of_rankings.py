@@ -40,8 +40,7 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     stacked = np.stack([rankings[m] for m in methods])      # one call per σ: shared prefixes computed once
     columns, keys = [], []
     for sigma in sigmas:
-        scores = pgi2(ctx.forest, X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background,
-                      verbose=ctx.progress)
+        scores = pgi2(ctx.forest, X, stacked, **ctx.noise(sigma, binary_sigma), verbose=ctx.progress)
         columns.append(scores[..., ctx.output].T if scores.ndim == 3 else scores.T)
         keys += [(m, sigma) for m in methods]
     values = engine.by_rows(np.concatenate(columns, axis=1), X, "the PGI² scores")     # one column block
@@ -130,7 +129,7 @@ def monte_carlo_convergence(ctx, rows: np.ndarray, sigma: float, n_pairs: int, s
     """
     rng = np.random.default_rng(seed)
     X = ctx.X_test.to_numpy()
-    noise = dict(sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background)
+    noise = ctx.noise(sigma, binary_sigma)
     records, equal = [], []
     for pair in range(n_pairs):
         row = int(rows[rng.integers(len(rows))])

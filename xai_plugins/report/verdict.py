@@ -104,8 +104,9 @@ THRESHOLDS = {t.name: t for t in (
               "the customary population-stability-index limit of \"no significant shift\" (credit scoring practice)"),
     Threshold("drift_fail", 0.25, "drift: PSI of a feature at or above which a confirmed shift fails",
               "the customary limit of a \"major shift\" that calls for investigation or redevelopment"),
-    Threshold("drift_alpha", 0.05, "drift: Bonferroni-corrected two-sample KS p-value below which a shift is "
-              "confirmed", "the conventional 5% level, corrected for testing every feature"),
+    Threshold("drift_alpha", 0.05, "drift: Bonferroni-corrected two-sample KS p-value (χ² test of homogeneity for a "
+              "categorical feature) below which a shift is confirmed",
+              "the conventional 5% level, corrected for testing every feature"),
     Threshold("demographic_parity", 0.1, "fairness: demographic-parity difference above which it warns (fails when "
               "the whole interval lies above)", "a gap of 10 percentage points in the share of positive predictions, "
               "the customary limit in fairness practice"),
@@ -551,8 +552,9 @@ def rule(kind: str, thresholds=None) -> str:
                         f"{level} bootstrap CI over test rows lies ≤ {_named('calibration_pass', t)}, fail if it lies "
                         f"> {_named('calibration_fail', t)}, else warn"),
         "drift": (f"per feature, PSI over the training deciles (missing values a bin of their own) and a two-sample KS "
-                  f"test, Bonferroni-corrected over the features: fail when a feature's PSI ≥ "
-                  f"{_named('drift_fail', t)} and its KS p-value < {_named('drift_alpha', t)}; warn when a PSI ≥ "
+                  f"test (a categorical feature: PSI over its categories and a χ² test of homogeneity), "
+                  f"Bonferroni-corrected over the features: fail when a feature's PSI ≥ "
+                  f"{_named('drift_fail', t)} and its p-value < {_named('drift_alpha', t)}; warn when a PSI ≥ "
                   f"{_named('drift_warn', t)} is so confirmed, or a PSI ≥ drift_fail is not (too few rows to tell); "
                   "else pass"),
         "fairness": (f"per protected attribute, over groups of ≥ {t['min_group_rows']:g} test rows (min_group_rows; "

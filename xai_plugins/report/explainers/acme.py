@@ -20,7 +20,7 @@ class AcMEExplainer(Explainer):
     def prepare(self, ctx, options):
         """The AcME explainer of the explained output on the complete background rows."""
         return AcME(None, acme_background(ctx), n_quantiles=options.acme_quantiles,
-                    score_function=ctx.portable_scorer())
+                    score_function=ctx.portable_scorer(), categorical_features=ctx.categorical_names or None)
 
     def block(self, state, X):
         """AcME local importances of the rows and their ranking by magnitude."""

@@ -57,10 +57,12 @@ def sample_trees(ctx, *, n_rows: int, n_features: int, n_branch_nodes: int, n_sa
     candidates = np.flatnonzero(varies)
     keep = np.sort(candidates[np.argsort(-split_counts[candidates], kind="stable")[:n_features]])
     columns = [ctx.feature_names[j] for j in keep]
+    categorical = [ctx.feature_names[j] for j in keep if ctx.categorical[j]] or None   # tested one level at a time
     last_error = None
     for min_accuracy in (0.9, 0.8, 0.7):
         sampler = DTSampler(n_branch_nodes=n_branch_nodes, min_accuracy=min_accuracy, n_samples=n_samples,
-                            random_state=ctx.seed_int("dt_sampler"), time_budget=time_budget, progress=False)
+                            random_state=ctx.seed_int("dt_sampler"), time_budget=time_budget, progress=False,
+                            categorical_features=categorical)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

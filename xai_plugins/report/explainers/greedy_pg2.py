@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...attributions import greedy_gains
-from ...perturbation import make_perturbation
 from ...prediction_gap import greedy_pg2_ranking
 from ..context import detached
 from . import Explainer, register
@@ -23,19 +22,17 @@ class GreedyPG2(Explainer):
     reference = signed = True
 
     def prepare(self, ctx, options):
-        """The Forest, the explained output, the noise in absolute units (no background shipped) and
+        """The Forest, the explained output, the noise in absolute units (its categorical laws included, no
+        background shipped) and
         whether to show a progress bar (``ctx.progress``: an in-memory audit's own)."""
-        noise = make_perturbation(ctx.n_features, ctx.sigma_vector(options.sigma_ref, options.binary_sigma),
-                                  background=ctx.background, names=ctx.forest.feature_names,
-                                  missing=ctx.forest.missing_value)
+        noise = ctx.perturbation(options.sigma_ref, options.binary_sigma)
         output = ctx.output if ctx.forest.n_outputs > 1 else None
         return detached(ctx.forest), output, noise, ctx.progress
 
     def block(self, state, X):
         """Greedy PG² gains, minus the rank of each feature, and the greedy order."""
         forest, output, noise, verbose = state
-        greedy = greedy_pg2_ranking(forest, X, sigma=0.3 if noise.sigma is None else noise.sigma,
-                                    perturbation=noise.dists, output=output, verbose=verbose)
+        greedy = greedy_pg2_ranking(forest, X, perturbation=noise, output=output, verbose=verbose)
         ranking = greedy.ranking
         position = np.empty_like(ranking)
         np.put_along_axis(position, ranking, np.arange(ranking.shape[1])[None, :], axis=1)

@@ -7,7 +7,7 @@ from typing import cast
 
 import pandas as pd
 
-from ...forest import library_of
+from ...forest import explained_model, library_of
 from . import Explainer, MethodResult, NotApplicable, register
 
 #: RandomForest / ExtraTrees classes whose bootstrap=False fit MCR applies to
@@ -30,8 +30,9 @@ class ModelClassReliance(Explainer):
 
 def model_class_reliance_result(ctx, *, n_permutations: int, epsilon: float = 0.0,
             fit_forest: bool = False) -> MethodResult:
-    """Model class reliance of a bootstrap=False RandomForest / ExtraTrees on the training data,
-    over its ε-Rashomon set (``epsilon``: see :func:`~xai_plugins.mcr.model_class_reliance`).
+    """Model class reliance of a bootstrap=False RandomForest / ExtraTrees (alone, or at the end of a
+    scikit-learn Pipeline, assessed in its input columns) on the training data, over its ε-Rashomon set
+    (``epsilon``: see :func:`~xai_plugins.mcr.model_class_reliance`).
 
     Any other model is "not applicable", unless ``fit_forest``: then a 100-tree Rashomon forest
     (:func:`~xai_plugins.mcr.fit_rashomon_forest`) is fitted on the same training data and its
@@ -40,10 +41,11 @@ def model_class_reliance_result(ctx, *, n_permutations: int, epsilon: float = 0.
 
     if ctx.X_train is None or ctx.y_train is None:
         raise NotApplicable("RF-MCR needs the training data (X_train and y_train)")
-    name = type(ctx.model).__name__
-    if name not in MCR_MODELS or library_of(ctx.model) != "sklearn":
+    inner = explained_model(ctx.model)[0]              # a Pipeline's final model; any other model itself
+    name = type(inner).__name__ if inner is ctx.model else f"a Pipeline ending in {type(inner).__name__}"
+    if type(inner).__name__ not in MCR_MODELS or library_of(inner) != "sklearn":
         reason = f"RF-MCR needs a scikit-learn RandomForest or ExtraTrees; this model is {name}"
-    elif ctx.model.bootstrap:
+    elif inner.bootstrap:
         reason = "RF-MCR needs a forest grown with bootstrap=False; this one used bootstrap samples"
     else:
         reason = None

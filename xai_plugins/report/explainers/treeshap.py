@@ -53,12 +53,13 @@ class TreeSHAP(Explainer):
 
     def prepare(self, ctx, options):
         """The model, how to feed it rows, the explained output and the class count."""
-        return ctx.model, Scorer(None, ctx.output, ctx.scorer().columns), len(ctx.classes)
+        scorer = ctx.scorer()
+        return ctx.model, Scorer(None, ctx.output, scorer.columns, scorer.labels), len(ctx.classes)
 
     def block(self, state, X):
         """|SHAP values| of the explained output, their ranking, and per class (k > 2) |SHAP values|."""
         model, scorer, n_classes = state
-        values = np.asarray(tree_shap(model, scorer.model_input(X)).values, dtype=float)
+        values = np.asarray(tree_shap(model, scorer.native_input(X)).values, dtype=float)
         out = {}
         if values.ndim == 3:
             if values.shape[2] > 2 and values.shape[2] == n_classes:

@@ -91,13 +91,12 @@ def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
         return candidates, {"rows": len(candidates), "time budget": "none (the row count depends only on the "
                             "data and the options)"}
     probe = ctx.X_test.to_numpy()[candidates[:2]]
-    sigma = ctx.sigma_vector(options.sigma_ref, options.binary_sigma)
+    noise = ctx.noise(options.sigma_ref, options.binary_sigma)
     per_row = 0.0
     try:
         if "pg2" in options.explainers:
             t = time.perf_counter()
-            ranking = greedy_pg2_ranking(ctx.forest, probe, sigma=sigma, background=ctx.background,
-                                         verbose=ctx.progress).ranking
+            ranking = greedy_pg2_ranking(ctx.forest, probe, **noise, verbose=ctx.progress).ranking
             per_row += (time.perf_counter() - t) / len(probe)
         else:
             ranking = np.tile(np.arange(ctx.n_features), (len(probe), 1))
@@ -105,7 +104,7 @@ def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
             rng = ctx.rng("row-count probe")
             stacked = np.stack([ranking] + [np.argsort(rng.random(ranking.shape), axis=1) for _ in options.explainers])
             t = time.perf_counter()
-            pgi2(ctx.forest, probe, stacked, sigma=sigma, background=ctx.background, verbose=ctx.progress)
+            pgi2(ctx.forest, probe, stacked, **noise, verbose=ctx.progress)
             per_row += (time.perf_counter() - t) / len(probe) * len(options.sigma)
     except Exception as exc:  # noqa: BLE001 - the methods themselves will report the problem
         return candidates, {"rows": len(candidates), "probe failed": f"{type(exc).__name__}: {exc}"}

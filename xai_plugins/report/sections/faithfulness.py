@@ -62,8 +62,34 @@ def build(ctx, results, options):
     if "pg2 all" in section.raw:
         section.data["mean PG² all features"] = {s: float(np.mean(v)) for s, v in section.raw["pg2 all"].items()}
     _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref, on.positions is None)
+    if ctx.categorical.any():
+        _categorical(ctx, section, sigmas)
     _monte_carlo(ctx, section, rows, options)
     return section
+
+
+def _categorical(ctx, section, sigmas) -> None:
+    """How the categorical features were perturbed: ρ per σ and the background's category frequencies
+    (``data["categorical perturbation"]``), and the table of them."""
+    background = "training" if ctx.X_train is not None else "test"
+    rho = {s: ctx.rho_at(s) for s in sigmas}
+    frequencies, noise = {}, ctx.perturbation(sigmas[0])
+    for j in np.flatnonzero(ctx.categorical):
+        _, q = noise.category_law(int(j), int(ctx.forest.n_categories[j]))
+        frequencies[ctx.feature_names[j]] = dict(zip(ctx.categories(j), q.tolist()))
+    section.data["categorical perturbation"] = {
+        "features": ctx.categorical_names, "rho": rho, "rho set": ctx.rho is not None,
+        "frequencies from": f"the {background} data", "frequencies": frequencies}
+    shown = pd.DataFrame({f"ρ at σ = {s:g}": [f"{r:.3g}"] * len(frequencies) for s, r in rho.items()},
+                         index=pd.Index(list(frequencies), name="feature"))
+    shown[f"category frequencies q ({background} data)"] = [
+        ", ".join(f"{label}: {share:.3g}" for label, share in q.items()) for q in frequencies.values()]
+    how = ("set by the rho option" if ctx.rho is not None else
+           "the default 2Φ(−1/(2σ)): the chance that noise of that σ added to a category code changes the category")
+    section.tables.append(Table(
+        "Perturbation of the categorical features: a perturbed categorical feature keeps its category with "
+        f"probability 1 − ρ and is otherwise redrawn from its category frequencies q in the {background} data, "
+        f"independently of the other features (the numeric features get Gaussian noise of σ); ρ is {how}.", shown))
 
 
 def squared_unit(ctx) -> str:
@@ -80,8 +106,8 @@ def _pg2_all(ctx, rows, sigmas, binary_sigma) -> dict:
     share = mean PGI² / mean PG² with all features perturbed, at the same σ)."""
     X = ctx.X_test.to_numpy()[rows]
     every = np.arange(ctx.n_features)
-    return {s: faith._column(ctx, pg2(ctx.forest, X, every, sigma=ctx.sigma_vector(s, binary_sigma),
-                                      background=ctx.background, verbose=False).value) for s in sigmas}
+    return {s: faith._column(ctx, pg2(ctx.forest, X, every, **ctx.noise(s, binary_sigma),
+                                      verbose=False).value) for s in sigmas}
 
 
 def _rankings(methods, on) -> tuple[dict, dict]:

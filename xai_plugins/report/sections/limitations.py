@@ -24,6 +24,16 @@ def build(ctx, results, options):
         items.append("PG² perturbs features with independent Gaussian noise of σ training standard deviations; "
                      "correlated features are perturbed independently, which can create unrealistic inputs. PGI² "
                      "measures faithfulness to the model, not to the data-generating process.")
+        if ctx.categorical.any():
+            how = (f"ρ = {ctx.rho:g} (set with {name('rho')})" if ctx.rho is not None else
+                   f"ρ = 2Φ(−1/(2σ)) by default (set it with {name('rho')}), a convention tying the categorical "
+                   "perturbation to the numeric σ, not a property of the data")
+            items.append(f"The categorical feature(s) {name_list(ctx.categorical_names)} are perturbed by keeping the "
+                         f"category with probability 1 − ρ and otherwise drawing one from the "
+                         f"{'training' if ctx.X_train is not None else 'test'} data's category frequencies, "
+                         f"independently of every other feature; {how}. Categories are unordered: their codes "
+                         "carry no distance, so their drift is judged over the categories and their data summary "
+                         "counts rows per category.")
         binary = [n for n, b in zip(ctx.feature_names, ctx.binary_features) if b]
         if binary and options.binary_sigma is None:
             items.append(f"{len(binary)} feature(s) take only the values 0 and 1 ({name_list(binary)}); Gaussian noise "
