@@ -21,6 +21,6 @@ def build(ctx, results, options):
         summary["missing"] = cl.missing
         section.data.update({"missing values": int(cl.missing.sum()), "rows": cl.n_rows})
         caption = (f"Per-feature distribution of a random sample of {len(ctx.X_test)} of the {cl.n_rows} test rows "
-                   f"(missing: count of missing values over all {cl.n_rows} rows, computed on the Dask cluster).")
+                   f"(missing: count of missing values over all {cl.n_rows} rows, computed on {cl.where}).")
     section.tables.append(Table(caption, summary))
     return section

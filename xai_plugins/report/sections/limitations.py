@@ -93,7 +93,7 @@ def _missing_rows(ctx) -> str:
 def _rows(ctx, results, options, name) -> str:
     explained = results["explanations"].data.get("explained rows", 0)
     if ctx.cluster is not None:
-        return (f"Computed on a Dask cluster: the per-row methods and the PGI² scores cover every complete test row "
+        return (f"Computed on {ctx.cluster.where}: the per-row methods and the PGI² scores cover every complete test row "
                 f"({explained} rows). The data summary's distribution, the performance metrics, the per-row "
                 f"agreement, DT-Sampler without training data and the Monte Carlo comparison use a random sample of "
                 f"{ctx.cluster.sample_size} test rows and carry sampling error.")
