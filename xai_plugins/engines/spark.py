@@ -496,7 +496,10 @@ class SparkEngine(Engine):
         selected = df.select(*(F.col(_quoted(c)) for c in ids),
                              *(F.col(_quoted(c)).cast("double").alias(v) for c, v in zip(features, cols)),
                              *(F.col(_quoted(c)).alias(v) for c, v in carried.items()))
-        indexed, n = self._index(selected.orderBy(*(F.col(_quoted(c)) for c in ids)) if ids else selected, ids)
+        if ids:     # sorted by the ids into a fixed number of partitions, which adaptive execution keeps as they are
+            key = [F.col(_quoted(c)) for c in ids]
+            selected = selected.repartitionByRange(max(1, df.rdd.getNumPartitions()), *key).sortWithinPartitions(*key)
+        indexed, n = self._index(selected, ids)
         if n < 1:
             raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
         return SparkColumns(indexed, ids, n, cols, (d,), carried=carried), (list(names) if names is not None
