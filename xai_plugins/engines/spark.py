@@ -469,10 +469,11 @@ class SparkEngine(Engine):
         else:
             rows, names = in_memory(X)
             other = like[0] if like is not None else None
-            if not isinstance(other, SparkColumns):
+            if not isinstance(other, SparkColumns) and self._session is None:
                 raise InputTypeError(f"{what}: an in-memory X goes with per-row arguments of this package's Spark "
-                                     "results only")
-            df = other.df.sparkSession.createDataFrame(
+                                     "results only (or with an engine bound to a SparkSession)")
+            session = other.df.sparkSession if isinstance(other, SparkColumns) else self._session
+            df = session.createDataFrame(
                 [(i, *map(float, r)) for i, r in enumerate(np.asarray(rows))],
                 [_ROW, *(f"_xai_v{j}" for j in range(d))])
             return SparkColumns(df, [], len(rows), [f"_xai_v{j}" for j in range(d)], (d,)), list(names)
