@@ -34,7 +34,6 @@ Nothing here imports pyspark until a Spark DataFrame arrives. ``pip install "xai
 from __future__ import annotations
 
 import copy
-import io
 import pickle
 import sys
 import uuid
@@ -310,6 +309,19 @@ def _add_index(offsets, firsts, ids):
     return run
 
 
+def _positional_index(df):
+    """``df`` with ``_xai_row`` = its partition's offset + the row's position in the partition
+    (``monotonically_increasing_id``'s low 33 bits), from one count per partition; and the row count."""
+    from pyspark.sql import functions as F
+
+    counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
+    offsets = np.concatenate([[0], np.cumsum([counts.get(p, 0) for p in range(max(counts, default=-1) + 1)])])
+    part = F.spark_partition_id()
+    row = (F.element_at(F.array(*(F.lit(int(o)) for o in list(offsets[:-1]) or [0])), part + 1)
+           + F.monotonically_increasing_id() - F.shiftleft(part.cast("long"), 33))
+    return df.select(row.alias(_ROW), *(F.col(_quoted(c)) for c in df.columns)), int(offsets[-1])
+
+
 def _runs(index: np.ndarray):
     """(slice of the sorted batch, first index) of each run of consecutive row indices."""
     cut = np.flatnonzero(np.diff(index) != 1) + 1
@@ -376,23 +388,6 @@ def _reduce_fn(block_fn, inputs, args, combine):
                 yield pd.DataFrame({"part": [pickle.dumps(combine(part))], _EXC: [None]})
             except XaiError as exc:
                 yield pd.DataFrame({"part": [None], _EXC: [pickle.dumps(exc)]})
-    return run
-
-
-def _collect_fn(cols):
-    import pandas as pd
-
-    def run(batches):
-        for batch in batches:
-            if not len(batch):
-                continue
-            failed = batch[_EXC].notna() if _EXC in batch.columns else None
-            if failed is not None and failed.any():
-                yield pd.DataFrame({"data": [None], _EXC: [batch[_EXC][failed].iloc[0]]})
-                continue
-            buf = io.BytesIO()
-            np.save(buf, np.column_stack([batch[_ROW].to_numpy(np.float64), batch[cols].to_numpy(np.float64)]))
-            yield pd.DataFrame({"data": [buf.getvalue()], _EXC: [None]})
     return run
 
 
@@ -508,9 +503,12 @@ class SparkEngine(Engine):
 
     @staticmethod
     def _index(df, ids):
-        """``df`` with the global row index ``_xai_row`` (partition offsets from one counting pass)."""
+        """``df`` with the global row index ``_xai_row`` (partition offsets from one counting pass;
+        without ids both the count and the index are Spark expressions, no Python stage)."""
         from pyspark.sql import types as T
 
+        if not ids:
+            return _positional_index(df)
         stats = sorted(df.mapInPandas(_partition_stats(ids), "p int, n long, first binary, last binary, bad string")
                        .collect(), key=lambda r: r["p"])
         offsets, firsts, at, last = {}, {}, 0, None
@@ -738,13 +736,14 @@ def _transformed(transform, start, block):
 
 
 def _collect(df, cols) -> dict:
-    """Columns ``cols`` of ``df`` in row-index order: {column: (n,) float64}."""
-    rows = df.select(_ROW, *cols, *([_EXC] if _EXC in df.columns else [])) \
-        .mapInPandas(_collect_fn(cols), "data binary, _xai_exception binary").collect()
-    _raise_carried(rows)
-    data = np.concatenate([np.load(io.BytesIO(r["data"])) for r in rows]) if rows else np.empty((0, len(cols) + 1))
-    data = data[np.argsort(data[:, 0], kind="stable")]
-    return {c: data[:, j + 1] for j, c in enumerate(cols)}
+    """Columns ``cols`` of ``df`` in row-index order: {column: (n,) float64}, brought to the driver
+    as Arrow batches (no Python stage on the executors); a package error carried by a row raised."""
+    carried = _EXC in df.columns
+    table = df.select(_ROW, *cols, *([_EXC] if carried else [])).toArrow()
+    if carried and table.column(_EXC).null_count < table.num_rows:
+        raise pickle.loads(next(v for v in table.column(_EXC).to_pylist() if v is not None))
+    order = np.argsort(np.asarray(table.column(_ROW).to_numpy()), kind="stable")
+    return {c: np.asarray(table.column(c).to_numpy(), dtype=np.float64)[order] for c in cols}
 
 
 def _reduce(o: SparkReduction) -> list:
