@@ -71,6 +71,22 @@ def test_audit_on_spark_is_the_in_memory_audit(spark, data):
     assert "every complete test row" in on_spark.to_html()
 
 
+def test_keyed_rows_persisted_by_spark_keep_their_index(spark, data):
+    """Spark caches a plan without adaptive partition coalescing: the keyed rows' index must not
+    depend on it (on the previous main a persisted keyed frame failed with a KeyError)."""
+    from xai_plugins.engines.spark import ENGINE
+
+    _, X_train, _, test = data
+    df = spark.createDataFrame(test.drop(columns=["y"])).repartition(3)
+    rows, _ = ENGINE.rows(keyed(df, ["id"]), list(X_train.columns), 5, None)
+    rows.df.persist()
+    assert rows.df.count() == 70
+    got = ENGINE.compute(rows)[0]
+    expected = test.sort_values("id")[list(X_train.columns)].to_numpy()
+    assert np.array_equal(got, expected, equal_nan=True)
+    rows.df.unpersist()
+
+
 def test_audit_on_spark_refuses_a_missing_target_column(spark, data):
     model, _, _, test = data
     df = spark.createDataFrame(test.drop(columns=["id"]))

@@ -313,7 +313,10 @@ class DaskEngine(Engine):
             out = self._client.persist(list(objs), optimize_graph=False)
             from distributed import progress, wait
 
-            progress(*out, notebook=False, multi=False) if self._progress else wait(out)
+            if self._progress:
+                progress(*out, notebook=False, multi=False)
+            else:
+                wait(out)
             return list(out)
         if self._progress:
             from dask.diagnostics import ProgressBar
