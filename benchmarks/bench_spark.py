@@ -6,16 +6,23 @@ depth-6 XGBoost model of bench_dask.py, in memory on one thread vs Spark ``local
 Spark DataFrames without id columns (row i = the DataFrame's own order), so no sort; each call
 counts the partitions once (the row index), then maps. Results are bitwise the in-memory ones
 (tests/test_spark.py).
-    python benchmarks/bench_spark.py [--rows 240] [--greedy-rows 24]
+    python benchmarks/bench_spark.py [--rows 240] [--greedy-rows 24] [--masters local[1] local[2]] [--ref DIR]
+
+``--ref DIR``: the same measurements with another build (a checkout of the previous main, its C
+extension built in place), run in a subprocess after this build's, in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import xgboost as xgb
+from _builds import in_subprocess
 from bench_dask import load, timed
 
 import xai_plugins as xp
@@ -31,51 +38,74 @@ def session(master):
     return spark
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=240)
-    ap.add_argument("--greedy-rows", type=int, default=24)
-    args = ap.parse_args()
+def measure(n_rows: int, n_greedy: int, masters=("local[1]", "local[2]")) -> dict:
+    """Seconds of each measurement (in memory on one thread, then per Spark master) and the
+    per-task overhead, for this process's build of xai_plugins."""
     warnings.simplefilter("ignore", FutureWarning)
-
-    name, X, y = load()
+    _, X, y = load()
     model = xgb.XGBRegressor(n_estimators=100, max_depth=6, learning_rate=0.1, random_state=0, n_jobs=1).fit(X, y)
     d = X.shape[1]
     cols = [f"x{j}" for j in range(d)]
     model.get_booster().feature_names = cols
-    print(f"{name}: {X.shape[0]} rows x {d} features; XGBoost 100 trees depth 6")
-    rows, grows = pd.DataFrame(X[:args.rows], columns=cols), pd.DataFrame(X[:args.greedy_rows], columns=cols)
+    rows, grows = pd.DataFrame(X[:n_rows], columns=cols), pd.DataFrame(X[:n_greedy], columns=cols)
     S = list(range(d))
     xp.pg2(model, rows[:2], S, n_jobs=1)
-    t_mem = timed(lambda: xp.pg2(model, rows, S, n_jobs=1))
-    g_mem = timed(lambda: xp.greedy_pg2_ranking(model, grows, n_jobs=1))
-    print(f"in memory, 1 thread : exact PG2 S=all {args.rows / t_mem:8.1f} rows/s   "
-          f"greedy {args.greedy_rows / g_mem:7.2f} rows/s")
-    result = {}
-    for cores in (1, 2):
-        spark = session(f"local[{cores}]")
+    out = {"memory": {"exact": timed(lambda: xp.pg2(model, rows, S, n_jobs=1)),
+                      "greedy": timed(lambda: xp.greedy_pg2_ranking(model, grows, n_jobs=1))}}
+    for master in masters:
+        cores = int(master[len("local["):-1])
+        spark = session(master)
         try:
             sdf = spark.createDataFrame(rows).repartition(4 * cores).cache()
             gdf = spark.createDataFrame(grows).repartition(2 * cores).cache()
             sdf.count(), gdf.count()
             xp.pg2(model, sdf, S).compute()                     # start the Python workers, load the model
-            t = timed(lambda: xp.pg2(model, sdf, S).compute())
-            g = timed(lambda: xp.greedy_pg2_ranking(model, gdf).compute())
             tiny = spark.createDataFrame(rows[:16])
             one, many = tiny.repartition(1).cache(), tiny.repartition(16).cache()
             one.count(), many.count()
-            t1 = timed(lambda: xp.pg2(model, one, [0]).compute(), 2)
-            t16 = timed(lambda: xp.pg2(model, many, [0]).compute(), 2)
-            overhead = (t16 - t1) / 15 * cores          # per task, per core (two jobs per call)
-            result[cores] = (args.rows / t, args.greedy_rows / g)
-            print(f"Spark local[{cores}]    : exact PG2 S=all {args.rows / t:8.1f} rows/s (x{t_mem / t:.2f} of "
-                  f"in-memory)   greedy {args.greedy_rows / g:7.2f} rows/s (x{g_mem / g:.2f})   per-task overhead "
-                  f"{overhead * 1e3:.1f} ms (16 partitions {t16:.2f} s vs 1 partition {t1:.2f} s)")
+            out[master] = {"exact": timed(lambda: xp.pg2(model, sdf, S).compute()),
+                           "greedy": timed(lambda: xp.greedy_pg2_ranking(model, gdf).compute()),
+                           "1 partition": timed(lambda: xp.pg2(model, one, [0]).compute(), 2),
+                           "16 partitions": timed(lambda: xp.pg2(model, many, [0]).compute(), 2), "cores": cores}
         finally:
             spark.stop()
-    print(f"local[2] vs local[1]: exact x{result[2][0] / result[1][0]:.2f}, greedy x{result[2][1] / result[1][1]:.2f}")
-    print(f"per-row cost in memory: exact S=all {t_mem / args.rows * 1e3:.2f} ms, "
-          f"greedy {g_mem / args.greedy_rows * 1e3:.1f} ms")
+    return out
+
+
+def show(label: str, got: dict, n_rows: int, n_greedy: int) -> None:
+    """Print one build's rows/s and ratios against its own in-memory thread."""
+    mem = got["memory"]
+    print(f"{label}: in memory, 1 thread : exact PG2 S=all {n_rows / mem['exact']:8.1f} rows/s   "
+          f"greedy {n_greedy / mem['greedy']:7.2f} rows/s")
+    for master, r in got.items():
+        if master == "memory":
+            continue
+        overhead = (r["16 partitions"] - r["1 partition"]) / 15 * r["cores"]     # per task, per core
+        print(f"{label}: Spark {master:9s}: exact {n_rows / r['exact']:8.1f} rows/s (x{mem['exact'] / r['exact']:.2f} "
+              f"of in-memory)   greedy {n_greedy / r['greedy']:7.2f} rows/s (x{mem['greedy'] / r['greedy']:.2f})   "
+              f"per-task overhead {overhead * 1e3:.1f} ms (16 partitions {r['16 partitions']:.2f} s vs 1 partition "
+              f"{r['1 partition']:.2f} s)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=240)
+    ap.add_argument("--greedy-rows", type=int, default=24)
+    ap.add_argument("--masters", nargs="+", default=["local[1]", "local[2]"])
+    ap.add_argument("--ref", help="checkout of a reference build (the previous main), measured in a subprocess")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(measure(args.rows, args.greedy_rows, args.masters)))
+        return
+    print(f"{load()[0]}: XGBoost 100 trees depth 6; load average {os.getloadavg()[0]:.1f}")
+    builds = [("new", None)] + ([("reference", Path(args.ref))] if args.ref else [])
+    for label, build in builds:
+        got = (measure(args.rows, args.greedy_rows, args.masters) if build is None else
+               in_subprocess(__file__, build, "--worker", "--rows", str(args.rows), "--greedy-rows",
+                             str(args.greedy_rows), "--masters", *args.masters))
+        show(label, got, args.rows, args.greedy_rows)
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -1074,3 +1074,36 @@ def test_audit_drift_on_a_category_is_psi_and_chi_square_over_the_labels(sample)
     else:
         expected = stats.chi2_contingency(counts.to_numpy(), correction=False)
         assert (statistic, p_value) == pytest.approx((expected.statistic, expected.pvalue), rel=1e-9, abs=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# the row engines' audit operations (where / take / reduce with combine=) on any blocking
+# --------------------------------------------------------------------------------------------
+
+@settings(max_examples=20, deadline=None)
+@given(data=hnp.arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(1, 4)),
+                       elements=st.one_of(st.floats(-5, 5), st.just(np.nan))),
+       chunk=st.integers(1, 12), n_local=st.integers(1, 4), picks=st.integers(0, 2 ** 32 - 1))
+def test_engine_row_filter_take_and_extremes_any_chunking(data, chunk, n_local, picks):
+    """Property: on Dask, for any chunking, the complete rows and their positions (``where``), a few
+    rows fetched by position (``take``) and the extremes of a column joined by ``reduce(combine=)``
+    (the audit's local rows) are what numpy gives on the whole array."""
+    da = pytest.importorskip("dask.array")
+    from xai_plugins.engines import MEMORY, get
+    from xai_plugins.report.runners import _complete, _extremes, _merge_extremes
+
+    dask = get("dask").bind()
+    complete = ~np.isnan(data).any(axis=1)
+    kept, positions = dask.compute(*dask.where(da.from_array(data, chunks=(chunk, -1)), _complete))
+    assert np.array_equal(kept, data[complete]) and np.array_equal(positions, np.flatnonzero(complete))
+    pick = np.sort(np.random.default_rng(picks).permutation(len(data))[:3])
+    same = dask.compute(dask.take(da.from_array(data, chunks=(chunk, -1)), pick))[0]
+    assert np.array_equal(same, data[pick], equal_nan=True)
+    scores = np.column_stack([np.nan_to_num(data[:, 0]), np.arange(len(data), dtype=float)])
+    combine = functools.partial(_merge_extremes, m=n_local)
+    got = dask.compute(dask.reduce(_extremes, [da.from_array(scores, chunks=(chunk, -1))], n_local,
+                                   combine=combine))[0]
+    order = np.lexsort((scores[:, 1], scores[:, 0]))            # numpy's own sort of (score, position)
+    expected = scores[order if len(order) <= 2 * n_local else np.concatenate([order[:n_local], order[-n_local:]])]
+    assert np.array_equal(got, expected)
+    assert np.array_equal(MEMORY.reduce(_extremes, [scores], n_local, combine=combine), expected)

@@ -26,7 +26,10 @@ names, defaults and rationales are listed in the report's verdict section).
 With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
 ``client``): ``--data`` may be a glob of parquet or CSV files, read with ``dask.dataframe`` on the
 workers, and every complete test row gets the per-row methods and the PGI² scores (``--max-rows``
-and ``--time-budget`` are ignored for the row count).
+and ``--time-budget`` are ignored for the row count). With ``--spark-master`` (e.g. ``local[2]``,
+``spark://host:7077``, ``yarn``) it runs on Spark the same way: a SparkSession is started with that
+master, ``--data`` (a glob of parquet or CSV files, or a folder) is read by Spark, and the session is
+stopped at the end (needs xai_plugins[spark] and Java 17).
 
 The model is an XGBoost JSON/UBJSON file, or — only with ``--trust-pickle``, because unpickling
 runs arbitrary code — a pickled / joblib scikit-learn, XGBoost or LightGBM model. With no
@@ -119,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="address of a Dask scheduler (e.g. tcp://host:8786): run the per-row methods and the "
                           "faithfulness section on every test row on that cluster (needs xai_plugins[dask])")
+    run.add_argument("--spark-master", metavar="MASTER",
+                     help="Spark master URL (e.g. local[2], spark://host:7077): start a SparkSession there, read "
+                          "--data with Spark and run the per-row methods and the faithfulness section on every test "
+                          "row (needs xai_plugins[spark] and Java 17)")
     return parser
 
 
@@ -260,13 +267,27 @@ def connect(address: str):
         raise CLIError(f"cannot connect to the Dask scheduler at {address!r}: {exc}") from exc
 
 
-def read_dask_table(pattern: str, target: str, sep: str = ","):
-    """Features and target of a glob of parquet or CSV files as a lazy dask DataFrame / Series, and
-    a description of the files for the appendix; :class:`CLIError` when nothing matches or the
-    target column is missing. Parquet: a .parquet/.pq pattern or a folder; CSV otherwise."""
-    import glob
+def start_spark(master: str):
+    """A SparkSession with ``master`` (its console progress bar off, the audit shows its own);
+    :class:`CLIError` when pyspark is missing or Spark does not start."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise CLIError('--spark-master needs pyspark: pip install "xai_plugins[spark]" (and Java 17)') from exc
+    try:
+        return (SparkSession.builder.master(master).appName("xai-audit")
+                .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    except Exception as exc:  # noqa: BLE001 - py4j / JVM start-up errors have no common type
+        raise CLIError(f"cannot start Spark with master {master!r}: {exc}") from exc
 
-    import dask.dataframe as dd
+
+def read_cluster_table(pattern: str, target: str, sep: str = ",", spark=None):
+    """The test data of a glob of parquet or CSV files, read on the cluster: with ``spark`` (a
+    SparkSession) a Spark DataFrame holding the target column and the target's name, else a lazy
+    dask DataFrame of the features and the target's dask Series; and a description of the files for
+    the appendix. :class:`CLIError` when nothing matches or the target column is missing. Parquet: a
+    .parquet/.pq pattern or a folder; CSV otherwise."""
+    import glob
 
     remote = "://" in pattern
     files = [] if remote else sorted(glob.glob(pattern)) if not os.path.isdir(pattern) else [pattern]
@@ -274,8 +295,15 @@ def read_dask_table(pattern: str, target: str, sep: str = ","):
         raise CLIError(f"--data {pattern!r} matches no file")
     parquet = pattern.rstrip("/*").lower().endswith((".parquet", ".pq")) or (not remote and os.path.isdir(pattern))
     try:
-        frame = dd.read_parquet(pattern) if parquet else dd.read_csv(pattern, sep=sep)
-    except (OSError, ValueError) as exc:
+        if spark is not None:
+            paths = files or [pattern]
+            frame = (spark.read.parquet(*paths) if parquet
+                     else spark.read.csv(paths, header=True, inferSchema=True, sep=sep))
+        else:
+            import dask.dataframe as dd
+
+            frame = dd.read_parquet(pattern) if parquet else dd.read_csv(pattern, sep=sep)
+    except Exception as exc:  # noqa: BLE001 - dask raises OSError/ValueError, Spark its AnalysisException
         raise CLIError(f"cannot read --data {pattern!r}: {exc}") from exc
     if target not in frame.columns:
         shown = ", ".join(map(str, frame.columns[:20])) + (" ..." if len(frame.columns) > 20 else "")
@@ -284,6 +312,8 @@ def read_dask_table(pattern: str, target: str, sep: str = ","):
     described = (f"{pattern} ({'parquet' if parquet else 'CSV'}, {len(files)} file(s), {size:,} bytes: "
                  f"{', '.join(Path(f).name for f in files[:10])}{' ...' if len(files) > 10 else ''})"
                  if files else f"{pattern} ({'parquet' if parquet else 'CSV'})")
+    if spark is not None:
+        return frame, target, described
     return frame.drop(columns=[target]), frame[target], described
 
 
@@ -328,7 +358,7 @@ def input_files(args) -> list:
     model card."""
     import glob
 
-    data = sorted(glob.glob(args.data)) if args.scheduler else [args.data]
+    data = sorted(glob.glob(args.data)) if args.scheduler or args.spark_master else [args.data]
     named = [("model", args.model), *(("test data", d) for d in data), ("training data", args.train),
              ("model card", getattr(args, "model_card", None))]
     files = []
@@ -364,10 +394,11 @@ def _flagged(message: str) -> str:
     return message
 
 
-def prepare_files(args, argv) -> dict:
+def prepare_files(args, argv, spark=None) -> dict:
     """Load and check everything the command line names, before any computation: the output folder,
-    the model, the data (with ``--sep``), the target column against the model's task, the
-    ``--protected`` columns, the model card and the positive class. Returns the audit's arguments."""
+    the model, the data (with ``--sep``; read by ``spark``, a SparkSession, when given), the target
+    column against the model's task, the ``--protected`` columns, the model card and the positive
+    class. Returns the audit's arguments."""
     from .forest import import_model
     from .report.manifest import sha256_file
 
@@ -389,8 +420,8 @@ def prepare_files(args, argv) -> dict:
             raise CLIError(f"--model-card: {exc}") from exc
     protected = tuple(getattr(args, "protected", ()))
     provenance = {"model file": f"{Path(args.model).name} (sha256 {sha256_file(args.model)})"}
-    if args.scheduler:
-        X, y, provenance["test files"] = read_dask_table(args.data, args.target, args.sep)
+    if args.scheduler or spark is not None:
+        X, y, provenance["test files"] = read_cluster_table(args.data, args.target, args.sep, spark)
         check_columns(X, protected, "--data", "--protected")
     else:
         X, y = read_table(args.data, args.target, "--data", args.sep)
@@ -415,15 +446,17 @@ def run_files(args, argv) -> list:
     """Audit the model and data files named on the command line; returns the Audit and its paths."""
     from .report import audit
 
-    prepared = prepare_files(args, argv)
-    client = connect(args.scheduler) if args.scheduler else None
+    client = None
     try:
+        client = start_spark(args.spark_master) if args.spark_master else None
+        prepared = prepare_files(args, argv, client)
+        client = connect(args.scheduler) if args.scheduler else client
         result = audit(**prepared, client=client, n_jobs=args.n_jobs)
     except ValueError as exc:
         raise CLIError(str(exc)) from exc
     finally:
         if client is not None:
-            client.close()
+            (client.stop if args.spark_master else client.close)()
     return [(result, write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf,
                                  inputs=input_files(args)))]
 
@@ -484,7 +517,8 @@ def run_demo(args, argv) -> list:
 
     check_out(Path(args.out), DEMO_STEMS, pdf=not args.no_pdf)
     results = []
-    client = connect(args.scheduler) if args.scheduler else None
+    client = (connect(args.scheduler) if args.scheduler
+              else start_spark(args.spark_master) if args.spark_master else None)
     try:
         for name, title, model, X_test, y_test, X_train, y_train in demo_models(getattr(args, "random_state", 0)):
             fixed = {"title": title}
@@ -496,7 +530,7 @@ def run_demo(args, argv) -> list:
             results.append((result, write_audit(result, Path(args.out), name, pdf=not args.no_pdf)))
     finally:
         if client is not None:
-            client.close()
+            (client.stop if args.spark_master else client.close)()
     return results
 
 
@@ -560,6 +594,8 @@ def main(argv=None) -> int:
     given = {"--model": args.model, "--data": args.data, "--target": args.target}
     try:
         with warnings_as_lines():
+            if args.scheduler and args.spark_master:
+                raise CLIError("--scheduler (Dask) and --spark-master (Spark) exclude each other: give one")
             if not any(given.values()):
                 if args.train:
                     raise CLIError("--train needs --model, --data and --target")

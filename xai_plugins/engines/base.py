@@ -90,11 +90,48 @@ class Engine:
         raise NotImplementedError
 
     def reduce(self, block_fn: Callable, arrays: Sequence[Any], *args, finish: Callable | None = None,
-               shape: tuple = (), dtype: Any = np.float64):
+               shape: tuple = (), dtype: Any = np.float64, combine: Callable | None = None):
         """Exact reduction: ``block_fn(*blocks, *args)`` on each block of rows of the per-row
         collections ``arrays`` (blocked alike) returns a list of exact ints / integer arrays; the
         lists are added elementwise and ``finish(total)`` (of ``shape`` / ``dtype``) gives the result
-        (the total itself without ``finish``). Lazy on a lazy engine."""
+        (the total itself without ``finish``). ``combine(parts) -> total``: another way of joining the
+        blocks' parts (default :func:`add_all`), which must give the same total for any blocking.
+        Lazy on a lazy engine."""
+        raise NotImplementedError
+
+    def where(self, rows: Any, keep: Callable[[np.ndarray], np.ndarray]) -> tuple[Any, Any]:
+        """``(kept, positions)``: the rows of ``rows`` for which ``keep(X_block) -> (b,) bool`` holds
+        (decided block by block, on the engine), as a row collection indexed 0..m-1 in their order,
+        and their positions among ``rows`` (an (m,) int64 per-row collection)."""
+        raise NotImplementedError
+
+    def split_target(self, X: Any, column: str) -> tuple[Any, Any]:
+        """``(features, target)``: ``X`` without its target ``column``, and the target as a per-row
+        argument of :meth:`by_rows` (here: a DataFrame's column; InputError when ``X`` has none)."""
+        if column not in getattr(X, "columns", ()):
+            raise InputError(f"y_test names the column {column!r}, which X_test does not have; "
+                             f"columns: {[str(c) for c in getattr(X, 'columns', [])][:20]}")
+        return X.drop(columns=[column]), X[column]
+
+    def take(self, a: Any, positions: np.ndarray) -> Any:
+        """The rows at the sorted ``positions`` of the per-row collection ``a`` (lazily on a lazy
+        engine: :meth:`compute` brings them back; a target's labels keep their dtype)."""
+        raise NotImplementedError
+
+    def persist(self, *objs: Any) -> list:
+        """``objs`` computed and kept on the engine (in cluster memory), to be read several times."""
+        raise NotImplementedError
+
+    def release(self, *objs: Any) -> None:
+        """Forget what :meth:`persist` kept of ``objs``."""
+
+    def bind(self, client: Any = None, progress: bool = False) -> Engine:
+        """This engine computing on ``client`` (Dask: a ``distributed.Client``; Spark: a
+        ``SparkSession``; None: the current one), showing its progress when ``progress``."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """Where this engine computes, in words ("the Dask cluster (distributed scheduler at ...)")."""
         raise NotImplementedError
 
     def order_statistics(self, a: Any, columns: Sequence[int], ranks: Sequence[int], compute: Callable | None = None):

@@ -21,6 +21,7 @@ only looks at ``sys.modules``). Dask is an optional dependency: ``pip install "x
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 import uuid
@@ -33,6 +34,8 @@ from .._validation import default_feature_names, feature_order, frame_values, is
 from ..errors import InputError
 from .base import BlockFn, Engine, add_all, call_block, from_keys, lazy_result_type, order_keys, plain_forest
 
+#: rows per block of an in-memory X sent to the workers
+IN_MEMORY_BLOCK_ROWS = 10_000
 _INSTALL = 'dask input needs dask: pip install "xai_plugins[dask]"'
 
 
@@ -68,6 +71,16 @@ def _digit_counts(block, columns, prefixes, shift):
             keys = keys[(keys >> np.uint64(shift + 8)) == np.uint64(p)]
         out[t] = np.bincount(((keys >> np.uint64(shift)) & np.uint64(255)).astype(np.intp), minlength=256)
     return [out]
+
+
+def _count_kept(block, keep) -> int:
+    return int(np.count_nonzero(keep(block)))
+
+
+def _kept_rows(block, keep, start: int) -> np.ndarray:
+    """The kept rows of a block with their positions (float64, exact below 2^53) as a last column."""
+    where = np.flatnonzero(keep(block))
+    return np.concatenate([block[where], (start + where).astype(np.float64)[:, None]], axis=1)
 
 
 class _Lazy:
@@ -117,10 +130,16 @@ class DaskEngine(Engine):
         #: id(object) -> (weak reference, graph key name): one key per object while it lives (the name
         #: only: a Delayed value would hold the object and keep it alive)
         self._names: dict = {}
+        #: the ``distributed.Client`` computations go to (:meth:`bind`; None: dask's default) and
+        #: whether :meth:`persist` shows a progress bar
+        self._client: Any = None
+        self._progress = False
 
     def handles(self, obj: Any) -> bool:
-        """A dask collection (array, DataFrame, delayed); dask not loaded: nothing is one."""
-        return "dask" in sys.modules and is_dask(obj)
+        """A dask collection (array, DataFrame, delayed) or a ``distributed.Client`` (a client names
+        its engine); dask not loaded: nothing is one."""
+        client = getattr(sys.modules.get("distributed"), "Client", None)
+        return "dask" in sys.modules and (is_dask(obj) or (client is not None and isinstance(obj, client)))
 
     # ---- rows ----------------------------------------------------------------------------
     def rows(self, X, names, d, in_memory, what="X", like=None):
@@ -148,6 +167,8 @@ class DaskEngine(Engine):
                 if any(np.isnan(c) for c in row_chunks):
                     raise InputError("the dask argument has unknown chunk sizes; call compute_chunk_sizes() first")
                 chunks = (row_chunks, rows.shape[1])
+            if chunks == -1:        # a few blocks, so that the workers share the rows
+                chunks = (max(1, min(IN_MEMORY_BLOCK_ROWS, -(-len(rows) // 8))), -1)
             X = da.from_array(np.asarray(rows), chunks=chunks)
         if X.ndim != 2:
             raise InputError(f"a dask {what} must be 2-D (n_rows, n_features); got {X.ndim} dimensions")
@@ -167,6 +188,8 @@ class DaskEngine(Engine):
     def by_rows(self, a, rows, what, *, axis=0, transform=None, width=None, dtype=None):
         """A per-row argument chunked like ``rows`` (see :meth:`Engine.by_rows`)."""
         da = _require_dask()
+        if hasattr(a, "to_dask_array"):             # a dask Series / DataFrame (a target column...)
+            a = a.to_dask_array(lengths=True)
         if not isinstance(a, da.Array):
             a = transform(a) if transform is not None else np.moveaxis(np.asarray(a), axis, 0)
             if a.shape[:1] != (rows.shape[0],):
@@ -244,14 +267,14 @@ class DaskEngine(Engine):
         a = a if dtype is None else a.astype(dtype)
         return da.moveaxis(a, 0, rows_axis) if rows_axis else a
 
-    def reduce(self, block_fn: Callable, arrays, *args, finish=None, shape=(), dtype=np.float64):
+    def reduce(self, block_fn: Callable, arrays, *args, finish=None, shape=(), dtype=np.float64, combine=None):
         """Exact reduction over the row blocks of ``arrays`` (see :meth:`Engine.reduce`): a Delayed
         total without ``finish``, else a lazy dask array of ``shape``."""
         import dask
 
         blocks = [a.to_delayed(optimize_graph=False).ravel() for a in arrays]
         parts = [dask.delayed(block_fn, pure=True)(*bs, *args) for bs in zip(*blocks)]
-        total = dask.delayed(add_all, pure=True)(parts)
+        total = dask.delayed(combine or add_all, pure=True)(parts)
         if finish is None:
             return total
         return _require_dask().from_delayed(dask.delayed(finish, pure=True)(total), shape=shape, dtype=dtype)
@@ -259,10 +282,8 @@ class DaskEngine(Engine):
     def order_statistics(self, a, columns, ranks, compute=None) -> np.ndarray:
         """Radix selection on the float64 bit patterns of ``a`` (rows on axis 0; best persisted): 8
         passes of per-block 256-bin digit counts, nothing but counts leaves the workers.
-        ``compute``: how to compute a Delayed (default ``dask.compute``)."""
-        import dask
-
-        compute = compute or (lambda x: dask.compute(x)[0])
+        ``compute``: how to compute a Delayed (default :meth:`compute`)."""
+        compute = compute or (lambda x: self.compute(x)[0])
         columns = [int(c) for c in columns]
         remaining = np.asarray(ranks, dtype=np.int64).copy()
         prefixes = np.zeros(len(columns), dtype=np.uint64)
@@ -276,10 +297,74 @@ class DaskEngine(Engine):
         return from_keys(prefixes)
 
     def compute(self, *objs) -> tuple:
-        """``dask.compute(*objs)``."""
+        """``objs`` computed in one pass (on the bound client when there is one)."""
         import dask
 
+        if self._client is not None:
+            return tuple(self._client.compute(list(objs), sync=True, optimize_graph=False))
         return dask.compute(*objs)
+
+    def persist(self, *objs) -> list:
+        """``objs`` computed and kept in the workers' memory in one pass (a progress bar with
+        ``progress``: ``distributed.progress`` on a client, else ``dask.diagnostics.ProgressBar``)."""
+        import dask
+
+        if self._client is not None:
+            out = self._client.persist(list(objs), optimize_graph=False)
+            from distributed import progress, wait
+
+            if self._progress:
+                progress(*out, notebook=False, multi=False)
+            else:
+                wait(out)
+            return list(out)
+        if self._progress:
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar():
+                return list(dask.persist(*objs, optimize_graph=False))
+        return list(dask.persist(*objs, optimize_graph=False))
+
+    def where(self, rows, keep):
+        """The kept rows (one pass counts them per block, so the result has known chunks) and their
+        positions, as dask arrays."""
+        import dask
+
+        da = _require_dask()
+        blocks = rows.to_delayed(optimize_graph=False).ravel()
+        counts = self.compute(*[dask.delayed(_count_kept, pure=True)(b, keep) for b in blocks])
+        starts = np.concatenate([[0], np.cumsum(rows.chunks[0])]).astype(np.int64)
+        d = rows.shape[1]
+        parts = [da.from_delayed(dask.delayed(_kept_rows, pure=True)(b, keep, int(starts[i])), shape=(c, d + 1),
+                                 dtype=np.float64) for i, (b, c) in enumerate(zip(blocks, counts)) if c]
+        Z = da.concatenate(parts, axis=0) if parts else da.zeros((0, d + 1), chunks=(1, d + 1))
+        return Z[:, :d], Z[:, d].astype(np.int64)
+
+    def take(self, a, positions):
+        """``a[positions]``, lazily."""
+        return a[np.asarray(positions, dtype=np.int64)]
+
+    def bind(self, client=None, progress=False):
+        """This engine computing on ``client`` (a ``distributed.Client``; None: the current client
+        if there is one, else dask's default scheduler), sharing its shipped objects."""
+        if client is None:
+            try:
+                from distributed import default_client
+
+                client = default_client()
+            except (ImportError, ValueError):
+                client = None
+        bound = copy.copy(self)
+        bound._client, bound._progress = client, bool(progress)
+        return bound
+
+    def describe(self) -> str:
+        """The scheduler the computations run on."""
+        if self._client is not None:
+            return f"the Dask cluster (distributed scheduler at {self._client.scheduler.address})"
+        import dask
+
+        return f"Dask ({dask.config.get('scheduler', None) or 'default'} scheduler)"
 
     def result(self, cls, *, timed=None, **fields):
         """An instance of :func:`lazy_type` ``(cls)`` holding the lazy fields."""

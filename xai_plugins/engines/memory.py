@@ -59,10 +59,32 @@ class MemoryEngine(Engine):
         a = a if dtype is None else a.astype(dtype)
         return np.moveaxis(a, 0, rows_axis) if rows_axis else a
 
-    def reduce(self, block_fn: Callable, arrays, *args, finish=None, shape=(), dtype=np.float64):
-        """``finish(block_fn(*arrays, *args))``: one block."""
+    def reduce(self, block_fn: Callable, arrays, *args, finish=None, shape=(), dtype=np.float64, combine=None):
+        """``finish(block_fn(*arrays, *args))``: one block (joined by ``combine`` when given)."""
         total = block_fn(*arrays, *args)
+        total = total if combine is None else combine([total])
         return total if finish is None else finish(total)
+
+    def where(self, rows, keep):
+        """``rows[keep(rows)]`` and those rows' positions."""
+        positions = np.flatnonzero(np.asarray(keep(rows), dtype=bool))
+        return rows[positions], positions
+
+    def take(self, a, positions):
+        """``a[positions]``."""
+        return np.asarray(a)[np.asarray(positions, dtype=np.int64)]
+
+    def persist(self, *objs) -> list:
+        """``objs`` (in memory already)."""
+        return list(objs)
+
+    def bind(self, client=None, progress=False):
+        """This engine (``client`` and ``progress`` mean nothing in memory)."""
+        return self
+
+    def describe(self) -> str:
+        """"in memory"."""
+        return "in memory"
 
     def order_statistics(self, a, columns, ranks, compute=None) -> np.ndarray:
         """Exact order statistics by sorting each column's order keys (as the cluster engines' radix

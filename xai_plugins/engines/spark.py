@@ -33,7 +33,7 @@ Nothing here imports pyspark until a Spark DataFrame arrives. ``pip install "xai
 
 from __future__ import annotations
 
-import io
+import copy
 import pickle
 import sys
 import uuid
@@ -47,6 +47,7 @@ from ..errors import InputError, InputTypeError, XaiError
 from .base import BlockFn, Engine, add_all, call_block, lazy_result_type, plain_forest
 
 _ROW = "_xai_row"           # the global row index
+_POS = "_xai_pos"           # a kept row's index among the rows it was kept from (SparkEngine.where)
 _ERR = "_xai_error"         # a package error raised in the row's block (message), else null
 _EXC = "_xai_exception"     # the same error, pickled
 _INSTALL = 'Spark input needs pyspark: pip install "xai_plugins[spark]" (and Java 17)'
@@ -60,20 +61,22 @@ def is_spark_frame(obj: Any) -> bool:
 
 
 class SparkRows:
-    """A Spark DataFrame whose ``id_cols`` key its rows; the other columns are the features
-    (see :func:`keyed`)."""
+    """A Spark DataFrame whose ``id_cols`` key its rows (see :func:`keyed`); ``carry``: columns
+    that are not features either, carried with the rows (a target: per-row arguments may name them);
+    the other columns are the features."""
 
-    def __init__(self, df, id_cols: Sequence[str]):
+    def __init__(self, df, id_cols: Sequence[str], carry: Sequence[str] = ()):
         if not is_spark_frame(df):
             raise InputTypeError(f"keyed() takes a pyspark.sql.DataFrame; got {type(df).__name__}")
         ids = [id_cols] if isinstance(id_cols, str) else [str(c) for c in id_cols]
-        missing = [c for c in ids if c not in df.columns]
-        if missing or not ids or len(set(ids)) != len(ids):
+        carry = [str(c) for c in carry]
+        missing = [c for c in ids + carry if c not in df.columns]
+        if missing or not (ids or carry) or len(set(ids + carry)) != len(ids + carry):
             raise InputError(f"id_cols must be distinct columns of the DataFrame; got {ids} (missing {missing}; "
                              f"columns {df.columns[:20]})")
-        if any(c.startswith("_xai_") for c in ids):
+        if any(c.startswith("_xai_") for c in ids + carry):
             raise InputError("id column names starting with '_xai_' are reserved by xai_plugins")
-        self.df, self.id_cols = df, ids
+        self.df, self.id_cols, self.carry = df, ids, carry
 
     def __repr__(self):
         return f"SparkRows(id_cols={self.id_cols}, columns={len(self.df.columns)})"
@@ -127,15 +130,18 @@ class SparkColumns:
     the row index ``_xai_row`` and the id columns), each row's values of trailing ``shape`` and
     ``dtype``; ``rows_axis``: where the rows go in :meth:`compute`'s array."""
 
-    def __init__(self, df, ids: list, n: int, cols: list, trail: tuple, dtype=np.float64, rows_axis: int = 0):
+    def __init__(self, df, ids: list, n: int, cols: list, trail: tuple, dtype=np.float64, rows_axis: int = 0,
+                 carried: dict | None = None):
         self.df, self.ids, self.n, self.cols = df, ids, n, cols
         self.trail, self.dtype, self.rows_axis = tuple(trail), np.dtype(dtype), rows_axis
+        #: user column name -> its column in ``df``, for the columns carried with the rows
+        self.carried = carried or {}
 
     def view(self, cols=None, trail=None, dtype=None, rows_axis=None) -> SparkColumns:
         """The same rows with other columns / trailing shape / dtype / rows axis."""
         return SparkColumns(self.df, self.ids, self.n, self.cols if cols is None else cols,
                             self.trail if trail is None else trail, self.dtype if dtype is None else dtype,
-                            self.rows_axis if rows_axis is None else rows_axis)
+                            self.rows_axis if rows_axis is None else rows_axis, self.carried)
 
     @property
     def shape(self) -> tuple:
@@ -194,8 +200,9 @@ def _keyed_frame(df, ids, fields):
 class SparkReduction:
     """A lazy exact reduction (see :meth:`SparkEngine.reduce`); :meth:`compute` runs it."""
 
-    def __init__(self, block_fn, arrays, args, finish, shape):
+    def __init__(self, block_fn, arrays, args, finish, shape, combine=None):
         self.block_fn, self.arrays, self.args, self.finish, self.shape = block_fn, arrays, args, finish, shape
+        self.combine = combine or add_all
 
     def compute(self):
         """The reduced value (run now on Spark, added and finished on the driver)."""
@@ -302,6 +309,19 @@ def _add_index(offsets, firsts, ids):
     return run
 
 
+def _positional_index(df):
+    """``df`` with ``_xai_row`` = its partition's offset + the row's position in the partition
+    (``monotonically_increasing_id``'s low 33 bits), from one count per partition; and the row count."""
+    from pyspark.sql import functions as F
+
+    counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
+    offsets = np.concatenate([[0], np.cumsum([counts.get(p, 0) for p in range(max(counts, default=-1) + 1)])])
+    part = F.spark_partition_id()
+    row = (F.element_at(F.array(*(F.lit(int(o)) for o in list(offsets[:-1]) or [0])), part + 1)
+           + F.monotonically_increasing_id() - F.shiftleft(part.cast("long"), 33))
+    return df.select(row.alias(_ROW), *(F.col(_quoted(c)) for c in df.columns)), int(offsets[-1])
+
+
 def _runs(index: np.ndarray):
     """(slice of the sorted batch, first index) of each run of consecutive row indices."""
     cut = np.flatnonzero(np.diff(index) != 1) + 1
@@ -355,7 +375,7 @@ def _map_fn(block_fn, shipped, inputs, shared, ids, width):
     return run
 
 
-def _reduce_fn(block_fn, inputs, args):
+def _reduce_fn(block_fn, inputs, args, combine):
     import pandas as pd
 
     def run(batches):
@@ -365,26 +385,9 @@ def _reduce_fn(block_fn, inputs, args):
                 continue
             try:
                 part = [block_fn(*blocks, *loaded) for _, _, blocks in _blocks(batch, inputs)]
-                yield pd.DataFrame({"part": [pickle.dumps(add_all(part))], _EXC: [None]})
+                yield pd.DataFrame({"part": [pickle.dumps(combine(part))], _EXC: [None]})
             except XaiError as exc:
                 yield pd.DataFrame({"part": [None], _EXC: [pickle.dumps(exc)]})
-    return run
-
-
-def _collect_fn(cols):
-    import pandas as pd
-
-    def run(batches):
-        for batch in batches:
-            if not len(batch):
-                continue
-            failed = batch[_EXC].notna() if _EXC in batch.columns else None
-            if failed is not None and failed.any():
-                yield pd.DataFrame({"data": [None], _EXC: [batch[_EXC][failed].iloc[0]]})
-                continue
-            buf = io.BytesIO()
-            np.save(buf, np.column_stack([batch[_ROW].to_numpy(np.float64), batch[cols].to_numpy(np.float64)]))
-            yield pd.DataFrame({"data": [buf.getvalue()], _EXC: [None]})
     return run
 
 
@@ -398,14 +401,14 @@ def _raise_carried(rows):
 # the engine
 # --------------------------------------------------------------------------------------------
 
-def _context():
-    """The active SparkContext; InputError when there is none."""
-    from pyspark.sql import SparkSession
-
-    session = SparkSession.getActiveSession()
-    if session is None:
-        raise InputError("no active Spark session: start one (SparkSession.builder.getOrCreate())")
-    return session.sparkContext
+def _keep_fn(keep, cols):
+    """mapInPandas function: the rows whose features ``cols`` pass ``keep``, their index renamed ``_xai_pos``."""
+    def run(batches):
+        for b in batches:
+            if len(b):
+                kept = b[np.asarray(keep(b[cols].to_numpy(dtype=np.float64)), dtype=bool)]
+                yield kept.rename(columns={_ROW: _POS})
+    return run
 
 
 def _numeric(field) -> bool:
@@ -426,31 +429,50 @@ class SparkEngine(Engine):
 
     def __init__(self):
         self._forests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        #: the SparkSession of :meth:`bind` (None: the active one)
+        self._session: Any = None
+
+    def _context(self):
+        """The SparkContext (the bound session's, else the active one); InputError when there is none."""
+        from pyspark.sql import SparkSession
+
+        session = self._session or SparkSession.getActiveSession()
+        if session is None:
+            raise InputError("no active Spark session: start one (SparkSession.builder.getOrCreate())")
+        return session.sparkContext
 
     def handles(self, obj: Any) -> bool:
-        """A Spark DataFrame, a :func:`keyed` one, or a per-row result of this engine."""
-        return isinstance(obj, (SparkRows, SparkColumns, SparkReduction, _Lazy)) or is_spark_frame(obj)
+        """A Spark DataFrame, a :func:`keyed` one, a per-row result of this engine, or a SparkSession
+        (a client names its engine)."""
+        sql = sys.modules.get("pyspark.sql")
+        session = getattr(sql, "SparkSession", None) if sql is not None else None
+        return (isinstance(obj, (SparkRows, SparkColumns, SparkReduction, _Lazy)) or is_spark_frame(obj)
+                or (session is not None and isinstance(obj, session)))
 
     # ---- rows ----------------------------------------------------------------------------
     def rows(self, X, names, d, in_memory, what="X", like=None):
         """``X`` indexed (see the module doc) as :class:`SparkColumns` of its d features (float64,
         in ``names`` order, aligned by column name); an in-memory ``X`` with Spark per-row
         arguments (``like``) becomes a Spark DataFrame indexed by position."""
+        carry: list = []
+        if isinstance(X, SparkColumns) and X.trail == (d,) and X.rows_axis == 0:      # rows of this engine
+            return X, (list(names) if names is not None else default_feature_names(d))
         if isinstance(X, SparkRows):
-            df, ids = X.df, X.id_cols
+            df, ids, carry = X.df, X.id_cols, X.carry
         elif is_spark_frame(X):
             df, ids = X, []
         else:
             rows, names = in_memory(X)
             other = like[0] if like is not None else None
-            if not isinstance(other, SparkColumns):
+            if not isinstance(other, SparkColumns) and self._session is None:
                 raise InputTypeError(f"{what}: an in-memory X goes with per-row arguments of this package's Spark "
-                                     "results only")
-            df = other.df.sparkSession.createDataFrame(
+                                     "results only (or with an engine bound to a SparkSession)")
+            session = other.df.sparkSession if isinstance(other, SparkColumns) else self._session
+            df = session.createDataFrame(
                 [(i, *map(float, r)) for i, r in enumerate(np.asarray(rows))],
                 [_ROW, *(f"_xai_v{j}" for j in range(d))])
             return SparkColumns(df, [], len(rows), [f"_xai_v{j}" for j in range(d)], (d,)), list(names)
-        given = [c for c in df.columns if c not in ids]
+        given = [c for c in df.columns if c not in ids and c not in carry]
         if names is not None:
             order = feature_order(given, list(names), what)
             features = given if order is None else [given[i] for i in order]
@@ -466,19 +488,27 @@ class SparkEngine(Engine):
         from pyspark.sql import functions as F
 
         cols = [f"_xai_v{j}" for j in range(d)]
+        carried = {c: f"_xai_c{j}" for j, c in enumerate(carry)}
         selected = df.select(*(F.col(_quoted(c)) for c in ids),
-                             *(F.col(_quoted(c)).cast("double").alias(v) for c, v in zip(features, cols)))
-        indexed, n = self._index(selected.orderBy(*(F.col(_quoted(c)) for c in ids)) if ids else selected, ids)
+                             *(F.col(_quoted(c)).cast("double").alias(v) for c, v in zip(features, cols)),
+                             *(F.col(_quoted(c)).alias(v) for c, v in carried.items()))
+        if ids:     # sorted by the ids into a fixed number of partitions, which adaptive execution keeps as they are
+            key = [F.col(_quoted(c)) for c in ids]
+            selected = selected.repartitionByRange(max(1, df.rdd.getNumPartitions()), *key).sortWithinPartitions(*key)
+        indexed, n = self._index(selected, ids)
         if n < 1:
             raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
-        return SparkColumns(indexed, ids, n, cols, (d,)), (list(names) if names is not None
-                                                          else default_feature_names(d))
+        return SparkColumns(indexed, ids, n, cols, (d,), carried=carried), (list(names) if names is not None
+                                                                            else default_feature_names(d))
 
     @staticmethod
     def _index(df, ids):
-        """``df`` with the global row index ``_xai_row`` (partition offsets from one counting pass)."""
+        """``df`` with the global row index ``_xai_row`` (partition offsets from one counting pass;
+        without ids both the count and the index are Spark expressions, no Python stage)."""
         from pyspark.sql import types as T
 
+        if not ids:
+            return _positional_index(df)
         stats = sorted(df.mapInPandas(_partition_stats(ids), "p int, n long, first binary, last binary, bad string")
                        .collect(), key=lambda r: r["p"])
         offsets, firsts, at, last = {}, {}, 0, None
@@ -501,7 +531,10 @@ class SparkEngine(Engine):
 
     def by_rows(self, a, rows, what, *, axis=0, transform=None, width=None, dtype=None):
         """A per-row argument: in memory, shipped once (:class:`RowsArg`); a :class:`SparkColumns`
-        (rows moved to axis 0, ``transform`` applied per block on Spark)."""
+        (rows moved to axis 0, ``transform`` applied per block on Spark); the name of a column carried
+        with ``rows`` (``SparkRows(..., carry=)``: a target), its values as they are."""
+        if isinstance(a, str) and isinstance(rows, SparkColumns) and a in rows.carried:
+            return rows.view(cols=[rows.carried[a]], trail=(), dtype=object)
         if isinstance(a, SparkColumns):
             if axis != a.rows_axis:
                 raise InputError(f"{what}: its rows are on axis {a.rows_axis} of the Spark result, not {axis}")
@@ -538,7 +571,7 @@ class SparkEngine(Engine):
         from pyspark import cloudpickle
 
         data = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-        return Shipped(_context().broadcast(data), f"{prefix}-{uuid.uuid4().hex}")
+        return Shipped(self._context().broadcast(data), f"{prefix}-{uuid.uuid4().hex}")
 
     def ship_forest(self, forest, *, with_model=False):
         """The Forest without its predictor, broadcast once per Forest and SparkContext;
@@ -547,9 +580,9 @@ class SparkEngine(Engine):
         if with_model:
             return self.ship(plain_forest(forest, with_model=True), "xai-forest-model")
         context, shipped = self._forests.get(forest, (None, None))
-        if shipped is None or context is not _context():
+        if shipped is None or context is not self._context():
             shipped = self.ship(plain_forest(forest), "xai-forest")
-            self._forests[forest] = (_context(), shipped)
+            self._forests[forest] = (self._context(), shipped)
         return shipped
 
     # ---- mapping and reducing ------------------------------------------------------------
@@ -592,9 +625,65 @@ class SparkEngine(Engine):
         return out.view(out.cols[start:stop], (stop - start,) if shape is None else shape,
                         np.float64 if dtype is None else dtype, rows_axis)
 
-    def reduce(self, block_fn: Callable, arrays, *args, finish=None, shape=(), dtype=np.float64):
+    def reduce(self, block_fn: Callable, arrays, *args, finish=None, shape=(), dtype=np.float64, combine=None):
         """A lazy :class:`SparkReduction` (see :meth:`Engine.reduce`); ``compute()`` runs it."""
-        return SparkReduction(block_fn, list(arrays), args, finish, shape)
+        return SparkReduction(block_fn, list(arrays), args, finish, shape, combine)
+
+    def where(self, rows, keep):
+        """The kept rows, re-indexed by one more counting pass (their ids kept), and their positions."""
+        from pyspark.sql import types as T
+
+        fields = [f for f in rows.df.schema.fields if f.name != _ROW]
+        schema = T.StructType([T.StructField(_POS, T.LongType(), False), *fields])
+        kept = rows.df.select(_ROW, *(f.name for f in fields)).mapInPandas(_keep_fn(keep, rows.cols), schema)
+        indexed, n = self._index(kept, rows.ids)
+        out = SparkColumns(indexed, rows.ids, n, rows.cols, rows.trail, carried=rows.carried)
+        return out, out.view(cols=[_POS], trail=(), dtype=np.int64)
+
+    def split_target(self, X, column):
+        """``X`` (a DataFrame or :func:`keyed` one) carrying its target ``column`` with its rows (not
+        as a feature), and ``column``, which :meth:`by_rows` then reads from the rows."""
+        df, ids, carry = (X.df, X.id_cols, X.carry) if isinstance(X, SparkRows) else (X, [], [])
+        if column not in df.columns:
+            raise InputError(f"y_test names the column {column!r}, which X_test does not have; "
+                             f"columns: {df.columns[:20]}")
+        return SparkRows(df, ids, [*carry, column]), column
+
+    def take(self, a, positions):
+        """The rows at ``positions``, lazily (a :class:`SparkColumns` of the rows whose index is one of them)."""
+        from pyspark.sql import functions as F
+
+        positions = np.asarray(positions, dtype=np.int64)
+        if isinstance(a, RowsArg):
+            return np.asarray(a.shipped.get())[positions]
+        taken = a.view()
+        taken.df, taken.n = a.df.where(F.col(_ROW).isin([int(p) for p in positions])), len(positions)
+        return taken
+
+    def persist(self, *objs) -> list:
+        """The DataFrames behind ``objs`` cached by Spark (each materialised now, by one count)."""
+        frames = {id(o.df): o.df for o in objs if isinstance(o, SparkColumns)}
+        for df in frames.values():
+            df.persist()
+            df.count()
+        return list(objs)
+
+    def release(self, *objs) -> None:
+        """The DataFrames behind ``objs`` no longer cached."""
+        for o in objs:
+            if isinstance(o, SparkColumns):
+                o.df.unpersist()
+
+    def bind(self, client=None, progress=False):
+        """This engine on the SparkSession ``client`` (None: the active one). Spark shows its own
+        progress (the session's ``spark.ui.showConsoleProgress``), so ``progress`` changes nothing."""
+        bound = copy.copy(self)
+        bound._session = client
+        return bound
+
+    def describe(self) -> str:
+        """Spark and its master."""
+        return f"Spark (master {self._context().master})"
 
     def order_statistics(self, a, columns, ranks, compute=None) -> np.ndarray:
         """The exact order statistics of columns of ``a``, from its values collected in memory."""
@@ -608,7 +697,7 @@ class SparkEngine(Engine):
         driver (exact: the same value), others run as one Spark job each."""
         wanted: dict = {}
         for a in objs:
-            if isinstance(a, SparkColumns):
+            if isinstance(a, SparkColumns) and a.dtype != object:
                 wanted.setdefault(id(a.df), (a.df, set()))[1].update(a.cols)
         for o in objs:         # a reduction over frames collected anyway is finished from their values
             if isinstance(o, SparkReduction) and all(isinstance(a, RowsArg) or id(a.df) in wanted for a in o.arrays):
@@ -619,6 +708,10 @@ class SparkEngine(Engine):
         return tuple(self._value(o, collected) for o in objs)
 
     def _value(self, o, collected):
+        if is_spark_frame(o):           # a whole (small) DataFrame: training data
+            return o.toPandas()
+        if isinstance(o, SparkColumns) and o.dtype == object:      # carried values (a target), as they are
+            return o.df.select(_ROW, *o.cols).toPandas().sort_values(_ROW)[o.cols[0]].to_numpy()
         if isinstance(o, SparkColumns):
             data = collected[id(o.df)]
             a = np.column_stack([data[c] for c in o.cols]).reshape((o.n,) + o.trail).astype(o.dtype)
@@ -627,7 +720,7 @@ class SparkEngine(Engine):
             if all(isinstance(a, RowsArg) or id(a.df) in collected for a in o.arrays):
                 blocks = [a.shipped.get() if isinstance(a, RowsArg) else self._value(a.view(rows_axis=0), collected)
                           for a in o.arrays]
-                total = o.block_fn(*blocks, *(a.get() if isinstance(a, Shipped) else a for a in o.args))
+                total = o.combine([o.block_fn(*blocks, *(a.get() if isinstance(a, Shipped) else a for a in o.args))])
             else:
                 total = _reduce(o)
             return total if o.finish is None else o.finish(total)
@@ -643,22 +736,24 @@ def _transformed(transform, start, block):
 
 
 def _collect(df, cols) -> dict:
-    """Columns ``cols`` of ``df`` in row-index order: {column: (n,) float64}."""
-    rows = df.select(_ROW, *cols, *([_EXC] if _EXC in df.columns else [])) \
-        .mapInPandas(_collect_fn(cols), "data binary, _xai_exception binary").collect()
-    _raise_carried(rows)
-    data = np.concatenate([np.load(io.BytesIO(r["data"])) for r in rows]) if rows else np.empty((0, len(cols) + 1))
-    data = data[np.argsort(data[:, 0], kind="stable")]
-    return {c: data[:, j + 1] for j, c in enumerate(cols)}
+    """Columns ``cols`` of ``df`` in row-index order: {column: (n,) float64}, brought to the driver
+    as Arrow batches (no Python stage on the executors); a package error carried by a row raised."""
+    carried = _EXC in df.columns
+    table = df.select(_ROW, *cols, *([_EXC] if carried else [])).toArrow()
+    if carried and table.column(_EXC).null_count < table.num_rows:
+        raise pickle.loads(next(v for v in table.column(_EXC).to_pylist() if v is not None))
+    order = np.argsort(np.asarray(table.column(_ROW).to_numpy()), kind="stable")
+    return {c: np.asarray(table.column(c).to_numpy(), dtype=np.float64)[order] for c in cols}
 
 
 def _reduce(o: SparkReduction) -> list:
     """Run an exact reduction on Spark: per batch, the block function's exact sums (pickled);
     added on the driver."""
     _, df, specs = ENGINE._frame(o.arrays)
-    rows = df.mapInPandas(_reduce_fn(o.block_fn, specs, o.args), "part binary, _xai_exception binary").collect()
+    rows = df.mapInPandas(_reduce_fn(o.block_fn, specs, o.args, o.combine),
+                          "part binary, _xai_exception binary").collect()
     _raise_carried(rows)
-    return add_all([pickle.loads(r["part"]) for r in rows])
+    return o.combine([pickle.loads(r["part"]) for r in rows])
 
 
 #: the registered instance

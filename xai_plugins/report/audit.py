@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._validation import check_n_jobs, is_dask
+from .._validation import check_n_jobs
+from ..engines import engine_for
 from ..errors import InputTypeError, NoiseScaleWarning, XaiError
 from . import sections as registry
 from .context import derive_seed, make_context
@@ -170,7 +171,9 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     thresholds, names, defaults and rationales in :data:`~.verdict.THRESHOLDS`).
 
     With ``client`` (a ``distributed.Client``), or a dask DataFrame / array ``X_test``, the audit runs
-    on the Dask cluster (see :mod:`.cluster`): every per-row explainer and the
+    on the Dask cluster; with a Spark DataFrame ``X_test`` (``y_test``: the name of its target column;
+    ``client``: a ``SparkSession``, default the active one) on Spark (see :func:`.runners.prepare`):
+    every per-row explainer and the
     faithfulness section cover EVERY complete test row (``max_rows`` and ``time_budget`` are ignored,
     the report says so), with the same numbers as an in-memory audit of the same rows; the data
     summary, performance metrics, local figures, per-row agreement and the Monte Carlo comparison use
@@ -191,17 +194,17 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         read_model_card(options.model_card)          # a bad model card fails before any work
     start_all = time.perf_counter()
     root = np.random.SeedSequence(options.random_state)
-    cl = None
-    if client is not None or is_dask(X_test, y_test):
+    cl, engine = None, engine_for(X_test, y_test, client)
+    if engine.lazy:         # the test data on a row engine (Dask, Spark): every complete row explained there
         from ..forest import import_model
-        from . import cluster
+        from .runners import prepare
 
-        runner = cluster.Runner(client, options.progress)
-        if is_dask(X_train, y_train):
-            X_train, y_train = (None if v is None else (v.compute() if is_dask(v) else v) for v in (X_train, y_train))
+        engine = engine.bind(client, options.progress)
+        X_train, y_train = (engine.compute(v)[0] if v is not None and engine.handles(v) else v
+                            for v in (X_train, y_train))
         sample_seed = int(derive_seed(root, "cluster sample").generate_state(1, np.uint32)[0])
-        cl, X_test, y_test = cluster.prepare(import_model(model), X_test, y_test, runner=runner,
-                                             sample_size=options.max_shap_rows, random_state=sample_seed)
+        cl, X_test, y_test = prepare(import_model(model), X_test, y_test, engine=engine,
+                                     sample_size=options.max_shap_rows, random_state=sample_seed)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
                        progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
@@ -227,9 +230,10 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         repro.data["timings"] = timings
         repro.data["total seconds (before rendering)"] = round(time.perf_counter() - start_all, 2)
     created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    if cl is not None:          # per-row rankings persisted on the cluster: release them
+    if cl is not None:          # per-row rankings persisted on the engine: release them
         for m in methods.values():
-            if is_dask(m.ranking):
+            if m.ranking is not None and engine.handles(m.ranking):
+                engine.release(m.ranking)
                 m.ranking = None
     verdict = built["verdict"].raw.get("verdict") if "verdict" in built else None
     return Audit(str(options.title), built, methods, parameters, created, rows_explained, options, verdict)
@@ -265,7 +269,7 @@ def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
         if key in explained:
             out[key] = explained[key]
     if cl is not None:
-        ignored = "{} (ignored for the row count: Dask cluster, every complete test row)"
+        ignored = "{} (ignored for the row count: every complete test row, on " + cl.where + ")"
         out.update({"max_rows": ignored.format(options.max_rows), "time_budget": ignored.format(options.time_budget),
-                    "in-memory sample (rows)": cl.sample_size, "scheduler": cl.runner.describe()})
+                    "in-memory sample (rows)": cl.sample_size, "computed on": cl.where})
     return out

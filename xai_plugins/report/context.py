@@ -51,7 +51,7 @@ class AuditContext:
     protected_train: pd.DataFrame | None = None
     #: the model's classes (classification), in the order of its outputs
     classes: list = field(default_factory=list)
-    #: the Dask facts and rows of an audit on a cluster (see :mod:`.cluster`); None in memory
+    #: the facts and rows of test data held by a row engine (:class:`.runners.EngineRows`); None in memory
     cluster: object = None
     root_seed: np.random.SeedSequence = None
     #: progress bars of the long in-memory PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``

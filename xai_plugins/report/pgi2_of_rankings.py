@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..engines import engine_for
+from ..engines.base import pack
 from ..exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from ..prediction_gap import pg2, pgi2
 
@@ -36,14 +37,16 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     engine's)."""
     engine = engine_for(X, *rankings.values())
     compute = compute or engine.compute
-    methods = list(rankings)
-    stacked = np.stack([rankings[m] for m in methods])      # one call per σ: shared prefixes computed once
+    methods, d = list(rankings), ctx.n_features
+    # (m, n, d): one call per σ, shared prefixes computed once
+    packed = engine.map_rows(_side_by_side, X, None, [rankings[m] for m in methods], len(methods) * d)
+    stacked = engine.columns(packed, 0, len(methods) * d, shape=(len(methods), d), dtype=np.int64, rows_axis=1)
     columns, keys = [], []
     for sigma in sigmas:
         scores = pgi2(ctx.forest, X, stacked, **ctx.noise(sigma, binary_sigma), verbose=ctx.progress)
-        columns.append(scores[..., ctx.output].T if scores.ndim == 3 else scores.T)
+        columns.append(engine.by_rows(scores, X, "the PGI² scores", axis=1))
         keys += [(m, sigma) for m in methods]
-    values = engine.by_rows(np.concatenate(columns, axis=1), X, "the PGI² scores")     # one column block
+    values = engine.map_rows(_side_by_side, X, ctx.output, columns, len(keys))        # one column block
     (values,) = persist(values) if persist is not None else (values,)
     n = engine.n_rows(values)
     means = column_means(compute(engine.reduce(column_sums, [values]))[0])
@@ -60,6 +63,11 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     win_rate = pd.Series(column_means(shares[0]), index=[keys[j][0] for j in wins]) if wins else pd.Series(dtype=float)
     per_row = None if engine.lazy else {key: values[:, j] for j, key in enumerate(keys)}
     return table, win_rate, per_row
+
+
+def _side_by_side(output, start, X, *blocks) -> np.ndarray:
+    """Per-row blocks side by side (output ``output`` of (b, m, k) blocks: the explained class)."""
+    return pack(*(b[..., output] if b.ndim == 3 else b for b in blocks))
 
 
 def score_table(keys, means, sds, medians, n_rows, methods, sigmas) -> pd.DataFrame:

@@ -2,22 +2,31 @@
 
 Every method explains the same scalar output (:attr:`AuditContext.output_label`). A per-row
 explainer's block function is applied to the explained rows and reduced here, the same way for
-every explainer: the global importance is the exact (correctly rounded) mean of the per-row
-importances, the explained rows keep their scores and rankings, which the faithfulness and agreement
-sections consume. A method that cannot run says why (``status`` and ``reason``) instead of
-disappearing from the report.
+every explainer and every row engine (in memory, Dask, Spark): the global importance is the exact
+(correctly rounded) mean of the per-row importances, the explained rows keep their scores and
+rankings, which the faithfulness and agreement sections consume. A method that cannot run says why
+(``status`` and ``reason``) instead of disappearing from the report.
+
+Test data held by a row engine (a Dask or Spark DataFrame): :func:`prepare` reads its facts there
+(row count, missing values per feature), keeps its complete rows on the engine and fetches a random
+in-memory sample, which becomes the audit context's ``X_test`` for what needs rows in memory (data
+summary, performance, per-row agreement, the Monte Carlo comparison); :func:`engine_rows` then
+explains every complete row, so each row's result is bitwise the in-memory one and the reductions
+are the same floats.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..engines.base import pack
+from ..errors import InputError
 from .explainers import REGISTRY, Explainer, MethodResult, run
 from .pgi2_of_rankings import column_means, column_sums
 from .section import SKIPPED
@@ -30,12 +39,12 @@ PER_ROW = ("importance", "scores", "ranking")
 class AuditRows:
     """The explained rows, held by the row engine that holds the test data (in memory: one block).
 
-    ``X``: the explained rows, an (n, d) collection of ``engine``; ``positions``: their test-row
-    positions in memory (None when ``X`` holds every complete test row of a cluster, where the
-    explainers' in-memory :meth:`~.explainers.Explainer.scope` does not apply); ``agreement``:
-    positions within ``X`` of the rows of the per-row agreement; ``local_X`` / ``local_labels``:
-    the rows shown with local figures and their names; ``persist(*collections)`` keeps lazy
-    collections computed on the engine, ``compute(*objs)`` brings values back (default: the engine's)."""
+    ``X``: the explained rows, an (n, d) collection of ``engine`` (bound to its client: see
+    :meth:`~xai_plugins.engines.base.Engine.bind`); ``positions``: their test-row positions in
+    memory (None when ``X`` holds every complete test row of an engine's data, where the explainers'
+    in-memory :meth:`~.explainers.Explainer.scope` does not apply); ``agreement``: positions within
+    ``X`` of the rows of the per-row agreement; ``local_X`` / ``local_labels``: the rows shown with
+    local figures and their names."""
 
     engine: Any
     X: Any
@@ -43,8 +52,6 @@ class AuditRows:
     agreement: np.ndarray
     local_X: np.ndarray
     local_labels: list
-    persist: Callable | None = None
-    compute: Callable | None = None
 
     @property
     def n(self) -> int:
@@ -53,11 +60,11 @@ class AuditRows:
 
     def keep(self, *collections) -> list:
         """``collections`` computed and kept on the engine (as they are in memory)."""
-        return list(collections) if self.persist is None else list(self.persist(*collections))
+        return self.engine.persist(*collections)
 
     def values(self, *objs) -> list:
         """The in-memory values of ``objs``."""
-        return list((self.compute or self.engine.compute)(*objs))
+        return list(self.engine.compute(*objs))
 
     def tile(self, order):
         """One ranking ``order`` for every explained row (a collection of the engine)."""
@@ -143,19 +150,23 @@ def _map(explainer: Explainer, ctx, rows: AuditRows, options) -> MethodResult:
     widths = {name: int(np.prod(v.shape[1:])) for name, v in probe.items()}
     packed = engine.map_rows(_explainer_block, X, engine.ship((explainer, state), "xai-explainer", cache=False), [],
                              sum(widths.values()), widths=widths)
-    at, parts = 0, {}
-    for name, width in widths.items():
-        parts[name] = engine.columns(packed, at, at + width, dtype=np.int64 if name == "ranking" else None)
-        at += width
     averaged = [name for name in widths if name not in PER_ROW[1:]]
-    explained = {name: a if pick is None else a[pick] for name, a in parts.items()}
+    explained = packed if pick is None else packed[pick]
+    at, where = 0, {}
+    for name, width in widths.items():
+        where[name] = np.arange(at, at + width)
+        at += width
     result = MethodResult(explainer.key)
     result.extras["mapped"] = {
-        "state": state, "widths": widths, "averaged": averaged, "rows": int(engine.n_rows(X)),
-        "ranking": explained["ranking"],
-        "sums": engine.reduce(column_sums, [np.concatenate([parts[name] for name in averaged], axis=1)]),
-        "sampled": np.concatenate([explained["scores"], explained["importance"]], axis=1)[rows.agreement]}
+        "state": state, "widths": widths, "averaged": averaged, "rows": int(engine.n_rows(X)), "where": where,
+        "ranking": engine.columns(explained, int(where["ranking"][0]), int(where["ranking"][-1]) + 1, dtype=np.int64),
+        "sums": engine.reduce(_column_sums_of, [packed], np.concatenate([where[name] for name in averaged])),
+        "sampled": engine.take(explained, rows.agreement)}
     return result
+
+
+def _column_sums_of(block, columns) -> list:
+    return column_sums(block[:, columns])
 
 
 def _finish(explainer: Explainer, ctx, rows: AuditRows, mapped: dict, ranking, total, sampled,
@@ -166,11 +177,10 @@ def _finish(explainer: Explainer, ctx, rows: AuditRows, mapped: dict, ranking, t
     for name in mapped["averaged"]:
         means[name] = flat[at:at + mapped["widths"][name]]
         at += mapped["widths"][name]
-    d = ctx.n_features
+    sampled, where = np.asarray(sampled, dtype=float), mapped["where"]
     result = MethodResult(explainer.key, importance=pd.Series(means["importance"], index=ctx.feature_names),
-                          local_scores=np.asarray(sampled[:, :d], dtype=float), ranking=ranking,
-                          params={"rows": mapped["rows"]})
-    result.extras["per_row"] = np.asarray(sampled[:, d:], dtype=float)
+                          local_scores=sampled[:, where["scores"]], ranking=ranking, params={"rows": mapped["rows"]})
+    result.extras["per_row"] = sampled[:, where["importance"]]
     explainer.finish(ctx, result, mapped["state"], means, rows.local_X, rows.local_labels, options)
     return result
 
@@ -186,3 +196,101 @@ def extremes_first(order, n_local: int) -> list:
         if len(picks) == min(n_local, len(order)):
             break
     return picks
+
+
+# --------------------------------------------------------------------------------------------
+# test data held by a row engine (Dask, Spark)
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class EngineRows:
+    """The test data on a row engine. ``engine``: the engine, bound to its client; ``X``: the complete
+    rows (no missing value), float64 in the model's feature order, a collection of ``engine``;
+    ``position``: their positions among all ``n_rows`` test rows; ``missing``: missing values per
+    feature over all rows; ``sample_size``: rows of the in-memory sample."""
+
+    engine: Any
+    X: Any
+    position: Any
+    n_rows: int
+    missing: np.ndarray
+    sample_size: int
+
+    @property
+    def n_complete(self) -> int:
+        """Complete test rows: the rows every per-row method explains."""
+        return int(self.engine.n_rows(self.X))
+
+    @property
+    def where(self) -> str:
+        """Where the rows are, in words ("the Dask cluster (...)", "Spark (master local[2])")."""
+        return self.engine.describe()
+
+
+def _missing_counts(X) -> list:
+    return [np.isnan(X).sum(axis=0).astype(np.int64)]
+
+
+def _complete(X) -> np.ndarray:
+    return ~np.isnan(X).any(axis=1)
+
+
+def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state):
+    """Read the test data's facts on ``engine`` (bound), keep its complete rows there and fetch a
+    random in-memory sample of ``sample_size`` rows. ``y_test``: in memory, the engine's own per-row
+    collection (a dask Series), or the name of ``X_test``'s target column.
+
+    Returns the :class:`EngineRows` and the sample's rows (a DataFrame indexed by position among all
+    test rows) and targets, which the audit context holds as its ``X_test`` / ``y_test``."""
+    if isinstance(y_test, str):
+        X_test, y_test = engine.split_target(X_test, y_test)
+    rows, names = engine.rows(X_test, forest.feature_names, forest.n_features,
+                              lambda x: forest.rows(x, what="X_test", allow_nan=True), what="X_test")
+    y = None if y_test is None else engine.by_rows(y_test, rows, "y_test")
+    n_rows = engine.n_rows(rows)
+    (missing,) = engine.compute(engine.reduce(_missing_counts, [rows]))[0]
+    X, position = engine.persist(*engine.where(rows, _complete))
+    cl = EngineRows(engine, X, position, n_rows, np.asarray(missing, dtype=np.int64), min(int(sample_size), n_rows))
+    if cl.n_complete == 0:
+        raise InputError("every test row has a missing value: the per-row methods need complete rows")
+    picked = np.sort(np.random.default_rng(random_state).permutation(n_rows)[:cl.sample_size])
+    got = engine.compute(engine.take(rows, picked), *([] if y is None else [engine.take(y, picked)]))
+    sample = pd.DataFrame(np.asarray(got[0], dtype=np.float64), columns=names, index=pd.Index(picked, name="row"))
+    return cl, sample, None if y is None else np.asarray(got[1]).ravel()
+
+
+def _score_block(scorer, start, X):
+    return np.column_stack([scorer(X), start + np.arange(len(X), dtype=np.float64)])
+
+
+def _extremes(block, m: int) -> np.ndarray:
+    """The ``m`` lowest and ``m`` highest (score, index) pairs of a block, ordered by score then index."""
+    order = np.lexsort((block[:, 1], block[:, 0]))
+    keep = order if len(order) <= 2 * m else np.concatenate([order[:m], order[-m:]])
+    return block[keep]
+
+
+def _merge_extremes(parts, m: int) -> np.ndarray:
+    """The ``m`` lowest and highest pairs of the blocks' :func:`_extremes` (the same for any blocking)."""
+    return _extremes(np.concatenate(parts), m)
+
+
+def engine_rows(ctx, cl: EngineRows, n_local: int) -> AuditRows:
+    """The explained rows of an audit of data on a row engine: every complete test row, a random
+    sample of them for the per-row agreement (``ctx.rng("agreement rows")``), and the ``n_local``
+    rows of the highest and lowest explained output for the local figures (one pass of the model's
+    predictions, ties by position, as in memory)."""
+    engine, n = cl.engine, cl.n_complete
+    agreement = np.sort(ctx.rng("agreement rows").permutation(n)[:min(n, cl.sample_size)])
+    local_X, local_labels = np.empty((0, ctx.n_features)), []
+    if n_local > 0:
+        scores = engine.map_rows(_score_block, cl.X, engine.ship(ctx.portable_scorer(), "xai-scorer", cache=False),
+                                 [], 2)
+        (candidates,) = engine.compute(engine.reduce(_extremes, [scores], n_local,
+                                                     combine=functools.partial(_merge_extremes, m=n_local)))
+        local_idx = extremes_first(candidates[:, 1].astype(np.int64), n_local)
+        picked = np.sort(local_idx)
+        local_X, labels = engine.compute(engine.take(cl.X, picked), engine.take(cl.position, picked))
+        order = np.searchsorted(picked, local_idx)      # back to the alternating order
+        local_X, local_labels = np.asarray(local_X)[order], [str(int(v)) for v in np.asarray(labels)[order]]
+    return AuditRows(engine, cl.X, None, agreement, local_X, local_labels)

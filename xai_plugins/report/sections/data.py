@@ -23,7 +23,7 @@ def build(ctx, results, options):
         summary["missing"] = cl.missing[~ctx.categorical]
         section.data.update({"missing values": int(cl.missing.sum()), "rows": cl.n_rows})
         caption = (f"Per-feature distribution of a random sample of {len(ctx.X_test)} of the {cl.n_rows} test rows "
-                   f"(missing: count of missing values over all {cl.n_rows} rows, computed on the Dask cluster).")
+                   f"(missing: count of missing values over all {cl.n_rows} rows, computed on {cl.where}).")
     if len(summary):
         numeric = caption.replace("Per-feature distribution", "Distribution of each numeric feature")
         section.tables.append(Table(numeric if ctx.categorical.any() else caption, summary))

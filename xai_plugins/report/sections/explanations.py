@@ -33,7 +33,7 @@ def build(ctx, results, options):
         section.raw = {"methods": {}, "rows": np.arange(0), "importances": {}, "agreement_rows": 0}
         return section
     if ctx.cluster is not None:
-        _run_on_cluster(ctx, options, section)
+        _run_on_engine(ctx, options, section)
     else:
         _run_in_memory(ctx, options, section)
     methods = section.raw["methods"]
@@ -63,11 +63,9 @@ def _run_in_memory(ctx, options, section) -> None:
                     "complete test rows (sampled from)": len(ctx.complete_rows), "row-count calibration": calibration}
 
 
-def _run_on_cluster(ctx, options, section) -> None:
-    from .. import cluster
-
+def _run_on_engine(ctx, options, section) -> None:
     cl = ctx.cluster
-    explained = cluster.audit_rows(ctx, cl, options.n_local)
+    explained = runners.engine_rows(ctx, cl, options.n_local)
     agreement_rows = len(explained.agreement)
     methods = runners.run_all(ctx, explained, options)
     section.raw = {"methods": methods, "rows": ctx.sample_rows(len(ctx.X_test)), "local_rows": [],
@@ -75,11 +73,11 @@ def _run_on_cluster(ctx, options, section) -> None:
     section.data = {
         "explained rows": cl.n_complete,
         "rows scope": (f"test rows: every complete test row ({cl.n_rows - cl.n_complete} of the {cl.n_rows} have a "
-                       "missing value), computed on the Dask cluster (max_rows and time_budget do not apply); the "
+                       f"missing value), computed on {cl.where} (max_rows and time_budget do not apply); the "
                        f"per-row agreement uses a random sample of {agreement_rows} of them"),
         "complete test rows (sampled from)": cl.n_complete,
-        "row-count calibration": {"rows": cl.n_complete, "time budget": "none: every complete test row, on the "
-                                  "Dask cluster (max_rows and time_budget ignored)"}}
+        "row-count calibration": {"rows": cl.n_complete, "time budget": f"none: every complete test row, on "
+                                  f"{cl.where} (max_rows and time_budget ignored)"}}
 
 
 def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:

@@ -86,7 +86,7 @@ def _assess(ctx, results, options, name, predictions) -> dict:
         out["findings"].append(out["not assessed"])
         return out
     if ctx.cluster is not None:
-        out["findings"].append(f"Audit on a Dask cluster: this section uses the in-memory random sample of "
+        out["findings"].append(f"Audit on {ctx.cluster.where}: this section uses the in-memory random sample of "
                                f"{len(ctx.X_test)} test rows.")
     seed = ctx.seed_int(f"fairness:{name}")
     _performance(ctx, out, labels, predictions, seed)

@@ -5,7 +5,7 @@ not a bound: an explainer can beat it on a row), not a contestant; random rankin
 ``raw["pgi2"][sigma][key]`` holds the per-row PGI² (shape (rows,)) of each ranking, keyed by method
 key (``"shap"``, ``"local_mdi"``, ``"acme"``, global rankings ``"dt_sampler"`` / ``"mcr"``) plus
 ``"greedy"`` (the greedy reference) and ``"random"`` (the floor); ``raw["rows"]`` the explained row positions;
-``raw["labels"]`` each key's display label. On a Dask cluster the per-row values stay on the cluster
+``raw["labels"]`` each key's display label. On a row engine (Dask, Spark) the per-row values stay there
 and ``raw["pgi2"]`` is empty.
 """
 
@@ -61,7 +61,8 @@ def build(ctx, results, options):
                     "sigma_ref": options.sigma_ref}
     if "pg2 all" in section.raw:
         section.data["mean PG² all features"] = {s: float(np.mean(v)) for s, v in section.raw["pg2 all"].items()}
-    _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref, on.positions is None)
+    _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref,
+            None if on.positions is not None else on.engine.describe())
     if ctx.categorical.any():
         _categorical(ctx, section, sigmas)
     _monte_carlo(ctx, section, rows, options)
@@ -127,7 +128,7 @@ def _rankings(methods, on) -> tuple[dict, dict]:
     return rankings, labels
 
 
-def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, every_row: bool) -> None:
+def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, every_row_on: str | None) -> None:
     wide = table.pivot(index="method", columns="sigma", values="mean").loc[shown_methods]
     sd = table.pivot(index="method", columns="sigma", values="sd").loc[shown_methods]
     unit = section.data["unit"]
@@ -137,7 +138,7 @@ def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, every_row:
                                          for a, b, c in zip(wide[s], sd[s], wide[s] if share is None else share[s])]
                           for s in sigmas}, index=pd.Index(wide.index, name="method"))
     shown[f"win rate at σ = {sigma_ref:g}"] = [section.data["win rate"].get(m, np.nan) for m in shown.index]
-    where = " (every complete test row, computed on the Dask cluster)" if every_row else ""
+    where = f" (every complete test row, computed on {every_row_on})" if every_row_on else ""
     section.tables.append(Table(
         f"Exact PGI² of each method's per-row ranking, in {unit} (the explained output's unit squared): mean ± "
         f"standard deviation over {n_rows} test rows{where}, per noise level σ (in training standard deviations)"

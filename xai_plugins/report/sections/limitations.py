@@ -103,8 +103,8 @@ def _missing_rows(ctx) -> str:
 def _rows(ctx, results, options, name) -> str:
     explained = results["explanations"].data.get("explained rows", 0)
     if ctx.cluster is not None:
-        return (f"Computed on a Dask cluster: the per-row methods and the PGI² scores cover every complete test row "
-                f"({explained} rows). The data summary's distribution, the performance metrics, the per-row "
+        return (f"Computed on {ctx.cluster.where}: the per-row methods and the PGI² scores cover every complete test "
+                f"row ({explained} rows). The data summary's distribution, the performance metrics, the per-row "
                 f"agreement, DT-Sampler without training data and the Monte Carlo comparison use a random sample of "
                 f"{ctx.cluster.sample_size} test rows and carry sampling error.")
     return (f"Per-row sections use {explained} test rows drawn at random (seeded) among those without missing "
