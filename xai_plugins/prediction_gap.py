@@ -418,7 +418,8 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
     S: :data:`AUTO_SECONDS_PER_TREE` per tree, plus the leaf pairs. A leaf at depth D is reachable
     with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the chance), which gives
     N_t leaves per tree and Σ_{t<u, same output} N_t N_u leaf pairs, of which
-    :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
+    :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` per output a leaf holds
+    (a random forest's class-probability leaves hold every class)."""
     counts = _leaf_depths(forest)
     outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
     per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
@@ -429,7 +430,8 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
         per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
         square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
         pairs = float(np.sum(per_output ** 2 - square) / 2.0)
-    return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
+    per_pair = forest.leaf_width * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
+    return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * per_pair
 
 
 def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[str, int, str]:

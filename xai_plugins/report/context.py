@@ -56,6 +56,8 @@ class AuditContext:
     #: progress bars of the long in-memory PG² calls (``AuditOptions.progress``; off with ``xai-audit --quiet``
     #: and on a cluster, where the scheduler shows its own)
     progress: bool = True
+    #: the run-time plan (:class:`~.plan.AuditPlan`) the audit made before building the sections; None until then
+    plan: object = None
 
     def __post_init__(self):
         if self.root_seed is None:

@@ -24,7 +24,8 @@ def _column(ctx, values) -> np.ndarray:
 
 
 def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), binary_sigma=None,
-                persist=None, compute=None) -> tuple[pd.DataFrame, pd.Series, dict | None]:
+                persist=None, compute=None, sampled_from=None,
+                n_samples=2000) -> tuple[pd.DataFrame, pd.Series, dict | None]:
     """Exact PGI² of each ranking (``{method: (n_rows, d) int}``, a row engine's collections like the
     rows ``X``) at each σ (``binary_sigma``: σ of the 0/1 columns, see
     :meth:`~.context.AuditContext.sigma_vector`), reduced by the engine without collecting rows.
@@ -33,15 +34,18 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     rates at ``sigma_ref`` (methods in ``exclude`` left out) and, when the engine is not lazy (in
     memory), the per-row values ``{(method, sigma): (n_rows,)}`` (else None). ``persist`` keeps the
     scores on the engine while they are reduced, ``compute`` computes lazy reductions (default: the
-    engine's)."""
+    engine's). ``sampled_from`` / ``n_samples``: the prefix sets of at least ``sampled_from`` features by
+    Monte Carlo (see :func:`~xai_plugins.prediction_gap.pgi2`), each σ from its own seeded stream."""
     engine = engine_for(X, *rankings.values())
     compute = compute or engine.compute
     methods = list(rankings)
     stacked = np.stack([rankings[m] for m in methods])      # one call per σ: shared prefixes computed once
     columns, keys = [], []
-    for sigma in sigmas:
+    for j, sigma in enumerate(sigmas):
+        sampling = {} if sampled_from is None else dict(sampled_from=sampled_from, n_samples=n_samples,
+                                                        random_state=ctx.seed(f"faithfulness Monte Carlo {j}"))
         scores = pgi2(ctx.forest, X, stacked, sigma=ctx.sigma_vector(sigma, binary_sigma), background=ctx.background,
-                      verbose=ctx.progress)
+                      verbose=ctx.progress, **sampling)
         columns.append(scores[..., ctx.output].T if scores.ndim == 3 else scores.T)
         keys += [(m, sigma) for m in methods]
     values = engine.by_rows(np.concatenate(columns, axis=1), X, "the PGI² scores")     # one column block
