@@ -148,6 +148,15 @@ def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float)
     return _PG2Costs(greedy, pgi2 + every, every)
 
 
+def pg2_work(forest, rows: int, m: int, n_sigma: int, greedy: bool = True, sampled_from: int | None = None,
+             per_set: float = 0.0) -> float:
+    """Estimated seconds of the audit's PG² work on ``rows`` explained rows: the greedy ranking (when ``greedy``)
+    and, at each of ``n_sigma`` noise levels, the PGI² of ``m`` rankings and the PG² of every feature (sets of
+    ``sampled_from`` features or more by Monte Carlo at ``per_set`` seconds each)."""
+    c = _pg2_costs(forest, forest.n_features, m, sampled_from, per_set)
+    return rows * ((c.greedy if greedy else 0.0) + n_sigma * c.pgi2)
+
+
 def plan_audit(ctx, options) -> AuditPlan:
     """The :class:`AuditPlan` of an audit of ``ctx`` with ``options`` (deterministic: the model, the data sizes
     and the options only)."""
@@ -169,17 +178,17 @@ def plan_audit(ctx, options) -> AuditPlan:
     can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
 
     def work(rows: int, sampled_from: int | None) -> float:
-        c = _pg2_costs(forest, d, m, sampled_from, per_set)
-        return rows * ((c.greedy if greedy_on else 0.0) + (n_sigma * c.pgi2 if faithful_on else 0.0))
+        return pg2_work(forest, rows, m, n_sigma if faithful_on else 0, greedy_on, sampled_from, per_set)
 
     rows, sampled_from, why = max_rows, None, "exact PG² work within the target"
     if ctx.cluster is not None:
         why = "Dask cluster: every complete test row, exact"
     elif work(rows, None) > target:
+        why = f"exact ≈ {work(rows, None):.0f} s over the {target:g} s target"
         if can_sample and work(rows, dearer[0]) < work(rows, None):
             sampled_from = dearer[0]
-            why = (f"exact ≈ {work(rows, None):.0f} s over the {target:g} s target: prefix sets of ≥ {sampled_from} "
-                   f"features by Monte Carlo ({n_samples} samples each, {PLAN_RTOL:.0%} relative standard error)")
+            why += (f": prefix sets of ≥ {sampled_from} features by Monte Carlo ({n_samples} samples each, "
+                    f"{PLAN_RTOL:.0%} relative standard error)")
         per_row = work(1, sampled_from)
         if per_row * rows > target:
             rows = int(min(max_rows, max(needed, math.floor(target / per_row))))
@@ -211,7 +220,7 @@ def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: fl
     forest, d = ctx.forest, ctx.n_features
     depths = _leaf_depths(forest)
     leaves = float(depths.sum())
-    mean_depth = float(depths @ np.arange(depths.shape[1])) / max(leaves, 1.0)
+    mean_depth = float(np.sum(depths @ np.arange(depths.shape[1]))) / max(leaves, 1.0)
     shap_rows = max(options.max_shap_rows, rows)
     seconds = FIXED_SECONDS + rows * greedy_per_row
     if "shap" in options.explainers:
@@ -220,7 +229,7 @@ def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: fl
         seconds += rows * forest.n_trees * mean_depth * MDI_SECONDS
     if "acme" in options.explainers:
         seconds += (rows + ACME_BACKGROUND) * d * options.acme_quantiles * per_sample
-    if "mcr" in options.explainers:
+    if "mcr" in options.explainers and (getattr(ctx.model, "bootstrap", True) is False or options.mcr_fit_forest):
         seconds += options.mcr_permutations * d * _n_rows(ctx) * per_sample
     if "dt_sampler" in options.explainers:
         seconds += FIXED_SECONDS
