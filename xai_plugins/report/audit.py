@@ -27,7 +27,7 @@ from . import sections as registry
 from .context import derive_seed, make_context
 from .governance import read_model_card
 from .options import AuditOptions, check_output_paths
-from .plan import plan_audit
+from .plan import AuditPlan, plan_audit
 from .section import plain
 
 
@@ -48,7 +48,7 @@ class Audit:
     options: AuditOptions = field(default_factory=AuditOptions)
     verdict: object = None
     #: the run-time plan made before the sections ran (:class:`~.plan.AuditPlan`)
-    plan: object = None
+    plan: AuditPlan | None = None
 
     @property
     def problems(self) -> list:
