@@ -168,7 +168,11 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     stream derived from it and the section's name), ``positive_class`` (class explained in the
     detailed pages; default the last class of a binary model and the most frequent test class of a
     multi-class one), ``max_rows`` (test rows given the per-row methods: a seeded sample, the same on
-    every machine), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
+    every machine), ``cost_target`` (estimated seconds of the PG² work; the run-time plan of :mod:`.plan`, made
+    from the model and the data sizes before any section runs and never from a clock, keeps within it by
+    sampling the dearest PGI² sets by seeded Monte Carlo, then explaining fewer rows, never fewer than the
+    verdict needs; the plan is printed with the progress bar, whose total is the estimated seconds, and recorded
+    in the appendix and the JSON), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
     makes the report machine-dependent, as it then says), ``binary_sigma`` (σ of 0/1 columns),
     ``protected`` (columns of ``X_test`` / ``X_train`` held apart as protected attributes, which need
     not be model features), ``model_card``, ``run_id``, ``thresholds`` ({name: value}: the verdicts'
@@ -240,7 +244,7 @@ def _planned_progress(plan, show: bool):
     seconds (tqdm's ETA follows from it), advanced by each section's estimate as it finishes, the running
     section and its estimate as the postfix. Yields ``on_section(name)`` for :func:`~.sections.build_all`."""
     bar = tqdm(total=round(plan.seconds, 1), desc="audit", unit="est. s", disable=not show, leave=False,
-               bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} est. s [{elapsed}<{remaining}{postfix}]")
+               bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} est. s [{elapsed}<{remaining}{postfix}]")
     if show:
         bar.write(f"xai_plugins audit plan (estimated, ≈ {plan.seconds:.0f} s before rendering):\n{plan.describe()}")
     running: list = []
@@ -249,7 +253,7 @@ def _planned_progress(plan, show: bool):
         if running:
             bar.update(plan.estimate(running.pop()))
         running.append(name)
-        bar.set_postfix_str(f"{name} ≈ {plan.estimate(name):.0f} s")
+        bar.set_postfix_str(f"{name} ≈ {plan.estimate(name):.2g} s")
 
     try:
         yield on_section
