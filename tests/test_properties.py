@@ -821,3 +821,36 @@ def test_a_pipeline_routes_every_row_as_the_pipeline_does(data):
     expected = pipe.predict(every)
     np.testing.assert_allclose(forest.predict(every)[:, 0], expected, rtol=0,
                                atol=1e-9 * max(1.0, np.abs(expected).max()))
+
+
+# ----------------------------------------------------------------------------- mixed exact / Monte Carlo PGI²
+
+@pytest.mark.parametrize("kind", ("rf_clf", "xgb_reg"))
+@examples(5)
+@given(data=st.data())
+def test_mixed_pgi2_is_the_oracle_below_sampled_from_and_near_it_above(kind, data):
+    """``pgi2(sampled_from=k)`` (the run-time plan's input): the prefix sets of fewer than k features are the
+    leaf-pair oracle's exactly, the larger ones a seeded Monte Carlo near the oracle (20,000 samples each);
+    k > d is the exact PGI² bit for bit. Near: within 10 % of the sampled part, or 2 % of the row's largest
+    output (a class whose PG² comes from rare crossings has a large relative Monte Carlo error)."""
+    X = draw_X(data, nan=False, extremes=False)
+    d = X.shape[1]
+    model = fit_model(data, kind, X)
+    forest = import_model(model)
+    rows = X[:2]
+    ranking = np.array(data.draw(st.permutations(range(d)), label="ranking"))
+    sampled_from = data.draw(st.integers(1, d + 1), label="sampled_from")
+    mixed = np.asarray(xp.pgi2(forest, rows, ranking, sigma=0.5, verbose=False, sampled_from=sampled_from,
+                               n_samples=20_000, random_state=0)).reshape(len(rows), -1)
+    exact = np.asarray(xp.pgi2(forest, rows, ranking, sigma=0.5, verbose=False)).reshape(len(rows), -1)
+    if sampled_from > d:
+        np.testing.assert_array_equal(mixed, exact)
+        return
+    oracle = np.array([[leaf_pair_pg2(forest, x, ranking[:k], [gaussian(0.5)] * d) for k in range(1, d + 1)]
+                       for x in rows]).reshape(len(rows), d, -1)
+    below = oracle[:, :sampled_from - 1].sum(axis=1) / d
+    above = oracle[:, sampled_from - 1:].sum(axis=1) / d
+    scale = max(1.0, float(np.abs(oracle).max()))
+    np.testing.assert_allclose(exact, below + above, rtol=1e-9, atol=1e-12 * scale)
+    tolerance = np.maximum(0.1 * above, 0.02 * above.max(axis=1, keepdims=True)) + 1e-9 * scale
+    assert np.all(np.abs((mixed - below) - above) <= tolerance), (mixed, below, above)
