@@ -1107,3 +1107,41 @@ def test_engine_row_filter_take_and_extremes_any_chunking(data, chunk, n_local, 
     expected = scores[order if len(order) <= 2 * n_local else np.concatenate([order[:n_local], order[-n_local:]])]
     assert np.array_equal(got, expected)
     assert np.array_equal(MEMORY.reduce(_extremes, [scores], n_local, combine=combine), expected)
+
+
+# ----------------------------------------------------------------------------- mixed exact / Monte Carlo PGI²
+
+@pytest.mark.parametrize("kind", ("rf_clf", "xgb_reg"))
+@examples(5)
+@given(data=st.data())
+def test_mixed_pgi2_is_the_oracle_below_sampled_from_and_near_it_above(kind, data):
+    """``pgi2(sampled_from=k)`` (the run-time plan's input): the prefix sets of fewer than k features are the
+    leaf-pair oracle's exactly, the larger ones a seeded Monte Carlo near the oracle (20,000 samples each);
+    k > d is the exact PGI² bit for bit. Near: within 5 standard errors, bounded without the code under test:
+    a squared gap g lies in [0, G] (G: the square of the model's output range, from its leaves), so
+    Var g ≤ E[g²] ≤ G·PG² and a set's standard error is at most √(G·PG²/n)."""
+    X = draw_X(data, nan=False, extremes=False)
+    d = X.shape[1]
+    model = fit_model(data, kind, X)
+    forest = import_model(model)
+    rows = X[:2]
+    ranking = np.array(data.draw(st.permutations(range(d)), label="ranking"))
+    sampled_from = data.draw(st.integers(1, d + 1), label="sampled_from")
+    mixed = np.asarray(xp.pgi2(forest, rows, ranking, sigma=0.5, verbose=False, sampled_from=sampled_from,
+                               n_samples=20_000, random_state=0)).reshape(len(rows), -1)
+    exact = np.asarray(xp.pgi2(forest, rows, ranking, sigma=0.5, verbose=False)).reshape(len(rows), -1)
+    if sampled_from > d:
+        np.testing.assert_array_equal(mixed, exact)
+        return
+    oracle = np.array([[leaf_pair_pg2(forest, x, ranking[:k], [gaussian(0.5)] * d) for k in range(1, d + 1)]
+                       for x in rows]).reshape(len(rows), d, -1)
+    below = oracle[:, :sampled_from - 1].sum(axis=1) / d
+    above = oracle[:, sampled_from - 1:].sum(axis=1) / d
+    scale = max(1.0, float(np.abs(oracle).max()))
+    np.testing.assert_allclose(exact, below + above, rtol=1e-9, atol=1e-12 * scale)
+    leaf = forest.left_child < 0
+    spans = np.array([np.ptp(forest.value[a:b][leaf[a:b]], axis=0).max()
+                      for a, b in zip(forest.tree_offset[:-1], forest.tree_offset[1:])])
+    G = (spans.sum() / (forest.n_trees if forest.aggregate == "mean" else 1)) ** 2
+    bound = np.sqrt(G * np.clip(oracle[:, sampled_from - 1:], 0, None) / 20_000).sum(axis=1) / d
+    assert np.all(np.abs((mixed - below) - above) <= 5 * bound + 1e-9 * scale), (mixed, below, above, bound)

@@ -435,7 +435,8 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
     S: :data:`AUTO_SECONDS_PER_TREE` per tree, plus the leaf pairs. A leaf at depth D is reachable
     with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the chance), which gives
     N_t leaves per tree and Σ_{t<u, same output} N_t N_u leaf pairs, of which
-    :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` each."""
+    :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` per output a leaf holds
+    (a random forest's class-probability leaves hold every class)."""
     counts = _leaf_depths(forest)
     outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
     per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
@@ -446,7 +447,8 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
         per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
         square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
         pairs = float(np.sum(per_output ** 2 - square) / 2.0)
-    return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
+    per_pair = forest.leaf_width * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
+    return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * per_pair
 
 
 def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[str, int, str]:
@@ -528,7 +530,9 @@ def _row_rng(root: np.random.SeedSequence, i: int) -> np.random.Generator:
 def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=200_000, row_offset=0):
     """Monte Carlo / randomised QMC estimate of PG² through the model's own predictor: ``(mean,
     stderr, nonzero)`` per row and output, ``nonzero`` the count of sampled gaps that are not 0; row
-    i draws from its own generator (:func:`row_seed`), row index ``row_offset + i``."""
+    i draws from its own generator (:func:`row_seed`), row index ``row_offset + i``. The perturbed
+    copies of consecutive rows go to the predictor together, about ``batch_rows`` at a time (one call
+    per row would pay the predictor's fixed cost per row)."""
     if forest.predict_fn is None:
         raise InputError("this Forest carries no model predictor; Monte Carlo sampling needs the fitted model")
     n, d = X.shape
@@ -540,6 +544,26 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=20
     replicates = 8 if method == "qmc" else 1
     categories = split_boundaries(forest).n_categories
     per_rep = max(n_samples // replicates, 1)
+    pending: list = []          # (row, its perturbed copies) not yet sent to the predictor
+
+    def flush():
+        rows = np.concatenate([xp for _, xp in pending])
+        predicted = np.concatenate([np.asarray(forest.predict_fn(rows[a:a + batch_rows])).reshape(-1, k)
+                                    for a in range(0, len(rows), batch_rows)])
+        at = 0
+        for i, xp in pending:
+            gaps = (predicted[at:at + len(xp)] - base[i]) ** 2
+            at += len(xp)
+            nonzero[i] = np.count_nonzero(gaps, axis=0)
+            if method == "monte_carlo":
+                mean[i] = gaps.mean(axis=0)
+                stderr[i] = gaps.std(axis=0, ddof=1) / np.sqrt(len(gaps))
+            else:
+                rep_means = gaps.reshape(replicates, per_rep, k).mean(axis=1)
+                mean[i] = rep_means.mean(axis=0)
+                stderr[i] = rep_means.std(axis=0, ddof=1) / np.sqrt(replicates)
+        pending.clear()
+
     for i in range(n):
         feats = np.flatnonzero(masks[i])
         if len(feats) == 0:
@@ -555,19 +579,13 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=20
                 blocks.append(np.column_stack([noise.perturbed(j, X[i, j], u[:, c], categories[j])
                                                for c, j in enumerate(feats)]))
             values = np.vstack(blocks)
-        gaps = np.empty((len(values), k))
-        for a in range(0, len(values), batch_rows):
-            xp = np.repeat(X[i:i + 1], min(batch_rows, len(values) - a), axis=0)
-            xp[:, feats] = values[a:a + batch_rows]
-            gaps[a:a + batch_rows] = (np.asarray(forest.predict_fn(xp)).reshape(-1, k) - base[i]) ** 2
-        nonzero[i] = np.count_nonzero(gaps, axis=0)
-        if method == "monte_carlo":
-            mean[i] = gaps.mean(axis=0)
-            stderr[i] = gaps.std(axis=0, ddof=1) / np.sqrt(len(gaps))
-        else:
-            rep_means = gaps.reshape(replicates, per_rep, k).mean(axis=1)
-            mean[i] = rep_means.mean(axis=0)
-            stderr[i] = rep_means.std(axis=0, ddof=1) / np.sqrt(replicates)
+        xp = np.repeat(X[i:i + 1], len(values), axis=0)
+        xp[:, feats] = values
+        if pending and sum(len(p) for _, p in pending) + len(xp) > batch_rows:
+            flush()
+        pending.append((i, xp))
+    if pending:
+        flush()
     return mean, stderr, nonzero
 
 
@@ -593,7 +611,7 @@ def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndar
 
 
 def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True, verbose=True,
-         n_jobs=None, rho=None) -> np.ndarray:
+         n_jobs=None, rho=None, sampled_from=None, n_samples=2000, random_state=None) -> np.ndarray:
     """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
     feature indices in the model's feature order (or feature names).
 
@@ -603,10 +621,19 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     full set always, often the first few) is computed once. ``prune`` and ``verbose`` as for
     :func:`pg2`.
 
+    ``sampled_from`` (in memory only): the prefix sets of at least this many features — the dearest
+    for the exact method, whose reachable leaf pairs grow with the set — are estimated by Monte Carlo
+    with ``n_samples`` draws through the model's own predictor instead (row i's sets draw from
+    :func:`row_seed` ``random_state``'s child i, each set from its own child of that), the others
+    computed exactly; None: every set exact.
+
     An engine's ``X`` and/or ``ranking`` (dask...) gives a lazy result (:func:`pgi2_block` on each block).
     """
     engine = engine_for(X, getattr(ranking, "ranking", ranking))
     if engine.lazy:
+        if sampled_from is not None:
+            raise InputError("pgi2(sampled_from=...) runs in memory only; on a row engine every set is exact "
+                             "(leave sampled_from=None)")
         return _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs, rho)
     forest, X, names = _prepare(model, X, allow_nan=False)
     d = forest.n_features
@@ -625,16 +652,41 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     noise = make_perturbation(d, sigma, perturbation, background, names=forest.feature_names,
                               missing=forest.missing_value, labels=forest.category_labels,
                               numeric_labels=forest.numeric_labels, rho=rho)
+    sampled = None
+    if sampled_from is not None:
+        if isinstance(sampled_from, (bool, np.bool_)) or not isinstance(sampled_from, numbers.Integral):
+            raise InputTypeError(f"sampled_from must be an int (a set size) or None; got {sampled_from!r}")
+        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
+            raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+        every = mask
+        sampled = mask.sum(axis=2) >= max(int(sampled_from), 1)         # (n, u): the sets Monte Carlo estimates
+        mask = np.where(sampled[:, :, None], 0, mask).astype(np.uint8)   # exact: an empty set costs nothing
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
-    seconds = m * n * sum(exact_seconds(forest, k) for k in range(1, d + 1)) if verbose and n > 1 else 0.0
+    exact_sizes = range(1, d + 1 if sampled is None else min(d + 1, max(int(sampled_from), 1)))
+    seconds = m * n * sum(exact_seconds(forest, k) for k in exact_sizes) if verbose and n > 1 else 0.0
     values, _ = _batched(n, seconds, verbose, "PGI²", lambda a, b: _native.pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], mask[a:b], table[a:b], n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
+    if sampled is not None and sampled.any():
+        _sample_sets(forest, X, sets_of=every, sampled=sampled, values=values,
+                     noise=noise, n_samples=int(n_samples), root=row_seed(random_state))
     per_set = values if where is None else np.take_along_axis(values, where[:, :, None], axis=1)  # (n, m*d, k)
     scores = per_set.reshape(n, m, d, -1).mean(axis=2).transpose(1, 0, 2)   # (m, n, outputs)
     out = _squeeze(forest, scores)
     return out if stacked else out[0]
+
+
+def _sample_sets(forest, X, *, sets_of, sampled, values, noise, n_samples, root) -> None:
+    """Monte Carlo PG² of the ``sampled`` (n, u) sets among ``sets_of`` (n, u, d), written into ``values``
+    (n, u, outputs): row i's sets draw from ``root``'s child i, set j from that child's child j."""
+    for i in np.flatnonzero(sampled.any(axis=1)):
+        which = np.flatnonzero(sampled[i])
+        child = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (int(i),),
+                                       pool_size=root.pool_size)
+        mean, _, _ = _sampled_pg2(forest, np.repeat(X[i:i + 1], len(which), axis=0),
+                                  np.ascontiguousarray(sets_of[i, which]), noise, n_samples, "monte_carlo", child)
+        values[i, which] = mean
 
 
 def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ explainers and metrics.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import functools
@@ -27,6 +28,7 @@ from . import sections as registry
 from .context import derive_seed, make_context
 from .governance import read_model_card
 from .options import AuditOptions, check_output_paths
+from .plan import AuditPlan, plan_audit
 from .section import plain
 
 
@@ -46,6 +48,8 @@ class Audit:
     rows_explained: int = 0
     options: AuditOptions = field(default_factory=AuditOptions)
     verdict: object = None
+    #: the run-time plan made before the sections ran (:class:`~.plan.AuditPlan`)
+    plan: AuditPlan | None = None
 
     @property
     def problems(self) -> list:
@@ -84,7 +88,8 @@ class Audit:
         return {"title": self.title, "created": self.created, "rows explained": self.rows_explained,
                 "verdict": verdict, "parameters": plain(self.parameters),
                 "sections": {k: s.to_dict() for k, s in self.sections.items()},
-                "methods": {k: m.to_dict() for k, m in self.methods.items()}}
+                "methods": {k: m.to_dict() for k, m in self.methods.items()},
+                **({} if self.plan is None else {"plan": self.plan.to_dict()})}
 
     def to_json(self, path=None, **kwargs) -> str:
         """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first:
@@ -164,7 +169,11 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     stream derived from it and the section's name), ``positive_class`` (class explained in the
     detailed pages; default the last class of a binary model and the most frequent test class of a
     multi-class one), ``max_rows`` (test rows given the per-row methods: a seeded sample, the same on
-    every machine), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
+    every machine), ``cost_target`` (estimated seconds of the PG² work; the run-time plan of :mod:`.plan`, made
+    from the model and the data sizes before any section runs and never from a clock, keeps within it by
+    sampling the dearest PGI² sets by seeded Monte Carlo, then explaining fewer rows, never fewer than the
+    verdict needs; the plan is printed with the progress bar, whose total is the estimated seconds, and recorded
+    in the appendix and the JSON), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
     makes the report machine-dependent, as it then says), ``binary_sigma`` (σ of 0/1 columns),
     ``protected`` (columns of ``X_test`` / ``X_train`` held apart as protected attributes, which need
     not be model features), ``model_card``, ``run_id``, ``thresholds`` ({name: value}: the verdicts'
@@ -210,16 +219,11 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                        progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
                        rho=options.rho)
     _check_noise(ctx, options)
-    bar = tqdm(total=len(registry.COMPUTE_ORDER), desc="audit", disable=not options.progress, leave=False)
-
-    def progress(name):
-        bar.set_postfix_str(name)
-        bar.update(1)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NoiseScaleWarning)     # said once, by _check_noise
-        built = registry.build_all(ctx, options, on_section=progress)
-    bar.close()
+    ctx.plan = plan_audit(ctx, options)
+    with _planned_progress(ctx.plan, options.progress) as progress:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NoiseScaleWarning)     # said once, by _check_noise
+            built = registry.build_all(ctx, options, on_section=progress)
     methods = built["explanations"].raw.get("methods", {}) if "explanations" in built else {}
     rows_explained = built["explanations"].data.get("explained rows", 0) if "explanations" in built else 0
     parameters = _parameters(options, ctx, built, cl)
@@ -236,7 +240,32 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                 engine.release(m.ranking)
                 m.ranking = None
     verdict = built["verdict"].raw.get("verdict") if "verdict" in built else None
-    return Audit(str(options.title), built, methods, parameters, created, rows_explained, options, verdict)
+    return Audit(str(options.title), built, methods, parameters, created, rows_explained, options, verdict, ctx.plan)
+
+
+@contextlib.contextmanager
+def _planned_progress(plan, show: bool):
+    """The audit's progress display: the plan printed once, then one bar whose total is the plan's estimated
+    seconds (tqdm's ETA follows from it), advanced by each section's estimate as it finishes, the running
+    section and its estimate as the postfix. Yields ``on_section(name)`` for :func:`~.sections.build_all`."""
+    bar = tqdm(total=round(plan.seconds, 1), desc="audit", unit="est. s", disable=not show, leave=False,
+               bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} est. s [{elapsed}<{remaining}{postfix}]")
+    if show:
+        bar.write(f"xai_plugins audit plan (estimated, ≈ {plan.seconds:.0f} s before rendering):\n{plan.describe()}")
+    running: list = []
+
+    def on_section(name):
+        if running:
+            bar.update(plan.estimate(running.pop()))
+        running.append(name)
+        bar.set_postfix_str(f"{name} ≈ {plan.estimate(name):.2g} s")
+
+    try:
+        yield on_section
+    finally:
+        if running:
+            bar.update(plan.estimate(running.pop()))
+        bar.close()
 
 
 def _check_noise(ctx, options: AuditOptions) -> None:

@@ -60,6 +60,8 @@ class AuditContext:
     #: ρ of the categorical features (``AuditOptions.rho``): the probability that a perturbed categorical
     #: feature is redrawn from the background's category frequencies; None: the default of each σ
     rho: float | None = None
+    #: the run-time plan (:class:`~.plan.AuditPlan`) the audit made before building the sections; None until then
+    plan: object = None
 
     def __post_init__(self):
         if self.root_seed is None:

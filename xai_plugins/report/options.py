@@ -75,6 +75,11 @@ class AuditOptions:
         None, "time budget for the per-row PG² work (s)",
         "opt-in: seconds for the per-row PG² work, fewer rows when it would take longer (makes the row count "
         "depend on the machine's speed; default: none)", type=float)
+    cost_target: float = _option(
+        60.0, "run-time plan: target for the estimated PG² work (s)",
+        "estimated seconds the run-time plan keeps the PG² work (greedy ranking, faithfulness) within: beyond it, "
+        "the dearest PGI² sets by seeded Monte Carlo, then fewer explained rows (never below what the verdict "
+        "needs); an estimate from the model and data sizes, never a clock (default: 60)", type=float)
     binary_sigma: float | None = _option(
         None, "noise level of 0/1 columns (training standard deviations)",
         "noise level for 0/1 (binary) columns in training standard deviations, instead of --sigma "
@@ -138,7 +143,7 @@ class AuditOptions:
             _positive_int(self, name)
         for name in ("n_local", "mc_pairs"):
             _positive_int(self, name, minimum=0)
-        for name in ("time_budget", "binary_sigma"):
+        for name in ("time_budget", "binary_sigma", "cost_target"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, numbers.Real) and 0 < value < float("inf")):
                 raise InputError(f"{name} must be a positive number or None; got {value!r}")

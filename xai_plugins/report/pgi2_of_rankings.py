@@ -25,7 +25,8 @@ def _column(ctx, values) -> np.ndarray:
 
 
 def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), binary_sigma=None,
-                persist=None, compute=None) -> tuple[pd.DataFrame, pd.Series, dict | None]:
+                persist=None, compute=None, sampled_from=None,
+                n_samples=2000) -> tuple[pd.DataFrame, pd.Series, dict | None]:
     """Exact PGI² of each ranking (``{method: (n_rows, d) int}``, a row engine's collections like the
     rows ``X``) at each σ (``binary_sigma``: σ of the 0/1 columns, see
     :meth:`~.context.AuditContext.sigma_vector`), reduced by the engine without collecting rows.
@@ -34,7 +35,8 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     rates at ``sigma_ref`` (methods in ``exclude`` left out) and, when the engine is not lazy (in
     memory), the per-row values ``{(method, sigma): (n_rows,)}`` (else None). ``persist`` keeps the
     scores on the engine while they are reduced, ``compute`` computes lazy reductions (default: the
-    engine's)."""
+    engine's). ``sampled_from`` / ``n_samples``: the prefix sets of at least ``sampled_from`` features by
+    Monte Carlo (see :func:`~xai_plugins.prediction_gap.pgi2`), each σ from its own seeded stream."""
     engine = engine_for(X, *rankings.values())
     compute = compute or engine.compute
     methods, d = list(rankings), ctx.n_features
@@ -42,8 +44,10 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     packed = engine.map_rows(_side_by_side, X, None, [rankings[m] for m in methods], len(methods) * d)
     stacked = engine.columns(packed, 0, len(methods) * d, shape=(len(methods), d), dtype=np.int64, rows_axis=1)
     columns, keys = [], []
-    for sigma in sigmas:
-        scores = pgi2(ctx.forest, X, stacked, **ctx.noise(sigma, binary_sigma), verbose=ctx.progress)
+    for j, sigma in enumerate(sigmas):
+        sampling = {} if sampled_from is None else dict(sampled_from=sampled_from, n_samples=n_samples,
+                                                        random_state=ctx.seed(f"faithfulness Monte Carlo {j}"))
+        scores = pgi2(ctx.forest, X, stacked, **ctx.noise(sigma, binary_sigma), verbose=ctx.progress, **sampling)
         columns.append(engine.by_rows(scores, X, "the PGI² scores", axis=1))
         keys += [(m, sigma) for m in methods]
     values = engine.map_rows(_side_by_side, X, ctx.output, columns, len(keys))        # one column block

@@ -81,13 +81,19 @@ def _run_on_engine(ctx, options, section) -> None:
 
 
 def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
-    """Explained rows: ``max_rows`` seeded complete test rows. Only with the opt-in ``time_budget``,
-    fewer (never fewer than 10, or all) when a timed probe on two rows estimates the PG² work
-    (greedy ranking plus every ranking's exact PGI² at every σ) to exceed it."""
-    candidates = ctx.sample_rows(options.max_rows)
+    """Explained rows: the run-time plan's count (``max_rows``, or fewer when its estimate of the PG² work
+    exceeds ``cost_target``: see :mod:`..plan`) of seeded complete test rows. Only with the opt-in
+    ``time_budget``, fewer (never fewer than 10, or all) when a timed probe on two rows estimates the PG²
+    work (greedy ranking plus every ranking's exact PGI² at every σ) to exceed it."""
     if options.time_budget is None:
+        planned = options.max_rows if ctx.plan is None else ctx.plan.rows
+        candidates = ctx.sample_rows(planned)
         return candidates, {"rows": len(candidates), "time budget": "none (the row count depends only on the "
-                            "data and the options)"}
+                            "data and the options)",
+                            **({} if planned >= options.max_rows else
+                               {"run-time plan": f"{planned} of max_rows={options.max_rows} rows: "
+                                                 f"{ctx.plan.sections['explanations'].note}"})}
+    candidates = ctx.sample_rows(options.max_rows)
     probe = ctx.X_test.to_numpy()[candidates[:2]]
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
     per_row = 0.0

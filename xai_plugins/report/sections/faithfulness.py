@@ -46,19 +46,20 @@ def build(ctx, results, options):
     rankings, labels = _rankings(methods, on)
     rankings[FLOOR] = random_rankings(on.X, ctx.seed_int("faithfulness"))
     sigmas = list(options.sigma)
+    sampled_from, n_samples = planned_sampling(ctx)
     table, win_rate, per_row = faith.pgi2_scores(ctx, on.X, {labels[k]: v for k, v in rankings.items()}, sigmas,
                                                  options.sigma_ref, (labels[FLOOR], labels.get(CEILING)),
-                                                 options.binary_sigma, on.keep, on.values)
+                                                 options.binary_sigma, on.keep, on.values, sampled_from, n_samples)
     section.raw["pgi2"] = {} if per_row is None else {s: {key: per_row[(labels[key], s)] for key in rankings}
                                                       for s in sigmas}
     if on.positions is not None:
-        section.raw["pg2 all"] = _pg2_all(ctx, on.positions, sigmas, options.binary_sigma)
+        section.raw["pg2 all"] = _pg2_all(ctx, on.positions, sigmas, options.binary_sigma, sampled_from, n_samples)
     section.raw.update({"rows": rows if on.positions is not None else np.arange(0), "labels": labels})
     best = faith.winners(table, exclude=(labels[FLOOR], labels.get(CEILING)))
     unit = squared_unit(ctx)
     section.data = {"rows": n_rows, "sigmas": sigmas, "pgi2": table, "winners": best, "unit": unit,
                     "greedy reference": labels.get(CEILING), "win rate": win_rate.to_dict(),
-                    "sigma_ref": options.sigma_ref}
+                    "sigma_ref": options.sigma_ref, "method": method_text(ctx, sampled_from, n_samples)}
     if "pg2 all" in section.raw:
         section.data["mean PG² all features"] = {s: float(np.mean(v)) for s, v in section.raw["pg2 all"].items()}
     _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref,
@@ -102,13 +103,42 @@ def squared_unit(ctx) -> str:
     return "(target unit)²"
 
 
-def _pg2_all(ctx, rows, sigmas, binary_sigma) -> dict:
-    """{σ: (rows,) exact PG² with every feature perturbed}: the scale PGI² is shown against (dimensionless
-    share = mean PGI² / mean PG² with all features perturbed, at the same σ)."""
+def planned_sampling(ctx) -> tuple[int | None, int]:
+    """The run-time plan's choice for the PGI² sets: (the set size from which they are sampled, or None when
+    every set is exact; Monte Carlo samples per sampled set)."""
+    plan = ctx.plan
+    if plan is None or plan.sampled_from is None:
+        return None, 0
+    return plan.sampled_from, plan.n_samples
+
+
+def method_text(ctx, sampled_from: int | None, n_samples: int) -> str:
+    """How PGI² and PG² were computed, in words (the run-time plan's choice)."""
+    if sampled_from is None:
+        return "exact (closed form) for every perturbed set"
+    return (f"exact for the perturbed sets of fewer than {sampled_from} of the {ctx.n_features} features; the larger "
+            f"sets (the dearest for the exact method) by seeded Monte Carlo, {n_samples} samples each through the "
+            f"model's own predictor (about {_rtol(n_samples):.0%} relative standard error per set), as the run-time "
+            "plan chose to keep within its cost target (see the reproducibility appendix; --cost-target)")
+
+
+def _rtol(n_samples: int) -> float:
+    from ..plan import GAP_CV2
+
+    return float(np.sqrt(GAP_CV2 / n_samples))
+
+
+def _pg2_all(ctx, rows, sigmas, binary_sigma, sampled_from=None, n_samples=0) -> dict:
+    """{σ: (rows,) PG² with every feature perturbed}: the scale PGI² is shown against (dimensionless
+    share = mean PGI² / mean PG² with all features perturbed, at the same σ); by seeded Monte Carlo when the
+    plan samples sets of ``sampled_from`` features or more, else exact."""
     X = ctx.X_test.to_numpy()[rows]
     every = np.arange(ctx.n_features)
-    return {s: faith._column(ctx, pg2(ctx.forest, X, every, **ctx.noise(s, binary_sigma),
-                                      verbose=False).value) for s in sigmas}
+    sampling = ({} if sampled_from is None or sampled_from > ctx.n_features else
+                dict(method="monte_carlo", n_samples=n_samples))
+    return {s: faith._column(ctx, pg2(ctx.forest, X, every, **ctx.noise(s, binary_sigma), verbose=False,
+                                      random_state=ctx.seed(f"faithfulness all features {j}"), **sampling).value)
+            for j, s in enumerate(sigmas)}
 
 
 def _rankings(methods, on) -> tuple[dict, dict]:
@@ -139,8 +169,10 @@ def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, every_row_
                           for s in sigmas}, index=pd.Index(wide.index, name="method"))
     shown[f"win rate at σ = {sigma_ref:g}"] = [section.data["win rate"].get(m, np.nan) for m in shown.index]
     where = f" (every complete test row, computed on {every_row_on})" if every_row_on else ""
+    exact = section.data["method"].startswith("exact (closed form)")
+    what = "Exact PGI²" if exact else "PGI² (the largest perturbed sets by Monte Carlo, see the text)"
     section.tables.append(Table(
-        f"Exact PGI² of each method's per-row ranking, in {unit} (the explained output's unit squared): mean ± "
+        f"{what} of each method's per-row ranking, in {unit} (the explained output's unit squared): mean ± "
         f"standard deviation over {n_rows} test rows{where}, per noise level σ (in training standard deviations)"
         + ("" if share is None else "; in parentheses, the dimensionless share: mean PGI² / mean PG² with every "
            "feature perturbed at that σ (100%: as much output change as perturbing all features at once)")
@@ -148,7 +180,7 @@ def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, every_row_
         "win rate: share of rows where the "
         "method's ranking scores highest among the explainers (greedy reference and floor excluded).", shown))
     section.figures.append(figures.pgi2_by_sigma(
-        f"Exact PGI² per method and σ, in {unit}: mean over the explained rows ± one standard error (log scale); "
+        f"{what} per method and σ, in {unit}: mean over the explained rows ± one standard error (log scale); "
         "dashed: the random floor, the greedy PG² reference and global rankings applied to every row. What it shows: "
         "how much the model output moves when each method's top-ranked features are perturbed first — higher is a "
         "more faithful ranking; a method near the random floor ranks features no better than chance.", table,

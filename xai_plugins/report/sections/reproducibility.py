@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import describe
+from ..section import Table
 from . import new, register
 
 
@@ -30,4 +31,12 @@ def build(ctx, results, options):
     }
     if options.command_line is not None:
         section.data["command line"] = options.command_line
+    if ctx.plan is not None:
+        section.data["plan"] = ctx.plan.to_dict()
+        section.tables.append(Table(
+            f"Run-time plan, made before any section ran from the model and the data sizes (never a clock): per "
+            f"section, how its PG² work runs, the rows it covers, the Monte Carlo samples per estimate and the "
+            f"estimated seconds (≈ {ctx.plan.seconds:.0f} s in all; cost target {ctx.plan.target:g} s for the PG² "
+            f"work; the verdict needs {ctx.plan.rows_needed} explained rows). Compare with the measured timings "
+            "below.", ctx.plan.table(), index=False))
     return section

@@ -1,0 +1,238 @@
+"""The audit's run-time plan, made before anything runs: each section's cost estimated from the model and
+the data sizes, and the choices that keep the PG² work within a cost target at the accuracy the verdict needs.
+
+The estimates reuse the cost model of ``pg2(method="auto")`` (:func:`~xai_plugins.prediction_gap.exact_seconds`:
+per tree, per reachable leaf pair by depth) and price a Monte Carlo sample by the trees it passes through.
+Everything here is a function of the model, the data sizes and the options, never of the clock: the same
+inputs give the same plan, hence the same numbers, on any machine (only the opt-in ``time_budget`` makes the
+row count machine-dependent).
+
+The choices, in order, while the estimated PG² work (greedy ranking and faithfulness) exceeds ``cost_target``:
+
+1. the faithfulness section estimates the prefix sets dearer than a Monte Carlo at the planned accuracy
+   (:data:`PLAN_RTOL`) by Monte Carlo, seeded, the smaller ones exactly (``pgi2(sampled_from=...)``);
+2. fewer explained rows, never fewer than :func:`rows_needed`: the rows a bootstrap interval of the normalised
+   faithfulness needs to be narrower than the gap between its pass and fail thresholds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..forest import library_of
+from ..prediction_gap import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, _leaf_depths, exact_seconds
+from .pgi2_of_rankings import MC_SAMPLES
+from .sections import COMPUTE_ORDER
+from .verdict import CI_LEVEL
+
+#: relative standard error of one Monte Carlo PG² of the faithfulness section (per row and prefix set): the
+#: verdict reads means over rows of PGI² (an average of d prefix sets), whose spread across rows is far larger
+PLAN_RTOL = 0.03
+#: coefficient of variation² of a sampled squared gap (2 for a centred Gaussian gap; trees give more)
+GAP_CV2 = 2.0
+#: the standard deviation over rows of the per-row normalised faithfulness assumed when counting the rows the
+#: verdict needs (per-row scores lie in [0, 1] for a ranking between the random floor and the best one found)
+ROW_SD = 0.3
+#: cost of one Monte Carlo sample per tree relative to the XGBoost calibration of ``AUTO_SECONDS_PER_TREE_SAMPLE``:
+#: scikit-learn and LightGBM predictors pay more per tree (deeper trees, per-tree dispatch). Measured in CPU time
+#: on ``benchmarks/bench_audit.py``'s workloads, 20,000 rows per call: the wine forest (63 trees, depth ≤ 26)
+#: 2.0 µs per sample, the California LightGBM (564 trees) 20 µs: 3.3 and 3.6 times the XGBoost rate
+PREDICT_FACTOR = {"sklearn": 4.0, "lightgbm": 4.0}
+#: TreeSHAP seconds per (row, tree, leaf, depth²) and local MDI seconds per (row, tree, depth)
+SHAP_SECONDS, MDI_SECONDS = 1.0e-9, 2.0e-8
+#: AcME: the quantile grid is evaluated on the explained rows and on this many background rows
+ACME_BACKGROUND = 100
+#: seconds of a section whose cost does not grow with the model (tables, bootstraps, figures)
+FIXED_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class SectionPlan:
+    """One section's plan: ``method`` (how its PG² work runs, in words), ``rows`` it covers, Monte Carlo
+    ``samples`` per estimate (0: none), estimated ``seconds`` and a ``note`` on what was chosen and why."""
+
+    name: str
+    method: str
+    rows: int
+    samples: int
+    seconds: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """The plan of one audit: ``sections`` (name → :class:`SectionPlan`, in compute order), the explained
+    ``rows``, ``sampled_from`` (the prefix-set size from which faithfulness samples; None: all exact),
+    ``n_samples`` (per sampled set), the ``target`` (estimated seconds of the PG² work) and ``rows_needed``."""
+
+    sections: dict
+    rows: int
+    sampled_from: int | None
+    n_samples: int
+    target: float
+    rows_needed: int
+
+    @property
+    def seconds(self) -> float:
+        """Estimated seconds of the whole audit (before rendering)."""
+        return float(sum(s.seconds for s in self.sections.values()))
+
+    def estimate(self, name: str) -> float:
+        """Estimated seconds of section ``name`` (0 for a section the plan does not know)."""
+        return self.sections[name].seconds if name in self.sections else 0.0
+
+    def table(self) -> pd.DataFrame:
+        """The plan as the report shows it: one row per section."""
+        return pd.DataFrame([{"section": s.name, "method": s.method, "rows": s.rows, "Monte Carlo samples": s.samples,
+                              "estimated seconds": round(s.seconds, 1), "why": s.note}
+                             for s in self.sections.values()])
+
+    def to_dict(self) -> dict:
+        """JSON-ready plan (see ``audit.schema.json``)."""
+        return {"rows": self.rows, "sampled from set size": self.sampled_from, "samples per sampled set":
+                self.n_samples, "target seconds": self.target, "rows needed": self.rows_needed,
+                "estimated seconds": round(self.seconds, 2),
+                "sections": [{"section": s.name, "method": s.method, "rows": s.rows, "samples": s.samples,
+                              "estimated seconds": round(s.seconds, 3), "note": s.note}
+                             for s in self.sections.values()]}
+
+    def describe(self) -> str:
+        """One line per section with its estimate, for the progress display."""
+        return "\n".join(f"  {s.name:<16} {s.method:<44} ≈ {s.seconds:7.1f} s" for s in self.sections.values())
+
+
+def rows_needed(limits: dict, max_rows: int) -> int:
+    """Rows for which a bootstrap interval of the mean normalised faithfulness (per-row spread
+    :data:`ROW_SD`) at the verdict's level is narrower than the gap between ``faithfulness_pass`` and
+    ``faithfulness_fail`` (half-width = half the gap), capped at ``max_rows``."""
+    from scipy.stats import norm
+
+    half_width = max((limits["faithfulness_pass"] - limits["faithfulness_fail"]) / 2.0, 1e-3)
+    z = float(norm.ppf(0.5 + CI_LEVEL / 2.0))
+    return int(min(max_rows, max(2, math.ceil((z * ROW_SD / half_width) ** 2))))
+
+
+def sample_seconds(forest, model) -> float:
+    """Estimated seconds of one Monte Carlo sample through the model's own predictor."""
+    factor = PREDICT_FACTOR.get(library_of(model) or "", 1.0)
+    return forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE * factor
+
+
+def samples_for(rtol: float) -> int:
+    """Monte Carlo samples for a relative standard error ``rtol`` of a squared gap of CV² :data:`GAP_CV2`,
+    at least ``AUTO_MIN_SAMPLES``."""
+    return int(max(AUTO_MIN_SAMPLES, math.ceil(GAP_CV2 / rtol ** 2)))
+
+
+@dataclass(frozen=True)
+class _PG2Costs:
+    """Per explained row: the greedy ranking, and per σ the PGI² of every ranking and PG² of every feature."""
+
+    greedy: float
+    pgi2: float
+    every: float
+
+
+def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float) -> _PG2Costs:
+    """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings; sets of ``sampled_from`` features or more
+    at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set of size k < d is one per ranking, the
+    full set shared."""
+    exact = [exact_seconds(forest, k) for k in range(d + 1)]
+    cut = d + 1 if sampled_from is None else sampled_from
+    greedy = sum((d - k + 1) * exact[k] for k in range(1, d + 1))
+    pgi2 = sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
+    every = exact[d] if d < cut else per_set
+    return _PG2Costs(greedy, pgi2 + every, every)
+
+
+def pg2_work(forest, rows: int, m: int, n_sigma: int, greedy: bool = True, sampled_from: int | None = None,
+             per_set: float = 0.0) -> float:
+    """Estimated seconds of the audit's PG² work on ``rows`` explained rows: the greedy ranking (when ``greedy``)
+    and, at each of ``n_sigma`` noise levels, the PGI² of ``m`` rankings and the PG² of every feature (sets of
+    ``sampled_from`` features or more by Monte Carlo at ``per_set`` seconds each)."""
+    c = _pg2_costs(forest, forest.n_features, m, sampled_from, per_set)
+    return rows * ((c.greedy if greedy else 0.0) + n_sigma * c.pgi2)
+
+
+def plan_audit(ctx, options) -> AuditPlan:
+    """The :class:`AuditPlan` of an audit of ``ctx`` with ``options`` (deterministic: the model, the data sizes
+    and the options only)."""
+    forest, d = ctx.forest, ctx.n_features
+    target = float(options.cost_target)
+    n_sigma = len(options.sigma)
+    m = len(options.explainers) + 1                                     # every method's ranking and the random one
+    greedy_on = "pg2" in options.explainers
+    faithful_on = "faithfulness" in options.sections
+    explained_on = bool({"explanations", "faithfulness", "agreement", "mcr"} & set(options.sections))
+    n_complete = len(ctx.complete_rows) if ctx.cluster is None else ctx.cluster.n_complete
+    max_rows = min(options.max_rows, n_complete) if ctx.cluster is None else n_complete
+    needed = rows_needed(options.limits, max_rows)
+    per_sample = sample_seconds(forest, ctx.model)
+    n_samples = samples_for(PLAN_RTOL)
+    per_set = n_samples * per_sample
+    exact = [exact_seconds(forest, k) for k in range(d + 1)]
+    dearer = [k for k in range(1, d + 1) if exact[k] > per_set]
+    can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
+
+    def work(rows: int, sampled_from: int | None) -> float:
+        return pg2_work(forest, rows, m, n_sigma if faithful_on else 0, greedy_on, sampled_from, per_set)
+
+    rows, sampled_from, why = max_rows, None, "exact PG² work within the target"
+    if ctx.cluster is not None:
+        why = "Dask cluster: every complete test row, exact"
+    elif work(rows, None) > target:
+        why = f"exact ≈ {work(rows, None):.0f} s over the {target:g} s target"
+        if can_sample and work(rows, dearer[0]) < work(rows, None):
+            sampled_from = dearer[0]
+            why += (f": prefix sets of ≥ {sampled_from} features by Monte Carlo ({n_samples} samples each, "
+                    f"{PLAN_RTOL:.0%} relative standard error)")
+        per_row = work(1, sampled_from)
+        if per_row * rows > target:
+            rows = int(min(max_rows, max(needed, math.floor(target / per_row))))
+            why += (f"; {rows} explained rows (the target allows {math.floor(target / per_row)}, the verdict "
+                    f"needs {needed})")
+    costs = _pg2_costs(forest, d, m, sampled_from, per_set)
+    sections = {name: SectionPlan(name, "-", 0, 0, FIXED_SECONDS) for name in COMPUTE_ORDER}
+    sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,
+                                    FIXED_SECONDS + _n_rows(ctx) * per_sample)
+    if explained_on:
+        sections["explanations"] = _explanations(ctx, options, rows, costs.greedy if greedy_on else 0.0, per_sample,
+                                                 why)
+    if faithful_on and explained_on:
+        method = ("exact" if sampled_from is None
+                  else f"exact below {sampled_from} features, Monte Carlo from {sampled_from}")
+        comparison = options.mc_pairs * (2 * exact[max(1, d // 4)] + sum(MC_SAMPLES) * per_sample)
+        sections["faithfulness"] = SectionPlan("faithfulness", f"PGI² {method}", rows,
+                                               0 if sampled_from is None else n_samples,
+                                               rows * n_sigma * costs.pgi2 + comparison, why)
+    return AuditPlan(sections, rows, sampled_from, n_samples if sampled_from is not None else 0, target, needed)
+
+
+def _n_rows(ctx) -> int:
+    return len(ctx.X_test) + (0 if ctx.X_train is None else len(ctx.X_train))
+
+
+def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: float, why: str) -> SectionPlan:
+    """The explainers' estimate: greedy PG² (exact), TreeSHAP, local MDI, AcME, MCR and DT-Sampler."""
+    forest, d = ctx.forest, ctx.n_features
+    depths = _leaf_depths(forest)
+    leaves = float(depths.sum())
+    mean_depth = float(np.sum(depths @ np.arange(depths.shape[1]))) / max(leaves, 1.0)
+    shap_rows = max(options.max_shap_rows, rows)
+    seconds = FIXED_SECONDS + rows * greedy_per_row
+    if "shap" in options.explainers:
+        seconds += shap_rows * leaves * forest.leaf_width * mean_depth ** 2 * SHAP_SECONDS
+    if "local_mdi" in options.explainers:
+        seconds += rows * forest.n_trees * mean_depth * MDI_SECONDS
+    if "acme" in options.explainers:
+        seconds += (rows + ACME_BACKGROUND) * d * options.acme_quantiles * per_sample
+    if "mcr" in options.explainers and (getattr(ctx.model, "bootstrap", True) is False or options.mcr_fit_forest):
+        seconds += options.mcr_permutations * d * _n_rows(ctx) * per_sample
+    if "dt_sampler" in options.explainers:
+        seconds += FIXED_SECONDS
+    return SectionPlan("explanations", "greedy PG² exact" if "pg2" in options.explainers else "-", rows, 0,
+                       seconds, why)
