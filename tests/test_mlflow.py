@@ -161,7 +161,7 @@ def _evaluate(uri, X, y, **config):
 def test_refusals_name_what_cannot_be_audited(store, diabetes_split):
     X_train, y_train, X_test, y_test = diabetes_split
     pipeline = make_pipeline(PCA(2), RandomForestRegressor(n_estimators=3, max_depth=2, random_state=0))
-    with pytest.raises(UnsupportedModelError, match=r"Pipeline step 'pca' \(PCA\).*fit the tree model on the transformed"):
+    with pytest.raises(UnsupportedModelError, match=r"Pipeline step 'pca' \(PCA\).*fit the tree model on"):
         _evaluate(_log(pipeline.fit(X_train, y_train), X_train), X_test, y_test)
 
     class Constant(mlflow.pyfunc.PythonModel):

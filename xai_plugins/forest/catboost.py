@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from .._extras import require
 from ..errors import InputError, ModelStructureError, UnsupportedModelError
-from ._cityhash import city_hash64
 from .layout import Forest, category_bitsets, concat_trees
 from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, register
@@ -60,7 +60,8 @@ def _int32(value: int) -> int:
 
 
 def category_hash(value: Any) -> int:
-    """CatBoost's hash of a categorical value, as a signed 32-bit integer: ``CityHash64`` of its text
+    """CatBoost's hash of a categorical value, as a signed 32-bit integer: ``CityHash64`` (v1.0.2, the version
+    in CatBoost's ``util/digest/city``; from the ``clickhouse-cityhash`` package) of its text
     (a string as is, an integer or a bool as ``str(value)``; NaN as ``"nan"``), cut to 32 bits. A real
     number is refused, as CatBoost refuses it."""
     if isinstance(value, (bytes, bytearray)):
@@ -74,7 +75,8 @@ def category_hash(value: Any) -> int:
     else:
         raise InputError(f"a CatBoost categorical feature holds {value!r}: CatBoost reads categories as text or "
                          "integers; pass the column as strings (astype(str)) or integer labels")
-    return _int32(city_hash64(text))
+    city = require("clickhouse_cityhash.cityhash", "catboost", "reading a CatBoost model's categorical features")
+    return _int32(city.CityHash64(text))
 
 
 class CatBoostCategories(list):
