@@ -134,3 +134,15 @@ def stump_forest():
         return Forest(**arrays)
 
     return make
+
+
+def local_spark(master: str, app: str, partitions: int):
+    """A local Spark session (``master``: ``local[THREADS]`` or ``local[THREADS,MAX_FAILURES]``) without its
+    web UI and console progress, logging errors only; the caller stops it."""
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master(master).appName(app)
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(partitions)).getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session

@@ -10,6 +10,8 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
+from conftest import local_spark  # noqa: E402
+
 import xai_plugins as xp  # noqa: E402
 from xai_plugins import prediction_gap  # noqa: E402
 from xai_plugins.engines import engine_for  # noqa: E402
@@ -22,12 +24,7 @@ FEATURES = ["a", "b", "c", "d"]
 @pytest.fixture(scope="module")
 def spark():
     """One local Spark session for the module: 2 threads, a task may fail up to 4 times."""
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2,4]").appName("xai_plugins-tests")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_spark("local[2,4]", "xai_plugins-tests", partitions=4)
     yield session
     session.stop()
 

@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from conftest import local_spark  # noqa: E402
+
 from xai_plugins.engines.spark import keyed  # noqa: E402
 from xai_plugins.errors import InputError  # noqa: E402
 from xai_plugins.report import audit  # noqa: E402
@@ -21,12 +23,7 @@ KW = dict(explainers=["pg2", "local_mdi"], sections=["explanations", "faithfulne
 @pytest.fixture(scope="module")
 def spark():
     """One local Spark session for the module (2 threads)."""
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("xai_plugins-audit-tests")
-               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "3").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_spark("local[2]", "xai_plugins-audit-tests", partitions=3)
     yield session
     session.stop()
 
