@@ -115,7 +115,8 @@ def main():
                 ratio = "" if twin is None else f"{exact / exact_of[twin]:9.2f}x"
                 print(f"{label:28s} {name:22s} {trees:5d} {exact:12.5f} {mc:12.5f} {exact / mc:9.3f} {ratio:>10s}")
     print("exact/MC < 1: exact is cheaper than a Monte Carlo estimate with 1 % relative standard error through "
-          "the model's own predict; 'vs numeric': exact time / the numeric twin of the model's own library (target <= 1.3)")
+          "the model's own predict; 'vs numeric': exact time / the numeric twin of the model's own library "
+          "(target <= 1.3)")
 
 
 if __name__ == "__main__":
