@@ -239,3 +239,17 @@ def test_refusals_name_what_to_do(train):
         texts, y, cat_features=["c", "d", "e"], text_features=["t"])
     with pytest.raises(UnsupportedModelError, match=r"text features \(t\)"):
         import_model(text_model)
+
+
+def test_acme_asks_catboost_with_its_labels_not_its_hashes(regressor, train):
+    """AcME (and the audit's model input) hand the model rows built from category codes: for CatBoost those
+    codes are hashes, and the rows must carry the labels they stand for (a frame of hash-valued categories
+    was hashed again by CatBoost: a silent wrong number)."""
+    from xai_plugins.acme import AcME
+
+    frame, _ = train
+    rows = frame.iloc[:40].fillna({"b": 0.0})                # AcME refuses missing values
+    explainer = AcME(regressor, rows, task="regression")
+    Z, _ = import_model(regressor).rows(rows)
+    got = explainer._scorer(Z)[:, 0]
+    np.testing.assert_allclose(got, regressor.predict(_for_catboost(rows)), rtol=0, atol=1e-12)

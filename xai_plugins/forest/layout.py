@@ -194,8 +194,9 @@ def category_frame(rows: np.ndarray, names: list, labels: list | None) -> Any:
     """``rows`` (codes) in the form a model's own ``predict`` reads: a DataFrame with columns ``names``
     whose labelled features (``labels``: per feature, or None) are pandas ``category`` columns with the
     labels as categories, so that the model's encoder or category map reads the same codes (a code
-    outside the labels, an unseen category, becomes a missing value); ``rows`` itself when no feature
-    has labels."""
+    outside the labels, an unseen category, becomes a missing value), or, for labels with a
+    ``labels_of(codes)`` method (CatBoost's hashed categories), the labels that method gives; ``rows``
+    itself when no feature has labels."""
     if labels is None or all(known is None for known in labels):
         return rows
     import pandas as pd
@@ -205,6 +206,9 @@ def category_frame(rows: np.ndarray, names: list, labels: list | None) -> Any:
         codes = rows[:, j]
         if known is None:
             columns[name] = codes
+            continue
+        if hasattr(known, "labels_of"):         # labels of its own making (CatBoost's hashed categories)
+            columns[name] = known.labels_of(codes)
             continue
         hit = np.isfinite(codes) & (codes >= 0) & (codes < len(known)) & (codes == np.floor(codes))
         columns[name] = pd.Categorical.from_codes(np.where(hit, codes, -1).astype(np.int64),
