@@ -410,7 +410,7 @@ def _informative(stderr: np.ndarray, nonzero: np.ndarray, masks: np.ndarray) -> 
 _DEPTHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _leaf_depths(forest: Forest) -> np.ndarray:
+def leaf_depths(forest: Forest) -> np.ndarray:
     """(n_trees, max depth + 1): the number of leaves of each tree at each depth; computed once
     per Forest."""
     cached = _DEPTHS.get(forest)
@@ -437,7 +437,7 @@ def exact_seconds(forest: Forest, n_perturbed: float) -> float:
     N_t leaves per tree and Σ_{t<u, same output} N_t N_u leaf pairs, of which
     :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` per output a leaf holds
     (a random forest's class-probability leaves hold every class)."""
-    counts = _leaf_depths(forest)
+    counts = leaf_depths(forest)
     outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
     per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
     if forest.n_outputs == 1:

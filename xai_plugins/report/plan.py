@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..forest import library_of
-from ..prediction_gap import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, _leaf_depths, exact_seconds
+from ..prediction_gap import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
 from .pgi2_of_rankings import MC_SAMPLES
 from .sections import COMPUTE_ORDER
 from .verdict import CI_LEVEL
@@ -219,7 +219,7 @@ def _n_rows(ctx) -> int:
 def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: float, why: str) -> SectionPlan:
     """The explainers' estimate: greedy PG² (exact), TreeSHAP, local MDI, AcME, MCR and DT-Sampler."""
     forest, d = ctx.forest, ctx.n_features
-    depths = _leaf_depths(forest)
+    depths = leaf_depths(forest)
     leaves = float(depths.sum())
     mean_depth = float(np.sum(depths @ np.arange(depths.shape[1]))) / max(leaves, 1.0)
     shap_rows = max(options.max_shap_rows, rows)
