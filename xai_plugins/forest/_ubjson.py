@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -15,16 +16,20 @@ _UBJ_STRUCTS = {marker: struct.Struct(code) for marker, code in _UBJ_NUMBERS.ite
 _UBJ_CONSTANTS = {ord("T"): True, ord("F"): False, ord("Z"): None}
 
 
-def decode_ubjson(data: bytes | bytearray, skip: frozenset[str] = frozenset()):
-    """Decode the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")``: objects as dicts, typed
-    arrays (``[$d#…``) as numpy arrays read straight from the bytes (exact: float32 thresholds keep
-    their bits), other arrays as lists. Members of any object named in ``skip`` are read past and
-    left out. ``data`` is read in place (not copied) and not held after the call."""
+def decode_ubjson(data: Any, skip: frozenset[str] = frozenset(), *, views: bool = False):
+    """Decode the UBJSON document of XGBoost's ``save_raw(raw_format="ubj")`` (any object exporting a
+    byte buffer): objects as dicts, typed arrays (``[$d#…``) as numpy arrays read straight from the
+    bytes (exact: float32 thresholds keep their bits), other arrays as lists. Members of any object
+    named in ``skip`` are read past and left out. ``data`` is read in place (not copied); it is not
+    held after the call, unless ``views``: then each typed array is a read-only big-endian view into
+    ``data`` (no copy at all), valid as long as ``data``'s buffer is."""
+    if views:
+        return _decode(memoryview(data).cast("B"), skip, views)
     with memoryview(data).cast("B") as buf:
-        return _decode(buf, skip)
+        return _decode(buf, skip, views)
 
 
-def _decode(buf: memoryview, skip: frozenset[str]):
+def _decode(buf: memoryview, skip: frozenset[str], views: bool):
     """The value the document in ``buf`` holds (see :func:`decode_ubjson`)."""
     STRING, ARRAY, OBJECT, END_ARRAY, END_OBJECT, TYPE, COUNT = map(ord, "S[{]}$#")
 
@@ -53,7 +58,11 @@ def _decode(buf: memoryview, skip: frozenset[str]):
         if marker == ARRAY and kind in _UBJ_NUMBERS and count is not None:        # a typed array: one numpy read
             dtype = np.dtype(_UBJ_NUMBERS[kind])
             out = np.frombuffer(buf, dtype=dtype, count=count, offset=pos)
-            return out.astype(dtype.newbyteorder("=")), pos + count * dtype.itemsize
+            if views:
+                out.flags.writeable = False
+            else:
+                out = out.astype(dtype.newbyteorder("="))
+            return out, pos + count * dtype.itemsize
         items: list = []
         names: list = []
         read = 0
