@@ -216,9 +216,9 @@ def category_frame(rows: np.ndarray, names: list, labels: list | None) -> Any:
     return pd.DataFrame(columns)
 
 
-def _index_dtype(n: int) -> type:
+def _index_dtype(n: int) -> np.dtype:
     """The narrowest of int32 / int64 that holds every node id and node count of ``n`` nodes."""
-    return np.int32 if n < 2**31 - 1 else np.int64
+    return np.dtype(np.int32 if n < 2**31 - 1 else np.int64)
 
 
 def tree_levels(left: np.ndarray, right: np.ndarray, offsets: ArrayLike, *,
@@ -273,8 +273,9 @@ def preorder(left: ArrayLike, right: ArrayLike,
     ids (-1 for a leaf). Returns (the old global id of each new node, the new tree offsets (int64), and
     the new left and right children, local to their tree); ids and children are int32 below 2^31
     nodes (the Forest's dtype: no copy to make), and every temporary is freed as soon as it is used."""
+    left = np.asarray(left)
     index = _index_dtype(len(left))
-    left = np.asarray(left, dtype=index)
+    left = left.astype(index, copy=False)
     right = np.asarray(right, dtype=index)
     offsets = np.asarray(offsets, dtype=np.int64)
     start = offsets.astype(index)

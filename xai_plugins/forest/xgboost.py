@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from typing import Any
 
@@ -55,7 +56,7 @@ class XGBoostImporter(LibraryImporter):
         go straight from the model's bytes into arrays of the Forest's dtypes (no per-tree copies, no
         concatenation), and the bytes are let go before the trees are renumbered."""
         booster = _booster(model)
-        n_features = booster.num_features()
+        n_features, rounds = booster.num_features(), _xgboost_rounds(model)   # no booster call once buffer is read
         buffer = _model_buffer(booster)
         doc = decode_ubjson(buffer, skip=_UNUSED_TREE_ARRAYS, views=True)
         learner = doc["learner"]
@@ -70,7 +71,6 @@ class XGBoostImporter(LibraryImporter):
         base = _margin_intercept(objective, _parse_floats(params["base_score"]))
         base = np.broadcast_to(base, (n_outputs,)).copy()
         tree_info = np.array(gb["model"]["tree_info"], dtype=np.int64)
-        rounds = _xgboost_rounds(model)
         n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
         trees = gb["model"]["trees"][:n_used]
         if not trees:
@@ -241,8 +241,18 @@ def _margin_intercept(objective: str, base: np.ndarray) -> np.ndarray:
 
 
 def _model_buffer(booster: Any) -> Any:
-    """The booster's UBJSON (``save_raw(raw_format="ubj")``'s bytes)."""
-    return booster.save_raw(raw_format="ubj")
+    """The booster's UBJSON, the bytes ``save_raw(raw_format="ubj")`` returns, read in place from
+    XGBoost's own output buffer (``save_raw`` would copy them into a second buffer of the model's size)
+    where its C API is reachable, else ``save_raw``'s copy. XGBoost reuses that buffer at the booster's
+    next call that returns bytes on this thread: the caller decodes it before calling the booster again."""
+    try:
+        from xgboost.core import _LIB, _check_call, c_bst_ulong, make_jcargs
+    except ImportError:                                  # another XGBoost layout: the copy
+        return booster.save_raw(raw_format="ubj")
+    length, data = c_bst_ulong(), ctypes.POINTER(ctypes.c_char)()
+    _check_call(_LIB.XGBoosterSaveModelToBuffer(booster.handle, make_jcargs(format="ubj"), ctypes.byref(length),
+                                                ctypes.byref(data)))
+    return (ctypes.c_char * length.value).from_address(ctypes.addressof(data.contents))
 
 
 def _booster(model: Any) -> Any:
