@@ -28,9 +28,12 @@ its C extension built in place, e.g. ``git worktree add ../oldmain <commit>`` th
 the new build, so that both see the same machine load.
 
 ``--memory`` adds, for the largest model (1000 × 10 with ``--big``), in a fresh subprocess per
-build, the peak of numpy allocations (tracemalloc) and the growth of the peak resident memory
-(``getrusage``) over a first exact ``xp.pg2`` call with S = all on one row (model import
-included), beside the model's own size (its UBJSON ``save_raw``) and the output's.
+build, the peak of numpy allocations (tracemalloc) and the peak growth of the resident memory
+(``VmHWM`` restarted before the call through ``/proc/self/clear_refs``; ``getrusage`` where that is
+refused) over a first exact ``xp.pg2`` call with S = all on one row, the model import alone and the
+whole call, against 2 × the model's own size + the output's, the model's size taken both ways: its
+UBJSON bytes (``save_raw``) and its booster's resident memory (growth of ``xgboost.Booster(model_file=)``
+in a fresh process, which also gives the resident peak of XGBoost's own UBJSON writer alone).
 
 Run: python benchmarks/bench_pg2_production.py [--ref DIR] [--rows 5] [--big] [--memory]
 """
