@@ -126,3 +126,19 @@ def test_the_import_reads_xgboosts_own_buffer_and_holds_no_copy():
     assert peak < 2.5 * size, (peak, size)
     np.testing.assert_allclose(forest.predict(X[:500])[:, 0], model.predict(X[:500], output_margin=True),
                                rtol=1e-6, atol=1e-5)
+
+
+def test_without_xgboosts_c_api_the_import_reads_save_raws_copy_to_the_same_forest(monkeypatch):
+    from xai_plugins.forest import clear_model_cache, import_model
+    from xai_plugins.forest import xgboost as importer
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((2_000, 4))
+    model = xgb.XGBRegressor(n_estimators=5, max_depth=4, n_jobs=1).fit(X, X[:, 0] - X[:, 1] ** 2)
+    direct = import_model(model)
+    clear_model_cache()
+    monkeypatch.setattr(importer, "_save_api", lambda: None)
+    copied = import_model(model)
+    assert copied is not direct
+    for name in ("left_child", "right_child", "feature", "threshold", "missing_left", "value", "tree_offset"):
+        assert getattr(copied, name).tobytes() == getattr(direct, name).tobytes(), name

@@ -222,6 +222,17 @@ def _node_arrays(trees: list[dict]) -> tuple[dict, np.ndarray]:
     return out, offsets
 
 
+def _save_api() -> tuple | None:
+    """What ``save_raw`` calls XGBoost's C library with (the C function, its status check, its length type
+    and its argument encoder), or None where this XGBoost lays them out otherwise."""
+    try:
+        from xgboost.core import _LIB, _check_call, c_bst_ulong, make_jcargs
+
+        return _LIB.XGBoosterSaveModelToBuffer, _check_call, c_bst_ulong, make_jcargs
+    except (ImportError, AttributeError):
+        return None
+
+
 def _release_free_memory() -> None:
     """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere):
     XGBoost's UBJSON writer frees about three times the model's bytes of scratch memory that the C
@@ -257,13 +268,12 @@ def _model_buffer(booster: Any) -> Any:
     XGBoost's own output buffer (``save_raw`` would copy them into a second buffer of the model's size)
     where its C API is reachable, else ``save_raw``'s copy. XGBoost reuses that buffer at the booster's
     next call that returns bytes on this thread: the caller decodes it before calling the booster again."""
-    try:
-        from xgboost.core import _LIB, _check_call, c_bst_ulong, make_jcargs
-    except ImportError:                                  # another XGBoost layout: the copy
+    api = _save_api()
+    if api is None:
         return booster.save_raw(raw_format="ubj")
-    length, data = c_bst_ulong(), ctypes.POINTER(ctypes.c_char)()
-    _check_call(_LIB.XGBoosterSaveModelToBuffer(booster.handle, make_jcargs(format="ubj"), ctypes.byref(length),
-                                                ctypes.byref(data)))
+    save, check_call, ulong, json_args = api
+    length, data = ulong(), ctypes.POINTER(ctypes.c_char)()
+    check_call(save(booster.handle, json_args(format="ubj"), ctypes.byref(length), ctypes.byref(data)))
     return (ctypes.c_char * length.value).from_address(ctypes.addressof(data.contents))
 
 
