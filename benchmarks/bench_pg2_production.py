@@ -42,7 +42,6 @@ import argparse
 import json
 import os
 import pickle
-import resource
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import _builds  # noqa: E402  (benchmarks/_builds.py, beside this script)
 import numpy as np  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "california_housing.csv"
@@ -156,30 +156,6 @@ def worker(path: str) -> None:
     print(json.dumps(measure(job["models"], job["rows"], job["kinds"])))
 
 
-def _resident(field: str = "VmRSS") -> int:
-    """This process's resident memory (``VmRSS``) or its peak since the last :func:`_reset_peak` (``VmHWM``),
-    in bytes, from ``/proc/self/status``."""
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith(field + ":"))
-
-
-def _reset_peak() -> bool:
-    """Restart the peak resident memory (``VmHWM``) at the current one (Linux ``clear_refs``); False where
-    it cannot (then the peak is ``getrusage``'s, which also counts what ran before)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_growth(before: int, exact: bool) -> int:
-    """Peak resident memory since ``before`` was read (and the peak reset, when ``exact``), minus ``before``."""
-    peak = _resident("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return peak - before
-
-
 def memory(path: str) -> dict:
     """Peak numpy allocations (tracemalloc) and peak resident-memory growth of a first exact PG² call
     (S = all, one row), the model import alone and the whole call, beside the model's UBJSON size."""
@@ -193,18 +169,18 @@ def memory(path: str) -> dict:
         job = pickle.load(fh)
     model, row = job["model"], job["row"]
     gc.collect()
-    exact = _reset_peak()
-    before = _resident()
+    exact = _builds.reset_peak()
+    before = _builds.resident()
     tracemalloc.start()
     import_model(model)
     figures = {"import traced": tracemalloc.get_traced_memory()[1]}
-    figures["import rss"] = _peak_growth(before, exact)
+    figures["import rss"] = _builds.peak_growth(before, exact)
     tracemalloc.reset_peak()
-    exact = exact and _reset_peak()
+    exact = exact and _builds.reset_peak()
     out = np.asarray(xp.pg2(model, row, list(range(row.shape[1])), SIGMA, n_jobs=1))
     figures["traced peak"] = max(figures["import traced"], tracemalloc.get_traced_memory()[1])
     tracemalloc.stop()
-    figures["pg2 rss"] = _peak_growth(before, exact)
+    figures["pg2 rss"] = _builds.peak_growth(before, exact)
     figures["rss growth"] = max(figures["import rss"], figures["pg2 rss"])
     figures["exact rss"] = exact
     return {"model": len(model.get_booster().save_raw()), "output": out.nbytes, **figures}
@@ -219,13 +195,13 @@ def booster_resident(path: str) -> dict:
     import xgboost as xgb
 
     gc.collect()
-    before = _resident()
+    before = _builds.resident()
     booster = xgb.Booster(model_file=path)
-    figures = {"resident": _resident() - before}
-    exact = _reset_peak()
-    before = _resident()
+    figures = {"resident": _builds.resident() - before}
+    exact = _builds.reset_peak()
+    before = _builds.resident()
     booster.save_raw(raw_format="ubj")
-    return {**figures, "writer rss": _peak_growth(before, exact)}
+    return {**figures, "writer rss": _builds.peak_growth(before, exact)}
 
 
 def report_memory(name: str, model, row, ref: str | None) -> None:
