@@ -58,33 +58,36 @@ class XGBoostImporter(LibraryImporter):
         booster = _booster(model)
         n_features, rounds = booster.num_features(), _xgboost_rounds(model)   # no booster call once buffer is read
         buffer = _model_buffer(booster)
-        doc = decode_ubjson(buffer, skip=_UNUSED_TREE_ARRAYS, views=True)
-        learner = doc["learner"]
-        gb = learner["gradient_booster"]
-        if gb["name"] != "gbtree":
-            raise UnsupportedModelError(f"XGBoost booster '{gb['name']}' is not supported; only gbtree is")
-        params = learner["learner_model_param"]
-        n_class = int(params.get("num_class", "0"))
-        n_target = int(params.get("num_target", "1"))
-        n_outputs = max(n_class, n_target, 1)
-        objective = learner["objective"]["name"]
-        base = _margin_intercept(objective, _parse_floats(params["base_score"]))
-        base = np.broadcast_to(base, (n_outputs,)).copy()
-        tree_info = np.array(gb["model"]["tree_info"], dtype=np.int64)
-        n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
-        trees = gb["model"]["trees"][:n_used]
-        if not trees:
-            raise UnsupportedModelError("the XGBoost model has no trees")
-        if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
-            raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
-                                        "are not supported")
-        nodes, old_offsets = _node_arrays(trees)
-        n_features = int(params.get("num_feature", "0")) or n_features
-        labels = _xgboost_labels(gb["model"].get("cats"), n_features)
-        typed = [t == "c" for t in learner.get("feature_types") or ()]
-        set_splits = [(t, {key: np.array(tree[key], dtype=np.int64) for key in _CATEGORY_ARRAYS})
-                      for t, tree in enumerate(trees) if np.any(tree.get("split_type", ()))]
-        del doc, learner, gb, trees, buffer                     # the model's bytes are no longer needed
+        doc = learner = gb = trees = None
+        try:
+            doc = decode_ubjson(buffer, skip=_UNUSED_TREE_ARRAYS, views=True)
+            learner = doc["learner"]
+            gb = learner["gradient_booster"]
+            if gb["name"] != "gbtree":
+                raise UnsupportedModelError(f"XGBoost booster '{gb['name']}' is not supported; only gbtree is")
+            params = learner["learner_model_param"]
+            n_class = int(params.get("num_class", "0"))
+            n_target = int(params.get("num_target", "1"))
+            n_outputs = max(n_class, n_target, 1)
+            objective = learner["objective"]["name"]
+            base = _margin_intercept(objective, _parse_floats(params["base_score"]))
+            base = np.broadcast_to(base, (n_outputs,)).copy()
+            tree_info = np.array(gb["model"]["tree_info"], dtype=np.int64)
+            n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
+            trees = gb["model"]["trees"][:n_used]
+            if not trees:
+                raise UnsupportedModelError("the XGBoost model has no trees")
+            if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
+                raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
+                                            "are not supported")
+            nodes, old_offsets = _node_arrays(trees)
+            n_features = int(params.get("num_feature", "0")) or n_features
+            labels = _xgboost_labels(gb["model"].get("cats"), n_features)
+            typed = [t == "c" for t in learner.get("feature_types") or ()]
+            set_splits = [(t, {key: np.array(tree[key], dtype=np.int64) for key in _CATEGORY_ARRAYS})
+                          for t, tree in enumerate(trees) if np.any(tree.get("split_type", ()))]
+        finally:        # even on an error: the views into XGBoost's buffer go before XGBoost reuses it
+            doc = learner = gb = trees = buffer = None
         _release_free_memory()
         order, offsets, left, right = preorder(nodes.pop("left_children"), nodes.pop("right_children"), old_offsets)
         categorical = {} if not set_splits and not any(typed) and labels is None else \
