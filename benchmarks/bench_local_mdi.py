@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import pickle
-import resource
 import sys
 import tempfile
 import time
@@ -114,14 +113,14 @@ def memory(path: str) -> dict:
     with open(path, "rb") as fh:
         model, rows = pickle.load(fh)
     model_bytes = sum(est.tree_.__getstate__()["nodes"].nbytes + est.tree_.value.nbytes for est in model.estimators_)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    exact = _builds.reset_peak()                  # the peak of this call, not the unpickling's before it
+    rss_before = _builds.resident()
     tracemalloc.start()
     result = xp.local_mdi(model, rows)
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"model": model_bytes, "output": result.nbytes, "traced peak": traced,
-            "rss growth": rss_after - rss_before}
+            "rss growth": _builds.peak_growth(rss_before, exact)}
 
 
 def in_subprocess(build: Path, *args: str) -> dict:

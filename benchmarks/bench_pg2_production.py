@@ -28,9 +28,12 @@ its C extension built in place, e.g. ``git worktree add ../oldmain <commit>`` th
 the new build, so that both see the same machine load.
 
 ``--memory`` adds, for the largest model (1000 × 10 with ``--big``), in a fresh subprocess per
-build, the peak of numpy allocations (tracemalloc) and the growth of the peak resident memory
-(``getrusage``) over a first exact ``xp.pg2`` call with S = all on one row (model import
-included), beside the model's own size (its UBJSON ``save_raw``) and the output's.
+build, the peak of numpy allocations (tracemalloc) and the peak growth of the resident memory
+(``VmHWM`` restarted before the call through ``/proc/self/clear_refs``; ``getrusage`` where that is
+refused) over a first exact ``xp.pg2`` call with S = all on one row, the model import alone and the
+whole call, against 2 × the model's own size + the output's, the model's size taken both ways: its
+UBJSON bytes (``save_raw``) and its booster's resident memory (growth of ``xgboost.Booster(model_file=)``
+in a fresh process, which also gives the resident peak of XGBoost's own UBJSON writer alone).
 
 Run: python benchmarks/bench_pg2_production.py [--ref DIR] [--rows 5] [--big] [--memory]
 """
@@ -39,7 +42,6 @@ import argparse
 import json
 import os
 import pickle
-import resource
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import _builds  # noqa: E402  (benchmarks/_builds.py, beside this script)
 import numpy as np  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "california_housing.csv"
@@ -154,41 +157,84 @@ def worker(path: str) -> None:
 
 
 def memory(path: str) -> dict:
-    """Peak numpy allocations and resident-memory growth of a first exact PG² call (S = all, one
-    row, import included) on the pickled model, beside the model's own size."""
+    """Peak numpy allocations (tracemalloc) and peak resident-memory growth of a first exact PG² call
+    (S = all, one row), the model import alone and the whole call, beside the model's UBJSON size."""
+    import gc
     import tracemalloc
 
     import xai_plugins as xp
+    from xai_plugins.forest import import_model
 
     with open(path, "rb") as fh:
         job = pickle.load(fh)
     model, row = job["model"], job["row"]
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    gc.collect()
+    exact = _builds.reset_peak()
+    before = _builds.resident()
     tracemalloc.start()
+    import_model(model)
+    figures = {"import traced": tracemalloc.get_traced_memory()[1]}
+    figures["import rss"] = _builds.peak_growth(before, exact)
+    tracemalloc.reset_peak()
+    exact = exact and _builds.reset_peak()
     out = np.asarray(xp.pg2(model, row, list(range(row.shape[1])), SIGMA, n_jobs=1))
-    traced = tracemalloc.get_traced_memory()[1]
+    figures["traced peak"] = max(figures["import traced"], tracemalloc.get_traced_memory()[1])
     tracemalloc.stop()
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"model": len(model.get_booster().save_raw()), "output": out.nbytes, "traced peak": traced,
-            "rss growth": rss_after - rss_before}
+    figures["pg2 rss"] = _builds.peak_growth(before, exact)
+    figures["rss growth"] = max(figures["import rss"], figures["pg2 rss"])
+    figures["exact rss"] = exact
+    return {"model": len(model.get_booster().save_raw()), "output": out.nbytes, **figures}
+
+
+def booster_resident(path: str) -> dict:
+    """Resident-memory growth of loading the UBJSON model at ``path`` with ``xgboost.Booster(model_file=)``
+    (xgboost already imported): the model's own size in memory; then the peak growth of XGBoost's own
+    UBJSON writer (``save_raw``), which any import through XGBoost's API pays."""
+    import gc
+
+    import xgboost as xgb
+
+    gc.collect()
+    before = _builds.resident()
+    booster = xgb.Booster(model_file=path)
+    figures = {"resident": _builds.resident() - before}
+    exact = _builds.reset_peak()
+    before = _builds.resident()
+    booster.save_raw(raw_format="ubj")
+    return {**figures, "writer rss": _builds.peak_growth(before, exact)}
 
 
 def report_memory(name: str, model, row, ref: str | None) -> None:
-    """Print the memory figures of ``memory`` for this build and the reference, each in a fresh process."""
+    """Print the memory figures of ``memory`` for this build and the reference, each in a fresh process,
+    against both measures of the model's own size: its UBJSON bytes and its booster's resident memory."""
     with tempfile.NamedTemporaryFile(suffix=".pkl", delete=False) as fh:
         pickle.dump({"model": model, "row": row}, fh)
-    print(f"\nmemory of a first exact PG² call, S = all, one row, {name} (fresh process per build):")
+    with tempfile.NamedTemporaryFile(suffix=".ubj", delete=False) as ubj:
+        model.get_booster().save_model(ubj.name)
+
+    def run(flag: str, job: str, env: dict) -> dict:
+        done = subprocess.run([sys.executable, __file__, flag, job], env=env, capture_output=True, text=True,
+                              cwd=tempfile.gettempdir(), check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    booster = run("--booster-worker", ubj.name, dict(os.environ))
+    resident = booster["resident"]
+    print(f"\nmemory of a first exact PG² call, S = all, one row, {name} (fresh process per build; MiB):")
     for label, build in [("new", Path(__file__).resolve().parents[1])] + ([("reference", Path(ref))] if ref else []):
-        env = dict(os.environ, PYTHONPATH=str(build.resolve()))
-        done = subprocess.run([sys.executable, __file__, "--memory-worker", fh.name], env=env, capture_output=True,
-                              text=True, cwd=tempfile.gettempdir(), check=True)
-        m = json.loads(done.stdout.strip().splitlines()[-1])
-        bound = 2 * m["model"] + m["output"]
-        print(f"  {label:9s} model {m['model'] / 2**20:.1f} MiB, output {m['output']} B; numpy peak "
-              f"{m['traced peak'] / 2**20:.1f} MiB, max RSS growth {m['rss growth'] / 2**20:.1f} MiB; "
-              f"bound 2 x model + output {bound / 2**20:.1f} MiB: "
-              f"{'within' if max(m['traced peak'], m['rss growth']) <= bound else 'EXCEEDED'}")
+        m = run("--memory-worker", fh.name, dict(os.environ, PYTHONPATH=str(build.resolve())))
+        mib = {k: v / 2**20 for k, v in m.items() if not isinstance(v, bool)}
+        print(f"  {label}: numpy peak {mib['traced peak']:.1f} (import {mib['import traced']:.1f}); resident peak "
+              f"growth {mib['rss growth']:.1f} (import {mib['import rss']:.1f}, import + PG² {mib['pg2 rss']:.1f}"
+              + ("" if m["exact rss"] else ", getrusage: includes what ran before") + ")")
+        for what, size in (("UBJSON bytes", m["model"]), ("booster resident", resident)):
+            bound = 2 * size + m["output"]
+            print(f"    model = {what} {size / 2**20:.1f}: bound 2 x model + output {bound / 2**20:.1f}: numpy peak "
+                  f"{'within' if m['traced peak'] <= bound else 'EXCEEDED'}, resident peak "
+                  f"{'within' if m['rss growth'] <= bound else 'EXCEEDED'}")
+    print(f"  (XGBoost's own UBJSON writer alone, save_raw of the model loaded from its file: resident peak growth "
+          f"{booster['writer rss'] / 2**20:.1f})")
     os.unlink(fh.name)
+    os.unlink(ubj.name)
 
 
 def crossover(model, rows, ref=None) -> dict:
@@ -241,12 +287,16 @@ def main():
     parser.add_argument("--memory", action="store_true", help="peak memory of exact PG² on the largest model")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
+    parser.add_argument("--booster-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker)
         return
     if args.memory_worker:
         print(json.dumps(memory(args.memory_worker)))
+        return
+    if args.booster_worker:
+        print(json.dumps(booster_resident(args.booster_worker)))
         return
     _, X_test, _ = california()
     rows = X_test[np.random.default_rng(1).choice(len(X_test), args.rows, replace=False)]

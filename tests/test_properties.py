@@ -187,6 +187,60 @@ def test_imported_forest_predicts_the_library_output(kind, data):
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * max(1.0, np.abs(ref).max()), err_msg=kind)
 
 
+
+def draw_numbered_tree(data) -> tuple[np.ndarray, np.ndarray, list]:
+    """A random binary tree in a random node numbering (root at slot 0, as XGBoost and LightGBM keep it)
+    with a few unused slots whose stale children point anywhere in the tree: (left, right) local child
+    ids (-1: leaf) and the reachable slots in preorder, by recursion (the oracle of ``preorder``)."""
+    kids = {0: None}
+    leaves, n = [0], 1
+    for _ in range(data.draw(st.integers(0, 12))):                 # split a random leaf
+        leaf = leaves.pop(data.draw(st.integers(0, len(leaves) - 1)))
+        kids[leaf], kids[n], kids[n + 1] = (n, n + 1), None, None
+        leaves += [n, n + 1]
+        n += 2
+    size = n + data.draw(st.integers(0, 3))
+    slot = [0] + data.draw(st.permutations(range(1, size)))
+    left, right = np.full(size, -1), np.full(size, -1)
+    for stale in slot[n:]:
+        left[stale], right[stale] = data.draw(st.integers(-1, size - 1)), data.draw(st.integers(-1, size - 1))
+    for node, pair in kids.items():
+        if pair is not None:
+            left[slot[node]], right[slot[node]] = slot[pair[0]], slot[pair[1]]
+    order: list = []
+
+    def walk(s):
+        order.append(s)
+        if left[s] >= 0:
+            walk(left[s])
+            walk(right[s])
+
+    walk(0)
+    return left, right, order
+
+
+@examples(40)
+@given(data=st.data())
+def test_preorder_renumbers_any_numbering_as_a_recursive_walk(data):
+    """``layout.preorder`` (vectorised over all trees, int32 ids) against a recursive walk of each tree:
+    the old id of every new node, the new offsets (unused slots dropped) and the renumbered children."""
+    from xai_plugins.forest.layout import preorder
+
+    trees = [draw_numbered_tree(data) for _ in range(data.draw(st.integers(1, 4)))]
+    offsets = np.cumsum([0] + [len(left) for left, _, _ in trees])
+    order, new_offsets, new_left, new_right = preorder(np.concatenate([t[0] for t in trees]),
+                                                       np.concatenate([t[1] for t in trees]), offsets)
+    assert order.dtype == new_left.dtype == new_right.dtype == np.int32 and new_offsets.dtype == np.int64
+    np.testing.assert_array_equal(new_offsets, np.cumsum([0] + [len(walked) for _, _, walked in trees]))
+    np.testing.assert_array_equal(order, np.concatenate([offsets[t] + np.array(walked)
+                                                         for t, (_, _, walked) in enumerate(trees)]))
+    for t, (left, right, walked) in enumerate(trees):
+        position = {s: i for i, s in enumerate(walked)}
+        span = slice(new_offsets[t], new_offsets[t + 1])
+        np.testing.assert_array_equal(new_left[span], [position[left[s]] if left[s] >= 0 else -1 for s in walked])
+        np.testing.assert_array_equal(new_right[span], [position[right[s]] if left[s] >= 0 else -1 for s in walked])
+
+
 # ----------------------------------------------------------------------------- 2. exact PG² vs oracles
 
 def grid_predictor(model, kind):

@@ -110,17 +110,17 @@ class Forest:
         if self.n_categories is not None and (len(self.n_categories) != self.n_features or self.cat_start is None
                                               or len(self.cat_start) != n or self.cat_bits is None):
             raise InputError("Forest.n_categories needs one entry per feature, cat_start one per node and cat_bits")
-        feature = self.feature.copy()
-        threshold = self.threshold.copy()
-        is_leaf = self.left_child < 0
-        feature[is_leaf] = 0
-        threshold[is_leaf] = 0.0
-        put("feature", _read_only(feature, np.int32))
-        put("threshold", _read_only(threshold, np.float64))
-        put("value", _read_only(np.asarray(self.value, dtype=np.float64).reshape(n, -1), np.float64))
         for name in ("right_child", "feature", "threshold", "missing_left"):
             if len(getattr(self, name)) != n:
                 raise InputError(f"Forest.{name} has {len(getattr(self, name))} entries, expected {n}")
+        is_leaf = self.left_child < 0
+        for name in ("feature", "threshold"):           # a leaf has neither: +0 there (in a copy where it is not)
+            at_leaves = getattr(self, name)[is_leaf]
+            if np.any(at_leaves != 0) or np.any(np.signbit(at_leaves)):
+                cleared = getattr(self, name).copy()
+                cleared[is_leaf] = 0
+                put(name, _read_only(cleared, cleared.dtype))
+        put("value", _read_only(np.asarray(self.value, dtype=np.float64).reshape(n, -1), np.float64))
         if self.tree_offset[-1] != n or len(self.tree_target) != len(self.tree_offset) - 1:
             raise InputError("Forest.tree_offset / tree_target do not match the node arrays")
         if self.feature_names is not None:
@@ -216,23 +216,30 @@ def category_frame(rows: np.ndarray, names: list, labels: list | None) -> Any:
     return pd.DataFrame(columns)
 
 
+def _index_dtype(n: int) -> np.dtype:
+    """The narrowest of int32 / int64 that holds every node id and node count of ``n`` nodes."""
+    return np.dtype(np.int32 if n < 2**31 - 1 else np.int64)
+
+
 def tree_levels(left: np.ndarray, right: np.ndarray, offsets: ArrayLike, *,
                 strict: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Breadth-first walk of every tree at once: yields, level by level from the roots, the global ids
-    of the nodes reached, their tree indices and which of them are internal. A child out of its tree's
-    range, the root, or a node reached before is not followed (``strict``: raises
-    :class:`~xai_plugins.errors.ModelStructureError`; otherwise the C validator reports such trees)."""
-    offsets = np.asarray(offsets, dtype=np.int64)
-    tree = np.flatnonzero(offsets[:-1] < offsets[1:])
+    of the nodes reached, their tree indices (both int32 below 2^31 nodes, else int64) and which of
+    them are internal. A child out of its tree's range, the root, or a node reached before is not
+    followed (``strict``: raises :class:`~xai_plugins.errors.ModelStructureError`; otherwise the C
+    validator reports such trees)."""
+    index = _index_dtype(len(left))
+    offsets = np.asarray(offsets, dtype=np.int64).astype(index)
+    tree = np.flatnonzero(offsets[:-1] < offsets[1:]).astype(index)
     ids = offsets[tree]
-    slot = np.full(len(left), -1, dtype=np.int32 if len(left) < 2**31 else np.int64)   # >= 0: reached
+    slot = np.full(len(left), -1, dtype=index)          # >= 0: reached
     slot[ids] = 0
     while len(ids):
         inner = left[ids] >= 0
         yield ids, tree, inner
         ids, tree = ids[inner], tree[inner]
         base = offsets[tree]
-        kids = np.concatenate((left[ids] + base, right[ids] + base))
+        kids = np.concatenate((left[ids] + base, right[ids] + base)).astype(index, copy=False)
         tree = np.concatenate((tree, tree))
         base = np.concatenate((base, base))
         keep = (kids > base) & (kids < offsets[tree + 1])
@@ -241,7 +248,7 @@ def tree_levels(left: np.ndarray, right: np.ndarray, offsets: ArrayLike, *,
             raise ModelStructureError("the model's trees are not binary trees rooted at node 0 (a child out "
                                       "of range or reached twice)")
         kids, tree = kids[keep], tree[keep]
-        first = np.arange(len(kids), dtype=slot.dtype)
+        first = np.arange(len(kids), dtype=index)
         slot[kids] = first                      # one of repeated kids (a node reached twice) keeps its slot
         keep = slot[kids] == first
         if strict and not keep.all():
@@ -263,33 +270,43 @@ def preorder(left: ArrayLike, right: ArrayLike,
              offsets: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Renumber the nodes reachable from each tree's root in preorder (node, left subtree, right
     subtree; unused slots dropped), vectorised over all trees. ``left`` / ``right`` hold local child
-    ids (-1 for a leaf). Returns (the old global id of each new node, the new tree offsets, and the
-    new left and right children, local to their tree)."""
-    left = np.asarray(left, dtype=np.int64)
-    right = np.asarray(right, dtype=np.int64)
+    ids (-1 for a leaf). Returns (the old global id of each new node, the new tree offsets (int64), and
+    the new left and right children, local to their tree); ids and children are int32 below 2^31
+    nodes (the Forest's dtype: no copy to make), and every temporary is freed as soon as it is used."""
+    left = np.asarray(left)
+    index = _index_dtype(len(left))
+    left = left.astype(index, copy=False)
+    right = np.asarray(right, dtype=index)
     offsets = np.asarray(offsets, dtype=np.int64)
+    start = offsets.astype(index)
     levels = list(tree_levels(left, right, offsets, strict=True))
-    size = np.ones(len(left), dtype=np.int64)             # nodes in the subtree
+    size = np.ones(len(left), dtype=index)                # nodes in the subtree
     for ids, tree, inner in reversed(levels):
-        g, base = ids[inner], offsets[tree[inner]]
+        g, base = ids[inner], start[tree[inner]]
         size[g] += size[left[g] + base] + size[right[g] + base]
-    position = np.zeros(len(left), dtype=np.int64)        # preorder position in its tree
-    for ids, tree, inner in levels:
-        g, base = ids[inner], offsets[tree[inner]]
-        position[left[g] + base] = position[g] + 1
-        position[right[g] + base] = position[g] + 1 + size[left[g] + base]
     new_offsets = np.zeros(len(offsets), dtype=np.int64)
     new_offsets[1:] = np.cumsum(np.where(offsets[:-1] < offsets[1:], size[np.minimum(offsets[:-1], len(left) - 1)], 0))
+    position = np.zeros(len(left), dtype=index)           # preorder position in its tree
+    for ids, tree, inner in levels:
+        g, base = ids[inner], start[tree[inner]]
+        lg = left[g] + base
+        position[lg] = position[g] + 1
+        position[right[g] + base] = position[g] + 1 + size[lg]
+    del size
     reached = np.concatenate([ids for ids, _, _ in levels])
-    tree = np.concatenate([tree for _, tree, _ in levels])
-    order = np.empty(len(reached), dtype=np.int64)
-    order[new_offsets[tree] + position[reached]] = reached
-    local = np.full(len(left), -1, dtype=np.int64)
-    local[reached] = position[reached]
-    base = np.repeat(offsets[:-1], np.diff(new_offsets))
-    l_old, r_old = left[order], right[order]
-    new_left = np.where(l_old >= 0, local[np.maximum(l_old, 0) + base], -1)
-    new_right = np.where(r_old >= 0, local[np.maximum(r_old, 0) + base], -1)
+    order = np.empty(len(reached), dtype=index)
+    order[new_offsets.astype(index)[np.concatenate([tree for _, tree, _ in levels])] + position[reached]] = reached
+    del levels
+    unreached = np.ones(len(left), dtype=bool)
+    unreached[reached] = False
+    del reached
+    position[unreached] = -1                              # now each old node's new local id, or -1
+    del unreached
+    base = np.repeat(start[:-1], np.diff(new_offsets))
+    new_left, new_right = left[order], right[order]
+    for kids in (new_left, new_right):
+        inner = kids >= 0
+        kids[inner] = position[kids[inner] + base[inner]]
     return order, new_offsets, new_left, new_right
 
 

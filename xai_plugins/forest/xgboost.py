@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from typing import Any
 
@@ -51,63 +52,56 @@ class XGBoostImporter(LibraryImporter):
         return xgboost is not None and issubclass(cls, (xgboost.Booster, xgboost.XGBModel))
 
     def to_forest(self, model: Any) -> Forest:
-        """Trees read from the booster's UBJSON (``save_raw``), the rounds its ``predict`` uses."""
+        """Trees read from the booster's UBJSON, the rounds its ``predict`` uses: each tree's node arrays
+        go straight from the model's bytes into arrays of the Forest's dtypes (no per-tree copies, no
+        concatenation), and the bytes are let go before the trees are renumbered."""
         booster = _booster(model)
-        doc = decode_ubjson(booster.save_raw(raw_format="ubj"), skip=_UNUSED_TREE_ARRAYS)
-        learner = doc["learner"]
-        gb = learner["gradient_booster"]
-        if gb["name"] != "gbtree":
-            raise UnsupportedModelError(f"XGBoost booster '{gb['name']}' is not supported; only gbtree is")
-        params = learner["learner_model_param"]
-        n_class = int(params.get("num_class", "0"))
-        n_target = int(params.get("num_target", "1"))
-        n_outputs = max(n_class, n_target, 1)
-        objective = learner["objective"]["name"]
-        base = _parse_floats(params["base_score"])
-        link = _XGB_INTERCEPT.get(objective)
-        if link is None:
-            raise UnsupportedModelError(f"XGBoost objective '{objective}' is not supported: the map from its "
-                                        f"base_score to the margin is unknown; supported: {sorted(_XGB_INTERCEPT)}")
-        stored = base
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if link == "logit":
-                base = np.log(base) - np.log1p(-base)
-            elif link == "log":
-                base = np.log(base)
-        if not np.all(np.isfinite(base)):
-            raise UnsupportedModelError(f"XGBoost objective '{objective}' stores base_score {stored.tolist()}, whose "
-                                        f"margin ({link} link) is not finite (e.g. every training label 0 under a log "
-                                        "link): the model's own margin output is undefined")
-        base = np.broadcast_to(base, (n_outputs,)).copy()
-        tree_info = np.asarray(gb["model"]["tree_info"], dtype=np.int64)
-        rounds = _xgboost_rounds(model)
-        n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
-        trees = gb["model"]["trees"][:n_used]
-        if not trees:
-            raise UnsupportedModelError("the XGBoost model has no trees")
-        if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
-            raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
-                                        "are not supported")
-
-        def cat(key):
-            return np.concatenate([np.asarray(tree.get(key, ()), dtype=np.float64 if key == "split_conditions"
-                                              else np.int64) for tree in trees])
-
-        old_offsets = np.zeros(len(trees) + 1, dtype=np.int64)
-        old_offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
-        order, offsets, left, right = preorder(cat("left_children"), cat("right_children"), old_offsets)
-        cond = cat("split_conditions").astype(np.float32).astype(np.float64)
-        n_features = int(params.get("num_feature", "0")) or booster.num_features()
-        labels = _xgboost_labels(gb["model"].get("cats"), n_features)
-        typed = [t == "c" for t in learner.get("feature_types") or ()]
-        split_type = cat("split_type")
-        categorical = {} if not split_type.any() and not any(typed) and labels is None else \
-            _xgboost_categories(trees, old_offsets, order, cat("split_indices"), labels, typed, n_features)
-        cond[split_type != 0] = 0.0
-        cond = cond[order]
-        forest_arrays = dict(left_child=left, right_child=right, feature=cat("split_indices")[order], threshold=cond,
-                             missing_left=cat("default_left")[order], value=cond, tree_offset=offsets,
-                             tree_target=tree_info[:len(trees)], **categorical)
+        n_features, rounds = booster.num_features(), _xgboost_rounds(model)   # no booster call once buffer is read
+        buffer = _model_buffer(booster)
+        doc = learner = gb = trees = None
+        try:
+            doc = decode_ubjson(buffer, skip=_UNUSED_TREE_ARRAYS, views=True)
+            learner = doc["learner"]
+            gb = learner["gradient_booster"]
+            if gb["name"] != "gbtree":
+                raise UnsupportedModelError(f"XGBoost booster '{gb['name']}' is not supported; only gbtree is")
+            params = learner["learner_model_param"]
+            n_class = int(params.get("num_class", "0"))
+            n_target = int(params.get("num_target", "1"))
+            n_outputs = max(n_class, n_target, 1)
+            objective = learner["objective"]["name"]
+            base = _margin_intercept(objective, _parse_floats(params["base_score"]))
+            base = np.broadcast_to(base, (n_outputs,)).copy()
+            tree_info = np.array(gb["model"]["tree_info"], dtype=np.int64)
+            n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
+            trees = gb["model"]["trees"][:n_used]
+            if not trees:
+                raise UnsupportedModelError("the XGBoost model has no trees")
+            if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
+                raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
+                                            "are not supported")
+            nodes, old_offsets = _node_arrays(trees)
+            n_features = int(params.get("num_feature", "0")) or n_features
+            labels = _xgboost_labels(gb["model"].get("cats"), n_features)
+            typed = [t == "c" for t in learner.get("feature_types") or ()]
+            set_splits = [(t, {key: np.array(tree[key], dtype=np.int64) for key in _CATEGORY_ARRAYS})
+                          for t, tree in enumerate(trees) if np.any(tree.get("split_type", ()))]
+        finally:        # even on an error: the views into XGBoost's buffer go before XGBoost reuses it
+            doc = learner = gb = trees = buffer = None
+        _release_free_memory()
+        order, offsets, left, right = preorder(nodes.pop("left_children"), nodes.pop("right_children"), old_offsets)
+        categorical = {} if not set_splits and not any(typed) and labels is None else \
+            _xgboost_categories(set_splits, old_offsets, order, nodes["split_indices"], labels, typed, n_features)
+        feature = nodes.pop("split_indices")[order]
+        missing_left = nodes.pop("default_left")[order]
+        cond = nodes.pop("split_conditions")[order].astype(np.float64)
+        cond[nodes.pop("split_type")[order] != 0] = 0.0
+        del order
+        threshold = cond.copy()
+        threshold[left < 0] = 0.0
+        forest_arrays = dict(left_child=left, right_child=right, feature=feature, threshold=threshold,
+                             missing_left=missing_left, value=cond, tree_offset=offsets,
+                             tree_target=tree_info[:len(old_offsets) - 1], **categorical)
         task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
         if task == "classification":
             outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
@@ -150,21 +144,20 @@ class XGBoostImporter(LibraryImporter):
         return xgboost.Booster
 
 
-def _xgboost_categories(trees: list[dict], offsets: np.ndarray, order: np.ndarray, feature: np.ndarray,
-                        labels: list | None, typed: list[bool], n_features: int) -> dict:
+def _xgboost_categories(set_splits: list[tuple[int, dict]], offsets: np.ndarray, order: np.ndarray,
+                        feature: np.ndarray, labels: list | None, typed: list[bool], n_features: int) -> dict:
     """The Forest's categorical fields (``n_categories``, ``cat_start``, ``cat_bits``) of XGBoost's
     categorical splits (``split_type`` 1, one-hot and partition alike), empty without any. A node's
     ``categories`` segment lists the codes it sends RIGHT; every other code goes left, and so does an
     unseen one (negative, or beyond the model's categories: XGBoost's ``Decision``), NaN by
     ``default_left``. A feature's K is the number of training categories the model stores (fitted on a
     pandas ``category`` column), else one more than the largest code its splits name (at least 1 for a
-    feature of type "c" in ``typed``). ``offsets``: the trees' node offsets in model order; ``order``: the
-    model-order node of each preorder node."""
+    feature of type "c" in ``typed``). ``set_splits``: (tree index, its ``categories*`` arrays) of each
+    tree with a categorical split; ``offsets``: the trees' node offsets in model order; ``order``: the
+    model-order node of each preorder node; ``feature``: the split feature of each model-order node."""
     nodes, right_sets = [], []
-    for t, tree in enumerate(trees):
-        if not np.any(np.asarray(tree.get("split_type", ()))):
-            continue
-        codes = np.asarray(tree["categories"], dtype=np.int64)
+    for t, tree in set_splits:
+        codes = tree["categories"]
         for node, start, size in zip(tree["categories_nodes"], tree["categories_segments"], tree["categories_sizes"]):
             nodes.append(offsets[t] + int(node))
             right_sets.append(codes[int(start):int(start) + int(size)])
@@ -207,6 +200,84 @@ def _xgboost_labels(cats: dict | None, n_features: int) -> list | None:
 
 #: per-node arrays of XGBoost's trees that the import does not read (left out while decoding)
 _UNUSED_TREE_ARRAYS = frozenset({"loss_changes", "sum_hessian", "base_weights", "parents"})
+#: per-node arrays of XGBoost's trees that the import reads, and the dtype each is gathered in
+#: (thresholds and leaf values are float32 in the model: widened only once renumbered)
+_NODE_ARRAYS = {"left_children": np.int32, "right_children": np.int32, "split_indices": np.int32,
+                "split_conditions": np.float32, "default_left": np.uint8, "split_type": np.uint8}
+#: a tree's arrays that list its categorical splits' category sets
+_CATEGORY_ARRAYS = ("categories", "categories_nodes", "categories_segments", "categories_sizes")
+
+
+def _node_arrays(trees: list[dict]) -> tuple[dict, np.ndarray]:
+    """Each array of :data:`_NODE_ARRAYS` of all ``trees`` (decoded dicts), filled tree after tree into
+    one preallocated array of its dtype (in model order), and the trees' node offsets."""
+    offsets = np.zeros(len(trees) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(tree["left_children"]) for tree in trees])
+    out = {key: np.empty(offsets[-1], dtype=dtype) for key, dtype in _NODE_ARRAYS.items()}
+    for t, tree in enumerate(trees):
+        a, b = offsets[t], offsets[t + 1]
+        for key, array in out.items():
+            values = tree.get(key)
+            if values is not None and len(values) != b - a:
+                raise UnsupportedModelError(f"malformed XGBoost model: tree {t} has {len(values)} {key} "
+                                            f"for {b - a} nodes")
+            array[a:b] = 0 if values is None else values
+    return out, offsets
+
+
+def _save_api() -> tuple | None:
+    """What ``save_raw`` calls XGBoost's C library with (the C function, its status check, its length type
+    and its argument encoder), or None where this XGBoost lays them out otherwise."""
+    try:
+        from xgboost.core import _LIB, _check_call, c_bst_ulong, make_jcargs
+
+        return _LIB.XGBoosterSaveModelToBuffer, _check_call, c_bst_ulong, make_jcargs
+    except (ImportError, AttributeError):
+        return None
+
+
+def _release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere):
+    XGBoost's UBJSON writer frees about three times the model's bytes of scratch memory that the C
+    allocator would otherwise keep resident for the life of the process."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
+def _margin_intercept(objective: str, base: np.ndarray) -> np.ndarray:
+    """The margin intercept of ``base`` (``learner_model_param.base_score``) under ``objective``'s link."""
+    link = _XGB_INTERCEPT.get(objective)
+    if link is None:
+        raise UnsupportedModelError(f"XGBoost objective '{objective}' is not supported: the map from its "
+                                    f"base_score to the margin is unknown; supported: {sorted(_XGB_INTERCEPT)}")
+    stored = base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if link == "logit":
+            base = np.log(base) - np.log1p(-base)
+        elif link == "log":
+            base = np.log(base)
+    if not np.all(np.isfinite(base)):
+        raise UnsupportedModelError(f"XGBoost objective '{objective}' stores base_score {stored.tolist()}, whose "
+                                    f"margin ({link} link) is not finite (e.g. every training label 0 under a log "
+                                    "link): the model's own margin output is undefined")
+    return base
+
+
+def _model_buffer(booster: Any) -> Any:
+    """The booster's UBJSON, the bytes ``save_raw(raw_format="ubj")`` returns, read in place from
+    XGBoost's own output buffer (``save_raw`` would copy them into a second buffer of the model's size)
+    where its C API is reachable, else ``save_raw``'s copy. XGBoost reuses that buffer at the booster's
+    next call that returns bytes on this thread: the caller decodes it before calling the booster again."""
+    api = _save_api()
+    if api is None:
+        return booster.save_raw(raw_format="ubj")
+    save, check_call, ulong, json_args = api
+    length, data = ulong(), ctypes.POINTER(ctypes.c_char)()
+    check_call(save(booster.handle, json_args(format="ubj"), ctypes.byref(length), ctypes.byref(data)))
+    return (ctypes.c_char * length.value).from_address(ctypes.addressof(data.contents))
 
 
 def _booster(model: Any) -> Any:
