@@ -184,6 +184,9 @@ typedef struct {
     int32_t cw;
     uint64_t *pool; size_t pool_cap; int32_t n_pool;
     int32_t *setmap; size_t setmap_cap;   /* [n_pool]: 1 + the ROW_SET row of a set, or 0 */
+    double *set_p; size_t set_p_cap;      /* [n_pool]: P(A) of each set under the current row's law */
+    int32_t *set_of; size_t set_of_cap;   /* [n_pool]: the S position of each set */
+    int32_t *set_hash; size_t set_hash_cap; /* open addressing over (position, atoms): 1 + id, or 0 */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
     int64_t pair_terms;
@@ -220,7 +223,7 @@ static void ws_free(workspace *w)
     free(w->bands);  free(w->rowmap); free(w->rowdef); free(w->refs); free(w->rec_rows); free(w->rec_rows_at);
     free(w->pair_acc); free(w->level); free(w->table);
     free(w->sum_mean); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
-    free(w->pool); free(w->setmap);
+    free(w->pool); free(w->setmap); free(w->set_p); free(w->set_of); free(w->set_hash);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
@@ -319,17 +322,64 @@ static inline int is_set_pos(const workspace *w, int32_t pos)
     return xai_categories(w->f, w->s_feat[pos]) > 0;
 }
 
-/* P(A) for set id `id` of categorical S position pos, from the current row's atom probabilities. */
-static inline double set_mass(const workspace *w, int32_t pos, int32_t id)
+/* Hash of the atom set of cw words at a in S position pos. */
+static inline uint64_t set_hash_of(const uint64_t *a, int32_t cw, int32_t pos)
 {
-    return atom_sum(w->pool + (size_t)id * w->cw, NULL, w->cw, w->cdf_row + w->cdf_offset[w->s_feat[pos]]);
+    uint64_t h = 0x9E3779B97F4A7C15u ^ (uint64_t)(uint32_t)pos;
+    for (int32_t q = 0; q < cw; q++) {
+        h ^= a[q];
+        h *= 0xBF58476D1CE4E5B9u;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+/* The id of the atom set of S position pos in the pool's next free slot (pool[n_pool]): an
+ * existing set's id when an equal one of that position was interned before in this call (then
+ * the slot stays free), else n_pool, which becomes a set (with its P(A) under the current row's
+ * law). One set of atoms has one id per position, so the table rows, the leaves' bands and the
+ * masses of equal sets are shared across leaves and trees. -1 when out of memory. */
+static int32_t intern_set(workspace *w, int32_t pos)
+{
+    const int32_t cw = w->cw, id = w->n_pool;
+    if ((size_t)(id + 1) * 2 > w->set_hash_cap) { /* load factor at most 1/2: rehash into twice the room */
+        const size_t cap = w->set_hash_cap ? 2 * w->set_hash_cap : 64;
+        int32_t *hash = calloc(cap, sizeof(int32_t));
+        if (hash == NULL)
+            return -1;
+        for (int32_t k = 0; k < id; k++) {
+            size_t h = (size_t)set_hash_of(w->pool + (size_t)k * cw, cw, w->set_of[k]) & (cap - 1);
+            while (hash[h] != 0)
+                h = (h + 1) & (cap - 1);
+            hash[h] = k + 1;
+        }
+        free(w->set_hash);
+        w->set_hash = hash;
+        w->set_hash_cap = cap;
+    }
+    if (grow((void **)&w->set_p, &w->set_p_cap, (size_t)id + 1, sizeof(double)) ||
+        grow((void **)&w->set_of, &w->set_of_cap, (size_t)id + 1, sizeof(int32_t)))
+        return -1;
+    const uint64_t *a = w->pool + (size_t)id * cw;
+    const size_t mask = w->set_hash_cap - 1;
+    size_t h = (size_t)set_hash_of(a, cw, pos) & mask;
+    for (; w->set_hash[h] != 0; h = (h + 1) & mask) {
+        const int32_t k = w->set_hash[h] - 1;
+        if (w->set_of[k] == pos && memcmp(w->pool + (size_t)k * cw, a, (size_t)cw * sizeof(uint64_t)) == 0)
+            return k;
+    }
+    w->set_hash[h] = id + 1;
+    w->set_of[id] = pos;
+    w->set_p[id] = atom_sum(a, NULL, cw, w->cdf_row + w->cdf_offset[w->s_feat[pos]]);
+    w->n_pool++;
+    return id;
 }
 
 /* The mass of a leaf's box (lo, hi] in S position pos (lo: the set id of a categorical one). */
 static inline double box_mass(const workspace *w, int32_t pos, int32_t lo, int32_t hi, const double *F,
                               const double *S)
 {
-    return is_set_pos(w, pos) ? set_mass(w, pos, lo) : interval_mass(F[lo], F[hi], S[lo], S[hi]);
+    return is_set_pos(w, pos) ? w->set_p[lo] : interval_mass(F[lo], F[hi], S[lo], S[hi]);
 }
 
 /* 1 when a leaf's box (lo, hi] in S position pos leaves out part of the line (or of the atoms). */
@@ -342,7 +392,7 @@ static void walk(workspace *w, int32_t t, int32_t k, int32_t depth, const double
 
 /* walk's step at a categorical node g on S position pos (K categories): the current set splits
  * into the atoms going left (bitset, NaN by missing_left) and the others; each non-empty side is
- * walked, with a new set id when it is a strict part of the current set. */
+ * walked, with its interned id (intern_set) when it is a strict part of the current set. */
 static void walk_set(workspace *w, int32_t t, int64_t g, int32_t pos, int32_t K, int32_t depth,
                      const double *x_value)
 {
@@ -352,9 +402,8 @@ static void walk_set(workspace *w, int32_t t, int64_t g, int32_t pos, int32_t K,
         w->status = XAI_E_NOMEM;
         return;
     }
-    const int32_t id[2] = {w->n_pool, w->n_pool + 1};
     const uint64_t *bits = f->cat_bits + f->cat_start[g], *C = w->pool + (size_t)cur * cw;
-    uint64_t *L = w->pool + (size_t)id[0] * cw, *R = w->pool + (size_t)id[1] * cw;
+    uint64_t *L = w->pool + (size_t)w->n_pool * cw, *R = L + cw;
     const int64_t n_words = XAI_CAT_WORDS(K), nan_word = (K + 1) / 64;
     const uint64_t nan_bit = (uint64_t)1 << ((K + 1) % 64);
     int any[2] = {0, 0};
@@ -368,8 +417,18 @@ static void walk_set(workspace *w, int32_t t, int64_t g, int32_t pos, int32_t K,
         any[1] |= R[q] != 0;
     }
     const int both = any[0] && any[1];
-    if (both)
-        w->n_pool += 2;
+    int32_t id[2] = {cur, cur};
+    if (both) { /* L in slot n_pool, R in the slot after it */
+        const int32_t at = w->n_pool;
+        id[0] = intern_set(w, pos);
+        if (id[0] >= 0 && w->n_pool == at) /* L was known: R moves down into the free slot */
+            memmove(w->pool + (size_t)at * cw, w->pool + (size_t)(at + 1) * cw, (size_t)cw * sizeof(uint64_t));
+        id[1] = id[0] >= 0 ? intern_set(w, pos) : -1;
+        if (id[1] < 0) {
+            w->status = XAI_E_NOMEM;
+            return;
+        }
+    }
     w->used[pos] = 1;
     const int32_t child[2] = {f->left_child[g], f->right_child[g]};
     for (int side = 0; side < 2; side++) {
@@ -1259,6 +1318,8 @@ static int pg2_one(workspace *w, double *out)
         return XAI_OK;
     w->n_words = (w->n_s + 63) / 64;
     w->n_pool = 0;
+    if (w->set_hash != NULL)
+        memset(w->set_hash, 0, w->set_hash_cap * sizeof(int32_t));
     for (int32_t k = 0; k < w->n_s; k++) {
         const int32_t j = w->s_feat[k], K = xai_categories(f, j);
         w->box_lo[k] = 0;
@@ -1272,7 +1333,9 @@ static int pg2_one(workspace *w, double *out)
                 const int64_t n = (int64_t)K + 2 - 64 * (int64_t)q; /* atoms in word q */
                 all[q] = n >= 64 ? ~(uint64_t)0 : n > 0 ? ((uint64_t)1 << n) - 1 : 0;
             }
-            w->box_lo[k] = w->top[k] = w->n_pool++;
+            w->box_lo[k] = w->top[k] = intern_set(w, k);
+            if (w->top[k] < 0)
+                return XAI_E_NOMEM;
         }
     }
     int status = collect(w);
