@@ -443,7 +443,7 @@ def category_codes(X, names, labels: list, numeric_labels: bool = False):
                     or not pd.api.types.is_numeric_dtype(column.dtype) \
                     or by_hash and not pd.api.types.is_float_dtype(column.dtype):
                 out = X.copy() if out is None else out
-                out[name] = _label_codes(column.to_numpy(dtype=object), known)
+                out[name] = _column_codes(column, known)
         return X if out is None else out
     if not any(looked_up) and not (any(hashed) and isinstance(X, np.ndarray) and X.dtype.kind == "O") or is_dask(X):
         return X
@@ -459,6 +459,20 @@ def category_codes(X, names, labels: list, numeric_labels: bool = False):
 def _all_numbers(values) -> bool:
     """True when every one of ``values`` is a real number (not a bool)."""
     return all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values)
+
+
+def _column_codes(column, known) -> np.ndarray:
+    """:func:`_label_codes` of a DataFrame column; a pandas ``category`` column's labels are looked up once
+    per category (its values are its categories at its codes; code -1, missing, is NaN)."""
+    import pandas as pd
+
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        return _label_codes(column.to_numpy(dtype=object), known)
+    per_category = _label_codes(np.asarray(column.cat.categories, dtype=object), known)
+    at = column.cat.codes.to_numpy()
+    codes = np.full(len(at), np.nan)
+    codes[at >= 0] = per_category[at[at >= 0]]
+    return codes
 
 
 def _label_codes(values: np.ndarray, known) -> np.ndarray:
