@@ -462,16 +462,20 @@ def _all_numbers(values) -> bool:
 
 
 def _column_codes(column, known) -> np.ndarray:
-    """:func:`_label_codes` of a DataFrame column; a pandas ``category`` column's labels are looked up once
-    per category (its values are its categories at its codes; code -1, missing, is NaN)."""
+    """:func:`_label_codes` of a DataFrame column. A pandas ``category`` or string column is looked up once
+    per distinct label: its values are its categories (its distinct strings) at its codes, -1 (missing)
+    reading as NaN."""
     import pandas as pd
 
-    if not isinstance(column.dtype, pd.CategoricalDtype):
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        at, distinct = column.cat.codes.to_numpy(), column.cat.categories
+    elif isinstance(column.dtype, pd.StringDtype):
+        at, distinct = pd.factorize(column)
+    else:
         return _label_codes(column.to_numpy(dtype=object), known)
-    per_category = _label_codes(np.asarray(column.cat.categories, dtype=object), known)
-    at = column.cat.codes.to_numpy()
+    per_label = _label_codes(np.asarray(distinct, dtype=object), known)
     codes = np.full(len(at), np.nan)
-    codes[at >= 0] = per_category[at[at >= 0]]
+    codes[at >= 0] = per_label[at[at >= 0]]
     return codes
 
 
