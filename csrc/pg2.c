@@ -68,6 +68,9 @@ enum { BOX_MASS, BOX_BLOCKS };
  * each of its masses, is >= DBL_MIN). */
 enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
 
+/* Entries of block_rows' memory of P(A & A_m) per set id (a power of 2). */
+enum { SET_CACHE = 64 };
+
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
 
@@ -1031,8 +1034,19 @@ static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_
             const int32_t cw = w->cw;
             const uint64_t *A = w->pool + (size_t)w->rowdef[r].rank * cw;
             const double *p = w->cdf_row + w->cdf_offset[w->s_feat[pos]], *id = col + COL_FLO * CHUNK;
-            for (int32_t m = 0; m < nb; m++)
-                row[m] = atom_sum(A, w->pool + (size_t)id[m] * cw, cw, p) * inv[m];
+            /* the block's leaves share few sets: P(A & A_m) is remembered per set id, direct-mapped */
+            int32_t seen[SET_CACHE];
+            double known[SET_CACHE];
+            for (int k = 0; k < SET_CACHE; k++)
+                seen[k] = -1;
+            for (int32_t m = 0; m < nb; m++) {
+                const int32_t set = (int32_t)id[m], k = set & (SET_CACHE - 1);
+                if (seen[k] != set) {
+                    seen[k] = set;
+                    known[k] = atom_sum(A, w->pool + (size_t)set * cw, cw, p);
+                }
+                row[m] = known[k] * inv[m];
+            }
         } else if (w->rowdef[r].type == ROW_A) {
             const double *restrict x = col + COL_FLO * CHUNK, *restrict y = col + COL_FHI * CHUNK;
             for (int32_t m = 0; m < nb; m++) {
