@@ -30,7 +30,10 @@
  * table. A leaf's box in j is the set A of atoms that reach it (a bitset in a per-call pool, named
  * by its set id in place of the interval's ranks), its mass P(A) = sum_{a in A} p_a, and
  * frac_j(l, m) = P(A_l & A_m) / P(A_m): one table row per distinct outer set (ROW_SET), with V the
- * zero row. Sums of non-negative p_a have no cancellation, so no median split is needed. Pruning
+ * zero row. Sums of non-negative p_a have no cancellation, so no median split is needed. Equal sets
+ * of one position get one id (intern_set: a model has few distinct sets per feature), so P(A) is
+ * summed once per set, a set's row is shared by every leaf and tree that has it, as a boundary's is,
+ * and a row remembers P(A & A_m) per inner set id within a block (block_rows). Pruning
  * (prune_leaves) uses only E|c|, max |c| and Jensen's inequality, which hold for any law of x',
  * so its bound holds unchanged. */
 #include <float.h>
