@@ -344,11 +344,13 @@ static inline uint64_t set_hash_of(const uint64_t *a, int32_t cw, int32_t pos)
  * existing set's id when an equal one of that position was interned before in this call (then
  * the slot stays free), else n_pool, which becomes a set (with its P(A) under the current row's
  * law). One set of atoms has one id per position, so the table rows, the leaves' bands and the
- * masses of equal sets are shared across leaves and trees. -1 when out of memory. */
+ * masses of equal sets are shared across leaves and trees. -1 when out of memory (or of ids). */
 static int32_t intern_set(workspace *w, int32_t pos)
 {
     const int32_t cw = w->cw, id = w->n_pool;
-    if ((size_t)(id + 1) * 2 > w->set_hash_cap) { /* load factor at most 1/2: rehash into twice the room */
+    if (id == INT32_MAX)
+        return -1; /* ids are int32 */
+    if ((size_t)id * 2 + 2 > w->set_hash_cap) { /* load factor at most 1/2: rehash into twice the room */
         const size_t cap = w->set_hash_cap ? 2 * w->set_hash_cap : 64;
         int32_t *hash = calloc(cap, sizeof(int32_t));
         if (hash == NULL)
