@@ -30,7 +30,10 @@
  * table. A leaf's box in j is the set A of atoms that reach it (a bitset in a per-call pool, named
  * by its set id in place of the interval's ranks), its mass P(A) = sum_{a in A} p_a, and
  * frac_j(l, m) = P(A_l & A_m) / P(A_m): one table row per distinct outer set (ROW_SET), with V the
- * zero row. Sums of non-negative p_a have no cancellation, so no median split is needed. Pruning
+ * zero row. Sums of non-negative p_a have no cancellation, so no median split is needed. Equal sets
+ * of one position get one id (intern_set: a model has few distinct sets per feature), so P(A) is
+ * summed once per set, a set's row is shared by every leaf and tree that has it, as a boundary's is,
+ * and a row remembers P(A & A_m) per inner set id within a block (block_rows). Pruning
  * (prune_leaves) uses only E|c|, max |c| and Jensen's inequality, which hold for any law of x',
  * so its bound holds unchanged. */
 #include <float.h>
@@ -67,6 +70,9 @@ enum { BOX_MASS, BOX_BLOCKS };
  * (all four increase with the boundary) and 1 / mass (finite: a kept leaf's probability, and so
  * each of its masses, is >= DBL_MIN). */
 enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
+
+/* Entries of block_rows' memory of P(A & A_m) per set id (a power of 2). */
+enum { SET_CACHE = 64 };
 
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
@@ -184,6 +190,9 @@ typedef struct {
     int32_t cw;
     uint64_t *pool; size_t pool_cap; int32_t n_pool;
     int32_t *setmap; size_t setmap_cap;   /* [n_pool]: 1 + the ROW_SET row of a set, or 0 */
+    double *set_p; size_t set_p_cap;      /* [n_pool]: P(A) of each set under the current row's law */
+    int32_t *set_of; size_t set_of_cap;   /* [n_pool]: the S position of each set */
+    int32_t *set_hash; size_t set_hash_cap; /* open addressing over (position, atoms): 1 + id, or 0 */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
     int64_t pair_terms;
@@ -220,7 +229,7 @@ static void ws_free(workspace *w)
     free(w->bands);  free(w->rowmap); free(w->rowdef); free(w->refs); free(w->rec_rows); free(w->rec_rows_at);
     free(w->pair_acc); free(w->level); free(w->table);
     free(w->sum_mean); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
-    free(w->pool); free(w->setmap);
+    free(w->pool); free(w->setmap); free(w->set_p); free(w->set_of); free(w->set_hash);
 }
 
 static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
@@ -319,17 +328,66 @@ static inline int is_set_pos(const workspace *w, int32_t pos)
     return xai_categories(w->f, w->s_feat[pos]) > 0;
 }
 
-/* P(A) for set id `id` of categorical S position pos, from the current row's atom probabilities. */
-static inline double set_mass(const workspace *w, int32_t pos, int32_t id)
+/* Hash of the atom set of cw words at a in S position pos. */
+static inline uint64_t set_hash_of(const uint64_t *a, int32_t cw, int32_t pos)
 {
-    return atom_sum(w->pool + (size_t)id * w->cw, NULL, w->cw, w->cdf_row + w->cdf_offset[w->s_feat[pos]]);
+    uint64_t h = 0x9E3779B97F4A7C15u ^ (uint64_t)(uint32_t)pos;
+    for (int32_t q = 0; q < cw; q++) {
+        h ^= a[q];
+        h *= 0xBF58476D1CE4E5B9u;
+        h ^= h >> 31;
+    }
+    return h;
+}
+
+/* The id of the atom set of S position pos in the pool's next free slot (pool[n_pool]): an
+ * existing set's id when an equal one of that position was interned before in this call (then
+ * the slot stays free), else n_pool, which becomes a set (with its P(A) under the current row's
+ * law). One set of atoms has one id per position, so the table rows, the leaves' bands and the
+ * masses of equal sets are shared across leaves and trees. -1 when out of memory (or of ids). */
+static int32_t intern_set(workspace *w, int32_t pos)
+{
+    const int32_t cw = w->cw, id = w->n_pool;
+    if (id == INT32_MAX)
+        return -1; /* ids are int32 */
+    if ((size_t)id * 2 + 2 > w->set_hash_cap) { /* load factor at most 1/2: rehash into twice the room */
+        const size_t cap = w->set_hash_cap ? 2 * w->set_hash_cap : 64;
+        int32_t *hash = calloc(cap, sizeof(int32_t));
+        if (hash == NULL)
+            return -1;
+        for (int32_t k = 0; k < id; k++) {
+            size_t h = (size_t)set_hash_of(w->pool + (size_t)k * cw, cw, w->set_of[k]) & (cap - 1);
+            while (hash[h] != 0)
+                h = (h + 1) & (cap - 1);
+            hash[h] = k + 1;
+        }
+        free(w->set_hash);
+        w->set_hash = hash;
+        w->set_hash_cap = cap;
+    }
+    if (grow((void **)&w->set_p, &w->set_p_cap, (size_t)id + 1, sizeof(double)) ||
+        grow((void **)&w->set_of, &w->set_of_cap, (size_t)id + 1, sizeof(int32_t)))
+        return -1;
+    const uint64_t *a = w->pool + (size_t)id * cw;
+    const size_t mask = w->set_hash_cap - 1;
+    size_t h = (size_t)set_hash_of(a, cw, pos) & mask;
+    for (; w->set_hash[h] != 0; h = (h + 1) & mask) {
+        const int32_t k = w->set_hash[h] - 1;
+        if (w->set_of[k] == pos && memcmp(w->pool + (size_t)k * cw, a, (size_t)cw * sizeof(uint64_t)) == 0)
+            return k;
+    }
+    w->set_hash[h] = id + 1;
+    w->set_of[id] = pos;
+    w->set_p[id] = atom_sum(a, NULL, cw, w->cdf_row + w->cdf_offset[w->s_feat[pos]]);
+    w->n_pool++;
+    return id;
 }
 
 /* The mass of a leaf's box (lo, hi] in S position pos (lo: the set id of a categorical one). */
 static inline double box_mass(const workspace *w, int32_t pos, int32_t lo, int32_t hi, const double *F,
                               const double *S)
 {
-    return is_set_pos(w, pos) ? set_mass(w, pos, lo) : interval_mass(F[lo], F[hi], S[lo], S[hi]);
+    return is_set_pos(w, pos) ? w->set_p[lo] : interval_mass(F[lo], F[hi], S[lo], S[hi]);
 }
 
 /* 1 when a leaf's box (lo, hi] in S position pos leaves out part of the line (or of the atoms). */
@@ -342,7 +400,7 @@ static void walk(workspace *w, int32_t t, int32_t k, int32_t depth, const double
 
 /* walk's step at a categorical node g on S position pos (K categories): the current set splits
  * into the atoms going left (bitset, NaN by missing_left) and the others; each non-empty side is
- * walked, with a new set id when it is a strict part of the current set. */
+ * walked, with its interned id (intern_set) when it is a strict part of the current set. */
 static void walk_set(workspace *w, int32_t t, int64_t g, int32_t pos, int32_t K, int32_t depth,
                      const double *x_value)
 {
@@ -352,9 +410,8 @@ static void walk_set(workspace *w, int32_t t, int64_t g, int32_t pos, int32_t K,
         w->status = XAI_E_NOMEM;
         return;
     }
-    const int32_t id[2] = {w->n_pool, w->n_pool + 1};
     const uint64_t *bits = f->cat_bits + f->cat_start[g], *C = w->pool + (size_t)cur * cw;
-    uint64_t *L = w->pool + (size_t)id[0] * cw, *R = w->pool + (size_t)id[1] * cw;
+    uint64_t *L = w->pool + (size_t)w->n_pool * cw, *R = L + cw;
     const int64_t n_words = XAI_CAT_WORDS(K), nan_word = (K + 1) / 64;
     const uint64_t nan_bit = (uint64_t)1 << ((K + 1) % 64);
     int any[2] = {0, 0};
@@ -368,8 +425,18 @@ static void walk_set(workspace *w, int32_t t, int64_t g, int32_t pos, int32_t K,
         any[1] |= R[q] != 0;
     }
     const int both = any[0] && any[1];
-    if (both)
-        w->n_pool += 2;
+    int32_t id[2] = {cur, cur};
+    if (both) { /* L in slot n_pool, R in the slot after it */
+        const int32_t at = w->n_pool;
+        id[0] = intern_set(w, pos);
+        if (id[0] >= 0 && w->n_pool == at) /* L was known: R moves down into the free slot */
+            memmove(w->pool + (size_t)at * cw, w->pool + (size_t)(at + 1) * cw, (size_t)cw * sizeof(uint64_t));
+        id[1] = id[0] >= 0 ? intern_set(w, pos) : -1;
+        if (id[1] < 0) {
+            w->status = XAI_E_NOMEM;
+            return;
+        }
+    }
     w->used[pos] = 1;
     const int32_t child[2] = {f->left_child[g], f->right_child[g]};
     for (int side = 0; side < 2; side++) {
@@ -972,8 +1039,19 @@ static void block_rows(workspace *w, int32_t it, int64_t blk, int64_t b0, int64_
             const int32_t cw = w->cw;
             const uint64_t *A = w->pool + (size_t)w->rowdef[r].rank * cw;
             const double *p = w->cdf_row + w->cdf_offset[w->s_feat[pos]], *id = col + COL_FLO * CHUNK;
-            for (int32_t m = 0; m < nb; m++)
-                row[m] = atom_sum(A, w->pool + (size_t)id[m] * cw, cw, p) * inv[m];
+            /* the block's leaves share few sets: P(A & A_m) is remembered per set id, direct-mapped */
+            int32_t seen[SET_CACHE];
+            double known[SET_CACHE];
+            for (int k = 0; k < SET_CACHE; k++)
+                seen[k] = -1;
+            for (int32_t m = 0; m < nb; m++) {
+                const int32_t set = (int32_t)id[m], k = set & (SET_CACHE - 1);
+                if (seen[k] != set) {
+                    seen[k] = set;
+                    known[k] = atom_sum(A, w->pool + (size_t)set * cw, cw, p);
+                }
+                row[m] = known[k] * inv[m];
+            }
         } else if (w->rowdef[r].type == ROW_A) {
             const double *restrict x = col + COL_FLO * CHUNK, *restrict y = col + COL_FHI * CHUNK;
             for (int32_t m = 0; m < nb; m++) {
@@ -1259,6 +1337,8 @@ static int pg2_one(workspace *w, double *out)
         return XAI_OK;
     w->n_words = (w->n_s + 63) / 64;
     w->n_pool = 0;
+    if (w->set_hash != NULL)
+        memset(w->set_hash, 0, w->set_hash_cap * sizeof(int32_t));
     for (int32_t k = 0; k < w->n_s; k++) {
         const int32_t j = w->s_feat[k], K = xai_categories(f, j);
         w->box_lo[k] = 0;
@@ -1272,7 +1352,9 @@ static int pg2_one(workspace *w, double *out)
                 const int64_t n = (int64_t)K + 2 - 64 * (int64_t)q; /* atoms in word q */
                 all[q] = n >= 64 ? ~(uint64_t)0 : n > 0 ? ((uint64_t)1 << n) - 1 : 0;
             }
-            w->box_lo[k] = w->top[k] = w->n_pool++;
+            w->box_lo[k] = w->top[k] = intern_set(w, k);
+            if (w->top[k] < 0)
+                return XAI_E_NOMEM;
         }
     }
     int status = collect(w);

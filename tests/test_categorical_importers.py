@@ -274,3 +274,36 @@ def test_a_categorical_model_column_no_encoder_made_is_refused_clearly():
                          HistGradientBoostingRegressor(max_iter=5, categorical_features=[0])).fit(frame, y)
     with pytest.raises(UnsupportedModelError, match=r"'num_cat'\) as categorical.*OrdinalEncoder"):
         import_model(pipe)
+
+
+@pytest.mark.parametrize("kind", ["onehot", "catboost"])
+def test_a_category_column_reads_as_its_labels(kind):
+    """A pandas ``category`` column (categories in another order than the model's, one never used, an
+    unseen label, missing values) is read once per category: the Forest predicts as the library's own
+    predict on the same labels in a text column, and exact PG² with the frequencies of a category-typed
+    background is the one of the text columns, bit for bit."""
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(11)
+    text = pd.DataFrame({"c": rng.choice(["x", "y", "z"], 300), "a": rng.normal(size=300)})
+    y = text.a + (text.c == "y") * 2.0 - (text.c == "z")
+    if kind == "onehot":
+        model = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["c"]),
+                                                      remainder="passthrough"),
+                              GradientBoostingRegressor(n_estimators=10, random_state=0)).fit(text, y)
+    else:
+        catboost = pytest.importorskip("catboost")
+        model = catboost.CatBoostRegressor(iterations=10, depth=3, cat_features=["c"], max_ctr_complexity=1,
+                                           random_seed=0, verbose=0, allow_writing_files=False).fit(text, y)
+    rows = pd.DataFrame({"c": ["z", "y", "w", None, "x"], "a": [0.1, -0.3, 0.5, 0.0, 0.2]})
+    as_category = rows.assign(c=pd.Categorical(rows.c, categories=["w", "z", "unused", "y", "x"]))
+    reference = rows.fillna({"c": "nan"}) if kind == "catboost" else rows      # CatBoost reads a missing label as "nan"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        expected = model.predict(reference)
+    forest = import_model(model)
+    np.testing.assert_allclose(forest.predict(as_category)[:, 0], expected, rtol=0, atol=1e-12)
+    background = text.assign(c=pd.Categorical(text.c, categories=["z", "unused", "x", "y"]))
+    got = pg2(model, as_category.iloc[[0, 1, 4]], ["c", "a"], background=background, rho=0.4).value
+    want = pg2(model, rows.iloc[[0, 1, 4]], ["c", "a"], background=text, rho=0.4).value
+    np.testing.assert_array_equal(got, want)

@@ -10,6 +10,7 @@ thresholds. Every test is derandomized, so a CI run always checks the same examp
 """
 
 import functools
+import itertools
 import warnings
 
 import numpy as np
@@ -754,20 +755,23 @@ def _categorical_tree(data, K: int, w: int) -> tuple[dict, list]:
     return arrays, node_sets
 
 
-def _route(arrays, node_sets, K, x) -> float:
-    """The leaf value x reaches, routed in plain Python (atoms as in csrc/xai.h: NaN by missing_left,
-    a non-code value as category K)."""
-    k = 0
-    while arrays["left"][k] >= 0:
-        v = x[arrays["feature"][k]]
-        if node_sets[k] is None:
-            left = v <= arrays["threshold"][k]
-        elif np.isnan(v):
-            left = bool(arrays["missing_left"][k])
-        else:
-            left = (int(v) if v == int(v) and 0 <= v < K else K) in node_sets[k]
-        k = arrays["left"][k] if left else arrays["right"][k]
-    return arrays["value"][k]
+def _route(arrays, node_sets, n_categories, Z) -> np.ndarray:
+    """The leaf value each row of Z (n, d) reaches, routed with numpy apart from the package (atoms as in
+    csrc/xai.h: NaN by missing_left, a non-code value of a feature with K = n_categories[j] categories as
+    category K)."""
+    left, right, feature = (np.asarray(arrays[key]) for key in ("left", "right", "feature"))
+    k = np.zeros(len(Z), dtype=np.int64)
+    while np.any(left[k] >= 0):
+        for node in np.unique(k[left[k] >= 0]):
+            rows = np.flatnonzero(k == node)
+            v, K = Z[rows, feature[node]], n_categories[feature[node]]
+            if node_sets[node] is None:
+                go = v <= arrays["threshold"][node]
+            else:
+                code = np.where((v >= 0) & (v < K) & (v == np.floor(v)), v, K)
+                go = np.where(np.isnan(v), bool(arrays["missing_left"][node]), np.isin(code, list(node_sets[node])))
+            k[rows] = np.where(go, left[node], right[node])
+    return np.asarray(arrays["value"], dtype=np.float64)[k]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -799,7 +803,7 @@ def test_categorical_pg2_matches_enumeration(data):
     rho, sigma = data.draw(st.floats(0.0, 1.0)), 0.6
 
     def f(z):
-        return sum(_route(a, s, K, z) for a, s in trees)
+        return sum(_route(a, s, [K, 0], z[None, :])[0] for a, s in trees)
 
     values = list(range(K)) + ([] if x0 in range(K) else [x0])
     probs = [rho / K + (1 - rho) * (c == x0) for c in range(K)] + ([] if x0 in range(K) else [1 - rho])
@@ -814,6 +818,85 @@ def test_categorical_pg2_matches_enumeration(data):
     want = sum(p * q * (f(np.array([v, c])) - fx) ** 2 for v, p in zip(values, probs) for c, q in zip(cells, cell_p))
     got = xp.pg2(forest, x[None, :], S, sigma=sigma, rho=rho).value[0]
     assert got == pytest.approx(want, rel=1e-12, abs=1e-13)
+
+
+def _shared_set_tree(data, pool, depth: int, w: int) -> tuple[dict, list]:
+    """A full tree of ``depth`` on features 0 and 2 (categorical, K categories each, w words a bitset)
+    and 1 (numeric): each categorical split sends one of the ``pool`` code sets left, so that equal
+    sets recur across nodes, trees and the two features; returns its arrays, each categorical node's
+    set (None at numeric nodes and leaves) and its bitset words (zeros elsewhere)."""
+    n_inner, n = 2 ** depth - 1, 2 ** (depth + 1) - 1
+    feature = [data.draw(st.sampled_from([0, 1, 2])) for _ in range(n_inner)] + [0] * (n - n_inner)
+    node_sets = [set(pool[data.draw(st.integers(0, len(pool) - 1))]) if k < n_inner and feature[k] != 1 else None
+                 for k in range(n)]
+    bits = np.zeros((n, 64 * w), dtype=np.uint8)
+    for k, chosen in enumerate(node_sets):
+        if chosen:
+            bits[k, sorted(chosen)] = 1
+    arrays = dict(left=[2 * k + 1 if k < n_inner else -1 for k in range(n)],
+                  right=[2 * k + 2 if k < n_inner else -1 for k in range(n)], feature=feature,
+                  threshold=[data.draw(st.sampled_from([-0.5, 0.0, 0.7])) if k < n_inner else 0.0 for k in range(n)],
+                  missing_left=[data.draw(st.booleans()) for _ in range(n)],
+                  value=[0.0] * n_inner + [data.draw(st.sampled_from([-2.0, -0.5, 0.0, 0.25, 1.0, 3.0]))
+                                           for _ in range(n - n_inner)],
+                  words=np.packbits(bits, axis=1, bitorder="little").view("<u8"))
+    return arrays, node_sets
+
+
+@examples(30)
+@given(data=st.data())
+def test_categorical_pg2_with_recurring_sets_matches_enumeration(data):
+    """Exact PG² on random forests whose two categorical features (same category count, up to past a
+    64-bit word) split on a few shared code sets (so one atom set recurs in many leaves, trees and both
+    features, and the C core shares its table rows), with a numeric feature between them, several rows in
+    one call (seen, unseen, negative and missing categories) and ρ from 0 to 1, equals the enumeration of
+    the categorical laws times the numeric cells, routed in plain Python."""
+    from scipy import stats
+
+    from xai_plugins.forest import Forest
+
+    K = data.draw(st.sampled_from([1, 2, 5, 62, 63, 64, 66]), label="categories")
+    w = (K + 64) // 64
+    pool = [data.draw(st.sets(st.integers(0, K), max_size=K + 1)) for _ in range(data.draw(st.integers(1, 3)))]
+    trees = [_shared_set_tree(data, pool, data.draw(st.integers(1, 3)), w) for _ in range(data.draw(st.integers(1, 4)))]
+    sizes = [len(a["left"]) for a, _ in trees]
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    cat_start = np.concatenate([(starts[t] + np.arange(sizes[t])) * w for t in range(len(trees))])
+    forest = Forest(left_child=np.concatenate([a["left"] for a, _ in trees]),
+                    right_child=np.concatenate([a["right"] for a, _ in trees]),
+                    feature=np.concatenate([a["feature"] for a, _ in trees]),
+                    threshold=np.concatenate([a["threshold"] for a, _ in trees]),
+                    missing_left=np.concatenate([a["missing_left"] for a, _ in trees]),
+                    value=np.concatenate([a["value"] for a, _ in trees]), tree_offset=starts,
+                    tree_target=np.zeros(len(trees)), base_score=[0.0], n_features=3, split_rule="le",
+                    input_float32=False, aggregate="sum", task="regression", output_space="raw", model_type="manual",
+                    n_categories=[K, 0, K], cat_start=cat_start,
+                    cat_bits=np.concatenate([a["words"].ravel() for a, _ in trees]))
+    codes = [0.0, float(K - 1), float(K), float(K + 3), -1.0, np.nan]
+    X = np.array([[data.draw(st.sampled_from(codes)), data.draw(st.sampled_from([-0.5, 0.2, 1.0])),
+                   data.draw(st.sampled_from(codes))] for _ in range(data.draw(st.integers(1, 3)))])
+    S = data.draw(st.sampled_from([[0], [2], [0, 2], [0, 1], [1, 2], [0, 1, 2]]), label="S")
+    rho, sigma = data.draw(st.sampled_from([0.0, 1.0, 0.3, 0.85]), label="rho"), 0.6
+
+    def f(Z):
+        return sum(_route(a, s, [K, 0, K], Z) for a, s in trees)
+
+    def law(j, x):                          # (values, probabilities) of x'_j, written from the definition
+        if j == 1:
+            edges = np.array([-np.inf, -0.5, 0.0, 0.7, np.inf])
+            return [-1.0, -0.25, 0.35, 1.0], np.diff(stats.norm.cdf(edges - x[1], scale=sigma))
+        own = x[j] if x[j] in range(K) else None
+        values = list(range(K)) + ([] if own is not None else [x[j]])
+        return values, [rho / K + (1 - rho) * (c == own) for c in range(K)] + ([] if own is not None else [1 - rho])
+
+    got = np.reshape(xp.pg2(forest, X, S, sigma=sigma, rho=rho).value, len(X))
+    for x, value in zip(X, got):
+        laws = [law(j, x) for j in S]
+        Z = np.repeat(x[None, :], np.prod([len(v) for v, _ in laws]), axis=0)
+        Z[:, S] = np.array(list(itertools.product(*[v for v, _ in laws])), dtype=np.float64)
+        weight = np.prod(np.array(list(itertools.product(*[p for _, p in laws]))), axis=1)
+        want = float(np.sum(weight * (f(Z) - f(x[None, :])) ** 2))
+        assert value == pytest.approx(want, rel=1e-12, abs=1e-13)
 
 
 PIPELINE_STEPS = ("standard", "minmax", "minmax-clip", "maxabs", "robust", "impute-mean", "impute-constant",

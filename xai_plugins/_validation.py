@@ -443,7 +443,7 @@ def category_codes(X, names, labels: list, numeric_labels: bool = False):
                     or not pd.api.types.is_numeric_dtype(column.dtype) \
                     or by_hash and not pd.api.types.is_float_dtype(column.dtype):
                 out = X.copy() if out is None else out
-                out[name] = _label_codes(column.to_numpy(dtype=object), known)
+                out[name] = _column_codes(column, known)
         return X if out is None else out
     if not any(looked_up) and not (any(hashed) and isinstance(X, np.ndarray) and X.dtype.kind == "O") or is_dask(X):
         return X
@@ -459,6 +459,24 @@ def category_codes(X, names, labels: list, numeric_labels: bool = False):
 def _all_numbers(values) -> bool:
     """True when every one of ``values`` is a real number (not a bool)."""
     return all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values)
+
+
+def _column_codes(column, known) -> np.ndarray:
+    """:func:`_label_codes` of a DataFrame column. A pandas ``category`` or string column is looked up once
+    per distinct label: its values are its categories (its distinct strings) at its codes, -1 (missing)
+    reading as NaN."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        at, distinct = column.cat.codes.to_numpy(), column.cat.categories
+    elif isinstance(column.dtype, pd.StringDtype):
+        at, distinct = pd.factorize(column)
+    else:
+        return _label_codes(column.to_numpy(dtype=object), known)
+    per_label = _label_codes(np.asarray(distinct, dtype=object), known)
+    codes = np.full(len(at), np.nan)
+    codes[at >= 0] = per_label[at[at >= 0]]
+    return codes
 
 
 def _label_codes(values: np.ndarray, known) -> np.ndarray:
