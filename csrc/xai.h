@@ -195,6 +195,17 @@ typedef struct {
  * there (the same leaf as a walk from the root). When acc is not NULL, for every moved row
  * acc[i * width + c] += node_value[leaf[i] * width + c] - node_value[start_leaf[i] * width + c]. */
 int xai_reroute(const xai_forest *forest, xai_reroute_args *args);
+
+/* RF-MCR's exact surrogate splits of tree `tree`, whose training rows X[n_rows * n_features] (float32,
+ * no NaN) reach its local leaves leaf[n_rows] (every leaf reached by some row): for every internal
+ * node v (increasing local id) and every feature g != feature(v) (increasing) such that the rows of
+ * one child all lie below the rows of the other on g, one entry node[c] = v, feature[c] = g,
+ * threshold[c] = the midpoint (in double) of the two children's facing extreme values on g,
+ * flipped[c] = 1 when the right child's rows lie below. At most `capacity` entries (XAI_E_SIZE
+ * beyond); *count receives how many were written. */
+int xai_surrogates(const xai_forest *forest, int32_t tree, const float *X, int64_t n_rows, const int32_t *leaf,
+                   int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
+                   int64_t *count);
 /* cffi-cdef-end */
 
 /* Shared by the .c files, not part of the Python-facing API. */

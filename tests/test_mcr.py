@@ -460,12 +460,13 @@ def test_a_feature_no_tree_uses_has_zero_reliance():
 def test_surrogate_splits_against_brute_force(correlated):
     """Every (node, feature) whose training rows in the two children are separated on the feature,
     found row by row from scikit-learn's ``decision_path``; sorted by node then feature."""
-    from xai_plugins.mcr._surrogates import tree_surrogates
+    from xai_plugins import _native
 
     X, y = correlated
     X32 = X.astype(np.float32)
     model = RandomForestRegressor(3, bootstrap=False, max_features=0.5, min_samples_leaf=3, random_state=0).fit(X, y)
-    for est in model.estimators_:
+    forest = import_model(model)
+    for t, est in enumerate(model.estimators_):
         tree = est.tree_
         paths = est.decision_path(X32).toarray().astype(bool)
         expected = []
@@ -478,5 +479,5 @@ def test_surrogate_splits_against_brute_force(correlated):
                     top, bottom = X32[lo_rows, g].max(), X32[hi_rows, g].min()
                     if top < bottom:
                         expected.append((node, g, (float(top) + float(bottom)) / 2, flipped))
-        got = list(zip(*(arr.tolist() for arr in tree_surrogates(tree, X32, tree.apply(X32)))))
+        got = list(zip(*(arr.tolist() for arr in _native.surrogates(forest, t, X32, tree.apply(X32)))))
         assert got == expected and any(e[3] for e in expected)

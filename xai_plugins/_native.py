@@ -252,3 +252,23 @@ def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, n
         acc=_ptr("double *", acc)))
     _check(lib.xai_reroute(c_forest(forest).ptr, args), "reroute")
     return leaf, moved[:args.n_moved]
+
+
+def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray):
+    """RF-MCR's exact surrogate splits of tree ``tree`` whose training rows ``X32`` (float32, C
+    order, no NaN) reach its local leaves ``leaf``: arrays (local node, feature, threshold,
+    flipped), sorted by node then feature (see ``xai_surrogates`` in ``csrc/xai.h``)."""
+    leaf = np.ascontiguousarray(leaf, dtype=np.int32)
+    if X32.dtype != np.float32 or not X32.flags.c_contiguous or X32.shape[1:] != (forest.n_features,) \
+            or leaf.shape != (len(X32),):
+        raise InputError("surrogates needs X as C-ordered float32 (n, n_features) and one leaf per row")
+    a, b = forest.tree_offset[tree], forest.tree_offset[tree + 1]
+    capacity = int(np.count_nonzero(forest.left_child[a:b] >= 0)) * max(forest.n_features - 1, 0)
+    node, feature = np.empty(capacity, dtype=np.int32), np.empty(capacity, dtype=np.int32)
+    threshold, flipped = np.empty(capacity), np.empty(capacity, dtype=np.uint8)
+    count = ffi.new("int64_t *")
+    _check(lib.xai_surrogates(c_forest(forest).ptr, int(tree), _ptr("float *", X32), len(X32),
+                              _ptr("int32_t *", leaf), capacity, _ptr("int32_t *", node), _ptr("int32_t *", feature),
+                              _ptr("double *", threshold), _ptr("uint8_t *", flipped), count), "surrogates")
+    c = count[0]
+    return node[:c], feature[:c], threshold[:c], flipped[:c].astype(bool)

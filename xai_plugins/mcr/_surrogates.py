@@ -5,7 +5,8 @@ the node's partition of the training rows that reach it, in either orientation, 
 scikit-learn's ``float32(x) <= t`` rule. S+ replaces a node's feature by a surrogate from the
 permuted set X1; S- replaces an X1 feature by a surrogate outside X1. Every training row reaches
 the same leaf in the transformed tree, so the transformed trees predict the training data exactly
-as before.
+as before. The C core finds the surrogates (``_native.surrogates``): every node's box of training
+rows, children before parents, then the two children's boxes compared feature by feature.
 """
 
 from __future__ import annotations
@@ -15,45 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _native
-
-
-def tree_surrogates(tree, X32, leaf):
-    """Exact surrogate splits of every internal node of the scikit-learn ``tree``, whose training
-    rows ``X32`` reach the (local) leaves ``leaf``: arrays (node, feature, threshold, flipped),
-    sorted by node then feature. ``flipped`` means the surrogate sends the node's left rows to
-    ``x > threshold``; the threshold is the midpoint between the two children's rows on g."""
-    left, right, feat = tree.children_left, tree.children_right, tree.feature
-    n_nodes, d = tree.node_count, X32.shape[1]
-    order = np.argsort(leaf.astype(np.uint16) if n_nodes <= 2**16 else leaf, kind="stable")  # radix sort
-    sleaf = leaf[order]
-    starts = np.flatnonzero(np.r_[True, sleaf[1:] != sleaf[:-1]])
-    xs = X32[order]
-    lo = np.empty((n_nodes, d), dtype=np.float32)   # per node: the box of the training rows reaching it
-    hi = np.empty((n_nodes, d), dtype=np.float32)
-    lo[sleaf[starts]] = np.minimum.reduceat(xs, starts, axis=0)
-    hi[sleaf[starts]] = np.maximum.reduceat(xs, starts, axis=0)
-    levels, frontier = [], np.array([0])
-    while frontier.size:
-        inner = frontier[left[frontier] >= 0]
-        if inner.size:
-            levels.append(inner)
-        frontier = np.concatenate([left[inner], right[inner]])
-    for inner in reversed(levels):  # children before parents
-        lo[inner] = np.minimum(lo[left[inner]], lo[right[inner]])
-        hi[inner] = np.maximum(hi[left[inner]], hi[right[inner]])
-    inner = np.flatnonzero(left >= 0)
-    L, R = left[inner], right[inner]
-    hi_l, lo_l, hi_r, lo_r = hi[L], lo[L], hi[R], lo[R]
-    free = np.ones((inner.size, d), dtype=bool)
-    free[np.arange(inner.size), feat[inner]] = False
-    # rows of one child all <= rows of the other on g: a threshold between them separates the
-    # children (left child below: not flipped); both cannot hold for non-empty children
-    flipped = (hi_r < lo_l) & free
-    i, g = np.nonzero(((hi_l < lo_r) & free) | flipped)      # sorted by node, then feature
-    flip = flipped[i, g]
-    below, above = np.where(flip, hi_r[i, g], hi_l[i, g]), np.where(flip, lo_l[i, g], lo_r[i, g])
-    thr = (below.astype(np.float64) + above.astype(np.float64)) / 2.0
-    return inner[i], g, thr, flip
 
 
 class VariantNodes:
@@ -97,7 +59,7 @@ class TransformedForest:
 class SurrogateSplits:
     """The exact surrogate splits of every internal node of a forest, sorted by (node, feature):
     global ``node`` id, surrogate ``feature``, ``threshold`` and ``flipped`` (see
-    :func:`tree_surrogates`)."""
+    ``_native.surrogates``)."""
 
     node: np.ndarray
     feature: np.ndarray

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..forest import tree_levels
-from ._surrogates import SurrogateSplits, tree_surrogates
+from .. import _native
+from ._surrogates import SurrogateSplits
 
 #: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
 #: many bytes; otherwise they are recomputed for every feature, a block of trees at a time
@@ -108,7 +109,7 @@ class ForestTables:
             self._leaf_cache[t] = g.astype(np.int32)
         pred = np.take(self.node_pred, g, axis=0)
         digest = hashlib.blake2b(np.ascontiguousarray(pred).tobytes(), digest_size=16).hexdigest()
-        return pred, loss.tree_sum(g), digest, tree_surrogates(tree, self.X32, leaf)
+        return pred, loss.tree_sum(g), digest, _native.surrogates(self.forest, t, self.X32, leaf)
 
 
 @dataclass(frozen=True)
