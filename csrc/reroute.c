@@ -1,192 +1,316 @@
-/* reroute.c -- leaves of one tree after some input features changed (RF-MCR's permutations). */
+/* reroute.c -- leaves of one tree, and of up to XAI_REROUTE_VERSIONS variants of it that share its
+ * shape but split differently (RF-MCR's S+ / S- trees), after some input features changed (RF-MCR's
+ * permutations).
+ *
+ * xai_reroute_prepare builds a tree's walk layout once (it is reused for every permutation of the
+ * same features): the tree renumbered in depth-first pre-order, so that a node's left child is the
+ * next record, one record holding every version's split, and (for few changed features) every leaf's
+ * box in the changed features per version. xai_reroute then walks the rows: a row whose new values
+ * lie in its start leaf's box keeps that leaf; the others descend from the root, every version of
+ * the tree in one walk while their splits send the row the same way (one record read per step for
+ * all of them), parting where they disagree. Rows are walked GROUP at a time in lockstep so that
+ * their cache misses overlap. */
 #include <stdlib.h>
 
 #include "xai.h"
 
-/* One node of a tree's walk layout: the tree renumbered in depth-first pre-order, so that a node's
- * left child is the next record and one step of a descent reads one 16-byte record (the forest's
- * arrays would cost five cache lines). */
+enum {
+    GROUP = 16,    /* rows walked in lockstep (local_mdi.c measures the gain) */
+    MAX_BOXED = 4  /* leaf boxes are kept for at most this many changed features (memory) */
+};
+
+/* One node of the walk layout. split[v]: at an internal node 4 * source + 2 * flipped +
+ * missing_left of version v, where source < n_features reads that feature's old value and
+ * n_features + s the new value of changed feature s; -1 at a leaf. right: an internal node's right
+ * child's position, a leaf's local id. */
 typedef struct {
-    double threshold;
-    int32_t split; /* 2 * feature + missing_left at an internal node, -1 at a leaf */
-    int32_t right; /* internal node: position of the right child; leaf: its local id in the forest */
+    double threshold[XAI_REROUTE_VERSIONS];
+    int32_t split[XAI_REROUTE_VERSIONS];
+    int32_t right;
 } walk_node;
 
-/* One DFS over tree t fills the walk layout (walk[m]; pos[node] = position of local node `node`
- * in it) and the box of every node in the changed features: lo[k * m + node] / hi[k * m + node]
- * bound the values of changed feature k that the splits on the node's path let through; up[node] is
- * the node's nearest strict ancestor that splits on a changed feature (-1 when none). stack holds
- * m + 1 entries. */
-static void changed_boxes(const xai_forest *f, int32_t t, const int32_t *slot, int32_t n_changed,
-                          double *lo, double *hi, int32_t *up, int32_t *pos, walk_node *walk, int32_t *stack)
+struct xai_reroute_layout {
+    int32_t tree, n_versions, n_changed, n_features;
+    int64_t n_nodes;
+    walk_node *walk;   /* [n_nodes] in pre-order */
+    double *box;       /* NULL, or [n_nodes][n_versions][n_changed][2] (lo, hi) by local node id */
+};
+
+void xai_reroute_free(xai_reroute_layout *layout)
 {
-    const int64_t base = f->tree_offset[t];
-    const int64_t m = f->tree_offset[t + 1] - base;
-    for (int32_t k = 0; k < n_changed; k++) {
-        lo[k * m] = -INFINITY;
-        hi[k * m] = INFINITY;
+    if (layout == NULL)
+        return;
+    free(layout->walk);
+    free(layout->box);
+    free(layout);
+}
+
+/* The checks of xai_reroute_prepare's arguments and of every version's splits; slot[j] receives the
+ * position of feature j in spec->changed, -1 when unchanged. */
+static int check_spec(const xai_forest *f, const xai_reroute_spec *s, int32_t *slot)
+{
+    if (s->n_versions < 1 || s->n_versions > XAI_REROUTE_VERSIONS || s->changed == NULL || s->n_changed < 1 ||
+        s->n_changed > f->n_features)
+        return XAI_E_SIZE;
+    if (f->n_nodes > INT32_MAX || f->n_features > (INT32_MAX >> 3) || f->n_categories != NULL)
+        return XAI_E_UNSUPPORTED; /* global leaf ids and split sources are int32; intervals describe no
+                                     category set */
+    if (s->tree < 0 || s->tree >= f->n_trees)
+        return XAI_E_INDEX;
+    for (int32_t j = 0; j < f->n_features; j++)
+        slot[j] = -1;
+    for (int32_t k = 0; k < s->n_changed; k++) {
+        if (s->changed[k] < 0 || s->changed[k] >= f->n_features || slot[s->changed[k]] >= 0)
+            return XAI_E_INDEX;
+        slot[s->changed[k]] = k;
     }
-    up[0] = -1;
+    const int64_t base = f->tree_offset[s->tree], end = f->tree_offset[s->tree + 1];
+    for (int32_t v = 0; v < s->n_versions; v++) {
+        if (s->feature[v] == NULL || s->threshold[v] == NULL)
+            return XAI_E_SIZE;
+        for (int64_t g = base; g < end; g++) {
+            if (f->left_child[g] < 0)
+                continue;
+            if (s->feature[v][g] < 0 || s->feature[v][g] >= f->n_features) {
+                xai_error_at(s->tree, g - base, -1);
+                return XAI_E_INDEX;
+            }
+            if (isnan(s->threshold[v][g])) {
+                xai_error_at(s->tree, g - base, -1);
+                return XAI_E_VALUE;
+            }
+        }
+    }
+    return XAI_OK;
+}
+
+/* Narrows the box of a child of local node `node` (version v's split on changed feature slot k) to
+ * the side the child receives: lower = the child gets the values below the threshold. */
+static inline void narrow(double *child, double threshold, int lower)
+{
+    if (lower) {
+        if (threshold < child[1])
+            child[1] = threshold;
+    } else if (threshold > child[0]) {
+        child[0] = threshold;
+    }
+}
+
+/* One pre-order DFS over the tree fills the walk layout and, when L->box is set, every node's box
+ * per version in the changed features: the values the splits on its path let through. pos[m] and
+ * stack[m + 1] are scratch. */
+static void build(const xai_forest *f, const xai_reroute_spec *s, const int32_t *slot, xai_reroute_layout *L,
+                  int32_t *pos, int32_t *stack)
+{
+    const int64_t base = f->tree_offset[s->tree], m = L->n_nodes;
+    const int32_t V = s->n_versions, K = s->n_changed, d = f->n_features;
+    const int64_t per_node = (int64_t)V * K * 2;
+    if (L->box != NULL)
+        for (int64_t c = 0; c < per_node; c += 2) {
+            L->box[c] = -INFINITY;
+            L->box[c + 1] = INFINITY;
+        }
     int32_t placed = 0;
     int64_t top = 0;
     stack[top++] = 0;
     while (top > 0) {   /* pre-order: a node's left child is popped next */
         const int32_t node = stack[--top];
-        const int32_t l = f->left_child[base + node], r = f->right_child[base + node];
-        walk_node *w = walk + (pos[node] = placed++);
-        if (l < 0) {
-            *w = (walk_node){0.0, -1, node};
+        const int64_t g = base + node;
+        const int32_t l = f->left_child[g], r = f->right_child[g];
+        walk_node *w = L->walk + (pos[node] = placed++);
+        for (int32_t v = 0; v < XAI_REROUTE_VERSIONS; v++) {
+            w->threshold[v] = 0.0;
+            w->split[v] = -1;
+        }
+        w->right = node;
+        if (l < 0)
             continue;
+        for (int32_t v = 0; v < V; v++) {
+            const int32_t j = s->feature[v][g], k = slot[j];
+            const int flip = s->flipped[v] != NULL && s->flipped[v][g] != 0;
+            w->threshold[v] = s->threshold[v][g];
+            w->split[v] = 4 * (k >= 0 ? d + k : j) + 2 * flip + (f->missing_left[g] != 0);
         }
-        *w = (walk_node){f->threshold[base + node], 2 * f->feature[base + node] + (f->missing_left[base + node] != 0),
-                         -1};
-        for (int32_t k = 0; k < n_changed; k++) {
-            lo[k * m + l] = lo[k * m + r] = lo[k * m + node];
-            hi[k * m + l] = hi[k * m + r] = hi[k * m + node];
-        }
-        const int32_t k = slot[f->feature[base + node]];
-        up[l] = up[r] = k >= 0 ? node : up[node];
-        if (k >= 0) {
-            const double thr = f->threshold[base + node];
-            if (thr < hi[k * m + l])
-                hi[k * m + l] = thr;
-            if (thr > lo[k * m + r])
-                lo[k * m + r] = thr;
+        if (L->box != NULL) {
+            double *bp = L->box + node * per_node, *bl = L->box + l * per_node, *br = L->box + r * per_node;
+            for (int64_t c = 0; c < per_node; c++)
+                bl[c] = br[c] = bp[c];
+            for (int32_t v = 0; v < V; v++) {
+                const int32_t k = slot[s->feature[v][g]];
+                if (k < 0)
+                    continue;
+                const int flip = s->flipped[v] != NULL && s->flipped[v][g] != 0;
+                const int64_t c = ((int64_t)v * K + k) * 2;
+                narrow(bl + c, s->threshold[v][g], !flip);
+                narrow(br + c, s->threshold[v][g], flip);
+            }
         }
         stack[top++] = r;
         stack[top++] = l;
     }
     for (int64_t node = 0; node < m; node++)   /* a right child is placed after its parent */
         if (f->left_child[base + node] >= 0)
-            walk[pos[node]].right = pos[f->right_child[base + node]];
+            L->walk[pos[node]].right = pos[f->right_child[base + node]];
 }
 
-/* The argument checks of xai_reroute that need no allocation. */
-static int check_args(const xai_forest *f, const xai_reroute_args *a)
+static int prepare(const xai_forest *f, const xai_reroute_spec *s, xai_reroute_layout **out)
 {
-    if (f == NULL || a == NULL || a->X == NULL || a->changed == NULL || a->start_leaf == NULL ||
-        a->leaf == NULL || a->moved == NULL || a->n_rows < 0 || a->n_changed < 1 ||
-        a->n_changed > f->n_features || (a->acc != NULL && (a->node_value == NULL || a->width < 1)))
+    if (f == NULL || s == NULL || out == NULL)
         return XAI_E_SIZE;
-    if (f->n_nodes > INT32_MAX || f->n_features > (INT32_MAX >> 1) || f->n_categories != NULL)
-        return XAI_E_UNSUPPORTED; /* global leaf ids and walk_node.split are int32; intervals describe no
-                                     category set */
-    if (a->tree < 0 || a->tree >= f->n_trees)
-        return XAI_E_INDEX;
-    const int64_t base = f->tree_offset[a->tree], end = f->tree_offset[a->tree + 1];
+    *out = NULL;
+    int32_t *slot = xai_alloc(f->n_features, sizeof(int32_t));
+    if (slot == NULL)
+        return XAI_E_NOMEM;
+    int status = check_spec(f, s, slot);
+    if (status != XAI_OK) {
+        free(slot);
+        return status;
+    }
+    const int64_t m = f->tree_offset[s->tree + 1] - f->tree_offset[s->tree];
+    xai_reroute_layout *L = calloc(1, sizeof(xai_reroute_layout));
+    int32_t *pos = xai_alloc(m, sizeof(int32_t)), *stack = xai_alloc(m + 1, sizeof(int32_t));
+    if (L != NULL) {
+        *L = (xai_reroute_layout){s->tree, s->n_versions, s->n_changed, f->n_features, m, NULL, NULL};
+        L->walk = xai_alloc(m, sizeof(walk_node));
+        if (s->n_changed <= MAX_BOXED)
+            L->box = xai_alloc(m * s->n_versions * s->n_changed * 2, sizeof(double));
+    }
+    status = L && L->walk && pos && stack && (s->n_changed > MAX_BOXED || L->box) ? XAI_OK : XAI_E_NOMEM;
+    if (status == XAI_OK) {
+        build(f, s, slot, L, pos, stack);
+        *out = L;
+    } else {
+        xai_reroute_free(L);
+    }
+    free(slot);
+    free(pos);
+    free(stack);
+    return status;
+}
+
+int xai_reroute_prepare(const xai_forest *forest, const xai_reroute_spec *spec, xai_reroute_layout **layout)
+{
+    xai_error_clear();
+    return xai_error_return(prepare(forest, spec, layout));
+}
+
+/* The argument checks of xai_reroute. */
+static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a)
+{
+    if (f == NULL || L == NULL || a == NULL || a->X == NULL || a->new_values == NULL || a->start_leaf == NULL ||
+        a->leaf == NULL || a->moved == NULL || a->n_rows < 0 ||
+        (a->acc != NULL && (a->node_value == NULL || a->width < 1)))
+        return XAI_E_SIZE;
+    if (L->tree >= f->n_trees || L->n_features != f->n_features ||
+        L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
+        return XAI_E_INDEX;    /* a layout of another forest */
+    const int64_t base = f->tree_offset[L->tree], end = f->tree_offset[L->tree + 1];
     for (int64_t i = 0; i < a->n_rows; i++) {
         const int32_t g = a->start_leaf[i];
         if (g < base || g >= end || f->left_child[g] >= 0) {
-            xai_error_at(a->tree, -1, i);
+            xai_error_at(L->tree, -1, i);
             return XAI_E_INDEX;
         }
     }
     return XAI_OK;
 }
 
-/* slot[j] = position of feature j in changed, -1 when unchanged; XAI_E_INDEX when a feature is
- * out of range or listed twice. */
-static int changed_slots(const xai_forest *f, const int32_t *changed, int32_t n_changed, int32_t *slot)
+/* Lanes of a walk: a row, its position in the layout and the versions (bit mask) it stands for. */
+typedef struct {
+    int64_t row;
+    int32_t at, versions;
+} lane;
+
+/* Walks the n lanes of cur down the layout to their leaves, in lockstep, writing
+ * leaf[v * n_rows + row] for every version a lane stands for; a lane whose versions disagree at a
+ * node parts in two (so cur and next hold GROUP * XAI_REROUTE_VERSIONS lanes). */
+static void descend(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a, lane *cur,
+                    lane *next, int n)
 {
-    for (int32_t j = 0; j < f->n_features; j++)
-        slot[j] = -1;
-    for (int32_t k = 0; k < n_changed; k++) {
-        if (changed[k] < 0 || changed[k] >= f->n_features || slot[changed[k]] >= 0)
-            return XAI_E_INDEX;
-        slot[changed[k]] = k;
+    const walk_node *walk = L->walk;
+    const double *X = a->X, *new_values = a->new_values;
+    const int32_t d = L->n_features, K = L->n_changed, V = L->n_versions;
+    const int64_t base = f->tree_offset[L->tree], n_rows = a->n_rows;
+    const int strict_left = f->split_rule == XAI_LEFT_IF_LT;
+    int32_t *leaf = a->leaf;
+    while (n > 0) {
+        int kept = 0;
+        for (int q = 0; q < n; q++) {
+            const lane c = cur[q];
+            const walk_node *w = walk + c.at;
+            if (w->split[0] < 0) {
+                for (int32_t v = 0; v < V; v++)
+                    if ((c.versions >> v) & 1)
+                        leaf[v * n_rows + c.row] = (int32_t)(base + w->right); /* n_nodes <= INT32_MAX */
+                continue;
+            }
+            const double *old = X + c.row * d, *now = new_values + c.row * K;
+            int32_t left = 0;
+            for (int32_t v = 0; v < V; v++) {
+                const int32_t split = w->split[v], source = split >> 2;
+                const double x = xai_input_value(f, *(source < d ? old + source : now + (source - d)));
+                /* both comparisons are false for NaN, which then goes where missing_left says */
+                const int32_t l = (strict_left ? x < w->threshold[v] : x <= w->threshold[v]) |
+                                  ((isnan(x) != 0) & split);
+                left |= (l ^ ((split >> 1) & 1)) << v;
+            }
+            const int32_t go_left = left & c.versions, go_right = c.versions & ~left;
+            if (go_left != 0 && go_right != 0)
+                next[kept++] = (lane){c.row, w->right, go_right};
+            next[kept++] = go_left != 0 ? (lane){c.row, c.at + 1, go_left} : (lane){c.row, w->right, go_right};
+        }
+        lane *swap = cur;
+        cur = next;
+        next = swap;
+        n = kept;
     }
-    return XAI_OK;
 }
 
-/* 1 when the changed values v[changed[k]] (read by xai_input_value) lie in the box of local node
- * `node` (false for NaN). */
-static inline int in_box(const double *v, const int32_t *changed, int32_t n_changed, const double *lo,
-                         const double *hi, int64_t m, int64_t node, int strict_left)
+/* 1 when the new values now[0 .. K) (read by xai_input_value) lie in box[K][2] (false for NaN). */
+static inline int in_box(const xai_forest *f, const double *now, const double *box, int32_t K, int strict_left)
 {
-    for (int32_t k = 0; k < n_changed; k++) {
-        const double x = v[changed[k]], l = lo[k * m + node], h = hi[k * m + node];
-        if (!(strict_left ? (x >= l && x < h) : (x > l && x <= h)))
+    for (int32_t k = 0; k < K; k++) {
+        const double x = xai_input_value(f, now[k]), lo = box[2 * k], hi = box[2 * k + 1];
+        if (!(strict_left ? (x >= lo && x < hi) : (x > lo && x <= hi)))
             return 0;
     }
     return 1;
 }
 
-/* Rows walked down a tree in lockstep: their cache misses overlap (local_mdi.c measures the gain). */
-enum { GROUP = 16 };
-
-/* Walks the rows row[0 .. n) of X (d values each, read by xai_input_value) down the walk layout
- * from the positions at[0 .. n) to their leaves, in lockstep, branch-free (a mispredicted branch
- * would discard the other rows' loads in flight); at[q] ends as the leaf's local id in the forest. */
-static inline void descend_group(const xai_forest *f, const walk_node *walk, const double *X, int32_t d,
-                                 const int64_t *row, int32_t *at, int n, int strict_left)
+/* The leaves, moved rows and accumulator of xai_reroute, GROUP rows at a time. The arguments are
+ * read into locals once: stores into leaf could otherwise alias them. */
+static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_reroute_args *a)
 {
-    int live[GROUP];
-    int n_live = 0;
-    for (int q = 0; q < n; q++)
-        live[n_live++] = q;
-    while (n_live > 0) {
-        int kept = 0;
-        for (int a = 0; a < n_live; a++) {
-            const int q = live[a];
-            const walk_node *w = walk + at[q];
-            const int32_t split = w->split;
-            if (split < 0) {
-                at[q] = w->right;
-                continue;
-            }
-            const double x = xai_input_value(f, X[row[q] * d + (split >> 1)]);
-            /* both comparisons are false for NaN, which then goes where missing_left says */
-            const int32_t left = (strict_left ? x < w->threshold : x <= w->threshold) | ((isnan(x) != 0) & split);
-            at[q] = ((at[q] + 1) & -left) | (w->right & (left - 1));
-            live[kept++] = q;
-        }
-        n_live = kept;
-    }
-}
-
-/* The leaves, moved rows and accumulator of xai_reroute, given the boxes and ancestors of
- * changed_boxes; v is scratch for one row's values. A row outside its start leaf's box climbs the
- * ancestors that split on a changed feature to the first whose box holds its values (its other
- * values are those that reached the start leaf, so the row reaches that node) and descends from
- * there (walk layout positions pos[], walk[]); those of each GROUP consecutive rows descend
- * together, in lockstep. The arguments are read into locals once: stores into leaf could otherwise
- * alias them. */
-static void route_rows(const xai_forest *f, xai_reroute_args *a, const double *lo, const double *hi,
-                       const int32_t *up, const int32_t *pos, const walk_node *walk, double *v)
-{
-    const int64_t n_rows = a->n_rows;
-    const int32_t tree = a->tree, n_changed = a->n_changed, width = a->width, d = f->n_features;
-    const int32_t *changed = a->changed, *start_leaf = a->start_leaf;
-    const double *X = a->X, *node_value = a->node_value;
+    const int64_t n_rows = a->n_rows, base = f->tree_offset[L->tree];
+    const int32_t V = L->n_versions, K = L->n_changed, width = a->width;
+    const int32_t *start_leaf = a->start_leaf;
+    const double *node_value = a->node_value;
     int32_t *leaf = a->leaf;
     int64_t *moved = a->moved;
     double *acc = a->acc;
-    const int64_t base = f->tree_offset[tree];
-    const int64_t m = f->tree_offset[tree + 1] - base;
-    const int strict_left = f->split_rule == XAI_LEFT_IF_LT; /* left: x < t, so a box is [lo, hi) */
-    int64_t count = 0, row[GROUP];
-    int32_t node[GROUP];
+    const int strict_left = f->split_rule == XAI_LEFT_IF_LT;
+    const int32_t all = (1 << V) - 1;
+    int64_t count = 0;
+    lane cur[GROUP * XAI_REROUTE_VERSIONS], next[GROUP * XAI_REROUTE_VERSIONS];
     for (int64_t i0 = 0; i0 < n_rows; i0 += GROUP) {
         const int64_t i1 = n_rows - i0 < GROUP ? n_rows : i0 + GROUP;
         int n = 0;
         for (int64_t i = i0; i < i1; i++) {
-            int64_t at = start_leaf[i] - base;
-            for (int32_t k = 0; k < n_changed; k++)
-                v[changed[k]] = xai_input_value(f, X[i * d + changed[k]]);
-            leaf[i] = start_leaf[i];
-            if (in_box(v, changed, n_changed, lo, hi, m, at, strict_left))
-                continue;
-            do
-                at = up[at];
-            while (at >= 0 && !in_box(v, changed, n_changed, lo, hi, m, at, strict_left));
-            row[n] = i;
-            node[n++] = pos[at < 0 ? 0 : at];
+            int32_t versions = all;
+            if (L->box != NULL) {
+                const double *box = L->box + (start_leaf[i] - base) * V * K * 2;
+                for (int32_t v = 0; v < V; v++)
+                    if (in_box(f, a->new_values + i * K, box + (int64_t)v * K * 2, K, strict_left)) {
+                        versions &= ~(1 << v);
+                        leaf[v * n_rows + i] = start_leaf[i];
+                    }
+            }
+            if (versions != 0)
+                cur[n++] = (lane){i, 0, versions};
         }
-        descend_group(f, walk, X, d, row, node, n, strict_left);
-        for (int q = 0; q < n; q++) {    /* in row order: moved stays increasing */
-            const int64_t i = row[q];
-            const int32_t now = (int32_t)(base + node[q]), start = start_leaf[i]; /* n_nodes <= INT32_MAX */
-            leaf[i] = now;
+        descend(f, L, a, cur, next, n);
+        for (int64_t i = i0; i < i1; i++) {    /* in row order: moved stays increasing */
+            const int32_t now = leaf[i], start = start_leaf[i];
             if (now == start)
                 continue;
             moved[count++] = i;
@@ -198,38 +322,11 @@ static void route_rows(const xai_forest *f, xai_reroute_args *a, const double *l
     a->n_moved = count;
 }
 
-static int reroute(const xai_forest *f, xai_reroute_args *a)
-{
-    int status = check_args(f, a);
-    if (status != XAI_OK)
-        return status;
-    const int64_t m = f->tree_offset[a->tree + 1] - f->tree_offset[a->tree];
-    int32_t *slot = xai_alloc(f->n_features, sizeof(int32_t));
-    int32_t *stack = xai_alloc(m + 1, sizeof(int32_t));
-    int32_t *up = xai_alloc(m, sizeof(int32_t));
-    double *lo = xai_alloc(m * a->n_changed, sizeof(double));
-    double *hi = xai_alloc(m * a->n_changed, sizeof(double));
-    int32_t *pos = xai_alloc(m, sizeof(int32_t));
-    walk_node *walk = xai_alloc(m, sizeof(walk_node));
-    double *v = xai_alloc(f->n_features, sizeof(double));
-    status = (slot && stack && up && lo && hi && pos && walk && v) ? changed_slots(f, a->changed, a->n_changed, slot) : XAI_E_NOMEM;
-    if (status == XAI_OK) {
-        changed_boxes(f, a->tree, slot, a->n_changed, lo, hi, up, pos, walk, stack);
-        route_rows(f, a, lo, hi, up, pos, walk, v);
-    }
-    free(slot);
-    free(stack);
-    free(up);
-    free(lo);
-    free(hi);
-    free(pos);
-    free(walk);
-    free(v);
-    return status;
-}
-
-int xai_reroute(const xai_forest *f, xai_reroute_args *args)
+int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_reroute_args *args)
 {
     xai_error_clear();
-    return xai_error_return(reroute(f, args));
+    int status = check_args(forest, layout, args);
+    if (status == XAI_OK)
+        route_rows(forest, layout, args);
+    return xai_error_return(status);
 }

@@ -197,11 +197,20 @@ def test_reroute_checks_tree_leaves_features_and_buffers(two_trees):
 
 def test_reroute_refuses_null_arguments_in_c(two_trees):
     s = _native.c_forest(two_trees).ptr
-    assert lib.xai_reroute(s, ffi.NULL) == lib.XAI_E_SIZE
+    out = ffi.new("xai_reroute_layout **")
+    assert lib.xai_reroute_prepare(s, ffi.NULL, out) == lib.XAI_E_SIZE
+    spec = ffi.new("xai_reroute_spec *")                           # all pointers NULL
+    spec.n_versions, spec.n_changed = 1, 1
+    assert lib.xai_reroute_prepare(s, spec, out) == lib.XAI_E_SIZE
+    assert lib.xai_reroute_prepare(ffi.NULL, spec, out) == lib.XAI_E_SIZE
+    layout = _native.RerouteLayout(two_trees, 0, [0])._layout
+    assert lib.xai_reroute(s, layout, ffi.NULL) == lib.XAI_E_SIZE
     args = ffi.new("xai_reroute_args *")                           # all pointers NULL
-    args.n_changed, args.n_rows = 1, 1
-    assert lib.xai_reroute(s, args) == lib.XAI_E_SIZE
-    assert lib.xai_reroute(ffi.NULL, args) == lib.XAI_E_SIZE
+    args.n_rows = 1
+    assert lib.xai_reroute(s, layout, args) == lib.XAI_E_SIZE
+    assert lib.xai_reroute(ffi.NULL, layout, args) == lib.XAI_E_SIZE
+    assert lib.xai_reroute(s, ffi.NULL, args) == lib.XAI_E_SIZE
+    lib.xai_reroute_free(ffi.NULL)
     assert lib.xai_last_error(ffi.NULL, ffi.NULL, ffi.NULL) == lib.XAI_E_SIZE
 
 

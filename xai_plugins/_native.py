@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 8
+ABI_VERSION = 9
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -223,35 +223,76 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
     return out
 
 
+class RerouteLayout:
+    """The C core's walk layout of tree ``tree`` of a Forest, and of versions of it that share its
+    shape but split differently, for rows whose features ``changed`` take new values: built once
+    (``xai_reroute_prepare``), it routes any number of row sets (:meth:`route`). ``versions``: up to
+    three ``(feature, threshold, flipped)`` arrays over all nodes (``flipped`` None or bool: the node
+    sends ``x <= threshold`` to its right child); default, the Forest's own splits."""
+
+    def __init__(self, forest, tree: int, changed, versions=None):
+        versions = [(forest.feature, forest.threshold, None)] if versions is None else list(versions)
+        self.forest, self.changed = forest, np.ascontiguousarray(changed, dtype=np.int32)
+        self.n_versions = len(versions)
+        if not 1 <= self.n_versions <= lib.XAI_REROUTE_VERSIONS:
+            raise InputError(f"reroute takes 1 to {lib.XAI_REROUTE_VERSIONS} versions of a tree, got {len(versions)}")
+        spec = ffi.new("xai_reroute_spec *")
+        spec.tree, spec.n_versions, spec.n_changed = int(tree), self.n_versions, len(self.changed)
+        spec.changed = _ptr("int32_t *", self.changed)
+        keep = []   # the arrays the spec points at, alive until the layout has copied them
+        for v, (feature, threshold, flipped) in enumerate(versions):
+            arrays = (np.ascontiguousarray(feature, dtype=np.int32), np.ascontiguousarray(threshold, dtype=np.float64),
+                      None if flipped is None else np.ascontiguousarray(flipped, dtype=np.uint8))
+            if any(a is not None and a.shape != (forest.n_nodes,) for a in arrays):
+                raise InputError(f"version {v} of the tree needs feature, threshold and flipped over all "
+                                 f"{forest.n_nodes} nodes")
+            keep.append(arrays)
+            spec.feature[v], spec.threshold[v] = _ptr("int32_t *", arrays[0]), _ptr("double *", arrays[1])
+            spec.flipped[v] = _ptr("uint8_t *", arrays[2])
+        out = ffi.new("xai_reroute_layout **")
+        _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
+        self._layout = ffi.gc(out[0], lib.xai_reroute_free)
+
+    def route(self, X: np.ndarray, start_leaf: np.ndarray, new_values=None, node_value=None,
+              acc=None) -> tuple[np.ndarray, np.ndarray]:
+        """Leaves of the rows of X (float64, C order) whose changed features took the values
+        ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
+        global leaves ``start_leaf`` their old values reach in every version: ``(leaf, moved)``, each
+        version's global leaves (int32, (n_versions, n)) and the rows whose version-0 leaf changed.
+        With ``acc`` (n, width) and ``node_value`` (n_nodes, width), both float64 C-ordered, adds every
+        such row's change of node value to ``acc`` in place. One call, no thread pool: callers run
+        trees in parallel."""
+        n, forest = len(X), self.forest
+        start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
+        if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
+            new_values = np.ascontiguousarray(X[:, self.changed])
+        if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
+                or start_leaf.shape != (n,) or new_values.dtype != np.float64 or not new_values.flags.c_contiguous \
+                or new_values.shape != (n, len(self.changed)):
+            raise InputError("reroute needs X as C-ordered float64 (n, n_features), new values as C-ordered "
+                             "float64 (n, changed features) and one start leaf per row")
+        leaf = np.empty((self.n_versions, n), dtype=np.int32)
+        moved = np.empty(n, dtype=np.int64)
+        width = 0
+        if acc is not None:
+            width = acc.shape[1] if acc.ndim == 2 else 1
+            for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
+                if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
+                    raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
+        args = ffi.new("xai_reroute_args *", dict(
+            X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
+            start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf), moved=_ptr("int64_t *", moved),
+            node_value=_ptr("double *", node_value), width=width, acc=_ptr("double *", acc)))
+        _check(lib.xai_reroute(c_forest(forest).ptr, self._layout, args), "reroute")
+        return leaf, moved[:args.n_moved]
+
+
 def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None,
             acc=None) -> tuple[np.ndarray, np.ndarray]:
-    """Leaves of tree ``tree`` for the rows of X (float64, C order) whose features ``changed``
-    took new values, given the global leaves ``start_leaf`` they reached before: ``(leaf, moved)``,
-    every row's global leaf (int32, like node ids in the C layout) and the rows whose leaf changed.
-    With ``acc`` (n, width) and ``node_value`` (n_nodes, width), both float64 C-ordered, adds every
-    moved row's change of node value to ``acc`` in place. One call, no thread pool: callers run
-    trees in parallel."""
-    n = len(X)
-    leaf = np.empty(n, dtype=np.int32)
-    moved = np.empty(n, dtype=np.int64)
-    changed = np.ascontiguousarray(changed, dtype=np.int32)
-    start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
-    if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
-            or start_leaf.shape != (n,):
-        raise InputError("reroute needs X as C-ordered float64 (n, n_features) and one start leaf per row")
-    width = 0
-    if acc is not None:
-        width = acc.shape[1] if acc.ndim == 2 else 1
-        for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
-            if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
-                raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
-    args = ffi.new("xai_reroute_args *", dict(
-        tree=int(tree), X=_ptr("double *", X), n_rows=n, changed=_ptr("int32_t *", changed),
-        n_changed=len(changed), start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
-        moved=_ptr("int64_t *", moved), node_value=_ptr("double *", node_value), width=width,
-        acc=_ptr("double *", acc)))
-    _check(lib.xai_reroute(c_forest(forest).ptr, args), "reroute")
-    return leaf, moved[:args.n_moved]
+    """One :class:`RerouteLayout` call on the Forest's own tree ``tree``, X holding the rows' new
+    values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed."""
+    leaf, moved = RerouteLayout(forest, tree, changed).route(X, start_leaf, node_value=node_value, acc=acc)
+    return leaf[0], moved
 
 
 def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray):
