@@ -198,8 +198,7 @@ int xai_reroute_prepare(const xai_forest *forest, const xai_reroute_spec *spec, 
 static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a)
 {
     if (f == NULL || L == NULL || a == NULL || a->X == NULL || a->new_values == NULL || a->start_leaf == NULL ||
-        a->leaf == NULL || a->moved == NULL || a->n_rows < 0 ||
-        (a->acc != NULL && (a->node_value == NULL || a->width < 1)))
+        a->leaf == NULL || a->moved == NULL || a->n_rows < 0)
         return XAI_E_SIZE;
     if (L->tree >= f->n_trees || L->n_features != f->n_features ||
         L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
@@ -277,17 +276,15 @@ static inline int in_box(const xai_forest *f, const double *now, const double *b
     return 1;
 }
 
-/* The leaves, moved rows and accumulator of xai_reroute, GROUP rows at a time. The arguments are
+/* The leaves and moved rows of xai_reroute, GROUP rows at a time. The arguments are
  * read into locals once: stores into leaf could otherwise alias them. */
 static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_reroute_args *a)
 {
     const int64_t n_rows = a->n_rows, base = f->tree_offset[L->tree];
-    const int32_t V = L->n_versions, K = L->n_changed, width = a->width;
+    const int32_t V = L->n_versions, K = L->n_changed;
     const int32_t *start_leaf = a->start_leaf;
-    const double *node_value = a->node_value;
     int32_t *leaf = a->leaf;
     int64_t *moved = a->moved;
-    double *acc = a->acc;
     const int strict_left = f->split_rule == XAI_LEFT_IF_LT;
     const int32_t all = (1 << V) - 1;
     int64_t count = 0;
@@ -310,13 +307,8 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
         }
         descend(f, L, a, cur, next, n);
         for (int64_t i = i0; i < i1; i++) {    /* in row order: moved stays increasing */
-            const int32_t now = leaf[i], start = start_leaf[i];
-            if (now == start)
-                continue;
-            moved[count++] = i;
-            if (acc != NULL)
-                for (int32_t c = 0; c < width; c++)
-                    acc[i * width + c] += node_value[(int64_t)now * width + c] - node_value[(int64_t)start * width + c];
+            if (leaf[i] != start_leaf[i])
+                moved[count++] = i;
         }
     }
     a->n_moved = count;

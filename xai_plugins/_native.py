@@ -253,15 +253,12 @@ class RerouteLayout:
         _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
         self._layout = ffi.gc(out[0], lib.xai_reroute_free)
 
-    def route(self, X: np.ndarray, start_leaf: np.ndarray, new_values=None, node_value=None,
-              acc=None) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, X: np.ndarray, start_leaf: np.ndarray, new_values=None) -> tuple[np.ndarray, np.ndarray]:
         """Leaves of the rows of X (float64, C order) whose changed features took the values
         ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
         global leaves ``start_leaf`` their old values reach in every version: ``(leaf, moved)``, each
         version's global leaves (int32, (n_versions, n)) and the rows whose version-0 leaf changed.
-        With ``acc`` (n, width) and ``node_value`` (n_nodes, width), both float64 C-ordered, adds every
-        such row's change of node value to ``acc`` in place. One call, no thread pool: callers run
-        trees in parallel."""
+        One call, no thread pool: callers run trees in parallel."""
         n, forest = len(X), self.forest
         start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
         if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
@@ -273,25 +270,17 @@ class RerouteLayout:
                              "float64 (n, changed features) and one start leaf per row")
         leaf = np.empty((self.n_versions, n), dtype=np.int32)
         moved = np.empty(n, dtype=np.int64)
-        width = 0
-        if acc is not None:
-            width = acc.shape[1] if acc.ndim == 2 else 1
-            for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
-                if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
-                    raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
         args = ffi.new("xai_reroute_args *", dict(
             X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
-            start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf), moved=_ptr("int64_t *", moved),
-            node_value=_ptr("double *", node_value), width=width, acc=_ptr("double *", acc)))
+            start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf), moved=_ptr("int64_t *", moved)))
         _check(lib.xai_reroute(c_forest(forest).ptr, self._layout, args), "reroute")
         return leaf, moved[:args.n_moved]
 
 
-def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None,
-            acc=None) -> tuple[np.ndarray, np.ndarray]:
+def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One :class:`RerouteLayout` call on the Forest's own tree ``tree``, X holding the rows' new
     values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed."""
-    leaf, moved = RerouteLayout(forest, tree, changed).route(X, start_leaf, node_value=node_value, acc=acc)
+    leaf, moved = RerouteLayout(forest, tree, changed).route(X, start_leaf)
     return leaf[0], moved
 
 

@@ -18,41 +18,38 @@ import numpy as np
 from .. import _native
 
 
-class VariantNodes:
-    """A Forest with other node arrays: ``left_child``, ``right_child``, ``feature`` and
-    ``threshold`` are given (global ids, children local to their tree, as in the Forest); every other
-    field is the Forest's. The C core reads it as it reads a Forest (``_native.reroute``)."""
-
-    def __init__(self, forest, left_child, right_child, feature, threshold):
-        self._forest = forest
-        self.left_child, self.right_child, self.feature, self.threshold = left_child, right_child, feature, threshold
-
-    def __getattr__(self, name):
-        return getattr(self._forest, name)
-
-
 @dataclass(frozen=True)
 class TransformedForest:
-    """S+ or S- of every tree of a forest for one feature set X1.
+    """S+ or S- of every tree of a forest for one feature set X1: the same trees (shape, leaves),
+    other splits.
 
-    ``nodes``: the Forest, or a :class:`VariantNodes` with the transformed splits where
-    ``changed``; ``changed`` (T,): S± changed some node of the tree; ``uses`` (T,): the transformed
-    tree splits on X1; ``below`` (n_nodes,): the node was changed or lies under a changed node. A row
+    ``forest``: the Forest; ``feature``, ``threshold`` (over all nodes) and ``flipped`` (None, or
+    bool over all nodes: the node sends ``x <= threshold`` to its right child) the transformed
+    splits; ``changed`` (T,): S± changed some node of the tree; ``uses`` (T,): the transformed tree
+    splits on X1; ``below`` (n_nodes,): the node was changed or lies under a changed node. A row
     whose original leaf is not ``below`` reaches the same leaf in the transformed tree.
     """
 
-    nodes: object
+    forest: object
+    feature: np.ndarray
+    threshold: np.ndarray
+    flipped: np.ndarray | None
     changed: np.ndarray
     uses: np.ndarray
     below: np.ndarray
 
-    def leaves(self, t: int, X64, start, cols) -> np.ndarray:
-        """Global leaves (int32) of transformed tree ``t`` for the rows of ``X64`` (float64, C order),
-        which differ from the training rows only in the features ``cols`` and whose training rows
-        reach the global leaves ``start`` (the same in the transformed tree): routed by the C core,
-        a row inside its training leaf's box in ``cols`` keeps that leaf. ``cols`` = every feature
-        routes any rows exactly from any start leaves."""
-        return _native.reroute(self.nodes, t, X64, cols, start)[0]
+    @property
+    def splits(self) -> tuple:
+        """``(feature, threshold, flipped)``: this version of the trees for
+        :class:`~xai_plugins._native.RerouteLayout`."""
+        return self.feature, self.threshold, self.flipped
+
+    def leaves(self, t: int, X64, start, cols, new_values=None) -> np.ndarray:
+        """Global leaves (int32) of transformed tree ``t`` for the rows of ``X64`` (float64, C order)
+        whose features ``cols`` take ``new_values`` (default: X64's own) and whose old values reach
+        the global leaves ``start`` (the same in the transformed tree), routed by the C core.
+        ``cols`` = every feature routes any rows exactly from any start leaves."""
+        return _native.RerouteLayout(self.forest, t, cols, [self.splits]).route(X64, start, new_values)[0][0]
 
 
 @dataclass(frozen=True)
@@ -74,18 +71,15 @@ class SurrogateSplits:
         cand = (sur_in & ~node_in) if plus else (~sur_in & node_in)
         nodes, first = np.unique(self.node[cand], return_index=True)   # sorted, so grouped by tree
         pick = np.flatnonzero(cand)[first]
-        feat = tables.feature.copy()
-        feat[nodes] = self.feature[pick]
-        changed = np.bincount(tables.tree_of[nodes], minlength=tables.T) > 0
-        nodes_view = tables.forest
+        feat, thr, flipped = tables.feature, tables.threshold, None
         if nodes.size:
-            thr, left, right = tables.threshold.copy(), tables.left.copy(), tables.right.copy()
-            thr[nodes] = self.threshold[pick]
-            # a flipped surrogate sends the node's left rows to x > threshold: swap the children
-            swap = nodes[self.flipped[pick]]
-            left[swap], right[swap] = tables.right[swap], tables.left[swap]
-            nodes_view = VariantNodes(tables.forest, left, right, feat, thr)
-        return TransformedForest(nodes_view, changed, tables.uses(feat, cols), _below(tables, nodes))
+            feat, thr = feat.copy(), thr.copy()
+            feat[nodes], thr[nodes] = self.feature[pick], self.threshold[pick]
+            flipped = np.zeros(len(feat), dtype=bool)
+            flipped[nodes] = self.flipped[pick]
+        changed = np.bincount(tables.tree_of[nodes], minlength=tables.T) > 0
+        return TransformedForest(tables.forest, feat, thr, flipped, changed, tables.uses(feat, cols),
+                                 _below(tables, nodes))
 
 
 def _below(tables, nodes):

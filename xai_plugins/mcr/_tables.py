@@ -71,12 +71,10 @@ class ForestTables:
         return np.bincount(self.tree_of[self.internal & np.isin(feature, cols)], minlength=self.T) > 0
 
     def permuted(self, cols, seed) -> np.ndarray:
-        """The training rows with the columns ``cols`` jointly shuffled by the permutation drawn from
-        ``seed``."""
+        """The columns ``cols`` of the training rows jointly shuffled by the permutation drawn from
+        ``seed``: float64 (n, len(cols)), C order (the new values the C core routes)."""
         perm = np.random.default_rng(seed).permutation(self.n)
-        Xp = self.X32.copy()
-        Xp[:, cols] = self.X32[:, cols][perm]
-        return Xp
+        return np.ascontiguousarray(self.X64[:, cols][perm])
 
     def survey(self, loss, pmap) -> "TrainingSurvey":
         """One parallel pass over the trees on their training rows: checks that the forest was
