@@ -214,17 +214,19 @@ static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xa
     return XAI_OK;
 }
 
-/* Lanes of a walk: a row, its position in the layout and the versions (bit mask) it stands for. */
+/* Lanes of a walk, as separate arrays (a lane stored as one struct and read back whole would stall
+ * on store forwarding): a row, its position in the layout and the versions (bit mask) it stands
+ * for. Each holds GROUP * XAI_REROUTE_VERSIONS lanes: a row parts into at most one lane per version. */
 typedef struct {
-    int64_t row;
-    int32_t at, versions;
-} lane;
+    int64_t row[GROUP * XAI_REROUTE_VERSIONS];
+    int32_t at[GROUP * XAI_REROUTE_VERSIONS], versions[GROUP * XAI_REROUTE_VERSIONS];
+} lanes;
 
 /* Walks the n lanes of cur down the layout to their leaves, in lockstep, writing
  * leaf[v * n_rows + row] for every version a lane stands for; a lane whose versions disagree at a
- * node parts in two (so cur and next hold GROUP * XAI_REROUTE_VERSIONS lanes). */
-static void descend(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a, lane *cur,
-                    lane *next, int n)
+ * node parts in two. next is scratch. */
+static void descend(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a, lanes *cur,
+                    lanes *next, int n)
 {
     const walk_node *walk = L->walk;
     const double *X = a->X, *new_values = a->new_values;
@@ -235,30 +237,41 @@ static void descend(const xai_forest *f, const xai_reroute_layout *L, const xai_
     while (n > 0) {
         int kept = 0;
         for (int q = 0; q < n; q++) {
-            const lane c = cur[q];
-            const walk_node *w = walk + c.at;
+            const int64_t row = cur->row[q];
+            const int32_t at = cur->at[q], versions = cur->versions[q];
+            const walk_node *w = walk + at;
             if (w->split[0] < 0) {
                 for (int32_t v = 0; v < V; v++)
-                    if ((c.versions >> v) & 1)
-                        leaf[v * n_rows + c.row] = (int32_t)(base + w->right); /* n_nodes <= INT32_MAX */
+                    if ((versions >> v) & 1)
+                        leaf[v * n_rows + row] = (int32_t)(base + w->right); /* n_nodes <= INT32_MAX */
                 continue;
             }
-            const double *old = X + c.row * d, *now = new_values + c.row * K;
+            const double *old = X + row * d, *now = new_values + row * K;
             int32_t left = 0;
             for (int32_t v = 0; v < V; v++) {
-                const int32_t split = w->split[v], source = split >> 2;
-                const double x = xai_input_value(f, *(source < d ? old + source : now + (source - d)));
+                const int32_t split = w->split[v], source = split >> 2, fresh = source >= d;
+                /* both loads are in bounds whichever the source; selected without a branch (a
+                   mispredicted one would discard the other lanes' loads in flight) */
+                const double candidates[2] = {old[source & (fresh - 1)], now[(source - d) & -fresh]};
+                const double x = xai_input_value(f, candidates[fresh]);
                 /* both comparisons are false for NaN, which then goes where missing_left says */
                 const int32_t l = (strict_left ? x < w->threshold[v] : x <= w->threshold[v]) |
                                   ((isnan(x) != 0) & split);
                 left |= (l ^ ((split >> 1) & 1)) << v;
             }
-            const int32_t go_left = left & c.versions, go_right = c.versions & ~left;
-            if (go_left != 0 && go_right != 0)
-                next[kept++] = (lane){c.row, w->right, go_right};
-            next[kept++] = go_left != 0 ? (lane){c.row, c.at + 1, go_left} : (lane){c.row, w->right, go_right};
+            const int32_t go_left = left & versions, go_right = versions & ~left;
+            if (go_left != 0 && go_right != 0) {  /* the versions part: rare, once per row at most */
+                next->row[kept] = row;
+                next->at[kept] = w->right;
+                next->versions[kept++] = go_right;
+            }
+            /* branch-free: a mispredicted branch would discard the other lanes' loads in flight */
+            const int32_t to_left = -(int32_t)(go_left != 0);
+            next->row[kept] = row;
+            next->at[kept] = ((at + 1) & to_left) | (w->right & ~to_left);
+            next->versions[kept++] = (go_left & to_left) | (go_right & ~to_left);
         }
-        lane *swap = cur;
+        lanes *swap = cur;
         cur = next;
         next = swap;
         n = kept;
@@ -288,7 +301,7 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
     const int strict_left = f->split_rule == XAI_LEFT_IF_LT;
     const int32_t all = (1 << V) - 1;
     int64_t count = 0;
-    lane cur[GROUP * XAI_REROUTE_VERSIONS], next[GROUP * XAI_REROUTE_VERSIONS];
+    lanes cur, next;
     for (int64_t i0 = 0; i0 < n_rows; i0 += GROUP) {
         const int64_t i1 = n_rows - i0 < GROUP ? n_rows : i0 + GROUP;
         int n = 0;
@@ -302,10 +315,13 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
                         leaf[v * n_rows + i] = start_leaf[i];
                     }
             }
-            if (versions != 0)
-                cur[n++] = (lane){i, 0, versions};
+            if (versions != 0) {
+                cur.row[n] = i;
+                cur.at[n] = 0;
+                cur.versions[n++] = versions;
+            }
         }
-        descend(f, L, a, cur, next, n);
+        descend(f, L, a, &cur, &next, n);
         for (int64_t i = i0; i < i1; i++) {    /* in row order: moved stays increasing */
             if (leaf[i] != start_leaf[i])
                 moved[count++] = i;
