@@ -11,6 +11,7 @@
  * all of them), parting where they disagree. Rows are walked GROUP at a time in lockstep so that
  * their cache misses overlap. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "xai.h"
 
@@ -19,20 +20,47 @@ enum {
     MAX_BOXED = 4  /* leaf boxes are kept for at most this many changed features (memory) */
 };
 
-/* One node of the walk layout. split[v]: at an internal node 4 * source + 2 * flipped +
- * missing_left of version v, where source < n_features reads that feature's old value and
- * n_features + s the new value of changed feature s; -1 at a leaf. right: an internal node's right
- * child's position, a leaf's local id. */
-typedef struct {
-    double threshold[XAI_REROUTE_VERSIONS];
-    int32_t split[XAI_REROUTE_VERSIONS];
-    int32_t right;
-} walk_node;
+/* One node of the walk layout, for V versions: double threshold[V], then int32_t split[V], then
+ * int32_t right, padded to a multiple of 8 bytes (16 bytes for one version: a step reads as little
+ * as it can). split[v]: at an internal node 4 * feature + 2 * flipped + missing_left of version v;
+ * -1 at a leaf. right: an internal node's right child's position, a leaf's local
+ * id. Fields are read and written with memcpy (no type punning); the compiler makes them plain loads. */
+static inline size_t record_size(int32_t V) { return (size_t)(12 * V + 4 + 7) / 8 * 8; }
+
+static inline double threshold_of(const unsigned char *r, int32_t v)
+{
+    double t;
+    memcpy(&t, r + 8 * v, sizeof t);
+    return t;
+}
+
+static inline int32_t split_of(const unsigned char *r, int32_t V, int32_t v)
+{
+    int32_t x;
+    memcpy(&x, r + 8 * V + 4 * v, sizeof x);
+    return x;
+}
+
+static inline int32_t right_of(const unsigned char *r, int32_t V)
+{
+    int32_t x;
+    memcpy(&x, r + 12 * V, sizeof x);
+    return x;
+}
+
+static inline void set_record(unsigned char *r, int32_t V, int32_t v, double threshold, int32_t split)
+{
+    memcpy(r + 8 * v, &threshold, sizeof threshold);
+    memcpy(r + 8 * V + 4 * v, &split, sizeof split);
+}
+
+static inline void set_right(unsigned char *r, int32_t V, int32_t right) { memcpy(r + 12 * V, &right, sizeof right); }
 
 struct xai_reroute_layout {
     int32_t tree, n_versions, n_changed, n_features;
     int64_t n_nodes;
-    walk_node *walk;   /* [n_nodes] in pre-order */
+    int32_t *changed;      /* [n_changed] */
+    unsigned char *walk;   /* [n_nodes] records of record_size(n_versions) bytes, in pre-order */
     double *box;       /* NULL, or [n_nodes][n_versions][n_changed][2] (lo, hi) by local node id */
 };
 
@@ -40,6 +68,7 @@ void xai_reroute_free(xai_reroute_layout *layout)
 {
     if (layout == NULL)
         return;
+    free(layout->changed);
     free(layout->walk);
     free(layout->box);
     free(layout);
@@ -53,7 +82,7 @@ static int check_spec(const xai_forest *f, const xai_reroute_spec *s, int32_t *s
         s->n_changed > f->n_features)
         return XAI_E_SIZE;
     if (f->n_nodes > INT32_MAX || f->n_features > (INT32_MAX >> 3) || f->n_categories != NULL)
-        return XAI_E_UNSUPPORTED; /* global leaf ids and split sources are int32; intervals describe no
+        return XAI_E_UNSUPPORTED; /* global leaf ids and split codes are int32; intervals describe no
                                      category set */
     if (s->tree < 0 || s->tree >= f->n_trees)
         return XAI_E_INDEX;
@@ -103,7 +132,7 @@ static void build(const xai_forest *f, const xai_reroute_spec *s, const int32_t 
                   int32_t *pos, int32_t *stack)
 {
     const int64_t base = f->tree_offset[s->tree], m = L->n_nodes;
-    const int32_t V = s->n_versions, K = s->n_changed, d = f->n_features;
+    const int32_t V = s->n_versions, K = s->n_changed;
     const int64_t per_node = (int64_t)V * K * 2;
     if (L->box != NULL)
         for (int64_t c = 0; c < per_node; c += 2) {
@@ -117,19 +146,17 @@ static void build(const xai_forest *f, const xai_reroute_spec *s, const int32_t 
         const int32_t node = stack[--top];
         const int64_t g = base + node;
         const int32_t l = f->left_child[g], r = f->right_child[g];
-        walk_node *w = L->walk + (pos[node] = placed++);
-        for (int32_t v = 0; v < XAI_REROUTE_VERSIONS; v++) {
-            w->threshold[v] = 0.0;
-            w->split[v] = -1;
-        }
-        w->right = node;
+        unsigned char *w = L->walk + (size_t)(pos[node] = placed++) * record_size(V);
+        memset(w, 0, record_size(V));
+        set_right(w, V, node);
+        for (int32_t v = 0; v < V; v++)
+            set_record(w, V, v, 0.0, -1);
         if (l < 0)
             continue;
         for (int32_t v = 0; v < V; v++) {
-            const int32_t j = s->feature[v][g], k = slot[j];
+            const int32_t j = s->feature[v][g];
             const int flip = s->flipped[v] != NULL && s->flipped[v][g] != 0;
-            w->threshold[v] = s->threshold[v][g];
-            w->split[v] = 4 * (k >= 0 ? d + k : j) + 2 * flip + (f->missing_left[g] != 0);
+            set_record(w, V, v, s->threshold[v][g], 4 * j + 2 * flip + (f->missing_left[g] != 0));
         }
         if (L->box != NULL) {
             double *bp = L->box + node * per_node, *bl = L->box + l * per_node, *br = L->box + r * per_node;
@@ -150,7 +177,7 @@ static void build(const xai_forest *f, const xai_reroute_spec *s, const int32_t 
     }
     for (int64_t node = 0; node < m; node++)   /* a right child is placed after its parent */
         if (f->left_child[base + node] >= 0)
-            L->walk[pos[node]].right = pos[f->right_child[base + node]];
+            set_right(L->walk + (size_t)pos[node] * record_size(V), V, pos[f->right_child[base + node]]);
 }
 
 static int prepare(const xai_forest *f, const xai_reroute_spec *s, xai_reroute_layout **out)
@@ -170,13 +197,15 @@ static int prepare(const xai_forest *f, const xai_reroute_spec *s, xai_reroute_l
     xai_reroute_layout *L = calloc(1, sizeof(xai_reroute_layout));
     int32_t *pos = xai_alloc(m, sizeof(int32_t)), *stack = xai_alloc(m + 1, sizeof(int32_t));
     if (L != NULL) {
-        *L = (xai_reroute_layout){s->tree, s->n_versions, s->n_changed, f->n_features, m, NULL, NULL};
-        L->walk = xai_alloc(m, sizeof(walk_node));
+        *L = (xai_reroute_layout){s->tree, s->n_versions, s->n_changed, f->n_features, m, NULL, NULL, NULL};
+        L->changed = xai_alloc(s->n_changed, sizeof(int32_t));
+        L->walk = xai_alloc(m, record_size(s->n_versions));
         if (s->n_changed <= MAX_BOXED)
             L->box = xai_alloc(m * s->n_versions * s->n_changed * 2, sizeof(double));
     }
-    status = L && L->walk && pos && stack && (s->n_changed > MAX_BOXED || L->box) ? XAI_OK : XAI_E_NOMEM;
+    status = L && L->changed && L->walk && pos && stack && (s->n_changed > MAX_BOXED || L->box) ? XAI_OK : XAI_E_NOMEM;
     if (status == XAI_OK) {
+        memcpy(L->changed, s->changed, (size_t)s->n_changed * sizeof(int32_t));
         build(f, s, slot, L, pos, stack);
         *out = L;
     } else {
@@ -215,68 +244,78 @@ static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xa
 }
 
 /* Lanes of a walk, as separate arrays (a lane stored as one struct and read back whole would stall
- * on store forwarding): a row, its position in the layout and the versions (bit mask) it stands
- * for. Each holds GROUP * XAI_REROUTE_VERSIONS lanes: a row parts into at most one lane per version. */
+ * on store forwarding): the row's place in the group's row buffer, its position in the layout and
+ * the versions (bit mask) it stands for. Each holds GROUP * XAI_REROUTE_VERSIONS lanes: a row parts
+ * into at most one lane per version. */
 typedef struct {
-    int64_t row[GROUP * XAI_REROUTE_VERSIONS];
-    int32_t at[GROUP * XAI_REROUTE_VERSIONS], versions[GROUP * XAI_REROUTE_VERSIONS];
+    int32_t slot[GROUP * XAI_REROUTE_VERSIONS], at[GROUP * XAI_REROUTE_VERSIONS],
+        versions[GROUP * XAI_REROUTE_VERSIONS];
 } lanes;
 
-/* Walks the n lanes of cur down the layout to their leaves, in lockstep, writing
- * leaf[v * n_rows + row] for every version a lane stands for; a lane whose versions disagree at a
- * node parts in two. next is scratch. */
-static void descend(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a, lanes *cur,
-                    lanes *next, int n)
+/* x as the model compares it (xai_input_value, with the forest's settings read once). */
+static inline double model_value(double x, int float32, double zero_threshold)
 {
-    const walk_node *walk = L->walk;
-    const double *X = a->X, *new_values = a->new_values;
-    const int32_t d = L->n_features, K = L->n_changed, V = L->n_versions;
-    const int64_t base = f->tree_offset[L->tree], n_rows = a->n_rows;
-    const int strict_left = f->split_rule == XAI_LEFT_IF_LT;
-    int32_t *leaf = a->leaf;
-    while (n > 0) {
-        int kept = 0;
-        for (int q = 0; q < n; q++) {
-            const int64_t row = cur->row[q];
-            const int32_t at = cur->at[q], versions = cur->versions[q];
-            const walk_node *w = walk + at;
-            if (w->split[0] < 0) {
-                for (int32_t v = 0; v < V; v++)
-                    if ((versions >> v) & 1)
-                        leaf[v * n_rows + row] = (int32_t)(base + w->right); /* n_nodes <= INT32_MAX */
-                continue;
-            }
-            const double *old = X + row * d, *now = new_values + row * K;
-            int32_t left = 0;
-            for (int32_t v = 0; v < V; v++) {
-                const int32_t split = w->split[v], source = split >> 2, fresh = source >= d;
-                /* both loads are in bounds whichever the source; selected without a branch (a
-                   mispredicted one would discard the other lanes' loads in flight) */
-                const double candidates[2] = {old[source & (fresh - 1)], now[(source - d) & -fresh]};
-                const double x = xai_input_value(f, candidates[fresh]);
-                /* both comparisons are false for NaN, which then goes where missing_left says */
-                const int32_t l = (strict_left ? x < w->threshold[v] : x <= w->threshold[v]) |
-                                  ((isnan(x) != 0) & split);
-                left |= (l ^ ((split >> 1) & 1)) << v;
-            }
-            const int32_t go_left = left & versions, go_right = versions & ~left;
-            if (go_left != 0 && go_right != 0) {  /* the versions part: rare, once per row at most */
-                next->row[kept] = row;
-                next->at[kept] = w->right;
-                next->versions[kept++] = go_right;
-            }
-            /* branch-free: a mispredicted branch would discard the other lanes' loads in flight */
-            const int32_t to_left = -(int32_t)(go_left != 0);
-            next->row[kept] = row;
-            next->at[kept] = ((at + 1) & to_left) | (w->right & ~to_left);
-            next->versions[kept++] = (go_left & to_left) | (go_right & ~to_left);
-        }
-        lanes *swap = cur;
-        cur = next;
-        next = swap;
-        n = kept;
-    }
+    if (zero_threshold > 0.0 && fabs(x) <= zero_threshold)
+        x = 0.0;
+    return float32 ? (double)(float)x : x;
 }
+
+/* Walks the n lanes of cur down the layout of V versions to their leaves, in lockstep, writing
+ * leaf[v * n_rows + row[slot]] for every version a lane stands for; a lane whose versions disagree
+ * at a node parts in two. Lanes read their row's values from values[slot * n_features ..], already as
+ * the model compares them: a step is a few instructions, so that many lanes' loads are in flight at
+ * once. next is scratch. Defined once per V (DESCEND) so that the loops over the versions unroll. */
+#define DESCEND(V)                                                                                             \
+    static void descend##V(const xai_reroute_layout *L, int64_t base, int64_t n_rows, int strict_left,        \
+                           const double *values, const int64_t *row, int32_t *leaf, lanes *cur, lanes *next,   \
+                           int n)                                                                              \
+    {                                                                                                          \
+        const unsigned char *walk = L->walk;                                                                   \
+        const size_t size = record_size(V);                                                                    \
+        const int32_t d = L->n_features;                                                                       \
+        while (n > 0) {                                                                                        \
+            int kept = 0;                                                                                      \
+            for (int q = 0; q < n; q++) {                                                                      \
+                const int32_t slot = cur->slot[q], at = cur->at[q], versions = cur->versions[q];               \
+                const unsigned char *w = walk + (size_t)at * size;                                             \
+                const int32_t right = right_of(w, V);                                                          \
+                if (split_of(w, V, 0) < 0) {                                                                   \
+                    for (int32_t v = 0; v < V; v++)                                                            \
+                        if ((versions >> v) & 1)                                                               \
+                            leaf[v * n_rows + row[slot]] = (int32_t)(base + right); /* n_nodes <= INT32_MAX */ \
+                    continue;                                                                                  \
+                }                                                                                              \
+                const double *x_row = values + (int64_t)slot * d;                                              \
+                int32_t left = 0;                                                                              \
+                for (int32_t v = 0; v < V; v++) {                                                              \
+                    const int32_t split = split_of(w, V, v);                                                   \
+                    const double x = x_row[split >> 2], t = threshold_of(w, v);                                \
+                    /* both comparisons are false for NaN, which then goes where missing_left says */         \
+                    const int32_t l = (strict_left ? x < t : x <= t) | ((isnan(x) != 0) & split);             \
+                    left |= (l ^ ((split >> 1) & 1)) << v;                                                     \
+                }                                                                                              \
+                const int32_t go_left = left & versions, go_right = versions & ~left;                          \
+                if (V > 1) { /* the versions part (once per row at most): a lane for those going right */    \
+                    next->slot[kept] = slot;                                                                   \
+                    next->at[kept] = right;                                                                    \
+                    next->versions[kept] = go_right;                                                           \
+                    kept += (go_left != 0) & (go_right != 0);                                                  \
+                }                                                                                              \
+                /* branch-free: a mispredicted branch would discard the other lanes' loads in flight */       \
+                const int32_t to_left = -(int32_t)(go_left != 0);                                              \
+                next->slot[kept] = slot;                                                                       \
+                next->at[kept] = ((at + 1) & to_left) | (right & ~to_left);                                    \
+                next->versions[kept++] = (go_left & to_left) | (go_right & ~to_left);                          \
+            }                                                                                                  \
+            lanes *swap = cur;                                                                                 \
+            cur = next;                                                                                        \
+            next = swap;                                                                                       \
+            n = kept;                                                                                          \
+        }                                                                                                      \
+    }
+DESCEND(1)
+DESCEND(2)
+DESCEND(3)
 
 /* 1 when the new values now[0 .. K) (read by xai_input_value) lie in box[K][2] (false for NaN). */
 static inline int in_box(const xai_forest *f, const double *now, const double *box, int32_t K, int strict_left)
@@ -289,18 +328,21 @@ static inline int in_box(const xai_forest *f, const double *now, const double *b
     return 1;
 }
 
-/* The leaves and moved rows of xai_reroute, GROUP rows at a time. The arguments are
- * read into locals once: stores into leaf could otherwise alias them. */
-static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_reroute_args *a)
+/* The leaves and moved rows of xai_reroute, GROUP rows at a time: the rows that leave their start
+ * leaf's box in some version are copied, as the model compares them and with their new values, into
+ * the row buffer values[GROUP * n_features] and walked together. The arguments are read into locals
+ * once: stores into leaf could otherwise alias them. */
+static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_reroute_args *a, double *values)
 {
     const int64_t n_rows = a->n_rows, base = f->tree_offset[L->tree];
-    const int32_t V = L->n_versions, K = L->n_changed;
-    const int32_t *start_leaf = a->start_leaf;
+    const int32_t V = L->n_versions, K = L->n_changed, d = L->n_features;
+    const int32_t *start_leaf = a->start_leaf, *changed = L->changed;
+    const double *X = a->X, *new_values = a->new_values, zero = f->zero_threshold;
     int32_t *leaf = a->leaf;
     int64_t *moved = a->moved;
-    const int strict_left = f->split_rule == XAI_LEFT_IF_LT;
+    const int strict_left = f->split_rule == XAI_LEFT_IF_LT, float32 = f->input_float32 != 0;
     const int32_t all = (1 << V) - 1;
-    int64_t count = 0;
+    int64_t count = 0, row[GROUP];
     lanes cur, next;
     for (int64_t i0 = 0; i0 < n_rows; i0 += GROUP) {
         const int64_t i1 = n_rows - i0 < GROUP ? n_rows : i0 + GROUP;
@@ -310,22 +352,32 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
             if (L->box != NULL) {
                 const double *box = L->box + (start_leaf[i] - base) * V * K * 2;
                 for (int32_t v = 0; v < V; v++)
-                    if (in_box(f, a->new_values + i * K, box + (int64_t)v * K * 2, K, strict_left)) {
+                    if (in_box(f, new_values + i * K, box + (int64_t)v * K * 2, K, strict_left)) {
                         versions &= ~(1 << v);
                         leaf[v * n_rows + i] = start_leaf[i];
                     }
             }
-            if (versions != 0) {
-                cur.row[n] = i;
-                cur.at[n] = 0;
-                cur.versions[n++] = versions;
-            }
+            if (versions == 0)
+                continue;
+            double *x = values + (int64_t)n * d;
+            for (int32_t j = 0; j < d; j++)
+                x[j] = model_value(X[i * d + j], float32, zero);
+            for (int32_t k = 0; k < K; k++)
+                x[changed[k]] = model_value(new_values[i * K + k], float32, zero);
+            row[n] = i;
+            cur.slot[n] = n;
+            cur.at[n] = 0;
+            cur.versions[n++] = versions;
         }
-        descend(f, L, a, &cur, &next, n);
-        for (int64_t i = i0; i < i1; i++) {    /* in row order: moved stays increasing */
+        if (V == 1)
+            descend1(L, base, n_rows, strict_left, values, row, leaf, &cur, &next, n);
+        else if (V == 2)
+            descend2(L, base, n_rows, strict_left, values, row, leaf, &cur, &next, n);
+        else
+            descend3(L, base, n_rows, strict_left, values, row, leaf, &cur, &next, n);
+        for (int64_t i = i0; i < i1; i++)    /* in row order: moved stays increasing */
             if (leaf[i] != start_leaf[i])
                 moved[count++] = i;
-        }
     }
     a->n_moved = count;
 }
@@ -334,7 +386,11 @@ int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_
 {
     xai_error_clear();
     int status = check_args(forest, layout, args);
+    double *values = status == XAI_OK ? xai_alloc((int64_t)GROUP * layout->n_features, sizeof(double)) : NULL;
+    if (status == XAI_OK && values == NULL)
+        status = XAI_E_NOMEM;
     if (status == XAI_OK)
-        route_rows(forest, layout, args);
+        route_rows(forest, layout, args, values);
+    free(values);
     return xai_error_return(status);
 }
