@@ -171,21 +171,18 @@ int xai_mdi_layout(const xai_forest *forest, xai_mdi_node *layout);
 int xai_local_mdi(const xai_forest *forest, const xai_mdi_node *layout, const double *X, int64_t n_rows,
                   const double *tree_weight, double *out);
 /* RF-MCR's re-routing of rows whose features changed[0 .. n_changed) took new values, through tree
- * `tree` and up to XAI_REROUTE_VERSIONS versions of it: trees of the same shape (children, NaN
- * directions) whose internal nodes split on feature[v][g] at threshold[v][g] (global node ids g),
- * sending x <= threshold (x < threshold for XAI_LEFT_IF_LT) to the right child where flipped[v][g]
- * is 1 (flipped[v] NULL: none). Global leaf ids are int32, so the forest must have at most INT32_MAX
- * nodes. xai_reroute_prepare builds the walk layout of the versions for the changed features once
- * (it copies what it needs of spec); xai_reroute routes any number of row sets with it;
- * xai_reroute_free releases it (NULL is fine). */
-enum { XAI_REROUTE_VERSIONS = 3 };
+ * `tree` or a version of it: a tree of the same shape (children, NaN directions) whose internal
+ * nodes split on feature[g] at threshold[g] (global node ids g), sending x <= threshold (x <
+ * threshold for XAI_LEFT_IF_LT) to the right child where flipped[g] is 1 (flipped NULL: none).
+ * Global leaf ids are int32, so the forest must have at most INT32_MAX nodes. xai_reroute_prepare
+ * builds the walk layout for the changed features once (it copies what it needs of spec);
+ * xai_reroute routes any number of row sets with it; xai_reroute_free releases it (NULL is fine). */
 typedef struct {
     int32_t tree;
-    int32_t n_versions;                              /* 1 .. XAI_REROUTE_VERSIONS */
-    const int32_t *feature[XAI_REROUTE_VERSIONS];    /* [n_nodes] each, read at the tree's internal nodes */
-    const double *threshold[XAI_REROUTE_VERSIONS];   /* [n_nodes] each, no NaN */
-    const uint8_t *flipped[XAI_REROUTE_VERSIONS];    /* [n_nodes] each, or NULL */
-    const int32_t *changed;                          /* [n_changed], 1 <= n_changed <= n_features, distinct */
+    const int32_t *feature;     /* [n_nodes], read at the tree's internal nodes */
+    const double *threshold;    /* [n_nodes], no NaN there */
+    const uint8_t *flipped;     /* [n_nodes] or NULL */
+    const int32_t *changed;     /* [n_changed], 1 <= n_changed <= n_features, distinct */
     int32_t n_changed;
 } xai_reroute_spec;
 typedef struct xai_reroute_layout xai_reroute_layout;
@@ -194,22 +191,20 @@ void xai_reroute_free(xai_reroute_layout *layout);
 
 /* Arguments of xai_reroute: row i has the old values X[i * n_features ..] except in the changed
  * features, whose new values are new_values[i * n_changed + k] (changed[k]); start_leaf[i] is the
- * global leaf its old values reach in every version. */
+ * global leaf its old values reach. */
 typedef struct {
     const double *X;            /* [n_rows * n_features] */
     const double *new_values;   /* [n_rows * n_changed] */
     int64_t n_rows;
     const int32_t *start_leaf;  /* [n_rows], global leaves of the layout's tree */
-    int32_t *leaf;              /* out [n_versions * n_rows]: leaf[v * n_rows + i], the global leaf row i
-                                   reaches now in version v */
-    int64_t *moved;             /* out [n_rows slots]: the rows whose version-0 leaf changed, increasing */
+    int32_t *leaf;              /* out [n_rows]: the global leaf each row reaches now */
+    int64_t *moved;             /* out [n_rows slots]: the rows whose leaf changed, increasing */
     int64_t n_moved;            /* out: how many entries of moved were written */
 } xai_reroute_args;
 
 /* Fills args->leaf, args->moved and args->n_moved (the same leaves as walks from the root): a row
- * whose new values pass every split on a changed feature along start_leaf[i]'s path (in a version)
- * keeps that leaf there without a walk (up to 4 changed features); the others (NaN included) walk
- * down from the root, every version in one walk until their splits send the row different ways. */
+ * whose new values pass every split on a changed feature along start_leaf[i]'s path keeps that leaf
+ * without a walk (up to 4 changed features); the others (NaN included) walk down from the root. */
 int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_reroute_args *args);
 
 /* RF-MCR's exact surrogate splits of tree `tree`, whose training rows X[n_rows * n_features] (float32,

@@ -148,13 +148,12 @@ def permuted_rows(tables, cols, seed):
 
 
 def sklearn_layouts(tables, walked=None):
-    """Oracle for ``_native.RerouteLayout``: every version of a tree routed by scikit-learn's
+    """Oracle for ``_native.RerouteLayout``: the tree, or a version of it, routed by scikit-learn's
     ``apply`` on a copy of the tree carrying its splits (the trees routed are appended to
     ``walked``)."""
     class SklearnLayout:
-        def __init__(self, forest, t, cols, versions=None):
-            versions = versions or [(tables.feature, tables.threshold, None)]
-            self.trees = [sklearn_tree(tables, v, t) for v in versions]
+        def __init__(self, forest, t, cols, splits=None):
+            self.tree = sklearn_tree(tables, splits or (tables.feature, tables.threshold, None), t)
             self.cols, self.offset = list(cols), tables.offsets[t]
             if walked is not None:
                 walked.append(t)
@@ -163,9 +162,8 @@ def sklearn_layouts(tables, walked=None):
             rows = X.copy()
             if new_values is not None:
                 rows[:, self.cols] = new_values
-            leaves = np.array([tree.apply(rows.astype(np.float32)) + self.offset for tree in self.trees],
-                              dtype=np.int32)
-            return leaves, np.flatnonzero(leaves[0] != start)
+            leaf = (self.tree.apply(rows.astype(np.float32)) + self.offset).astype(np.int32)
+            return leaf, np.flatnonzero(leaf != start)
 
     return SklearnLayout
 
@@ -286,11 +284,11 @@ def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit
     assert walked
 
 
-def test_walks_of_versions_on_thresholds_and_nan_as_scikit_learn():
-    """The C core's joint walk of a tree and two transformed versions of it (flipped surrogates
-    included), on integer data whose rows are then set exactly on the thresholds (and to NaN) of the
-    changed features: every version's leaves are those of scikit-learn's ``apply`` on a tree copy,
-    from any start leaves, with one layout reused across row sets."""
+def test_walks_on_thresholds_nan_and_inf_as_scikit_learn():
+    """The C core's walks of a tree and of its S+ / S- versions (flipped surrogates included), on
+    integer data whose rows then take values exactly on the thresholds of the changed features, NaN
+    and inf: every leaf is the one scikit-learn's ``apply`` finds on a tree copy, and one layout
+    serves several row sets."""
     from xai_plugins import _native
 
     rng = np.random.default_rng(4)
@@ -302,20 +300,20 @@ def test_walks_of_versions_on_thresholds_and_nan_as_scikit_learn():
     survey = tables.survey(make_loss("squared_error", tables.node_pred, y), map)
     checked = 0
     for cols in ([0], [4], [0, 1]):
-        plus, minus = (survey.surrogates.transform(tables, cols, p) for p in (True, False))
-        versions = [(tables.feature, tables.threshold, None), plus.splits, minus.splits]
         on_thresholds = np.unique(tables.threshold[tables.internal & np.isin(tables.feature, cols)])
-        for t in range(tables.T):
-            layout = _native.RerouteLayout(tables.forest, t, cols, versions)
-            oracle = sklearn_layouts(tables)(tables.forest, t, cols, versions)
-            L = tables.training_leaves([t], None)[t]
-            values = rng.choice(np.r_[on_thresholds, np.nan, np.inf], size=(tables.n, len(cols)))
-            for new_values in (tables.permuted(cols, 1), np.ascontiguousarray(values)):
-                leaves, moved = layout.route(tables.X64, L, new_values)
-                expected, expected_moved = oracle.route(tables.X64, L, new_values)
-                np.testing.assert_array_equal(leaves, expected)
-                np.testing.assert_array_equal(moved, expected_moved)
-            checked += int(plus.changed[t]) + int(minus.changed[t])
+        for splits, changed in [((tables.feature, tables.threshold, None), np.ones(tables.T, dtype=bool))] + [
+                (v.splits, v.changed) for v in (survey.surrogates.transform(tables, cols, p) for p in (True, False))]:
+            for t in np.flatnonzero(changed):
+                layout = _native.RerouteLayout(tables.forest, t, cols, splits)
+                oracle = sklearn_layouts(tables)(tables.forest, t, cols, splits)
+                L = tables.training_leaves([t], None)[t]
+                values = rng.choice(np.r_[on_thresholds, np.nan, np.inf], size=(tables.n, len(cols)))
+                for new_values in (tables.permuted(cols, 1), np.ascontiguousarray(values)):
+                    leaf, moved = layout.route(tables.X64, L, new_values)
+                    expected, expected_moved = oracle.route(tables.X64, L, new_values)
+                    np.testing.assert_array_equal(leaf, expected)
+                    np.testing.assert_array_equal(moved, expected_moved)
+                checked += splits[2] is not None and splits[2].any()
     assert checked > 6
 
 

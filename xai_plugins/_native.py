@@ -224,31 +224,22 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
 
 
 class RerouteLayout:
-    """The C core's walk layout of tree ``tree`` of a Forest, and of versions of it that share its
-    shape but split differently, for rows whose features ``changed`` take new values: built once
-    (``xai_reroute_prepare``), it routes any number of row sets (:meth:`route`). ``versions``: up to
-    three ``(feature, threshold, flipped)`` arrays over all nodes (``flipped`` None or bool: the node
+    """The C core's walk layout of tree ``tree`` of a Forest, or of a version of it with the same
+    shape that splits differently, for rows whose features ``changed`` take new values: built once
+    (``xai_reroute_prepare``), it routes any number of row sets (:meth:`route`). ``splits``: the
+    version's ``(feature, threshold, flipped)`` over all nodes (``flipped`` None or bool: the node
     sends ``x <= threshold`` to its right child); default, the Forest's own splits."""
 
-    def __init__(self, forest, tree: int, changed, versions=None):
-        versions = [(forest.feature, forest.threshold, None)] if versions is None else list(versions)
+    def __init__(self, forest, tree: int, changed, splits=None):
+        feature, threshold, flipped = (forest.feature, forest.threshold, None) if splits is None else splits
+        feature, threshold = np.ascontiguousarray(feature, dtype=np.int32), np.ascontiguousarray(threshold, dtype=np.float64)
+        flipped = None if flipped is None else np.ascontiguousarray(flipped, dtype=np.uint8)
+        if any(a is not None and a.shape != (forest.n_nodes,) for a in (feature, threshold, flipped)):
+            raise InputError(f"a version of a tree needs feature, threshold and flipped over all {forest.n_nodes} nodes")
         self.forest, self.changed = forest, np.ascontiguousarray(changed, dtype=np.int32)
-        self.n_versions = len(versions)
-        if not 1 <= self.n_versions <= lib.XAI_REROUTE_VERSIONS:
-            raise InputError(f"reroute takes 1 to {lib.XAI_REROUTE_VERSIONS} versions of a tree, got {len(versions)}")
-        spec = ffi.new("xai_reroute_spec *")
-        spec.tree, spec.n_versions, spec.n_changed = int(tree), self.n_versions, len(self.changed)
-        spec.changed = _ptr("int32_t *", self.changed)
-        keep = []   # the arrays the spec points at, alive until the layout has copied them
-        for v, (feature, threshold, flipped) in enumerate(versions):
-            arrays = (np.ascontiguousarray(feature, dtype=np.int32), np.ascontiguousarray(threshold, dtype=np.float64),
-                      None if flipped is None else np.ascontiguousarray(flipped, dtype=np.uint8))
-            if any(a is not None and a.shape != (forest.n_nodes,) for a in arrays):
-                raise InputError(f"version {v} of the tree needs feature, threshold and flipped over all "
-                                 f"{forest.n_nodes} nodes")
-            keep.append(arrays)
-            spec.feature[v], spec.threshold[v] = _ptr("int32_t *", arrays[0]), _ptr("double *", arrays[1])
-            spec.flipped[v] = _ptr("uint8_t *", arrays[2])
+        spec = ffi.new("xai_reroute_spec *", dict(
+            tree=int(tree), feature=_ptr("int32_t *", feature), threshold=_ptr("double *", threshold),
+            flipped=_ptr("uint8_t *", flipped), changed=_ptr("int32_t *", self.changed), n_changed=len(self.changed)))
         out = ffi.new("xai_reroute_layout **")
         _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
         self._layout = ffi.gc(out[0], lib.xai_reroute_free)
@@ -256,9 +247,9 @@ class RerouteLayout:
     def route(self, X: np.ndarray, start_leaf: np.ndarray, new_values=None) -> tuple[np.ndarray, np.ndarray]:
         """Leaves of the rows of X (float64, C order) whose changed features took the values
         ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
-        global leaves ``start_leaf`` their old values reach in every version: ``(leaf, moved)``, each
-        version's global leaves (int32, (n_versions, n)) and the rows whose version-0 leaf changed.
-        One call, no thread pool: callers run trees in parallel."""
+        global leaves ``start_leaf`` their old values reach: ``(leaf, moved)``, every row's global
+        leaf (int32) and the rows whose leaf changed. One call, no thread pool: callers run trees in
+        parallel."""
         n, forest = len(X), self.forest
         start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
         if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
@@ -268,7 +259,7 @@ class RerouteLayout:
                 or new_values.shape != (n, len(self.changed)):
             raise InputError("reroute needs X as C-ordered float64 (n, n_features), new values as C-ordered "
                              "float64 (n, changed features) and one start leaf per row")
-        leaf = np.empty((self.n_versions, n), dtype=np.int32)
+        leaf = np.empty(n, dtype=np.int32)
         moved = np.empty(n, dtype=np.int64)
         args = ffi.new("xai_reroute_args *", dict(
             X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
@@ -280,8 +271,7 @@ class RerouteLayout:
 def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One :class:`RerouteLayout` call on the Forest's own tree ``tree``, X holding the rows' new
     values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed."""
-    leaf, moved = RerouteLayout(forest, tree, changed).route(X, start_leaf)
-    return leaf[0], moved
+    return RerouteLayout(forest, tree, changed).route(X, start_leaf)
 
 
 def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray):

@@ -51,8 +51,8 @@ class Reference:
         from the root). Each tree's walk layout is built once for all the arrays."""
         def predict(t):
             start = self.tables.training_leaves([t], None)[t]
-            layout = _native.RerouteLayout(self.tables.forest, t, cols, [variant.splits])
-            return [np.take(self.tables.node_pred, layout.route(self.tables.X64, start, nv)[0][0], axis=0)
+            layout = _native.RerouteLayout(self.tables.forest, t, cols, variant.splits)
+            return [np.take(self.tables.node_pred, layout.route(self.tables.X64, start, nv)[0], axis=0)
                     for nv in new_values]
 
         totals = [np.zeros_like(self.forest_sum) for _ in new_values]
@@ -110,20 +110,20 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
 
 
 def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
-    """Tree ``t`` on the training rows whose features ``cols`` take each array of ``new_values``,
-    the original tree and its S+ / S- versions that split on ``cols`` walked together by the C core
-    (one walk layout for all permutations): ``(t, per permutation (loss increase of the original
-    tree, rows it moves, their change of prediction, {variant: None when the transform left the tree
-    unchanged, else (loss increase, rows re-routed, their change of prediction)}))``."""
+    """Tree ``t`` on the training rows whose features ``cols`` take each array of ``new_values``
+    (one walk layout per version of the tree, built once for all permutations): ``(t, per
+    permutation (loss increase of the original tree, rows it moves, their change of prediction,
+    {variant: None when the transform left the tree unchanged, else (loss increase, rows re-routed,
+    their change of prediction)}))``."""
     tables, loss, pred = ref.tables, ref.loss, ref.tables.node_pred
     L = train[t]
-    walked = [v for v in _VARIANTS if variants[v].changed[t] and variants[v].uses[t]]
-    layout = _native.RerouteLayout(tables.forest, t, cols, [(tables.feature, tables.threshold, None)]
-                                   + [variants[v].splits for v in walked])
+    layout = _native.RerouteLayout(tables.forest, t, cols)
+    # a transformed tree that no longer splits on cols sends every row to its training leaf: no walk
+    walked = {v: _native.RerouteLayout(tables.forest, t, cols, variants[v].splits) for v in _VARIANTS
+              if variants[v].changed[t] and variants[v].uses[t]}
     out = []
     for nv in new_values:
-        leaves, rows = layout.route(tables.X64, L, nv)
-        g_o = leaves[0]
+        g_o, rows = layout.route(tables.X64, L, nv)
         d_o = loss.tree_sum(g_o[rows], rows) - loss.tree_sum(L[rows], rows)
         diff = np.take(pred, g_o[rows], axis=0) - np.take(pred, L[rows], axis=0)
         per_variant = {}
@@ -133,8 +133,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
                 per_variant[v] = None
                 continue
             r = _rows(variant.below[g_o])
-            # a transformed tree that no longer splits on cols sends every row to its training leaf
-            g = leaves[1 + walked.index(v)][r] if v in walked else L[r]
+            g = walked[v].route(tables.X64[r], L[r], nv[r])[0] if v in walked else L[r]
             per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
                               np.take(pred, g, axis=0) - np.take(pred, g_o[r], axis=0))
         out.append((d_o, rows, diff, per_variant))

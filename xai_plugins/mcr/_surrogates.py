@@ -49,7 +49,7 @@ class TransformedForest:
         whose features ``cols`` take ``new_values`` (default: X64's own) and whose old values reach
         the global leaves ``start`` (the same in the transformed tree), routed by the C core.
         ``cols`` = every feature routes any rows exactly from any start leaves."""
-        return _native.RerouteLayout(self.forest, t, cols, [self.splits]).route(X64, start, new_values)[0][0]
+        return _native.RerouteLayout(self.forest, t, cols, self.splits).route(X64, start, new_values)[0]
 
 
 @dataclass(frozen=True)
