@@ -184,14 +184,14 @@ int xai_reroute_prepare(const xai_forest *forest, const xai_reroute_spec *spec, 
 /* The argument checks of xai_reroute. */
 static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a)
 {
-    if (f == NULL || L == NULL || a == NULL || a->X == NULL || a->new_values == NULL || a->start_leaf == NULL ||
-        a->leaf == NULL || a->moved == NULL || a->n_rows < 0)
+    if (f == NULL || L == NULL || a == NULL || a->X == NULL || a->new_values == NULL || a->leaf == NULL ||
+        (a->start_leaf != NULL && a->moved == NULL) || a->n_rows < 0)
         return XAI_E_SIZE;
     if (L->tree >= f->n_trees || L->n_features != f->n_features ||
         L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
         return XAI_E_INDEX;    /* a layout of another forest */
     const int64_t base = f->tree_offset[L->tree], end = f->tree_offset[L->tree + 1];
-    for (int64_t i = 0; i < a->n_rows; i++) {
+    for (int64_t i = 0; a->start_leaf != NULL && i < a->n_rows; i++) {
         const int32_t g = a->start_leaf[i];
         if (g < base || g >= end || f->left_child[g] >= 0) {
             xai_error_at(L->tree, -1, i);
@@ -254,7 +254,7 @@ static inline int in_box(const double *now, const double *box, int32_t K, int fl
 }
 
 /* The leaves and moved rows of xai_reroute, GROUP rows at a time: the rows that leave their start
- * leaf's box are copied, as the model compares them and with their new values, into the row buffer
+ * leaf's box (every row without start leaves) are copied, as the model compares them and with their new values, into the row buffer
  * values[GROUP * n_features] and walked together. The arguments are read into locals once: stores
  * into leaf could otherwise alias them. */
 static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_reroute_args *a, double *values)
@@ -262,7 +262,8 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
     const int64_t n_rows = a->n_rows, base = f->tree_offset[L->tree];
     const int32_t K = L->n_changed, d = L->n_features;
     const int32_t *start_leaf = a->start_leaf, *changed = L->changed;
-    const double *X = a->X, *new_values = a->new_values, *boxes = L->box, zero = f->zero_threshold;
+    const double *X = a->X, *new_values = a->new_values, *boxes = start_leaf != NULL ? L->box : NULL;
+    const double zero = f->zero_threshold;
     int32_t *leaf = a->leaf;
     int64_t *moved = a->moved;
     const int strict_left = f->split_rule == XAI_LEFT_IF_LT, float32 = f->input_float32 != 0;
@@ -272,7 +273,8 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
         const int64_t i1 = n_rows - i0 < GROUP ? n_rows : i0 + GROUP;
         int n = 0;
         for (int64_t i = i0; i < i1; i++) {
-            leaf[i] = start_leaf[i];
+            if (start_leaf != NULL)
+                leaf[i] = start_leaf[i];
             if (boxes != NULL && in_box(new_values + i * K, boxes + (start_leaf[i] - base) * 2 * K, K, float32, zero,
                                         strict_left))
                 continue;
@@ -286,7 +288,7 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
         descend(L->walk, values, d, at, n, strict_left);
         for (int q = 0; q < n; q++)
             leaf[row[q]] = (int32_t)(base + at[q]);   /* n_nodes <= INT32_MAX */
-        for (int64_t i = i0; i < i1; i++)    /* in row order: moved stays increasing */
+        for (int64_t i = i0; start_leaf != NULL && i < i1; i++)    /* in row order: moved stays increasing */
             if (leaf[i] != start_leaf[i])
                 moved[count++] = i;
     }

@@ -196,9 +196,11 @@ typedef struct {
     const double *X;            /* [n_rows * n_features] */
     const double *new_values;   /* [n_rows * n_changed] */
     int64_t n_rows;
-    const int32_t *start_leaf;  /* [n_rows], global leaves of the layout's tree */
+    const int32_t *start_leaf;  /* [n_rows], global leaves of the layout's tree, or NULL: every row walks
+                                   from the root, and moved is not written (n_moved = 0) */
     int32_t *leaf;              /* out [n_rows]: the global leaf each row reaches now */
-    int64_t *moved;             /* out [n_rows slots]: the rows whose leaf changed, increasing */
+    int64_t *moved;             /* out [n_rows slots]: the rows whose leaf changed, increasing (may be NULL
+                                   without start_leaf) */
     int64_t n_moved;            /* out: how many entries of moved were written */
 } xai_reroute_args;
 

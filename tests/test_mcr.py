@@ -287,8 +287,8 @@ def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit
 def test_walks_on_thresholds_nan_and_inf_as_scikit_learn():
     """The C core's walks of a tree and of its S+ / S- versions (flipped surrogates included), on
     integer data whose rows then take values exactly on the thresholds of the changed features, NaN
-    and inf: every leaf is the one scikit-learn's ``apply`` finds on a tree copy, and one layout
-    serves several row sets."""
+    and inf: every leaf is the one scikit-learn's ``apply`` finds on a tree copy, from the training
+    leaves or from the root, and one layout serves several row sets."""
     from xai_plugins import _native
 
     rng = np.random.default_rng(4)
@@ -313,6 +313,9 @@ def test_walks_on_thresholds_nan_and_inf_as_scikit_learn():
                     expected, expected_moved = oracle.route(tables.X64, L, new_values)
                     np.testing.assert_array_equal(leaf, expected)
                     np.testing.assert_array_equal(moved, expected_moved)
+                    leaf, moved = layout.route(tables.X64, None, new_values)   # every row from the root
+                    np.testing.assert_array_equal(leaf, expected)
+                    assert len(moved) == 0
                 checked += splits[2] is not None and splits[2].any()
     assert checked > 6
 
@@ -331,8 +334,8 @@ def test_tables_read_from_the_forest_match_the_trees(xor):
     proba = np.concatenate([e.tree_.value[:, 0, :] for e in model.estimators_])
     np.testing.assert_allclose(tables.node_pred, proba / proba.sum(axis=1, keepdims=True), rtol=1e-15)
     for t, est in enumerate(model.estimators_):  # leaves' predictions are the tree's predict_proba
-        np.testing.assert_allclose(tables.node_pred[tables.leaves(t, X.to_numpy(np.float32))],
-                                   est.predict_proba(X.to_numpy()), rtol=1e-12)
+        np.testing.assert_array_equal(tables.leaves(t), est.apply(X.to_numpy(np.float32)) + tables.offsets[t])
+        np.testing.assert_allclose(tables.node_pred[tables.leaves(t)], est.predict_proba(X.to_numpy()), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["zero_one", "log_loss", "squared_error", "absolute_error"])
@@ -356,7 +359,7 @@ def test_losses_match_scikit_learn_metrics(correlated, name):
     rows = np.arange(0, len(y), 3)
     for t, est in enumerate(model.estimators_):
         Pt = est.predict_proba(X[rows]) if clf else est.predict(X[rows])
-        leaves = tables.leaves(t, X32)[rows]
+        leaves = tables.leaves(t)[rows]
         np.testing.assert_allclose(loss.tree_sum(leaves, rows), metric(y[rows], Pt) * len(rows), rtol=1e-10)
 
 

@@ -244,26 +244,27 @@ class RerouteLayout:
         _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
         self._layout = ffi.gc(out[0], lib.xai_reroute_free)
 
-    def route(self, X: np.ndarray, start_leaf: np.ndarray, new_values=None) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None) -> tuple[np.ndarray, np.ndarray]:
         """Leaves of the rows of X (float64, C order) whose changed features took the values
         ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
         global leaves ``start_leaf`` their old values reach: ``(leaf, moved)``, every row's global
-        leaf (int32) and the rows whose leaf changed. One call, no thread pool: callers run trees in
-        parallel."""
+        leaf (int32) and the rows whose leaf changed. ``start_leaf`` None: every row walks from the
+        root, and ``moved`` is empty. One call, no thread pool: callers run trees in parallel."""
         n, forest = len(X), self.forest
-        start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
+        start_leaf = None if start_leaf is None else np.ascontiguousarray(start_leaf, dtype=np.int32)
         if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
             new_values = np.ascontiguousarray(X[:, self.changed])
         if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
-                or start_leaf.shape != (n,) or new_values.dtype != np.float64 or not new_values.flags.c_contiguous \
-                or new_values.shape != (n, len(self.changed)):
+                or (start_leaf is not None and start_leaf.shape != (n,)) or new_values.dtype != np.float64 \
+                or not new_values.flags.c_contiguous or new_values.shape != (n, len(self.changed)):
             raise InputError("reroute needs X as C-ordered float64 (n, n_features), new values as C-ordered "
                              "float64 (n, changed features) and one start leaf per row")
         leaf = np.empty(n, dtype=np.int32)
-        moved = np.empty(n, dtype=np.int64)
+        moved = np.empty(n if start_leaf is not None else 0, dtype=np.int64)
         args = ffi.new("xai_reroute_args *", dict(
             X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
-            start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf), moved=_ptr("int64_t *", moved)))
+            start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
+            moved=_ptr("int64_t *", moved if start_leaf is not None else None)))
         _check(lib.xai_reroute(c_forest(forest).ptr, self._layout, args), "reroute")
         return leaf, moved[:args.n_moved]
 
