@@ -158,12 +158,15 @@ def sklearn_layouts(tables, walked=None):
             if walked is not None:
                 walked.append(t)
 
-        def route(self, X, start, new_values=None):
+        def route(self, X, start, new_values=None, node_value=None, acc=None):
             rows = X.copy()
             if new_values is not None:
                 rows[:, self.cols] = new_values
             leaf = (self.tree.apply(rows.astype(np.float32)) + self.offset).astype(np.int32)
-            return leaf, np.flatnonzero(leaf != start)
+            moved = np.flatnonzero(leaf != start)
+            if acc is not None:
+                acc[moved] += node_value[leaf[moved]] - node_value[start[moved]]
+            return leaf, moved
 
     return SklearnLayout
 

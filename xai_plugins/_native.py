@@ -244,12 +244,15 @@ class RerouteLayout:
         _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
         self._layout = ffi.gc(out[0], lib.xai_reroute_free)
 
-    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None, node_value=None,
+              acc=None) -> tuple[np.ndarray, np.ndarray]:
         """Leaves of the rows of X (float64, C order) whose changed features took the values
         ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
         global leaves ``start_leaf`` their old values reach: ``(leaf, moved)``, every row's global
         leaf (int32) and the rows whose leaf changed. ``start_leaf`` None: every row walks from the
-        root, and ``moved`` is empty. One call, no thread pool: callers run trees in parallel."""
+        root, and ``moved`` is empty. With ``acc`` (n, width) and ``node_value`` (n_nodes, width),
+        both float64 C-ordered, adds every moved row's change of node value to ``acc`` in place. One
+        call, no thread pool: callers run trees in parallel."""
         n, forest = len(X), self.forest
         start_leaf = None if start_leaf is None else np.ascontiguousarray(start_leaf, dtype=np.int32)
         if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
@@ -259,20 +262,29 @@ class RerouteLayout:
                 or not new_values.flags.c_contiguous or new_values.shape != (n, len(self.changed)):
             raise InputError("reroute needs X as C-ordered float64 (n, n_features), new values as C-ordered "
                              "float64 (n, changed features) and one start leaf per row")
+        width = 0
+        if acc is not None:
+            width = acc.shape[1] if acc.ndim == 2 else 1
+            for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
+                if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
+                    raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
         leaf = np.empty(n, dtype=np.int32)
         moved = np.empty(n if start_leaf is not None else 0, dtype=np.int64)
         args = ffi.new("xai_reroute_args *", dict(
             X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
             start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
-            moved=_ptr("int64_t *", moved if start_leaf is not None else None)))
+            moved=_ptr("int64_t *", moved if start_leaf is not None else None), node_value=_ptr("double *", node_value),
+            width=width, acc=_ptr("double *", acc)))
         _check(lib.xai_reroute(c_forest(forest).ptr, self._layout, args), "reroute")
         return leaf, moved[:args.n_moved]
 
 
-def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None,
+            acc=None) -> tuple[np.ndarray, np.ndarray]:
     """One :class:`RerouteLayout` call on the Forest's own tree ``tree``, X holding the rows' new
-    values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed."""
-    return RerouteLayout(forest, tree, changed).route(X, start_leaf)
+    values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed
+    (``node_value``, ``acc``: see :meth:`RerouteLayout.route`)."""
+    return RerouteLayout(forest, tree, changed).route(X, start_leaf, node_value=node_value, acc=acc)
 
 
 def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray):

@@ -92,8 +92,8 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
         # added: fixed blocks reduced in order, so the sums do not depend on the number of threads
         change = [np.zeros_like(ref.forest_sum) for _ in range(K)]
         for i, (t, per_permutation) in enumerate(ref.pmap(job, part)):
-            for k, (d_o, rows, diff, per_variant) in enumerate(per_permutation):
-                change[k][rows] += diff
+            for k, (d_o, tree_change, per_variant) in enumerate(per_permutation):
+                change[k] += tree_change   # +0.0 where the tree moved no row: bitwise as adding in place
                 for v, res in per_variant.items():
                     if res is None:
                         sums[v][t] += d_o
@@ -112,9 +112,9 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
 def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
     """Tree ``t`` on the training rows whose features ``cols`` take each array of ``new_values``
     (one walk layout per version of the tree, built once for all permutations): ``(t, per
-    permutation (loss increase of the original tree, rows it moves, their change of prediction,
-    {variant: None when the transform left the tree unchanged, else (loss increase, rows re-routed,
-    their change of prediction)}))``."""
+    permutation (loss increase of the original tree, its change of prediction on every row
+    (accumulated in C), {variant: None when the transform left the tree unchanged, else (loss
+    increase, rows re-routed, their change of prediction)}))``."""
     tables, loss, pred = ref.tables, ref.loss, ref.tables.node_pred
     L = train[t]
     layout = _native.RerouteLayout(tables.forest, t, cols)
@@ -123,9 +123,9 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
               if variants[v].changed[t] and variants[v].uses[t]}
     out = []
     for nv in new_values:
-        g_o, rows = layout.route(tables.X64, L, nv)
+        tree_change = np.zeros_like(ref.forest_sum)
+        g_o, rows = layout.route(tables.X64, L, nv, pred, tree_change)
         d_o = loss.tree_sum(g_o[rows], rows) - loss.tree_sum(L[rows], rows)
-        diff = np.take(pred, g_o[rows], axis=0) - np.take(pred, L[rows], axis=0)
         per_variant = {}
         for v in _VARIANTS:
             variant = variants[v]
@@ -136,7 +136,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
             g = walked[v].route(tables.X64[r], L[r], nv[r])[0] if v in walked else L[r]
             per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
                               np.take(pred, g, axis=0) - np.take(pred, g_o[r], axis=0))
-        out.append((d_o, rows, diff, per_variant))
+        out.append((d_o, tree_change, per_variant))
     return t, out
 
 
