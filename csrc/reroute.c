@@ -186,7 +186,7 @@ static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xa
 {
     if (f == NULL || L == NULL || a == NULL || a->X == NULL || a->new_values == NULL || a->leaf == NULL ||
         (a->start_leaf != NULL && a->moved == NULL) || a->n_rows < 0 ||
-        (a->acc != NULL && (a->start_leaf == NULL || a->node_value == NULL || a->width < 1)))
+        (a->delta != NULL && (a->start_leaf == NULL || a->node_value == NULL || a->width < 1)))
         return XAI_E_SIZE;
     if (L->tree >= f->n_trees || L->n_features != f->n_features ||
         L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
@@ -254,7 +254,7 @@ static inline int in_box(const double *now, const double *box, int32_t K, int fl
     return 1;
 }
 
-/* The leaves, moved rows and accumulator of xai_reroute, GROUP rows at a time: the rows that leave their start
+/* The leaves, moved rows and their changes of node value of xai_reroute, GROUP rows at a time: the rows that leave their start
  * leaf's box (every row without start leaves) are copied, as the model compares them and with their new values, into the row buffer
  * values[GROUP * n_features] and walked together. The arguments are read into locals once: stores
  * into leaf could otherwise alias them. */
@@ -269,7 +269,7 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
     const int32_t width = a->width;
     int32_t *leaf = a->leaf;
     int64_t *moved = a->moved;
-    double *acc = a->acc;
+    double *delta = a->delta;
     const int strict_left = f->split_rule == XAI_LEFT_IF_LT, float32 = f->input_float32 != 0;
     int64_t count = 0, row[GROUP];
     int32_t at[GROUP];
@@ -296,10 +296,10 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
             const int32_t now = leaf[i], start = start_leaf[i];
             if (now == start)
                 continue;
-            moved[count++] = i;
-            if (acc != NULL)
+            if (delta != NULL)
                 for (int32_t c = 0; c < width; c++)
-                    acc[i * width + c] += node_value[(int64_t)now * width + c] - node_value[(int64_t)start * width + c];
+                    delta[count * width + c] = node_value[(int64_t)now * width + c] - node_value[(int64_t)start * width + c];
+            moved[count++] = i;
         }
     }
     a->n_moved = count;

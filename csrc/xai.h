@@ -202,16 +202,16 @@ typedef struct {
     int64_t *moved;             /* out [n_rows slots]: the rows whose leaf changed, increasing (may be NULL
                                    without start_leaf) */
     int64_t n_moved;            /* out: how many entries of moved were written */
-    const double *node_value;   /* [n_nodes * width], read only when acc is not NULL */
-    int32_t width;              /* >= 1 when acc is not NULL */
-    double *acc;                /* [n_rows * width] or NULL (needs start_leaf) */
+    const double *node_value;   /* [n_nodes * width], read only when delta is not NULL */
+    int32_t width;              /* >= 1 when delta is not NULL */
+    double *delta;              /* out [n_rows * width slots] or NULL (needs start_leaf) */
 } xai_reroute_args;
 
 /* Fills args->leaf, args->moved and args->n_moved (the same leaves as walks from the root): a row
  * whose new values pass every split on a changed feature along start_leaf[i]'s path keeps that leaf
  * without a walk (up to 4 changed features); the others (NaN included) walk down from the root.
- * When acc is not NULL, for every moved row acc[i * width + c] += node_value[leaf[i] * width + c] -
- * node_value[start_leaf[i] * width + c]. */
+ * When delta is not NULL, delta[q * width + c] = node_value[leaf[i] * width + c] -
+ * node_value[start_leaf[i] * width + c] for the q-th moved row i (q < n_moved). */
 int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_reroute_args *args);
 
 /* RF-MCR's exact surrogate splits of tree `tree`, whose training rows X[n_rows * n_features] (float32,

@@ -192,7 +192,7 @@ def test_reroute_checks_tree_leaves_features_and_buffers(two_trees):
     with pytest.raises(InputError, match="size"):
         _native.reroute(two_trees, 0, X, [0, 1, 0], start)         # more changed features than features
     with pytest.raises(InputError, match="node_value"):
-        _native.reroute(two_trees, 0, X, [0], start, acc=np.zeros((3, 1)))
+        _native.reroute(two_trees, 0, X, [0], start, node_value=np.zeros((3, 1)))
 
 
 def test_reroute_refuses_null_arguments_in_c(two_trees):

@@ -158,15 +158,15 @@ def sklearn_layouts(tables, walked=None):
             if walked is not None:
                 walked.append(t)
 
-        def route(self, X, start, new_values=None, node_value=None, acc=None):
+        def route(self, X, start, new_values=None, node_value=None):
             rows = X.copy()
             if new_values is not None:
                 rows[:, self.cols] = new_values
             leaf = (self.tree.apply(rows.astype(np.float32)) + self.offset).astype(np.int32)
             moved = np.flatnonzero(leaf != start)
-            if acc is not None:
-                acc[moved] += node_value[leaf[moved]] - node_value[start[moved]]
-            return leaf, moved
+            if node_value is None:
+                return leaf, moved
+            return leaf, moved, node_value[leaf[moved]] - node_value[start[moved]]
 
     return SklearnLayout
 

@@ -244,15 +244,14 @@ class RerouteLayout:
         _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
         self._layout = ffi.gc(out[0], lib.xai_reroute_free)
 
-    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None, node_value=None,
-              acc=None) -> tuple[np.ndarray, np.ndarray]:
+    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None, node_value=None) -> tuple:
         """Leaves of the rows of X (float64, C order) whose changed features took the values
         ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
         global leaves ``start_leaf`` their old values reach: ``(leaf, moved)``, every row's global
         leaf (int32) and the rows whose leaf changed. ``start_leaf`` None: every row walks from the
-        root, and ``moved`` is empty. With ``acc`` (n, width) and ``node_value`` (n_nodes, width),
-        both float64 C-ordered, adds every moved row's change of node value to ``acc`` in place. One
-        call, no thread pool: callers run trees in parallel."""
+        root, and ``moved`` is empty. With ``node_value`` (n_nodes, width), float64 C-ordered:
+        ``(leaf, moved, delta)``, ``delta`` (len(moved), width) the moved rows' changes of node value.
+        One call, no thread pool: callers run trees in parallel."""
         n, forest = len(X), self.forest
         start_leaf = None if start_leaf is None else np.ascontiguousarray(start_leaf, dtype=np.int32)
         if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
@@ -262,29 +261,30 @@ class RerouteLayout:
                 or not new_values.flags.c_contiguous or new_values.shape != (n, len(self.changed)):
             raise InputError("reroute needs X as C-ordered float64 (n, n_features), new values as C-ordered "
                              "float64 (n, changed features) and one start leaf per row")
-        width = 0
-        if acc is not None:
-            width = acc.shape[1] if acc.ndim == 2 else 1
-            for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
-                if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
-                    raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
+        delta = None
+        if node_value is not None:
+            if start_leaf is None or node_value.dtype != np.float64 or not node_value.flags.c_contiguous \
+                    or len(node_value) != forest.n_nodes:
+                raise InputError(f"node_value must be C-ordered float64 with {forest.n_nodes} rows, and needs "
+                                 "start leaves")
+            delta = np.empty((n,) + node_value.shape[1:])
         leaf = np.empty(n, dtype=np.int32)
         moved = np.empty(n if start_leaf is not None else 0, dtype=np.int64)
         args = ffi.new("xai_reroute_args *", dict(
             X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
             start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
             moved=_ptr("int64_t *", moved if start_leaf is not None else None), node_value=_ptr("double *", node_value),
-            width=width, acc=_ptr("double *", acc)))
+            width=0 if node_value is None else int(np.prod(node_value.shape[1:])), delta=_ptr("double *", delta)))
         _check(lib.xai_reroute(c_forest(forest).ptr, self._layout, args), "reroute")
-        return leaf, moved[:args.n_moved]
+        moved = moved[:args.n_moved]
+        return (leaf, moved) if delta is None else (leaf, moved, delta[:args.n_moved])
 
 
-def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None,
-            acc=None) -> tuple[np.ndarray, np.ndarray]:
+def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None) -> tuple:
     """One :class:`RerouteLayout` call on the Forest's own tree ``tree``, X holding the rows' new
-    values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed
-    (``node_value``, ``acc``: see :meth:`RerouteLayout.route`)."""
-    return RerouteLayout(forest, tree, changed).route(X, start_leaf, node_value=node_value, acc=acc)
+    values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed, and
+    with ``node_value`` their changes of node value (see :meth:`RerouteLayout.route`)."""
+    return RerouteLayout(forest, tree, changed).route(X, start_leaf, node_value=node_value)
 
 
 def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray):

@@ -92,8 +92,8 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
         # added: fixed blocks reduced in order, so the sums do not depend on the number of threads
         change = [np.zeros_like(ref.forest_sum) for _ in range(K)]
         for i, (t, per_permutation) in enumerate(ref.pmap(job, part)):
-            for k, (d_o, tree_change, per_variant) in enumerate(per_permutation):
-                change[k] += tree_change   # +0.0 where the tree moved no row: bitwise as adding in place
+            for k, (d_o, rows, delta, per_variant) in enumerate(per_permutation):
+                change[k][rows] += delta
                 for v, res in per_variant.items():
                     if res is None:
                         sums[v][t] += d_o
@@ -112,8 +112,8 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
 def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
     """Tree ``t`` on the training rows whose features ``cols`` take each array of ``new_values``
     (one walk layout per version of the tree, built once for all permutations): ``(t, per
-    permutation (loss increase of the original tree, its change of prediction on every row
-    (accumulated in C), {variant: None when the transform left the tree unchanged, else (loss
+    permutation (loss increase of the original tree, rows it moves, their change of prediction
+    (from the C core), {variant: None when the transform left the tree unchanged, else (loss
     increase, rows re-routed, their change of prediction)}))``."""
     tables, loss, pred = ref.tables, ref.loss, ref.tables.node_pred
     L = train[t]
@@ -123,8 +123,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
               if variants[v].changed[t] and variants[v].uses[t]}
     out = []
     for nv in new_values:
-        tree_change = np.zeros_like(ref.forest_sum)
-        g_o, rows = layout.route(tables.X64, L, nv, pred, tree_change)
+        g_o, rows, delta = layout.route(tables.X64, L, nv, pred)
         d_o = loss.tree_sum(g_o[rows], rows) - loss.tree_sum(L[rows], rows)
         per_variant = {}
         for v in _VARIANTS:
@@ -136,7 +135,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
             g = walked[v].route(tables.X64[r], L[r], nv[r])[0] if v in walked else L[r]
             per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
                               np.take(pred, g, axis=0) - np.take(pred, g_o[r], axis=0))
-        out.append((d_o, tree_change, per_variant))
+        out.append((d_o, rows, delta, per_variant))
     return t, out
 
 
