@@ -317,3 +317,26 @@ int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_
     free(values);
     return xai_error_return(status);
 }
+
+static int scatter_add(double *target, int64_t n_target, int32_t width, const int64_t *rows, const double *values,
+                       int64_t n)
+{
+    if (target == NULL || rows == NULL || values == NULL || n_target < 0 || width < 1 || n < 0)
+        return XAI_E_SIZE;
+    for (int64_t q = 0; q < n; q++)
+        if (rows[q] < 0 || rows[q] >= n_target) {
+            xai_error_at(-1, -1, q);
+            return XAI_E_INDEX;
+        }
+    for (int64_t q = 0; q < n; q++)
+        for (int32_t c = 0; c < width; c++)
+            target[rows[q] * width + c] += values[q * width + c];
+    return XAI_OK;
+}
+
+int xai_scatter_add(double *target, int64_t n_target, int32_t width, const int64_t *rows, const double *values,
+                    int64_t n)
+{
+    xai_error_clear();
+    return xai_error_return(scatter_add(target, n_target, width, rows, values, n));
+}

@@ -214,6 +214,11 @@ typedef struct {
  * node_value[start_leaf[i] * width + c] for the q-th moved row i (q < n_moved). */
 int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_reroute_args *args);
 
+/* target[rows[q] * width + c] += values[q * width + c] for q < n, in order (RF-MCR's sums of moved
+ * rows' changes of prediction); every row index must lie in [0, n_target). */
+int xai_scatter_add(double *target, int64_t n_target, int32_t width, const int64_t *rows, const double *values,
+                    int64_t n);
+
 /* RF-MCR's exact surrogate splits of tree `tree`, whose training rows X[n_rows * n_features] (float32,
  * no NaN) reach its local leaves leaf[n_rows] (every leaf reached by some row): for every internal
  * node v (increasing local id) and every feature g != feature(v) (increasing) such that the rows of

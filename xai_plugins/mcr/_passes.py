@@ -24,6 +24,8 @@ from ._loss import model_reliance
 #: trees per unit of parallel work; partial sums are formed per block and added in block order
 TREE_BLOCK = 16
 _VARIANTS = ("plus", "minus")
+#: more moved rows than this are added to a 2-d sum in the C core (below, numpy's call costs less)
+SCATTER_IN_C = 512
 
 
 @dataclass(frozen=True)
@@ -93,13 +95,13 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
         change = [np.zeros_like(ref.forest_sum) for _ in range(K)]
         for i, (t, per_permutation) in enumerate(ref.pmap(job, part)):
             for k, (d_o, rows, delta, per_variant) in enumerate(per_permutation):
-                change[k][rows] += delta
+                _scatter_add(change[k], rows, delta)
                 for v, res in per_variant.items():
                     if res is None:
                         sums[v][t] += d_o
                     else:
                         sums[v][t] += res[0]
-                        moved[v][k][res[1]] += res[2]
+                        _scatter_add(moved[v][k], res[1], res[2])
             if (i + 1) % TREE_BLOCK == 0 or i + 1 == len(part):
                 for k in range(K):
                     ref_acc[k] += change[k]
@@ -171,6 +173,15 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
         P = (start[k] + (fit * T - start0 - base_dyn) + moved[k]) / T
         perm += ref.loss.forest_mean(P) - train
     return {"mr": float(model_reliance(perm / K, train, reliance)), "loss": train, "deviation": deviation}
+
+
+def _scatter_add(target, rows, values) -> None:
+    """``target[rows] += values`` for ``rows`` (distinct) an index array or a slice: the same sums,
+    in the C core for many rows of a 2-d target (numpy's fancy-indexed add is slow there)."""
+    if isinstance(rows, slice) or target.ndim == 1 or len(rows) <= SCATTER_IN_C:
+        target[rows] += values
+    else:
+        _native.scatter_add(target, rows, values)
 
 
 def _rows(mask):
