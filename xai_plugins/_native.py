@@ -232,10 +232,12 @@ class RerouteLayout:
 
     def __init__(self, forest, tree: int, changed, splits=None):
         feature, threshold, flipped = (forest.feature, forest.threshold, None) if splits is None else splits
-        feature, threshold = np.ascontiguousarray(feature, dtype=np.int32), np.ascontiguousarray(threshold, dtype=np.float64)
+        feature = np.ascontiguousarray(feature, dtype=np.int32)
+        threshold = np.ascontiguousarray(threshold, dtype=np.float64)
         flipped = None if flipped is None else np.ascontiguousarray(flipped, dtype=np.uint8)
         if any(a is not None and a.shape != (forest.n_nodes,) for a in (feature, threshold, flipped)):
-            raise InputError(f"a version of a tree needs feature, threshold and flipped over all {forest.n_nodes} nodes")
+            raise InputError(f"a version of a tree needs feature, threshold and flipped over all {forest.n_nodes} "
+                             "nodes")
         self.forest, self.changed = forest, np.ascontiguousarray(changed, dtype=np.int32)
         spec = ffi.new("xai_reroute_spec *", dict(
             tree=int(tree), feature=_ptr("int32_t *", feature), threshold=_ptr("double *", threshold),

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _native
 from ..errors import InputError
 from ..forest import tree_levels
-from .. import _native
 from ._surrogates import SurrogateSplits
 
 #: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
