@@ -1,10 +1,11 @@
 """The two passes of RF-MCR over the trees for one feature set X1.
 
-Pass 1 (:func:`permutation_pass`) runs over blocks of trees and, per permutation, re-routes only
-the rows whose permuted values leave their training leaf's box (original trees, in the C core) or
-that pass a node changed by S+ / S- (transformed trees). It yields every tree's loss increase
-under S+ and S- and, per permutation, the reference forest and the forests F±_S on the permuted
-rows (O(K·n·C) memory).
+Pass 1 (:func:`permutation_pass`) runs over the trees and, per tree, builds the C core's walk
+layout of the original tree and of its S+ / S- versions once, then re-routes for every permutation
+only the rows whose permuted values leave their training leaf's box (original trees) or that pass a
+node changed by S+ / S- (transformed trees). It yields every tree's loss increase under S+ and S-
+and, per permutation, the reference forest and the forests F±_S on the permuted rows (O(K·n·C)
+memory).
 
 Pass 2 (:func:`boundary_forest`) swaps trees for their best Rashomon replacement (T+ / T-) and
 re-evaluates only the trees whose weight changed, or the swapped forest from scratch when that
