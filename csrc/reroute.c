@@ -323,14 +323,15 @@ static int scatter_add(double *target, int64_t n_target, int32_t width, const in
 {
     if (target == NULL || rows == NULL || values == NULL || n_target < 0 || width < 1 || n < 0)
         return XAI_E_SIZE;
-    for (int64_t q = 0; q < n; q++)
-        if (rows[q] < 0 || rows[q] >= n_target) {
+    for (int64_t q = 0; q < n; q++) {   /* one pass: an index out of range stops the sums there */
+        const int64_t i = rows[q];
+        if (i < 0 || i >= n_target) {
             xai_error_at(-1, -1, q);
             return XAI_E_INDEX;
         }
-    for (int64_t q = 0; q < n; q++)
         for (int32_t c = 0; c < width; c++)
-            target[rows[q] * width + c] += values[q * width + c];
+            target[i * width + c] += values[q * width + c];
+    }
     return XAI_OK;
 }
 

@@ -215,7 +215,8 @@ typedef struct {
 int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_reroute_args *args);
 
 /* target[rows[q] * width + c] += values[q * width + c] for q < n, in order (RF-MCR's sums of moved
- * rows' changes of prediction); every row index must lie in [0, n_target). */
+ * rows' changes of prediction); every row index must lie in [0, n_target) (XAI_E_INDEX at the first
+ * that does not, the sums before it done). */
 int xai_scatter_add(double *target, int64_t n_target, int32_t width, const int64_t *rows, const double *values,
                     int64_t n);
 

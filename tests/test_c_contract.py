@@ -238,3 +238,22 @@ def test_build_options_follow_the_compiler(build_ffi, monkeypatch, platform, sys
     assert c11 in options["extra_compile_args"]
     assert all(a[0] == c11[0] for a in options["extra_compile_args"])  # no gcc flag reaches MSVC, nor the reverse
     assert options["libraries"] == (["m"] if libm else [])
+
+
+def test_scatter_add_adds_row_by_row_and_checks_indices():
+    """xai_scatter_add (RF-MCR's sums of moved rows) against numpy's own fancy-indexed add, and its
+    refusal of out-of-range rows and NULL buffers."""
+    rng = np.random.default_rng(0)
+    target = rng.normal(size=(50, 3))
+    rows = rng.choice(50, size=20, replace=False)
+    values = rng.normal(size=(20, 3))
+    expected = target.copy()
+    expected[rows] += values
+    _native.scatter_add(target, rows, values)
+    np.testing.assert_array_equal(target, expected)
+    for bad in (-1, 50):
+        with pytest.raises(InputIndexError, match="row 1"):
+            _native.scatter_add(target, np.array([0, bad]), values[:2])
+    with pytest.raises(InputError):
+        _native.scatter_add(target, rows, values[:3])
+    assert lib.xai_scatter_add(ffi.NULL, 1, 1, ffi.NULL, ffi.NULL, 0) == lib.XAI_E_SIZE
