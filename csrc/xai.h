@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 8
+#define XAI_ABI_VERSION 9
 
 /* cffi-cdef-begin */
 enum {
@@ -170,31 +170,66 @@ int xai_mdi_layout(const xai_forest *forest, xai_mdi_node *layout);
  * tree_weight[i * n_trees + t] gives w(i, t); NULL means 1 / n_trees (the plain average). */
 int xai_local_mdi(const xai_forest *forest, const xai_mdi_node *layout, const double *X, int64_t n_rows,
                   const double *tree_weight, double *out);
-/* Arguments of xai_reroute: the leaves of tree `tree` after the features changed[0 .. n_changed)
- * of the rows of X[n_rows * n_features] took new values (no feature listed twice). start_leaf[i]
- * is the global leaf row i reached with its old values, which differ from X only in the changed
- * features. Global leaf ids are int32, so the forest must have at most INT32_MAX nodes. */
+/* RF-MCR's re-routing of rows whose features changed[0 .. n_changed) took new values, through tree
+ * `tree` or a version of it: a tree of the same shape (children, NaN directions) whose internal
+ * nodes split on feature[g] at threshold[g] (global node ids g), sending x <= threshold (x <
+ * threshold for XAI_LEFT_IF_LT) to the right child where flipped[g] is 1 (flipped NULL: none).
+ * Global leaf ids are int32, so the forest must have at most INT32_MAX nodes. xai_reroute_prepare
+ * builds the walk layout for the changed features once (it copies what it needs of spec);
+ * xai_reroute routes any number of row sets with it; xai_reroute_free releases it (NULL is fine). */
 typedef struct {
     int32_t tree;
-    const double *X;            /* [n_rows * n_features], the rows with their new values */
-    int64_t n_rows;
-    const int32_t *changed;     /* [n_changed], 1 <= n_changed <= n_features */
+    const int32_t *feature;     /* [n_nodes], read at the tree's internal nodes */
+    const double *threshold;    /* [n_nodes], no NaN there */
+    const uint8_t *flipped;     /* [n_nodes] or NULL */
+    const int32_t *changed;     /* [n_changed], 1 <= n_changed <= n_features, distinct */
     int32_t n_changed;
-    const int32_t *start_leaf;  /* [n_rows], global leaves of tree `tree` */
+} xai_reroute_spec;
+typedef struct xai_reroute_layout xai_reroute_layout;
+int xai_reroute_prepare(const xai_forest *forest, const xai_reroute_spec *spec, xai_reroute_layout **layout);
+void xai_reroute_free(xai_reroute_layout *layout);
+
+/* Arguments of xai_reroute: row i has the old values X[i * n_features ..] except in the changed
+ * features, whose new values are new_values[i * n_changed + k] (changed[k]); start_leaf[i] is the
+ * global leaf its old values reach. */
+typedef struct {
+    const double *X;            /* [n_rows * n_features] */
+    const double *new_values;   /* [n_rows * n_changed] */
+    int64_t n_rows;
+    const int32_t *start_leaf;  /* [n_rows], global leaves of the layout's tree, or NULL: every row walks
+                                   from the root, and moved is not written (n_moved = 0) */
     int32_t *leaf;              /* out [n_rows]: the global leaf each row reaches now */
-    int64_t *moved;             /* out [n_rows slots]: the rows whose leaf changed, increasing */
+    int64_t *moved;             /* out [n_rows slots]: the rows whose leaf changed, increasing (may be NULL
+                                   without start_leaf) */
     int64_t n_moved;            /* out: how many entries of moved were written */
-    const double *node_value;   /* [n_nodes * width], read only when acc is not NULL */
-    int32_t width;              /* >= 1 when acc is not NULL */
-    double *acc;                /* [n_rows * width] or NULL */
+    const double *node_value;   /* [n_nodes * width], read only when delta is not NULL */
+    int32_t width;              /* >= 1 when delta is not NULL */
+    double *delta;              /* out [n_rows * width slots] or NULL (needs start_leaf) */
 } xai_reroute_args;
 
-/* Fills args->leaf, args->moved and args->n_moved: a row whose new values pass every split on a
- * changed feature along start_leaf[i]'s path keeps that leaf without a traversal; the others (NaN
- * included) climb to the nearest ancestor whose box holds their new values and are routed down from
- * there (the same leaf as a walk from the root). When acc is not NULL, for every moved row
- * acc[i * width + c] += node_value[leaf[i] * width + c] - node_value[start_leaf[i] * width + c]. */
-int xai_reroute(const xai_forest *forest, xai_reroute_args *args);
+/* Fills args->leaf, args->moved and args->n_moved (the same leaves as walks from the root): a row
+ * whose new values pass every split on a changed feature along start_leaf[i]'s path keeps that leaf
+ * without a walk (up to 4 changed features); the others (NaN included) walk down from the root.
+ * When delta is not NULL, delta[q * width + c] = node_value[leaf[i] * width + c] -
+ * node_value[start_leaf[i] * width + c] for the q-th moved row i (q < n_moved). */
+int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_reroute_args *args);
+
+/* target[rows[q] * width + c] += values[q * width + c] for q < n, in order (RF-MCR's sums of moved
+ * rows' changes of prediction); every row index must lie in [0, n_target) (XAI_E_INDEX at the first
+ * that does not, the sums before it done). */
+int xai_scatter_add(double *target, int64_t n_target, int32_t width, const int64_t *rows, const double *values,
+                    int64_t n);
+
+/* RF-MCR's exact surrogate splits of tree `tree`, whose training rows X[n_rows * n_features] (float32,
+ * no NaN) reach its local leaves leaf[n_rows] (every leaf reached by some row): for every internal
+ * node v (increasing local id) and every feature g != feature(v) (increasing) such that the rows of
+ * one child all lie below the rows of the other on g, one entry node[c] = v, feature[c] = g,
+ * threshold[c] = the midpoint (in double) of the two children's facing extreme values on g,
+ * flipped[c] = 1 when the right child's rows lie below. At most `capacity` entries (XAI_E_SIZE
+ * beyond); *count receives how many were written. */
+int xai_surrogates(const xai_forest *forest, int32_t tree, const float *X, int64_t n_rows, const int32_t *leaf,
+                   int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
+                   int64_t *count);
 /* cffi-cdef-end */
 
 /* Shared by the .c files, not part of the Python-facing API. */

@@ -192,16 +192,25 @@ def test_reroute_checks_tree_leaves_features_and_buffers(two_trees):
     with pytest.raises(InputError, match="size"):
         _native.reroute(two_trees, 0, X, [0, 1, 0], start)         # more changed features than features
     with pytest.raises(InputError, match="node_value"):
-        _native.reroute(two_trees, 0, X, [0], start, acc=np.zeros((3, 1)))
+        _native.reroute(two_trees, 0, X, [0], start, node_value=np.zeros((3, 1)))
 
 
 def test_reroute_refuses_null_arguments_in_c(two_trees):
     s = _native.c_forest(two_trees).ptr
-    assert lib.xai_reroute(s, ffi.NULL) == lib.XAI_E_SIZE
+    out = ffi.new("xai_reroute_layout **")
+    assert lib.xai_reroute_prepare(s, ffi.NULL, out) == lib.XAI_E_SIZE
+    spec = ffi.new("xai_reroute_spec *")                           # all pointers NULL
+    spec.n_changed = 1
+    assert lib.xai_reroute_prepare(s, spec, out) == lib.XAI_E_SIZE
+    assert lib.xai_reroute_prepare(ffi.NULL, spec, out) == lib.XAI_E_SIZE
+    layout = _native.RerouteLayout(two_trees, 0, [0])._layout
+    assert lib.xai_reroute(s, layout, ffi.NULL) == lib.XAI_E_SIZE
     args = ffi.new("xai_reroute_args *")                           # all pointers NULL
-    args.n_changed, args.n_rows = 1, 1
-    assert lib.xai_reroute(s, args) == lib.XAI_E_SIZE
-    assert lib.xai_reroute(ffi.NULL, args) == lib.XAI_E_SIZE
+    args.n_rows = 1
+    assert lib.xai_reroute(s, layout, args) == lib.XAI_E_SIZE
+    assert lib.xai_reroute(ffi.NULL, layout, args) == lib.XAI_E_SIZE
+    assert lib.xai_reroute(s, ffi.NULL, args) == lib.XAI_E_SIZE
+    lib.xai_reroute_free(ffi.NULL)
     assert lib.xai_last_error(ffi.NULL, ffi.NULL, ffi.NULL) == lib.XAI_E_SIZE
 
 
@@ -229,3 +238,22 @@ def test_build_options_follow_the_compiler(build_ffi, monkeypatch, platform, sys
     assert c11 in options["extra_compile_args"]
     assert all(a[0] == c11[0] for a in options["extra_compile_args"])  # no gcc flag reaches MSVC, nor the reverse
     assert options["libraries"] == (["m"] if libm else [])
+
+
+def test_scatter_add_adds_row_by_row_and_checks_indices():
+    """xai_scatter_add (RF-MCR's sums of moved rows) against numpy's own fancy-indexed add, and its
+    refusal of out-of-range rows and NULL buffers."""
+    rng = np.random.default_rng(0)
+    target = rng.normal(size=(50, 3))
+    rows = rng.choice(50, size=20, replace=False)
+    values = rng.normal(size=(20, 3))
+    expected = target.copy()
+    expected[rows] += values
+    _native.scatter_add(target, rows, values)
+    np.testing.assert_array_equal(target, expected)
+    for bad in (-1, 50):
+        with pytest.raises(InputIndexError, match="row 1"):
+            _native.scatter_add(target, np.array([0, bad]), values[:2])
+    with pytest.raises(InputError):
+        _native.scatter_add(target, rows, values[:3])
+    assert lib.xai_scatter_add(ffi.NULL, 1, 1, ffi.NULL, ffi.NULL, 0) == lib.XAI_E_SIZE

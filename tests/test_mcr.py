@@ -123,19 +123,52 @@ def test_bounds_order_and_boundary_forests_predict_like_reference(correlated, mo
     assert t.loc["x3", "mcr_plus"] < 0.1 * t.loc["x0", "mcr_plus"]
 
 
-def sklearn_tree(tables, variant, t):
-    """Oracle: a copy of tree t's scikit-learn ``Tree`` with the transformed forest's splits and
-    children (how S+ / S- trees were kept before the C core routed them), for scikit-learn's own
-    ``apply``."""
+def sklearn_tree(tables, splits, t):
+    """Oracle: a copy of tree t's scikit-learn ``Tree`` carrying the splits ``(feature, threshold,
+    flipped)`` (over all nodes; a flipped node's children swapped), for scikit-learn's own ``apply``."""
+    feature, threshold, flipped = splits
     tree = copy.deepcopy(tables.trees[t])
     a = tables.offsets[t]
     b = a + tree.node_count
     inner = tree.children_left >= 0
-    nodes = variant.nodes
-    tree.feature[inner] = nodes.feature[a:b][inner]
-    tree.threshold[inner] = nodes.threshold[a:b][inner]
-    tree.children_left[inner], tree.children_right[inner] = nodes.left_child[a:b][inner], nodes.right_child[a:b][inner]
+    tree.feature[inner] = feature[a:b][inner]
+    tree.threshold[inner] = threshold[a:b][inner]
+    if flipped is not None:
+        swap = inner & flipped[a:b]
+        left, right = tree.children_left.copy(), tree.children_right.copy()
+        tree.children_left[swap], tree.children_right[swap] = right[swap], left[swap]
     return tree
+
+
+def permuted_rows(tables, cols, seed):
+    """The training rows (float32) with the columns ``cols`` shuffled as RF-MCR shuffles them."""
+    Xp = tables.X32.copy()
+    Xp[:, cols] = tables.permuted(cols, seed)
+    return Xp
+
+
+def sklearn_layouts(tables, walked=None):
+    """Oracle for ``_native.RerouteLayout``: the tree, or a version of it, routed by scikit-learn's
+    ``apply`` on a copy of the tree carrying its splits (the trees routed are appended to
+    ``walked``)."""
+    class SklearnLayout:
+        def __init__(self, forest, t, cols, splits=None):
+            self.tree = sklearn_tree(tables, splits or (tables.feature, tables.threshold, None), t)
+            self.cols, self.offset = list(cols), tables.offsets[t]
+            if walked is not None:
+                walked.append(t)
+
+        def route(self, X, start, new_values=None, node_value=None):
+            rows = X.copy()
+            if new_values is not None:
+                rows[:, self.cols] = new_values
+            leaf = (self.tree.apply(rows.astype(np.float32)) + self.offset).astype(np.int32)
+            moved = np.flatnonzero(leaf != start)
+            if node_value is None:
+                return leaf, moved
+            return leaf, moved, node_value[leaf[moved]] - node_value[start[moved]]
+
+    return SklearnLayout
 
 
 def test_transformed_trees_keep_training_leaves(correlated):
@@ -150,12 +183,12 @@ def test_transformed_trees_keep_training_leaves(correlated):
     surrogates = tables.survey(loss, OrderedMap(None, 1)).surrogates
     n_changed = 0
     for j in range(X.shape[1]):
-        Xp = tables.permuted([j], 0)
+        Xp = permuted_rows(tables, [j], 0)
         for plus in (True, False):
             variant = surrogates.transform(tables, [j], plus)
             n_changed += variant.changed.sum()
             for t in np.flatnonzero(variant.changed):
-                tree = sklearn_tree(tables, variant, t)
+                tree = sklearn_tree(tables, variant.splits, t)
                 np.testing.assert_array_equal(tree.apply(X32), tables.trees[t].apply(X32))
                 assert not np.array_equal(tree.feature, tables.trees[t].feature)
                 # on permuted data only rows passing a changed node may move
@@ -192,13 +225,12 @@ def test_transformed_trees_routed_by_the_c_core_as_by_scikit_learn(correlated, t
         for plus in (True, False):
             variant = surrogates.transform(tables, cols, plus)
             for t in range(tables.T):
-                tree, off = sklearn_tree(tables, variant, t), tables.offsets[t]
+                tree, off = sklearn_tree(tables, variant.splits, t), tables.offsets[t]
                 L = tables.training_leaves([t], None)[t]
                 np.testing.assert_array_equal(variant.leaves(t, tables.X64, L, every), L)
                 for seed in (0, 1):
-                    Xp = tables.permuted(cols, seed)
-                    np.testing.assert_array_equal(variant.leaves(t, Xp.astype(np.float64), L, cols),
-                                                  tree.apply(Xp) + off)
+                    np.testing.assert_array_equal(variant.leaves(t, tables.X64, L, cols, tables.permuted(cols, seed)),
+                                                  tree.apply(permuted_rows(tables, cols, seed)) + off)
                 np.testing.assert_array_equal(variant.leaves(t, other, L, every),
                                               tree.apply(other.astype(np.float32)) + off)
                 checked += variant.changed[t]
@@ -206,9 +238,10 @@ def test_transformed_trees_routed_by_the_c_core_as_by_scikit_learn(correlated, t
 
 
 def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
-    """End to end: every figure of the table is bitwise the one obtained when the transformed trees
-    are routed by scikit-learn's ``apply`` on tree copies (the previous implementation's route)."""
-    from xai_plugins.mcr import _surrogates
+    """End to end: every figure of the table is bitwise the one obtained when every tree and its
+    transformed versions are routed by scikit-learn's ``apply`` on tree copies (the previous
+    implementation's route)."""
+    from xai_plugins import _native
 
     X, y = correlated
     model = fit_rashomon_forest(X, y, task="regression", n_estimators=30, random_state=0, min_samples_leaf=2)
@@ -216,45 +249,78 @@ def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
     new = {eps: mcr(model, X, y, epsilon=eps, **kw).table for eps in (0.0, 0.2)}
     X32 = X.astype(np.float32)
     tables = ForestTables(import_model(model), model.estimators_, X32, is_classifier=False)
-
-    def oracle(self, t, X64, start, cols):
-        return sklearn_tree(tables, self, t).apply(X64.astype(np.float32)) + tables.offsets[t]
-
-    monkeypatch.setattr(_surrogates.TransformedForest, "leaves", oracle)
+    walked = []
+    monkeypatch.setattr(_native, "RerouteLayout", sklearn_layouts(tables, walked))
     for eps, table in new.items():
         pd.testing.assert_frame_equal(table, mcr(model, X, y, epsilon=eps, **kw).table, check_exact=True)
-    assert (new[0.2]["mcr_plus"] > new[0.2]["model_reliance"]).any()
+    assert walked and (new[0.2]["mcr_plus"] > new[0.2]["model_reliance"]).any()
 
 
-def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit_learn(monkeypatch):
-    """Fully grown trees on a feature and its exact copy (issue 23's friedman workload in small):
-    S- then replaces every split on the permuted feature, and those trees are not walked at all
-    (rows keep their training leaf); S+ trees are routed by the C core's walk layout. Every figure
-    is bitwise the one obtained when scikit-learn's ``apply`` routes every transformed tree."""
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit_learn(monkeypatch, task):
+    """Fully grown trees on a feature and its exact copy (issue 23's friedman workload in small, and
+    a classifier on it), more than TREE_BLOCK trees: S- then replaces every split on the permuted
+    feature, and those trees are not walked at all (rows keep their training leaf); the original
+    trees and their S+ / S- versions are walked together by the C core. Every figure is bitwise the
+    one obtained when scikit-learn's ``apply`` routes every tree and every transformed tree."""
     from sklearn.datasets import make_friedman1
 
-    from xai_plugins.mcr import _passes, _surrogates
+    from xai_plugins import _native
 
     X, y = make_friedman1(n_samples=700, n_features=5, random_state=0)
     X = np.c_[X, X[:, 0]]
-    model = fit_rashomon_forest(X, y, task="regression", n_estimators=12, random_state=0)
-    kw = dict(n_permutations=2, features=[0, 5, 2])
+    if task == "classification":
+        y = (y > np.median(y)).astype(int)
+    model = fit_rashomon_forest(X, y, task=task, n_estimators=20, random_state=0)
+    kw = dict(n_permutations=2, features=[0, 5, 2], groups={"pair": [1, 3]})
     new = mcr(model, X, y, **kw).table
-    tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=False)
-    survey = tables.survey(make_loss("squared_error", tables.node_pred, y), map)
+    clf = task == "classification"
+    tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=clf)
+    loss = make_loss("zero_one" if clf else "squared_error", tables.node_pred, y, y if clf else None,
+                     model.classes_ if clf else None)
+    survey = tables.survey(loss, map)
     minus = survey.surrogates.transform(tables, [0], plus=False)
     assert (minus.changed & ~minus.uses).sum() > 6        # the trees left without a walk
-    routed = []
-
-    def oracle(variant, t, X64, start, cols):
-        routed.append(t)
-        return sklearn_tree(tables, variant, t).apply(X64.astype(np.float32)) + tables.offsets[t]
-
-    monkeypatch.setattr(_passes, "_variant_leaves", oracle)
-    monkeypatch.setattr(_surrogates.TransformedForest, "leaves", lambda self, t, X64, start, cols: oracle(
-        self, t, X64, start, cols))
+    walked = []
+    monkeypatch.setattr(_native, "RerouteLayout", sklearn_layouts(tables, walked))
     pd.testing.assert_frame_equal(new, mcr(model, X, y, **kw).table, check_exact=True)
-    assert routed
+    assert walked
+
+
+def test_walks_on_thresholds_nan_and_inf_as_scikit_learn():
+    """The C core's walks of a tree and of its S+ / S- versions (flipped surrogates included), on
+    integer data whose rows then take values exactly on the thresholds of the changed features, NaN
+    and inf: every leaf is the one scikit-learn's ``apply`` finds on a tree copy, from the training
+    leaves or from the root, and one layout serves several row sets."""
+    from xai_plugins import _native
+
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 6, size=(400, 4)).astype(float)
+    X = np.c_[X, X[:, 0]]
+    y = X[:, 0] * X[:, 1] + X[:, 2] + rng.normal(size=400)
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=6, random_state=0, max_features=0.6)
+    tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=False)
+    survey = tables.survey(make_loss("squared_error", tables.node_pred, y), map)
+    checked = 0
+    for cols in ([0], [4], [0, 1]):
+        on_thresholds = np.unique(tables.threshold[tables.internal & np.isin(tables.feature, cols)])
+        for splits, changed in [((tables.feature, tables.threshold, None), np.ones(tables.T, dtype=bool))] + [
+                (v.splits, v.changed) for v in (survey.surrogates.transform(tables, cols, p) for p in (True, False))]:
+            for t in np.flatnonzero(changed):
+                layout = _native.RerouteLayout(tables.forest, t, cols, splits)
+                oracle = sklearn_layouts(tables)(tables.forest, t, cols, splits)
+                L = tables.training_leaves([t], None)[t]
+                values = rng.choice(np.r_[on_thresholds, np.nan, np.inf], size=(tables.n, len(cols)))
+                for new_values in (tables.permuted(cols, 1), np.ascontiguousarray(values)):
+                    leaf, moved = layout.route(tables.X64, L, new_values)
+                    expected, expected_moved = oracle.route(tables.X64, L, new_values)
+                    np.testing.assert_array_equal(leaf, expected)
+                    np.testing.assert_array_equal(moved, expected_moved)
+                    leaf, moved = layout.route(tables.X64, None, new_values)   # every row from the root
+                    np.testing.assert_array_equal(leaf, expected)
+                    assert len(moved) == 0
+                checked += splits[2] is not None and splits[2].any()
+    assert checked > 6
 
 
 def test_tables_read_from_the_forest_match_the_trees(xor):
@@ -271,8 +337,8 @@ def test_tables_read_from_the_forest_match_the_trees(xor):
     proba = np.concatenate([e.tree_.value[:, 0, :] for e in model.estimators_])
     np.testing.assert_allclose(tables.node_pred, proba / proba.sum(axis=1, keepdims=True), rtol=1e-15)
     for t, est in enumerate(model.estimators_):  # leaves' predictions are the tree's predict_proba
-        np.testing.assert_allclose(tables.node_pred[tables.leaves(t, X.to_numpy(np.float32))],
-                                   est.predict_proba(X.to_numpy()), rtol=1e-12)
+        np.testing.assert_array_equal(tables.leaves(t), est.apply(X.to_numpy(np.float32)) + tables.offsets[t])
+        np.testing.assert_allclose(tables.node_pred[tables.leaves(t)], est.predict_proba(X.to_numpy()), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["zero_one", "log_loss", "squared_error", "absolute_error"])
@@ -296,7 +362,7 @@ def test_losses_match_scikit_learn_metrics(correlated, name):
     rows = np.arange(0, len(y), 3)
     for t, est in enumerate(model.estimators_):
         Pt = est.predict_proba(X[rows]) if clf else est.predict(X[rows])
-        leaves = tables.leaves(t, X32)[rows]
+        leaves = tables.leaves(t)[rows]
         np.testing.assert_allclose(loss.tree_sum(leaves, rows), metric(y[rows], Pt) * len(rows), rtol=1e-10)
 
 
@@ -460,12 +526,13 @@ def test_a_feature_no_tree_uses_has_zero_reliance():
 def test_surrogate_splits_against_brute_force(correlated):
     """Every (node, feature) whose training rows in the two children are separated on the feature,
     found row by row from scikit-learn's ``decision_path``; sorted by node then feature."""
-    from xai_plugins.mcr._surrogates import tree_surrogates
+    from xai_plugins import _native
 
     X, y = correlated
     X32 = X.astype(np.float32)
     model = RandomForestRegressor(3, bootstrap=False, max_features=0.5, min_samples_leaf=3, random_state=0).fit(X, y)
-    for est in model.estimators_:
+    forest = import_model(model)
+    for t, est in enumerate(model.estimators_):
         tree = est.tree_
         paths = est.decision_path(X32).toarray().astype(bool)
         expected = []
@@ -478,5 +545,5 @@ def test_surrogate_splits_against_brute_force(correlated):
                     top, bottom = X32[lo_rows, g].max(), X32[hi_rows, g].min()
                     if top < bottom:
                         expected.append((node, g, (float(top) + float(bottom)) / 2, flipped))
-        got = list(zip(*(arr.tolist() for arr in tree_surrogates(tree, X32, tree.apply(X32)))))
+        got = list(zip(*(arr.tolist() for arr in _native.surrogates(forest, t, X32, tree.apply(X32)))))
         assert got == expected and any(e[3] for e in expected)

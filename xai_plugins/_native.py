@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 8
+ABI_VERSION = 9
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -223,32 +223,100 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
     return out
 
 
-def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None,
-            acc=None) -> tuple[np.ndarray, np.ndarray]:
-    """Leaves of tree ``tree`` for the rows of X (float64, C order) whose features ``changed``
-    took new values, given the global leaves ``start_leaf`` they reached before: ``(leaf, moved)``,
-    every row's global leaf (int32, like node ids in the C layout) and the rows whose leaf changed.
-    With ``acc`` (n, width) and ``node_value`` (n_nodes, width), both float64 C-ordered, adds every
-    moved row's change of node value to ``acc`` in place. One call, no thread pool: callers run
-    trees in parallel."""
-    n = len(X)
-    leaf = np.empty(n, dtype=np.int32)
-    moved = np.empty(n, dtype=np.int64)
-    changed = np.ascontiguousarray(changed, dtype=np.int32)
-    start_leaf = np.ascontiguousarray(start_leaf, dtype=np.int32)
-    if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
-            or start_leaf.shape != (n,):
-        raise InputError("reroute needs X as C-ordered float64 (n, n_features) and one start leaf per row")
-    width = 0
-    if acc is not None:
-        width = acc.shape[1] if acc.ndim == 2 else 1
-        for name, a, rows in (("acc", acc, n), ("node_value", node_value, forest.n_nodes)):
-            if a is None or a.dtype != np.float64 or not a.flags.c_contiguous or a.size != rows * width:
-                raise InputError(f"{name} must be C-ordered float64 with {rows} rows of {width} values")
-    args = ffi.new("xai_reroute_args *", dict(
-        tree=int(tree), X=_ptr("double *", X), n_rows=n, changed=_ptr("int32_t *", changed),
-        n_changed=len(changed), start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
-        moved=_ptr("int64_t *", moved), node_value=_ptr("double *", node_value), width=width,
-        acc=_ptr("double *", acc)))
-    _check(lib.xai_reroute(c_forest(forest).ptr, args), "reroute")
-    return leaf, moved[:args.n_moved]
+class RerouteLayout:
+    """The C core's walk layout of tree ``tree`` of a Forest, or of a version of it with the same
+    shape that splits differently, for rows whose features ``changed`` take new values: built once
+    (``xai_reroute_prepare``), it routes any number of row sets (:meth:`route`). ``splits``: the
+    version's ``(feature, threshold, flipped)`` over all nodes (``flipped`` None or bool: the node
+    sends ``x <= threshold`` to its right child); default, the Forest's own splits."""
+
+    def __init__(self, forest, tree: int, changed, splits=None):
+        feature, threshold, flipped = (forest.feature, forest.threshold, None) if splits is None else splits
+        feature = np.ascontiguousarray(feature, dtype=np.int32)
+        threshold = np.ascontiguousarray(threshold, dtype=np.float64)
+        flipped = None if flipped is None else np.ascontiguousarray(flipped, dtype=np.uint8)
+        if any(a is not None and a.shape != (forest.n_nodes,) for a in (feature, threshold, flipped)):
+            raise InputError(f"a version of a tree needs feature, threshold and flipped over all {forest.n_nodes} "
+                             "nodes")
+        self.forest, self.changed = forest, np.ascontiguousarray(changed, dtype=np.int32)
+        spec = ffi.new("xai_reroute_spec *", dict(
+            tree=int(tree), feature=_ptr("int32_t *", feature), threshold=_ptr("double *", threshold),
+            flipped=_ptr("uint8_t *", flipped), changed=_ptr("int32_t *", self.changed), n_changed=len(self.changed)))
+        out = ffi.new("xai_reroute_layout **")
+        _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
+        self._layout = ffi.gc(out[0], lib.xai_reroute_free)
+
+    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None, node_value=None) -> tuple:
+        """Leaves of the rows of X (float64, C order) whose changed features took the values
+        ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
+        global leaves ``start_leaf`` their old values reach: ``(leaf, moved)``, every row's global
+        leaf (int32) and the rows whose leaf changed. ``start_leaf`` None: every row walks from the
+        root, and ``moved`` is empty. With ``node_value`` (n_nodes, width), float64 C-ordered:
+        ``(leaf, moved, delta)``, ``delta`` (len(moved), width) the moved rows' changes of node value.
+        One call, no thread pool: callers run trees in parallel."""
+        n, forest = len(X), self.forest
+        start_leaf = None if start_leaf is None else np.ascontiguousarray(start_leaf, dtype=np.int32)
+        if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
+            new_values = np.ascontiguousarray(X[:, self.changed])
+        if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (forest.n_features,) \
+                or (start_leaf is not None and start_leaf.shape != (n,)) or new_values.dtype != np.float64 \
+                or not new_values.flags.c_contiguous or new_values.shape != (n, len(self.changed)):
+            raise InputError("reroute needs X as C-ordered float64 (n, n_features), new values as C-ordered "
+                             "float64 (n, changed features) and one start leaf per row")
+        delta = None
+        if node_value is not None:
+            if start_leaf is None or node_value.dtype != np.float64 or not node_value.flags.c_contiguous \
+                    or len(node_value) != forest.n_nodes:
+                raise InputError(f"node_value must be C-ordered float64 with {forest.n_nodes} rows, and needs "
+                                 "start leaves")
+            delta = np.empty((n,) + node_value.shape[1:])
+        leaf = np.empty(n, dtype=np.int32)
+        moved = np.empty(n if start_leaf is not None else 0, dtype=np.int64)
+        args = ffi.new("xai_reroute_args *", dict(
+            X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
+            start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
+            moved=_ptr("int64_t *", moved if start_leaf is not None else None), node_value=_ptr("double *", node_value),
+            width=0 if node_value is None else int(np.prod(node_value.shape[1:])), delta=_ptr("double *", delta)))
+        _check(lib.xai_reroute(c_forest(forest).ptr, self._layout, args), "reroute")
+        moved = moved[:args.n_moved]
+        return (leaf, moved) if delta is None else (leaf, moved, delta[:args.n_moved])
+
+
+def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None) -> tuple:
+    """One :class:`RerouteLayout` call on the Forest's own tree ``tree``, X holding the rows' new
+    values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed, and
+    with ``node_value`` their changes of node value (see :meth:`RerouteLayout.route`)."""
+    return RerouteLayout(forest, tree, changed).route(X, start_leaf, node_value=node_value)
+
+
+def scatter_add(target: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """``target[rows] += values`` in place, row by row in the C core (numpy's fancy-indexed add is
+    several times slower on 2-d arrays): ``target`` (n,) or (n, width) and ``values`` (len(rows),
+    ...) C-ordered float64, ``rows`` int64."""
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    width = 1 if target.ndim == 1 else target.shape[1]
+    if target.dtype != np.float64 or not target.flags.c_contiguous or values.size != len(rows) * width:
+        raise InputError("scatter_add needs a C-ordered float64 target and one row of values per row index")
+    _check(lib.xai_scatter_add(_ptr("double *", target), len(target), width, _ptr("int64_t *", rows),
+                               _ptr("double *", values), len(rows)), "scatter_add")
+
+
+def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray):
+    """RF-MCR's exact surrogate splits of tree ``tree`` whose training rows ``X32`` (float32, C
+    order, no NaN) reach its local leaves ``leaf``: arrays (local node, feature, threshold,
+    flipped), sorted by node then feature (see ``xai_surrogates`` in ``csrc/xai.h``)."""
+    leaf = np.ascontiguousarray(leaf, dtype=np.int32)
+    if X32.dtype != np.float32 or not X32.flags.c_contiguous or X32.shape[1:] != (forest.n_features,) \
+            or leaf.shape != (len(X32),):
+        raise InputError("surrogates needs X as C-ordered float32 (n, n_features) and one leaf per row")
+    a, b = forest.tree_offset[tree], forest.tree_offset[tree + 1]
+    capacity = int(np.count_nonzero(forest.left_child[a:b] >= 0)) * max(forest.n_features - 1, 0)
+    node, feature = np.empty(capacity, dtype=np.int32), np.empty(capacity, dtype=np.int32)
+    threshold, flipped = np.empty(capacity), np.empty(capacity, dtype=np.uint8)
+    count = ffi.new("int64_t *")
+    _check(lib.xai_surrogates(c_forest(forest).ptr, int(tree), _ptr("float *", X32), len(X32),
+                              _ptr("int32_t *", leaf), capacity, _ptr("int32_t *", node), _ptr("int32_t *", feature),
+                              _ptr("double *", threshold), _ptr("uint8_t *", flipped), count), "surrogates")
+    c = count[0]
+    return node[:c], feature[:c], threshold[:c], flipped[:c].astype(bool)

@@ -1,10 +1,11 @@
 """The two passes of RF-MCR over the trees for one feature set X1.
 
-Pass 1 (:func:`permutation_pass`) runs over blocks of trees and, per permutation, re-routes only
-the rows whose permuted values leave their training leaf's box (original trees, in the C core) or
-that pass a node changed by S+ / S- (transformed trees). It yields every tree's loss increase
-under S+ and S- and, per permutation, the reference forest and the forests F±_S on the permuted
-rows (O(K·n·C) memory).
+Pass 1 (:func:`permutation_pass`) runs over the trees and, per tree, builds the C core's walk
+layout of the original tree and of its S+ / S- versions once, then re-routes for every permutation
+only the rows whose permuted values leave their training leaf's box (original trees) or that pass a
+node changed by S+ / S- (transformed trees). It yields every tree's loss increase under S+ and S-
+and, per permutation, the reference forest and the forests F±_S on the permuted rows (O(K·n·C)
+memory).
 
 Pass 2 (:func:`boundary_forest`) swaps trees for their best Rashomon replacement (T+ / T-) and
 re-evaluates only the trees whose weight changed, or the swapped forest from scratch when that
@@ -24,6 +25,8 @@ from ._loss import model_reliance
 #: trees per unit of parallel work; partial sums are formed per block and added in block order
 TREE_BLOCK = 16
 _VARIANTS = ("plus", "minus")
+#: more moved rows than this are added to a 2-d sum in the C core (below, numpy's call costs less)
+SCATTER_IN_C = 512
 
 
 @dataclass(frozen=True)
@@ -43,18 +46,23 @@ class Reference:
     fit_loss: float
     pmap: object
 
-    def weighted_sum(self, variant, idx, X64, cols, weights) -> np.ndarray:
-        """Sum over the trees ``idx`` of the transformed forest ``variant`` of ``weights[i]`` times
-        their predictions on ``X64`` (float64), added in tree order: the training rows with the
-        features ``cols`` changed (every feature: any rows)."""
+    def weighted_sums(self, variant, idx, cols, new_values, weights) -> list:
+        """For each array of ``new_values`` (float64, one column per feature of ``cols``): the sum
+        over the trees ``idx`` of the transformed forest ``variant`` of ``weights[i]`` times their
+        predictions on the training rows whose features ``cols`` take those values, added in tree
+        order (``cols`` every feature and ``new_values`` [X64]: the training rows themselves, routed
+        from the root). Each tree's walk layout is built once for all the arrays."""
         def predict(t):
             start = self.tables.training_leaves([t], None)[t]
-            return np.take(self.tables.node_pred, variant.leaves(t, X64, start, cols), axis=0)
+            layout = _native.RerouteLayout(self.tables.forest, t, cols, variant.splits)
+            return [np.take(self.tables.node_pred, layout.route(self.tables.X64, start, nv)[0], axis=0)
+                    for nv in new_values]
 
-        total = np.zeros_like(self.forest_sum)
-        for i, p in enumerate(self.pmap(predict, idx)):
-            total += weights[i] * p
-        return total
+        totals = [np.zeros_like(self.forest_sum) for _ in new_values]
+        for i, per_values in enumerate(self.pmap(predict, idx)):
+            for total, p in zip(totals, per_values):
+                total += weights[i] * p
+        return totals
 
 
 @dataclass
@@ -76,42 +84,49 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
     sums = {v: np.zeros(tables.T) for v in _VARIANTS}
     ref_acc = [ref.forest_sum.copy() for _ in range(K)]
     moved = {v: [np.zeros_like(ref.forest_sum) for _ in range(K)] for v in _VARIANTS}
+    new_values = [tables.permuted(cols, seed) for seed in seeds]
     block = (max(1, len(run)) if tables.caches_leaves
              else max(TREE_BLOCK, 2**22 // tables.n // TREE_BLOCK * TREE_BLOCK))
     for a in range(0, len(run), block):
         part = run[a:a + block]
         train = tables.training_leaves(part, ref.pmap)
-        blocks = [part[b:b + TREE_BLOCK] for b in range(0, len(part), TREE_BLOCK)]
-        for k, seed in enumerate(seeds):
-            job = partial(_block_on_permutation, ref, cols, tables.permuted(cols, seed).astype(np.float64), train,
-                          variants)
-            # fixed blocks reduced in order: the sums do not depend on the number of threads
-            for change, results in ref.pmap(job, blocks):
-                ref_acc[k] += change
-                for t, d_o, per_variant in results:
-                    for v, res in per_variant.items():
-                        if res is None:
-                            sums[v][t] += d_o
-                        else:
-                            sums[v][t] += res[0]
-                            moved[v][k][res[1]] += res[2]
+        job = partial(_tree_on_permutations, ref, cols, new_values, train, variants)
+        # every TREE_BLOCK trees' change of the reference forest is summed apart, tree by tree, then
+        # added: fixed blocks reduced in order, so the sums do not depend on the number of threads
+        change = [np.zeros_like(ref.forest_sum) for _ in range(K)]
+        for i, (t, per_permutation) in enumerate(ref.pmap(job, part)):
+            for k, (d_o, rows, delta, per_variant) in enumerate(per_permutation):
+                _scatter_add(change[k], rows, delta)
+                for v, res in per_variant.items():
+                    if res is None:
+                        sums[v][t] += d_o
+                    else:
+                        sums[v][t] += res[0]
+                        _scatter_add(moved[v][k], res[1], res[2])
+            if (i + 1) % TREE_BLOCK == 0 or i + 1 == len(part):
+                for k in range(K):
+                    ref_acc[k] += change[k]
+                    change[k][...] = 0.0
     forest_sums = {v: [r + d for r, d in zip(ref_acc, moved[v])] for v in _VARIANTS}
     forest_sums["reference"] = ref_acc
     return PermutationPass({v: s / K for v, s in sums.items()}, forest_sums)
 
 
-def _block_on_permutation(ref: Reference, cols, X64, train, variants, trees):
-    """A fixed block of ``trees`` on the permuted rows ``X64`` (float64): the
-    block's summed change of the reference forest's predictions (accumulated in C, in tree order)
-    and per tree ``(t, loss increase, {variant: None when the transform left the tree unchanged,
-    else (loss increase, rows re-routed, their change of prediction)})``."""
-    tables, loss = ref.tables, ref.loss
-    change = np.zeros_like(ref.forest_sum)
-    results = []
-    for t in trees:
-        L = train[t]
-        # C core: a row changes leaf only if a permuted value leaves its training leaf's box
-        g_o, rows = _native.reroute(tables.forest, t, X64, cols, L, tables.node_pred, change)
+def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
+    """Tree ``t`` on the training rows whose features ``cols`` take each array of ``new_values``
+    (one walk layout per version of the tree, built once for all permutations): ``(t, per
+    permutation (loss increase of the original tree, rows it moves, their change of prediction
+    (from the C core), {variant: None when the transform left the tree unchanged, else (loss
+    increase, rows re-routed, their change of prediction)}))``."""
+    tables, loss, pred = ref.tables, ref.loss, ref.tables.node_pred
+    L = train[t]
+    layout = _native.RerouteLayout(tables.forest, t, cols)
+    # a transformed tree that no longer splits on cols sends every row to its training leaf: no walk
+    walked = {v: _native.RerouteLayout(tables.forest, t, cols, variants[v].splits) for v in _VARIANTS
+              if variants[v].changed[t] and variants[v].uses[t]}
+    out = []
+    for nv in new_values:
+        g_o, rows, delta = layout.route(tables.X64, L, nv, pred)
         d_o = loss.tree_sum(g_o[rows], rows) - loss.tree_sum(L[rows], rows)
         per_variant = {}
         for v in _VARIANTS:
@@ -120,18 +135,11 @@ def _block_on_permutation(ref: Reference, cols, X64, train, variants, trees):
                 per_variant[v] = None
                 continue
             r = _rows(variant.below[g_o])
-            g = _variant_leaves(variant, t, X64[r], L[r], cols)
+            g = walked[v].route(tables.X64[r], L[r], nv[r])[0] if v in walked else L[r]
             per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
-                              np.take(tables.node_pred, g, axis=0) - np.take(tables.node_pred, g_o[r], axis=0))
-        results.append((t, d_o, per_variant))
-    return change, results
-
-
-def _variant_leaves(variant, t, X64, start, cols):
-    """Leaves of the transformed tree ``t`` (see :meth:`~._surrogates.TransformedForest.leaves`) for
-    rows that differ from their training rows only in ``cols``: a tree that no longer splits on
-    ``cols`` sends every such row to its training leaf ``start`` without a walk."""
-    return variant.leaves(t, X64, start, cols) if variant.uses[t] else start
+                              np.take(pred, g, axis=0) - np.take(pred, g_o[r], axis=0))
+        out.append((d_o, rows, delta, per_variant))
+    return t, out
 
 
 def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sums, swap, sign: float,
@@ -152,20 +160,29 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
         coef, start0, start = w, 0.0, [0.0] * K
     dyn, fixed = np.flatnonzero((coef != 0) & uses), np.flatnonzero((coef != 0) & ~uses)
     every = np.arange(tables.forest.n_features)   # training rows routed in every feature: a real check
-    base_dyn = ref.weighted_sum(variant, dyn, tables.X64, every, coef[dyn])
-    fit = (start0 + ref.weighted_sum(variant, fixed, tables.X64, every, coef[fixed]) + base_dyn) / T
+    base_dyn, = ref.weighted_sums(variant, dyn, every, [tables.X64], coef[dyn])
+    fit = (start0 + ref.weighted_sums(variant, fixed, every, [tables.X64], coef[fixed])[0] + base_dyn) / T
     deviation = float(np.max(np.abs(fit - ref.fit)))
     if epsilon == 0 and deviation > 1e-9:
         raise RuntimeError(f"internal error: boundary forest F{'+' if sign > 0 else '-'} deviates from the "
                            f"reference on training data by {deviation:g} although epsilon = 0")
     train = ref.loss.forest_mean(fit)
     perm = 0.0
-    for k, seed in enumerate(seeds):
-        moved = (ref.weighted_sum(variant, dyn, tables.permuted(cols, seed).astype(np.float64), cols, coef[dyn])
-                 if dyn.size else 0.0)
-        P = (start[k] + (fit * T - start0 - base_dyn) + moved) / T
+    moved = (ref.weighted_sums(variant, dyn, cols, [tables.permuted(cols, seed) for seed in seeds], coef[dyn])
+             if dyn.size else [0.0] * K)
+    for k in range(K):
+        P = (start[k] + (fit * T - start0 - base_dyn) + moved[k]) / T
         perm += ref.loss.forest_mean(P) - train
     return {"mr": float(model_reliance(perm / K, train, reliance)), "loss": train, "deviation": deviation}
+
+
+def _scatter_add(target, rows, values) -> None:
+    """``target[rows] += values`` for ``rows`` (distinct) an index array or a slice: the same sums,
+    in the C core for many rows of a 2-d target (numpy's fancy-indexed add is slow there)."""
+    if isinstance(rows, slice) or target.ndim == 1 or len(rows) <= SCATTER_IN_C:
+        target[rows] += values
+    else:
+        _native.scatter_add(target, rows, values)
 
 
 def _rows(mask):

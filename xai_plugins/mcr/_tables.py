@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _native
 from ..errors import InputError
 from ..forest import tree_levels
-from ._surrogates import SurrogateSplits, tree_surrogates
+from ._surrogates import SurrogateSplits
 
 #: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
 #: many bytes; otherwise they are recomputed for every feature, a block of trees at a time
@@ -22,8 +23,8 @@ class ForestTables:
     ``left``, ``right`` (children local to their tree), ``feature`` and ``threshold`` are the
     :class:`~xai_plugins.forest.Forest`'s arrays over all nodes (global ids; ``offsets[t]`` is
     tree t's first node, ``tree_of`` the tree of every node); ``node_pred`` is each node's class
-    probabilities (classifiers) or value. The scikit-learn ``Tree`` objects ``trees`` route rows
-    (``Tree.apply``); they must number their nodes like the Forest (checked). ``levels`` lists the
+    probabilities (classifiers) or value. The scikit-learn ``Tree`` objects ``trees`` must number
+    their nodes like the Forest (checked). ``levels`` lists the
     internal nodes by depth, roots first.
     """
 
@@ -33,7 +34,7 @@ class ForestTables:
         if not np.array_equal(counts, [tree.node_count for tree in self.trees]):
             raise RuntimeError("internal error: the imported forest and the model's trees differ in size")
         self.forest, self.X32 = forest, X32
-        self.X64 = X32.astype(np.float64)    # the C core's input (values float32, as the trees compare)
+        self.X64 = np.ascontiguousarray(X32, dtype=np.float64)  # the C core's input (float32 values)
         self.n, self.T = X32.shape[0], len(self.trees)
         self.offsets = forest.tree_offset[:-1]
         self.tree_of = np.repeat(np.arange(self.T), counts)
@@ -48,16 +49,18 @@ class ForestTables:
                        if inner.any()]
         self._leaf_cache = [None] * self.T if self.T * self.n * 4 <= LEAF_CACHE_BYTES else None
 
-    def leaves(self, t: int, X32) -> np.ndarray:
-        """Global ids of the leaves the rows of X32 reach in tree ``t`` (scikit-learn's ``apply``)."""
-        return self.trees[t].apply(X32) + self.offsets[t]
+    def leaves(self, t: int, X64=None) -> np.ndarray:
+        """Global ids (int32) of the leaves the rows of ``X64`` (float64, C order; default the training
+        rows) reach in tree ``t``, walked from the root by the C core (as scikit-learn's ``apply``)."""
+        X64 = self.X64 if X64 is None else X64
+        return _native.RerouteLayout(self.forest, t, np.arange(self.forest.n_features)).route(X64, None)[0]
 
     def training_leaves(self, part, pmap) -> dict:
         """``{t: global training leaves (int32)}`` for the trees ``part``: the cached ones, else
         computed (in parallel when ``pmap``, an :class:`~._parallel.OrderedMap`, is given)."""
         if self._leaf_cache is not None:
             return {t: self._leaf_cache[t] for t in part}
-        return dict(zip(part, (pmap or map)(lambda t: self.leaves(t, self.X32).astype(np.int32), part)))
+        return dict(zip(part, (pmap or map)(self.leaves, part)))
 
     @property
     def caches_leaves(self) -> bool:
@@ -70,12 +73,10 @@ class ForestTables:
         return np.bincount(self.tree_of[self.internal & np.isin(feature, cols)], minlength=self.T) > 0
 
     def permuted(self, cols, seed) -> np.ndarray:
-        """The training rows with the columns ``cols`` jointly shuffled by the permutation drawn from
-        ``seed``."""
+        """The columns ``cols`` of the training rows jointly shuffled by the permutation drawn from
+        ``seed``: float64 (n, len(cols)), C order (the new values the C core routes)."""
         perm = np.random.default_rng(seed).permutation(self.n)
-        Xp = self.X32.copy()
-        Xp[:, cols] = self.X32[:, cols][perm]
-        return Xp
+        return np.ascontiguousarray(self.X64[:, cols][perm])
 
     def survey(self, loss, pmap) -> "TrainingSurvey":
         """One parallel pass over the trees on their training rows: checks that the forest was
@@ -96,19 +97,19 @@ class ForestTables:
         """Tree t on the training rows: (predictions, summed loss, digest of the predictions,
         surrogate splits with local node ids)."""
         tree, n = self.trees[t], self.n
-        leaf = tree.apply(self.X32)
+        g = self.leaves(t)
+        leaf = g - self.offsets[t]
         counts = np.bincount(leaf, minlength=tree.node_count)
         is_leaf = tree.children_left < 0
         if tree.n_node_samples[0] != n or not np.array_equal(counts[is_leaf], tree.n_node_samples[is_leaf]):
             raise InputError(f"the forest was not fitted on this X: tree {t} was grown on "
                              f"{tree.n_node_samples[0]} rows and its leaves' row counts disagree with the "
                              f"{n} rows given (MCR needs the exact training data of a bootstrap=False forest)")
-        g = leaf + self.offsets[t]
         if self._leaf_cache is not None:
-            self._leaf_cache[t] = g.astype(np.int32)
+            self._leaf_cache[t] = g
         pred = np.take(self.node_pred, g, axis=0)
         digest = hashlib.blake2b(np.ascontiguousarray(pred).tobytes(), digest_size=16).hexdigest()
-        return pred, loss.tree_sum(g), digest, tree_surrogates(tree, self.X32, leaf)
+        return pred, loss.tree_sum(g), digest, _native.surrogates(self.forest, t, self.X32, leaf)
 
 
 @dataclass(frozen=True)
