@@ -58,9 +58,11 @@ def test_audit_on_spark_is_the_in_memory_audit(spark, data):
     a, b = on_spark.sections["faithfulness"].data, in_memory.sections["faithfulness"].data
     pd.testing.assert_frame_equal(a["pgi2"], b["pgi2"], check_exact=True)
     assert a["win rate"] == b["win rate"] and a["winners"] == b["winners"] and a["rows"] == 69
-    # exact means of the per-row importances (local MDI's in memory also covers the row with a NaN)
-    pd.testing.assert_series_equal(on_spark.methods["pg2"].importance, in_memory.methods["pg2"].importance,
-                                   check_exact=True)
+    # exact means of the per-row importances (local MDI's, here as in memory, also covers the row with a NaN)
+    for key in ("pg2", "local_mdi"):
+        pd.testing.assert_series_equal(on_spark.methods[key].importance, in_memory.methods[key].importance,
+                                       check_exact=True)
+    assert on_spark.methods["local_mdi"].params["rows"] == in_memory.methods["local_mdi"].params["rows"] == 70
     assert all(on_spark.methods[key].ranking is None for key in ("pg2", "local_mdi"))    # released with the cache
     assert on_spark.sections["model"].data["card"]["test rows"] == 70
     assert on_spark.sections["data"].data["missing values"] == 1
