@@ -86,6 +86,32 @@ def test_keyed_rows_persisted_by_spark_keep_their_index(spark, data):
     rows.df.unpersist()
 
 
+def test_protected_column_on_spark_is_the_in_memory_fairness(spark, data):
+    """A protected attribute that is not a model feature, held in the Spark DataFrame: carried apart
+    from the features (the previous main read it as a feature and refused the frame) and assessed on
+    the in-memory sample, here every row, with the numbers of the in-memory audit of those rows."""
+    model, X_train, y_train, test = data
+    test = test.assign(group=np.where(np.arange(len(test)) % 3 == 0, "u", "v"))
+    kw = {**KW, "sections": ["explanations", "fairness"], "max_shap_rows": 100, "protected": ["group"]}
+    on_spark = audit(model, keyed(spark.createDataFrame(test).repartition(3), ["id"]), y_test="y",
+                     X_train=X_train, y_train=y_train, **kw)
+    ordered = test.sort_values("id").reset_index(drop=True)
+    in_memory = audit(model, ordered[[*X_train.columns, "group"]], ordered["y"], X_train=X_train, y_train=y_train,
+                      max_rows=len(test), **kw)
+    a, b = on_spark.sections["fairness"], in_memory.sections["fairness"]
+    assert a.status == b.status and a.status in ("ok", "warn"), (a.status, a.reason)
+    assert a.data["attributes"]["group"]["group sizes"] == {"u": 24, "v": 46}
+    assert a.data == b.data
+    assert [t.to_dict() for t in a.tables] == [t.to_dict() for t in b.tables]
+
+
+def test_audit_on_spark_refuses_a_missing_protected_column(spark, data):
+    model, _, _, test = data
+    df = spark.createDataFrame(test.drop(columns=["id"]))
+    with pytest.raises(InputError, match="protected names the column 'race'.*X_test does not have"):
+        audit(model, df, y_test="y", protected=["race"], **KW)
+
+
 def test_audit_on_spark_refuses_a_missing_target_column(spark, data):
     model, _, _, test = data
     df = spark.createDataFrame(test.drop(columns=["id"]))

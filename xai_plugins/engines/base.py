@@ -105,11 +105,12 @@ class Engine:
         and their positions among ``rows`` (an (m,) int64 per-row collection)."""
         raise NotImplementedError
 
-    def split_target(self, X: Any, column: str) -> tuple[Any, Any]:
+    def split_target(self, X: Any, column: str, what: str = "y_test") -> tuple[Any, Any]:
         """``(features, target)``: ``X`` without its target ``column``, and the target as a per-row
-        argument of :meth:`by_rows` (here: a DataFrame's column; InputError when ``X`` has none)."""
+        argument of :meth:`by_rows` (here: a DataFrame's column; InputError when ``X`` has none, naming
+        the argument ``what`` that named the column). Also what holds a protected attribute apart."""
         if column not in getattr(X, "columns", ()):
-            raise InputError(f"y_test names the column {column!r}, which X_test does not have; "
+            raise InputError(f"{what} names the column {column!r}, which X_test does not have; "
                              f"columns: {[str(c) for c in getattr(X, 'columns', [])][:20]}")
         return X.drop(columns=[column]), X[column]
 

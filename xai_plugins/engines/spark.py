@@ -640,12 +640,13 @@ class SparkEngine(Engine):
         out = SparkColumns(indexed, rows.ids, n, rows.cols, rows.trail, carried=rows.carried)
         return out, out.view(cols=[_POS], trail=(), dtype=np.int64)
 
-    def split_target(self, X, column):
+    def split_target(self, X, column, what="y_test"):
         """``X`` (a DataFrame or :func:`keyed` one) carrying its target ``column`` with its rows (not
-        as a feature), and ``column``, which :meth:`by_rows` then reads from the rows."""
+        as a feature), and ``column``, which :meth:`by_rows` then reads from the rows (``what``: the
+        argument that named it, for the error when ``X`` has no such column)."""
         df, ids, carry = (X.df, X.id_cols, X.carry) if isinstance(X, SparkRows) else (X, [], [])
         if column not in df.columns:
-            raise InputError(f"y_test names the column {column!r}, which X_test does not have; "
+            raise InputError(f"{what} names the column {column!r}, which X_test does not have; "
                              f"columns: {df.columns[:20]}")
         return SparkRows(df, ids, [*carry, column]), column
 

@@ -244,18 +244,26 @@ def _complete(X) -> np.ndarray:
     return ~np.isnan(X).any(axis=1)
 
 
-def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state):
+def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state, protected=()):
     """Read the test data's facts on ``engine`` (bound), keep its complete rows there and fetch a
     random in-memory sample of ``sample_size`` rows. ``y_test``: in memory, the engine's own per-row
-    collection (a dask Series), or the name of ``X_test``'s target column.
+    collection (a dask Series), or the name of ``X_test``'s target column. ``protected``: columns of
+    ``X_test`` holding protected attributes; those that are not model features are held apart from
+    the features and fetched with the sample.
 
     Returns the :class:`EngineRows` and the sample's rows (a DataFrame indexed by position among all
-    test rows) and targets, which the audit context holds as its ``X_test`` / ``y_test``."""
+    test rows, with the protected columns) and targets, which the audit context holds as its
+    ``X_test`` / ``y_test``."""
     if isinstance(y_test, str):
         X_test, y_test = engine.split_target(X_test, y_test)
+    features = set(map(str, forest.feature_names or ()))
+    apart = {}
+    for name in (c for c in protected if str(c) not in features):
+        X_test, apart[name] = engine.split_target(X_test, name, what="protected")
     rows, names = engine.rows(X_test, forest.feature_names, forest.n_features,
                               lambda x: forest.rows(x, what="X_test", allow_nan=True), what="X_test")
     y = None if y_test is None else engine.by_rows(y_test, rows, "y_test")
+    apart = {name: engine.by_rows(a, rows, f"protected column {name!r}") for name, a in apart.items()}
     n_rows = engine.n_rows(rows)
     (missing,) = engine.compute(engine.reduce(_missing_counts, [rows]))[0]
     X, position = engine.persist(*engine.where(rows, _complete))
@@ -264,8 +272,11 @@ def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state):
     if cl.n_complete == 0:
         raise InputError("every test row has a missing value: the per-row methods need complete rows")
     picked = np.sort(np.random.default_rng(random_state).permutation(n_rows)[:cl.sample_size])
-    got = engine.compute(engine.take(rows, picked), *([] if y is None else [engine.take(y, picked)]))
+    fetched = [engine.take(a, picked) for a in ([] if y is None else [y]) + list(apart.values())]
+    got = engine.compute(engine.take(rows, picked), *fetched)
     sample = pd.DataFrame(np.asarray(got[0], dtype=np.float64), columns=names, index=pd.Index(picked, name="row"))
+    for name, values in zip(apart, got[len(got) - len(apart):]):
+        sample[name] = np.asarray(values).ravel()
     return cl, sample, None if y is None else np.asarray(got[1]).ravel()
 
 
