@@ -44,7 +44,7 @@ import numpy as np
 
 from .._validation import default_feature_names, feature_order
 from ..errors import InputError, InputTypeError, XaiError
-from .base import BlockFn, Engine, add_all, call_block, lazy_result_type, plain_forest
+from .base import BlockFn, Engine, RowReader, add_all, call_block, lazy_result_type, plain_forest
 
 _ROW = "_xai_row"           # the global row index
 _POS = "_xai_pos"           # a kept row's index among the rows it was kept from (SparkEngine.where)
@@ -411,6 +411,22 @@ def _keep_fn(keep, cols):
     return run
 
 
+def _read_fn(reader, cols, names, what):
+    """mapInPandas function: the feature columns ``cols`` of each batch read by ``reader`` (float64)."""
+    def run(batches):
+        for b in batches:
+            if len(b):
+                b[cols] = reader(b[cols].set_axis(names, axis=1), what)
+                yield b
+    return run
+
+
+def _text(field) -> bool:
+    from pyspark.sql import types as T
+
+    return isinstance(field.dataType, T.StringType)
+
+
 def _numeric(field) -> bool:
     from pyspark.sql import types as T
 
@@ -450,7 +466,7 @@ class SparkEngine(Engine):
                 or (session is not None and isinstance(obj, session)))
 
     # ---- rows ----------------------------------------------------------------------------
-    def rows(self, X, names, d, in_memory, what="X", like=None):
+    def rows(self, X, names, d, in_memory, what="X", like=None, *, forest=None):
         """``X`` indexed (see the module doc) as :class:`SparkColumns` of its d features (float64,
         in ``names`` order, aligned by column name); an in-memory ``X`` with Spark per-row
         arguments (``like``) becomes a Spark DataFrame indexed by position."""
@@ -481,25 +497,42 @@ class SparkEngine(Engine):
             features, names = given, given
         if len(features) != d:
             raise InputError(f"{what} has {len(features)} feature columns but the model expects {d} features")
+        reader = RowReader.of(forest)
         fields = {f.name: f for f in df.schema.fields}
-        bad = [f"{c} ({fields[c].dataType.simpleString()})" for c in features if not _numeric(fields[c])]
+        labelled = [reader is not None and reader.labelled(str(name)) for name in names]
+        bad = [f"{c} ({fields[c].dataType.simpleString()})" for c, text in zip(features, labelled)
+               if not (_numeric(fields[c]) or text and _text(fields[c]))]
         if bad:
-            raise InputTypeError(f"{what} has non-numeric feature columns {bad[:20]}; cast them to numbers first")
+            raise InputTypeError(f"{what} has non-numeric feature columns {bad[:20]}; cast them to numbers first"
+                                 " (text is read only in the model's categorical features, as its category labels)")
         from pyspark.sql import functions as F
 
         cols = [f"_xai_v{j}" for j in range(d)]
         carried = {c: f"_xai_c{j}" for j, c in enumerate(carry)}
         selected = df.select(*(F.col(_quoted(c)) for c in ids),
-                             *(F.col(_quoted(c)).cast("double").alias(v) for c, v in zip(features, cols)),
+                             *((F.col(_quoted(c)) if text else F.col(_quoted(c)).cast("double")).alias(v)
+                               for c, v, text in zip(features, cols, labelled)),
                              *(F.col(_quoted(c)).alias(v) for c, v in carried.items()))
         if ids:     # sorted by the ids into a fixed number of partitions, which adaptive execution keeps as they are
             key = [F.col(_quoted(c)) for c in ids]
             selected = selected.repartitionByRange(max(1, df.rdd.getNumPartitions()), *key).sortWithinPartitions(*key)
+        if reader is not None:      # read by the model as in memory, block by block: category labels as codes
+            selected = self._read(selected, reader, cols, list(names), what)
         indexed, n = self._index(selected, ids)
         if n < 1:
             raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
         return SparkColumns(indexed, ids, n, cols, (d,), carried=carried), (list(names) if names is not None
                                                                             else default_feature_names(d))
+
+    @staticmethod
+    def _read(df, reader, cols, names, what):
+        """``df`` with its feature columns ``cols`` (named ``names`` by the model) read by ``reader``
+        in each Arrow batch (one Python stage, which keeps the rows' order and partitions)."""
+        from pyspark.sql import types as T
+
+        schema = T.StructType([T.StructField(f.name, T.DoubleType()) if f.name in cols else f
+                               for f in df.schema.fields])
+        return df.mapInPandas(_read_fn(reader, cols, names, what), schema)
 
     @staticmethod
     def _index(df, ids):

@@ -261,7 +261,8 @@ def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state, p
     for name in (c for c in protected if str(c) not in features):
         X_test, apart[name] = engine.split_target(X_test, name, what="protected")
     rows, names = engine.rows(X_test, forest.feature_names, forest.n_features,
-                              lambda x: forest.rows(x, what="X_test", allow_nan=True), what="X_test")
+                              lambda x: forest.rows(x, what="X_test", allow_nan=True), what="X_test",
+                              forest=forest)
     y = None if y_test is None else engine.by_rows(y_test, rows, "y_test")
     apart = {name: engine.by_rows(a, rows, f"protected column {name!r}") for name, a in apart.items()}
     n_rows = engine.n_rows(rows)
