@@ -57,7 +57,8 @@ def _float_partition(part, what: str, read: Callable = frame_values):
     """One partition of a dask DataFrame with its columns read as float64 by ``read``:
     :func:`~xai_plugins._validation.frame_values` (nullable, pyarrow, numeric category dtypes) or
     the model's :class:`~.base.RowReader` (category and text columns as its codes)."""
-    return type(part)(read(part, what), columns=part.columns, index=part.index)
+    values = read(part, what) if len(part) else np.empty((0, part.shape[1]))
+    return type(part)(values, columns=part.columns, index=part.index)
 
 
 def _call(fn, shipped, shared, offset, X, *per_row):
@@ -159,7 +160,7 @@ class DaskEngine(Engine):
             reader = RowReader.of(forest)
             if reader is not None or not all(isinstance(t, np.dtype) and t.kind == "f" for t in X.dtypes):
                 read = frame_values if reader is None else reader
-                read(X._meta, what)         # refuses text, date, non-numeric category columns now
+                read(X._meta_nonempty, what)        # refuses text, date, non-numeric category columns now
                 meta = type(X._meta)(np.empty((0, len(X.columns))), columns=X.columns)
                 X = X.map_partitions(_float_partition, what, read, meta=meta)
             X = X.to_dask_array(lengths=True)
