@@ -212,6 +212,8 @@ class RowReader:
     that applies it to each block gets the in-memory rows bit for bit."""
 
     FIELDS = ("feature_names", "n_features", "category_labels", "numeric_labels", "n_categories", "missing_value")
+    feature_names: list | None
+    category_labels: list | None
 
     def __init__(self, forest):
         for name in self.FIELDS:
@@ -228,8 +230,8 @@ class RowReader:
 
     def labelled(self, name: str) -> bool:
         """Whether the feature ``name`` has category labels (its column may hold text)."""
-        labels = self.category_labels
-        return labels is not None and name in self.feature_names and labels[self.feature_names.index(name)] is not None
+        labels, names = self.category_labels, self.feature_names or []
+        return labels is not None and name in names and labels[names.index(name)] is not None
 
     def __call__(self, frame, what: str = "X") -> np.ndarray:
         """The (b, d) float64 rows of the block ``frame``."""
