@@ -309,17 +309,19 @@ def _add_index(offsets, firsts, ids):
     return run
 
 
-def _positional_index(df):
+def _positional_index(df, counts=None):
     """``df`` with ``_xai_row`` = its partition's offset + the row's position in the partition
-    (``monotonically_increasing_id``'s low 33 bits), from one count per partition; and the row count."""
+    (``monotonically_increasing_id``'s low 33 bits), from one count per partition (a Spark job;
+    ``counts``: {partition: rows} when known already); the row count; the counts."""
     from pyspark.sql import functions as F
 
-    counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
+    if counts is None:
+        counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
     offsets = np.concatenate([[0], np.cumsum([counts.get(p, 0) for p in range(max(counts, default=-1) + 1)])])
     part = F.spark_partition_id()
     row = (F.element_at(F.array(*(F.lit(int(o)) for o in list(offsets[:-1]) or [0])), part + 1)
            + F.monotonically_increasing_id() - F.shiftleft(part.cast("long"), 33))
-    return df.select(row.alias(_ROW), *(F.col(_quoted(c)) for c in df.columns)), int(offsets[-1])
+    return df.select(row.alias(_ROW), *(F.col(_quoted(c)) for c in df.columns)), int(offsets[-1]), counts
 
 
 def _runs(index: np.ndarray):
@@ -447,6 +449,8 @@ class SparkEngine(Engine):
         self._forests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         #: the SparkSession of :meth:`bind` (None: the active one)
         self._session: Any = None
+        #: cached Spark DataFrame -> its rows per partition (see :meth:`_index`)
+        self._counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _context(self):
         """The SparkContext (the bound session's, else the active one); InputError when there is none."""
@@ -518,7 +522,7 @@ class SparkEngine(Engine):
             selected = selected.repartitionByRange(max(1, df.rdd.getNumPartitions()), *key).sortWithinPartitions(*key)
         if reader is not None:      # read by the model as in memory, block by block: category labels as codes
             selected = self._read(selected, reader, cols, list(names), what)
-        indexed, n = self._index(selected, ids)
+        indexed, n = self._index(selected, ids, source=df)
         if n < 1:
             raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
         return SparkColumns(indexed, ids, n, cols, (d,), carried=carried), (list(names) if names is not None
@@ -534,14 +538,19 @@ class SparkEngine(Engine):
                                for f in df.schema.fields])
         return df.mapInPandas(_read_fn(reader, cols, names, what), schema)
 
-    @staticmethod
-    def _index(df, ids):
+    def _index(self, df, ids, source=None):
         """``df`` with the global row index ``_xai_row`` (partition offsets from one counting pass;
-        without ids both the count and the index are Spark expressions, no Python stage)."""
+        without ids both the count and the index are Spark expressions, no Python stage). ``source``:
+        the DataFrame ``df`` was selected from, partition for partition; while Spark keeps it cached
+        (its partitions fixed), its counts are kept, so later calls on it skip the counting job."""
         from pyspark.sql import types as T
 
         if not ids:
-            return _positional_index(df)
+            cached = source is not None and bool(getattr(source, "is_cached", False))
+            indexed, n, counts = _positional_index(df, self._counts.get(source) if cached else None)
+            if cached:
+                self._counts[source] = counts
+            return indexed, n
         stats = sorted(df.mapInPandas(_partition_stats(ids), "p int, n long, first binary, last binary, bad string")
                        .collect(), key=lambda r: r["p"])
         offsets, firsts, at, last = {}, {}, 0, None
