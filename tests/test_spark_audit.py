@@ -106,6 +106,24 @@ def test_protected_column_on_spark_is_the_in_memory_fairness(spark, data):
     assert [t.to_dict() for t in a.tables] == [t.to_dict() for t in b.tables]
 
 
+def test_audit_of_a_categorical_model_on_spark(spark, categorical_models):
+    """A one-hot Pipeline on text columns, its rows in a Spark DataFrame: the faithfulness table and the
+    importances are bitwise those of the in-memory audit of the rows in id order."""
+    model, frame = categorical_models["pipeline"]
+    frame = frame.assign(y=frame.age / 10 + np.random.default_rng(0).normal(size=len(frame)))
+    ordered = frame.sort_values("id").reset_index(drop=True)
+    kw = dict(KW, sections=["explanations", "faithfulness"], X_train=ordered[["age", "city", "sex"]].iloc[:60],
+              y_train=ordered["y"].iloc[:60])
+    on_spark = audit(model, keyed(spark.createDataFrame(frame).repartition(3), ["id"]), y_test="y", **kw)
+    in_memory = audit(model, ordered[["age", "city", "sex"]], ordered["y"], max_rows=len(frame), **kw)
+    assert on_spark.rows_explained == in_memory.rows_explained == len(frame)
+    pd.testing.assert_frame_equal(on_spark.sections["faithfulness"].data["pgi2"],
+                                  in_memory.sections["faithfulness"].data["pgi2"], check_exact=True)
+    for key in ("pg2", "local_mdi"):
+        pd.testing.assert_series_equal(on_spark.methods[key].importance, in_memory.methods[key].importance,
+                                       check_exact=True)
+
+
 def test_audit_on_spark_refuses_a_missing_protected_column(spark, data):
     model, _, _, test = data
     df = spark.createDataFrame(test.drop(columns=["id"]))

@@ -2,7 +2,8 @@
 ``mapInPandas`` (Arrow batches); per-row results stay in Spark, reductions are exact.
 
 - **Rows and their index.** ``X`` is a Spark DataFrame whose columns are the model's features
-  (aligned by name, as everywhere; numeric columns read as float64, nulls as NaN), or
+  (aligned by name, as everywhere; numeric columns read as float64, nulls as NaN; a categorical
+  model's string columns read as its category codes, as in memory: :class:`~.base.RowReader`), or
   :func:`keyed` ``(df, id_cols)``: a DataFrame whose ``id_cols`` name each row (any sortable,
   non-null, unique combination) and whose other columns are the features. Each row gets a global
   index i (what seeded Monte Carlo draws from: row i uses ``row_seed`` child i, and what
@@ -16,7 +17,8 @@
   retried task gives the in-memory bits.
 - **The model shipped once**: pickled once on the driver into a Spark broadcast (bytes), loaded
   once per Python worker process and cached there (its split tables with it); tasks carry the
-  broadcast handle only.
+  broadcast handle only. The row index of a DataFrame without id columns costs a counting job, kept
+  while the DataFrame stays cached (``df.cache()``), so repeated calls on it run one job each.
 - **Results.** Per-row results are lazy :class:`SparkColumns` (a Spark DataFrame underneath):
   ``.to_spark(name)`` gives a Spark DataFrame keyed by the id columns (or by ``_xai_row`` when
   there are none); ``.compute()`` collects them to numpy in index order. Result objects (a
