@@ -52,7 +52,7 @@ class Engine:
         ``names`` (aligned by column name when ``X`` has columns; without ``names`` its columns name
         the features) and the feature names. An in-memory ``X`` (given with another argument of
         this engine) goes through ``in_memory(X) -> (rows, names)``. ``forest``: the model's Forest;
-        when it has categorical features (or a missing-value marker), the engine reads each block of
+        when it has categorical features, the engine reads each block of
         ``X``'s columns with its :class:`RowReader` (category and text columns as the model's codes),
         as ``Forest.rows`` reads the same rows in memory. Refuses empty or misshapen input
         with :class:`~xai_plugins.errors.InputError`."""
@@ -221,10 +221,9 @@ class RowReader:
 
     @classmethod
     def of(cls, forest) -> RowReader | None:
-        """The reader of ``forest`` (None: no Forest, or a model without categorical features and
-        without a missing-value marker, whose numeric columns are read as they are)."""
-        if forest is None or (forest.n_categories is None and forest.category_labels is None
-                              and np.isnan(forest.missing_value)):
+        """The reader of ``forest`` (None: no Forest, or a model without categorical features, whose
+        numeric columns are read as they are; a missing-value marker is read by the block functions)."""
+        if forest is None or (forest.n_categories is None and forest.category_labels is None):
             return None
         return cls(forest)
 
