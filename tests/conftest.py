@@ -146,3 +146,33 @@ def local_spark(master: str, app: str, partitions: int):
                .config("spark.sql.shuffle.partitions", str(partitions)).getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@pytest.fixture(scope="session")
+def categorical_models():
+    """{kind: (model, frame)}: a LightGBM regressor fitted on pandas ``category`` columns and a
+    Pipeline (one-hot city and sex, age passed through, a random forest) fitted on text columns;
+    ``frame``: 90 rows as each model reads them (the first row's city is a category the models never
+    saw), with a unique integer ``id`` column in shuffled order."""
+    import lightgbm as lgb
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(5)
+    n = 300
+    X = pd.DataFrame({"age": rng.normal(40, 10, n), "city": rng.choice(["paris", "rome", "oslo", "lima"], n),
+                      "sex": rng.choice(["f", "m"], n)})
+    y = X.age / 10 + X.city.map({"paris": 3.0, "rome": 1.0, "oslo": -2.0, "lima": 0.0}) + 2.0 * (X.sex == "f")
+    y = (y + 0.1 * rng.normal(size=n)).to_numpy()
+    front = ColumnTransformer([("enc", OneHotEncoder(handle_unknown="ignore"), ["city", "sex"])],
+                              remainder="passthrough")
+    pipe = Pipeline([("front", front), ("model", RandomForestRegressor(n_estimators=6, max_depth=5, bootstrap=False,
+                                                                       random_state=0))]).fit(X, y)
+    kinds = {"city": "category", "sex": "category"}
+    lgbm = lgb.LGBMRegressor(n_estimators=10, num_leaves=8, min_child_samples=5, min_data_per_group=5,
+                             cat_smooth=1.0, verbose=-1, random_state=0).fit(X.astype(kinds), y)
+    test = X.iloc[:90].copy()
+    test.loc[0, "city"] = "tokyo"
+    test.insert(0, "id", rng.permutation(len(test)) * 5 + 2)
+    return {"lightgbm": (lgbm, test.astype(kinds)), "pipeline": (pipe, test)}

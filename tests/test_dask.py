@@ -21,7 +21,7 @@ from sklearn.ensemble import RandomForestRegressor  # noqa: E402
 
 import xai_plugins as xp  # noqa: E402
 from xai_plugins import distributed as xd  # noqa: E402
-from xai_plugins.errors import InputError  # noqa: E402
+from xai_plugins.errors import InputError, InputTypeError, UnsupportedModelError  # noqa: E402
 
 N, D = 37, 5
 
@@ -129,6 +129,30 @@ def test_local_and_global_mdi_bitwise(client, data):
     np.testing.assert_allclose(xp.global_mdi(rf, X), xp.global_mdi(rf), rtol=1e-12, atol=1e-16)
     with pytest.raises(InputError, match="in_bag"):
         xp.global_mdi(rf, da.from_array(X, chunks=10), in_bag=True)
+
+
+@pytest.mark.parametrize("kind", ["lightgbm", "pipeline"])
+def test_categorical_model_bitwise(client, categorical_models, kind):
+    """A model with categorical features on a dask DataFrame of pandas categories (LightGBM) or text
+    (a one-hot Pipeline), an unseen category included: PG², greedy and local MDI bitwise the
+    in-memory results (the previous main refused the non-numeric columns)."""
+    model, frame = categorical_models[kind]
+    X = frame.drop(columns=["id"])
+    Xd = dd.from_pandas(X, npartitions=3)
+    same(xp.pg2(model, Xd, ["city", "age"]).compute().value, xp.pg2(model, X, ["city", "age"]).value)
+    mc = dict(method="monte_carlo", n_samples=16, random_state=3)      # the model's own predict, shipped
+    same(xp.pg2(model, Xd, ["sex"], **mc).compute().value, xp.pg2(model, X, ["sex"], **mc).value)
+    greedy, greedy_ref = xp.greedy_pg2_ranking(model, Xd).compute(), xp.greedy_pg2_ranking(model, X)
+    same(greedy.ranking, greedy_ref.ranking)
+    same(greedy.pg2_path, greedy_ref.pg2_path)
+    if kind == "pipeline":
+        same(xp.local_mdi(model, Xd).compute(), xp.local_mdi(model, X))
+        same(xp.global_mdi(model, Xd).compute(), xp.global_mdi(model, X))
+    else:       # LightGBM stores no node impurity: refused as in memory
+        with pytest.raises(UnsupportedModelError, match="impurities"):
+            xp.local_mdi(model, Xd)
+    with pytest.raises(InputTypeError, match="age"):         # text in a numeric feature: refused, as in memory
+        xp.pg2(model, dd.from_pandas(X.astype({"age": str}), npartitions=2), ["city"])
 
 
 def test_model_is_one_graph_key(data):
@@ -285,6 +309,32 @@ def test_audit_with_client_explains_every_row(client, audit_data):
     assert "explain 120 test rows: every complete test row" in html and "max_rows and time_budget" in html
     assert on_cluster.to_dict()["rows explained"] == 120
     assert on_cluster.sections["model"].data["card"]["test rows"] == 120
+
+
+@pytest.mark.parametrize("kind", ["lightgbm", "pipeline"])
+def test_audit_of_a_categorical_model_on_dask(client, categorical_models, kind):
+    """The audit of a model with categorical features on a dask DataFrame of categories / text:
+    the faithfulness table and the importances bitwise those of the in-memory audit (on the previous
+    main the frame was refused; the Pipeline's scorer did not pickle)."""
+    from xai_plugins.report import audit
+
+    model, frame = categorical_models[kind]
+    X = frame.drop(columns=["id"])
+    y = pd.Series(X.age / 10 + np.random.default_rng(0).normal(size=len(X)))
+    kw = dict(X_train=X.iloc[:60], y_train=y.iloc[:60], explainers=["pg2", "local_mdi"], mc_pairs=0,
+              sections=["explanations", "faithfulness"], max_shap_rows=30, progress=False)
+    on_cluster = audit(model, dd.from_pandas(X, npartitions=3), dd.from_pandas(y, npartitions=3), client=client, **kw)
+    in_memory = audit(model, X, y, max_rows=len(X), time_budget=None, **kw)
+    assert on_cluster.rows_explained == in_memory.rows_explained == len(X)
+    assert on_cluster.sections["faithfulness"].status == "ok", on_cluster.sections["faithfulness"].reason
+    pd.testing.assert_frame_equal(on_cluster.sections["faithfulness"].data["pgi2"],
+                                  in_memory.sections["faithfulness"].data["pgi2"], check_exact=True)
+    for key in ("pg2", "local_mdi"):
+        assert on_cluster.methods[key].status == in_memory.methods[key].status
+        if in_memory.methods[key].status == "ok":
+            pd.testing.assert_series_equal(on_cluster.methods[key].importance, in_memory.methods[key].importance,
+                                           check_exact=True)
+    assert (on_cluster.methods["local_mdi"].status == "ok") == (kind == "pipeline")    # LightGBM: no impurities
 
 
 def test_cli_scheduler_reads_a_csv_glob(client, tmp_path):

@@ -45,7 +45,7 @@ class BlockEngine(Engine):
     def handles(self, obj):
         return isinstance(obj, Blocks)
 
-    def rows(self, X, names, d, in_memory, what="X", like=None):
+    def rows(self, X, names, d, in_memory, what="X", like=None, *, forest=None):    # blocks read by in_memory
         if isinstance(X, Blocks):
             parts = [in_memory(b) for b in X.blocks]
             return Blocks([p[0] for p in parts]), parts[0][1]

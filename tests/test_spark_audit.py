@@ -15,6 +15,7 @@ from conftest import local_spark  # noqa: E402
 from xai_plugins.engines.spark import keyed  # noqa: E402
 from xai_plugins.errors import InputError  # noqa: E402
 from xai_plugins.report import audit  # noqa: E402
+from xai_plugins.report.section import plain  # noqa: E402
 
 KW = dict(explainers=["pg2", "local_mdi"], sections=["explanations", "faithfulness", "agreement"],
           mc_pairs=0, max_shap_rows=30, progress=False)
@@ -58,9 +59,11 @@ def test_audit_on_spark_is_the_in_memory_audit(spark, data):
     a, b = on_spark.sections["faithfulness"].data, in_memory.sections["faithfulness"].data
     pd.testing.assert_frame_equal(a["pgi2"], b["pgi2"], check_exact=True)
     assert a["win rate"] == b["win rate"] and a["winners"] == b["winners"] and a["rows"] == 69
-    # exact means of the per-row importances (local MDI's in memory also covers the row with a NaN)
-    pd.testing.assert_series_equal(on_spark.methods["pg2"].importance, in_memory.methods["pg2"].importance,
-                                   check_exact=True)
+    # exact means of the per-row importances (local MDI's, here as in memory, also covers the row with a NaN)
+    for key in ("pg2", "local_mdi"):
+        pd.testing.assert_series_equal(on_spark.methods[key].importance, in_memory.methods[key].importance,
+                                       check_exact=True)
+    assert on_spark.methods["local_mdi"].params["rows"] == in_memory.methods["local_mdi"].params["rows"] == 70
     assert all(on_spark.methods[key].ranking is None for key in ("pg2", "local_mdi"))    # released with the cache
     assert on_spark.sections["model"].data["card"]["test rows"] == 70
     assert on_spark.sections["data"].data["missing values"] == 1
@@ -82,6 +85,50 @@ def test_keyed_rows_persisted_by_spark_keep_their_index(spark, data):
     expected = test.sort_values("id")[list(X_train.columns)].to_numpy()
     assert np.array_equal(got, expected, equal_nan=True)
     rows.df.unpersist()
+
+
+def test_protected_column_on_spark_is_the_in_memory_fairness(spark, data):
+    """A protected attribute that is not a model feature, held in the Spark DataFrame: carried apart
+    from the features (the previous main read it as a feature and refused the frame) and assessed on
+    the in-memory sample, here every row, with the numbers of the in-memory audit of those rows."""
+    model, X_train, y_train, test = data
+    test = test.assign(group=np.where(np.arange(len(test)) % 3 == 0, "u", "v"))
+    kw = {**KW, "sections": ["explanations"], "max_shap_rows": 100, "protected": ["group"]}   # fairness: always built
+    on_spark = audit(model, keyed(spark.createDataFrame(test).repartition(3), ["id"]), y_test="y",
+                     X_train=X_train, y_train=y_train, **kw)
+    ordered = test.sort_values("id").reset_index(drop=True)
+    in_memory = audit(model, ordered[[*X_train.columns, "group"]], ordered["y"], X_train=X_train, y_train=y_train,
+                      max_rows=len(test), **kw)
+    a, b = on_spark.sections["fairness"], in_memory.sections["fairness"]
+    assert a.status == b.status and a.status in ("ok", "warn"), (a.status, a.reason)
+    assert a.data["attributes"]["group"]["group sizes"] == {"u": 24, "v": 46}
+    assert plain(a.data) == plain(b.data)
+    assert [t.to_dict() for t in a.tables] == [t.to_dict() for t in b.tables]
+
+
+def test_audit_of_a_categorical_model_on_spark(spark, categorical_models):
+    """A one-hot Pipeline on text columns, its rows in a Spark DataFrame: the faithfulness table and the
+    importances are bitwise those of the in-memory audit of the rows in id order."""
+    model, frame = categorical_models["pipeline"]
+    frame = frame.assign(y=frame.age / 10 + np.random.default_rng(0).normal(size=len(frame)))
+    ordered = frame.sort_values("id").reset_index(drop=True)
+    kw = dict(KW, sections=["explanations", "faithfulness"], X_train=ordered[["age", "city", "sex"]].iloc[:60],
+              y_train=ordered["y"].iloc[:60])
+    on_spark = audit(model, keyed(spark.createDataFrame(frame).repartition(3), ["id"]), y_test="y", **kw)
+    in_memory = audit(model, ordered[["age", "city", "sex"]], ordered["y"], max_rows=len(frame), **kw)
+    assert on_spark.rows_explained == in_memory.rows_explained == len(frame)
+    pd.testing.assert_frame_equal(on_spark.sections["faithfulness"].data["pgi2"],
+                                  in_memory.sections["faithfulness"].data["pgi2"], check_exact=True)
+    for key in ("pg2", "local_mdi"):
+        pd.testing.assert_series_equal(on_spark.methods[key].importance, in_memory.methods[key].importance,
+                                       check_exact=True)
+
+
+def test_audit_on_spark_refuses_a_missing_protected_column(spark, data):
+    model, _, _, test = data
+    df = spark.createDataFrame(test.drop(columns=["id"]))
+    with pytest.raises(InputError, match="protected names the column 'race'.*X_test does not have"):
+        audit(model, df, y_test="y", protected=["race"], **KW)
 
 
 def test_audit_on_spark_refuses_a_missing_target_column(spark, data):

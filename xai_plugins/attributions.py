@@ -115,7 +115,7 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
     engine = engine_for(X)
     forest = import_model(model)
     if engine.lazy:
-        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
         d, k = forest.n_features, forest.n_outputs
         out = engine.map_rows(pg2_attribution_block, rows, engine.ship_forest(forest), [], d + 2 * d * k + k,
                               n_jobs=n_jobs, **noise_args(forest, sigma, perturbation, background))
@@ -143,7 +143,7 @@ def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
     engine = engine_for(X)
     if engine.lazy:
         forest = require_impurities(model)
-        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
         d = forest.n_features
         out = engine.map_rows(local_mdi_attribution_block, rows, engine.ship_forest(forest), [], 2 * d, n_jobs=n_jobs)
         data, values = _split(engine.compute(out)[0], [d, d])

@@ -59,7 +59,7 @@ def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
     engine = engine_for(X)
     if engine.lazy:
         forest = require_impurities(model)
-        rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+        rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
         return engine.map_rows(local_mdi_block, rows, engine.ship_forest(forest), [], forest.n_features,
                                n_jobs=n_jobs)
     forest = require_impurities(model)
@@ -283,7 +283,7 @@ def _global_mdi_on(engine, model, X, sample_weight, in_bag, n_jobs):
                          "draws over the exact training rows in order; compute it in memory, or use "
                          "global_mdi(model) for the MDI from the trees alone")
     forest = require_impurities(model)
-    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
     arrays = [rows]
     if sample_weight is not None:
         w = engine.by_rows(sample_weight if engine.handles(sample_weight) else

@@ -860,7 +860,7 @@ def _pg2_on(engine, model, X, S, sigma, perturbation, background, method, n_samp
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest = import_model(model)
-    rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+    rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
     d, k = forest.n_features, forest.n_outputs
     noise = noise_args(forest, sigma, perturbation, background, rho)
     per_row, shared_S = [], None
@@ -924,7 +924,7 @@ def _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, 
     if ndim not in (1, 2, 3):
         raise InputError(f"ranking must have shape ({d},), (n, {d}) or (m, n, {d}); got {ndim} dimensions")
     rows, names = engine.rows(X, forest.feature_names, d, lambda x: forest.rows(x, allow_nan=False),
-                              like=(ranking, 1 if ndim == 3 else 0))
+                              like=(ranking, 1 if ndim == 3 else 0), forest=forest)
     noise = noise_args(forest, sigma, perturbation, background, rho)
     m, per_row, shared = (ranking.shape[0] if ndim == 3 else 0), [], None
     if ndim == 1 and not engine.handles(ranking):
@@ -948,7 +948,7 @@ def greedy_block(forest, start, X, *, output, n_jobs, sigma, perturbation, prune
 def _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs, rho=None):
     """:func:`greedy_pg2_ranking` on a lazy engine."""
     forest = import_model(model)
-    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows)
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
     d = forest.n_features
     resolve_output(forest.output_names, output)      # validate on the driver
     noise = noise_args(forest, sigma, perturbation, background, rho)

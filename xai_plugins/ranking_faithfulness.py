@@ -192,7 +192,7 @@ def _faithfulness_on(engine, model, explanation, sigma, X, perturbation, backgro
             if not hasattr(X, "columns"):
                 X = X[:, order] if engine.handles(X) else np.asarray(X)[:, order]
     rows, _ = engine.rows(X, forest.feature_names, forest.n_features,
-                          lambda x: forest.rows(x, allow_nan=False), like=(values, 0))
+                          lambda x: forest.rows(x, allow_nan=False), like=(values, 0), forest=forest)
     values = engine.by_rows(values, rows, "the explanation")
     if values.shape[1] != forest.n_features:
         raise InputError(f"the explanation has {values.shape[1]} features but the model has {forest.n_features}")

@@ -21,7 +21,7 @@ An engine implements :class:`Engine` and registers with :func:`xai_plugins.engin
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -46,11 +46,15 @@ class Engine:
         library (look it up in ``sys.modules``: if it is not loaded, no object can be one)."""
         raise NotImplementedError
 
-    def rows(self, X: Any, names: Sequence[str] | None, d: int, in_memory: Callable, what: str = "X"):
+    def rows(self, X: Any, names: Sequence[str] | None, d: int, in_memory: Callable, what: str = "X", *,
+             forest: Any = None):
         """``(rows, names)``: ``X`` as an (n, d) float64 row collection whose columns follow
         ``names`` (aligned by column name when ``X`` has columns; without ``names`` its columns name
         the features) and the feature names. An in-memory ``X`` (given with another argument of
-        this engine) goes through ``in_memory(X) -> (rows, names)``. Refuses empty or misshapen input
+        this engine) goes through ``in_memory(X) -> (rows, names)``. ``forest``: the model's Forest;
+        when it has categorical features, the engine reads each block of
+        ``X``'s columns with its :class:`RowReader` (category and text columns as the model's codes),
+        as ``Forest.rows`` reads the same rows in memory. Refuses empty or misshapen input
         with :class:`~xai_plugins.errors.InputError`."""
         raise NotImplementedError
 
@@ -105,11 +109,12 @@ class Engine:
         and their positions among ``rows`` (an (m,) int64 per-row collection)."""
         raise NotImplementedError
 
-    def split_target(self, X: Any, column: str) -> tuple[Any, Any]:
+    def split_target(self, X: Any, column: str, what: str = "y_test") -> tuple[Any, Any]:
         """``(features, target)``: ``X`` without its target ``column``, and the target as a per-row
-        argument of :meth:`by_rows` (here: a DataFrame's column; InputError when ``X`` has none)."""
+        argument of :meth:`by_rows` (here: a DataFrame's column; InputError when ``X`` has none, naming
+        the argument ``what`` that named the column). Also what holds a protected attribute apart."""
         if column not in getattr(X, "columns", ()):
-            raise InputError(f"y_test names the column {column!r}, which X_test does not have; "
+            raise InputError(f"{what} names the column {column!r}, which X_test does not have; "
                              f"columns: {[str(c) for c in getattr(X, 'columns', [])][:20]}")
         return X.drop(columns=[column]), X[column]
 
@@ -197,6 +202,41 @@ def held_predictor(forest):
     held = copy.copy(predictor)
     held._model = _Held(model)
     return held
+
+
+class RowReader:
+    """How a model reads a block of its feature columns (a pandas DataFrame named as its features):
+    category and text columns as its category codes, numbers equal to its missing-value marker as
+    NaN, category codes checked; exactly :meth:`Forest.rows <xai_plugins.forest.layout.Forest.rows>`
+    (it runs that method on this small, picklable copy of what it reads: no tree), so a row engine
+    that applies it to each block gets the in-memory rows bit for bit."""
+
+    FIELDS = ("feature_names", "n_features", "category_labels", "numeric_labels", "n_categories", "missing_value")
+    feature_names: list | None
+    category_labels: list | None
+
+    def __init__(self, forest):
+        for name in self.FIELDS:
+            setattr(self, name, getattr(forest, name))
+
+    @classmethod
+    def of(cls, forest) -> RowReader | None:
+        """The reader of ``forest`` (None: no Forest, or a model without categorical features, whose
+        numeric columns are read as they are; a missing-value marker is read by the block functions)."""
+        if forest is None or (forest.n_categories is None and forest.category_labels is None):
+            return None
+        return cls(forest)
+
+    def labelled(self, name: str) -> bool:
+        """Whether the feature ``name`` has category labels (its column may hold text)."""
+        labels, names = self.category_labels, self.feature_names or []
+        return labels is not None and name in names and labels[names.index(name)] is not None
+
+    def __call__(self, frame, what: str = "X") -> np.ndarray:
+        """The (b, d) float64 rows of the block ``frame``."""
+        from ..forest.layout import Forest
+
+        return Forest.rows(cast(Any, self), frame, what=what, allow_nan=True)[0]
 
 
 def plain_forest(forest, *, with_model: bool = False):

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._validation import default_feature_names, feature_order, frame_values, is_dask
 from ..errors import InputError
-from .base import BlockFn, Engine, add_all, call_block, from_keys, lazy_result_type, order_keys, plain_forest
+from .base import BlockFn, Engine, RowReader, add_all, call_block, from_keys, lazy_result_type, order_keys, plain_forest
 
 #: rows per block of an in-memory X sent to the workers
 IN_MEMORY_BLOCK_ROWS = 10_000
@@ -53,10 +53,12 @@ def _delayed(obj, name: str):
     return dask.delayed(obj, name=name, pure=True, traverse=False)
 
 
-def _float_partition(part, what: str):
-    """One partition of a dask DataFrame with its columns read as float64 by
-    :func:`~xai_plugins._validation.frame_values` (nullable, pyarrow, numeric category dtypes)."""
-    return type(part)(frame_values(part, what), columns=part.columns, index=part.index)
+def _float_partition(part, what: str, read: Callable = frame_values):
+    """One partition of a dask DataFrame with its columns read as float64 by ``read``:
+    :func:`~xai_plugins._validation.frame_values` (nullable, pyarrow, numeric category dtypes) or
+    the model's :class:`~.base.RowReader` (category and text columns as its codes)."""
+    values = read(part, what) if len(part) else np.empty((0, part.shape[1]))
+    return type(part)(values, columns=part.columns, index=part.index)
 
 
 def _call(fn, shipped, shared, offset, X, *per_row):
@@ -142,7 +144,7 @@ class DaskEngine(Engine):
         return "dask" in sys.modules and (is_dask(obj) or (client is not None and isinstance(obj, client)))
 
     # ---- rows ----------------------------------------------------------------------------
-    def rows(self, X, names, d, in_memory, what="X", like=None):
+    def rows(self, X, names, d, in_memory, what="X", like=None, *, forest=None):
         """An (n, d) dask array with known row chunks and one column chunk (see :meth:`Engine.rows`).
         ``like``: ``(collection, axis)``, blocks an in-memory ``X`` like that per-row argument."""
         da = _require_dask()
@@ -155,9 +157,12 @@ class DaskEngine(Engine):
             else:
                 feature_order(given, given, what)       # refuses duplicated names
                 names = given
-            if not all(isinstance(t, np.dtype) and t.kind == "f" for t in X.dtypes):
-                frame_values(X._meta, what)                 # refuses text, date, non-numeric category columns now
-                X = X.map_partitions(_float_partition, what, meta=X._meta.astype(np.float64))
+            reader = RowReader.of(forest)
+            if reader is not None or not all(isinstance(t, np.dtype) and t.kind == "f" for t in X.dtypes):
+                read = frame_values if reader is None else reader
+                read(X._meta_nonempty, what)        # refuses text, date, non-numeric category columns now
+                meta = type(X._meta)(np.empty((0, len(X.columns))), columns=X.columns)
+                X = X.map_partitions(_float_partition, what, read, meta=meta)
             X = X.to_dask_array(lengths=True)
         elif not isinstance(X, da.Array):           # in-memory X with a dask S / ranking / weights
             rows, names = in_memory(X)

@@ -20,7 +20,7 @@ class MemoryEngine(Engine):
         """False: the in-memory engine claims nothing; it runs whatever no other engine claims."""
         return False
 
-    def rows(self, X, names, d, in_memory, what="X", like=None):
+    def rows(self, X, names, d, in_memory, what="X", like=None, *, forest=None):
         """``in_memory(X)``: the caller's own alignment (column names, dtypes, missing values)."""
         rows, names = in_memory(X)
         return np.asarray(rows, dtype=np.float64), list(names)

@@ -2,7 +2,8 @@
 ``mapInPandas`` (Arrow batches); per-row results stay in Spark, reductions are exact.
 
 - **Rows and their index.** ``X`` is a Spark DataFrame whose columns are the model's features
-  (aligned by name, as everywhere; numeric columns read as float64, nulls as NaN), or
+  (aligned by name, as everywhere; numeric columns read as float64, nulls as NaN; a categorical
+  model's string columns read as its category codes, as in memory: :class:`~.base.RowReader`), or
   :func:`keyed` ``(df, id_cols)``: a DataFrame whose ``id_cols`` name each row (any sortable,
   non-null, unique combination) and whose other columns are the features. Each row gets a global
   index i (what seeded Monte Carlo draws from: row i uses ``row_seed`` child i, and what
@@ -16,7 +17,8 @@
   retried task gives the in-memory bits.
 - **The model shipped once**: pickled once on the driver into a Spark broadcast (bytes), loaded
   once per Python worker process and cached there (its split tables with it); tasks carry the
-  broadcast handle only.
+  broadcast handle only. The row index of a DataFrame without id columns costs a counting job, kept
+  while the DataFrame stays cached (``df.cache()``), so repeated calls on it run one job each.
 - **Results.** Per-row results are lazy :class:`SparkColumns` (a Spark DataFrame underneath):
   ``.to_spark(name)`` gives a Spark DataFrame keyed by the id columns (or by ``_xai_row`` when
   there are none); ``.compute()`` collects them to numpy in index order. Result objects (a
@@ -44,7 +46,7 @@ import numpy as np
 
 from .._validation import default_feature_names, feature_order
 from ..errors import InputError, InputTypeError, XaiError
-from .base import BlockFn, Engine, add_all, call_block, lazy_result_type, plain_forest
+from .base import BlockFn, Engine, RowReader, add_all, call_block, lazy_result_type, plain_forest
 
 _ROW = "_xai_row"           # the global row index
 _POS = "_xai_pos"           # a kept row's index among the rows it was kept from (SparkEngine.where)
@@ -309,17 +311,19 @@ def _add_index(offsets, firsts, ids):
     return run
 
 
-def _positional_index(df):
+def _positional_index(df, counts=None):
     """``df`` with ``_xai_row`` = its partition's offset + the row's position in the partition
-    (``monotonically_increasing_id``'s low 33 bits), from one count per partition; and the row count."""
+    (``monotonically_increasing_id``'s low 33 bits), from one count per partition (a Spark job;
+    ``counts``: {partition: rows} when known already); the row count; the counts."""
     from pyspark.sql import functions as F
 
-    counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
+    if counts is None:
+        counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
     offsets = np.concatenate([[0], np.cumsum([counts.get(p, 0) for p in range(max(counts, default=-1) + 1)])])
     part = F.spark_partition_id()
     row = (F.element_at(F.array(*(F.lit(int(o)) for o in list(offsets[:-1]) or [0])), part + 1)
            + F.monotonically_increasing_id() - F.shiftleft(part.cast("long"), 33))
-    return df.select(row.alias(_ROW), *(F.col(_quoted(c)) for c in df.columns)), int(offsets[-1])
+    return df.select(row.alias(_ROW), *(F.col(_quoted(c)) for c in df.columns)), int(offsets[-1]), counts
 
 
 def _runs(index: np.ndarray):
@@ -411,6 +415,22 @@ def _keep_fn(keep, cols):
     return run
 
 
+def _read_fn(reader, cols, names, what):
+    """mapInPandas function: the feature columns ``cols`` of each batch read by ``reader`` (float64)."""
+    def run(batches):
+        for b in batches:
+            if len(b):
+                b[cols] = reader(b[cols].set_axis(names, axis=1), what)
+                yield b
+    return run
+
+
+def _text(field) -> bool:
+    from pyspark.sql import types as T
+
+    return isinstance(field.dataType, T.StringType)
+
+
 def _numeric(field) -> bool:
     from pyspark.sql import types as T
 
@@ -431,6 +451,8 @@ class SparkEngine(Engine):
         self._forests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         #: the SparkSession of :meth:`bind` (None: the active one)
         self._session: Any = None
+        #: cached Spark DataFrame -> its rows per partition (see :meth:`_index`)
+        self._counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _context(self):
         """The SparkContext (the bound session's, else the active one); InputError when there is none."""
@@ -450,7 +472,7 @@ class SparkEngine(Engine):
                 or (session is not None and isinstance(obj, session)))
 
     # ---- rows ----------------------------------------------------------------------------
-    def rows(self, X, names, d, in_memory, what="X", like=None):
+    def rows(self, X, names, d, in_memory, what="X", like=None, *, forest=None):
         """``X`` indexed (see the module doc) as :class:`SparkColumns` of its d features (float64,
         in ``names`` order, aligned by column name); an in-memory ``X`` with Spark per-row
         arguments (``like``) becomes a Spark DataFrame indexed by position."""
@@ -481,34 +503,56 @@ class SparkEngine(Engine):
             features, names = given, given
         if len(features) != d:
             raise InputError(f"{what} has {len(features)} feature columns but the model expects {d} features")
+        reader = RowReader.of(forest)
         fields = {f.name: f for f in df.schema.fields}
-        bad = [f"{c} ({fields[c].dataType.simpleString()})" for c in features if not _numeric(fields[c])]
+        labelled = [reader is not None and reader.labelled(str(name)) for name in names]
+        bad = [f"{c} ({fields[c].dataType.simpleString()})" for c, text in zip(features, labelled)
+               if not (_numeric(fields[c]) or text and _text(fields[c]))]
         if bad:
-            raise InputTypeError(f"{what} has non-numeric feature columns {bad[:20]}; cast them to numbers first")
+            raise InputTypeError(f"{what} has non-numeric feature columns {bad[:20]}; cast them to numbers first"
+                                 " (text is read only in the model's categorical features, as its category labels)")
         from pyspark.sql import functions as F
 
         cols = [f"_xai_v{j}" for j in range(d)]
         carried = {c: f"_xai_c{j}" for j, c in enumerate(carry)}
         selected = df.select(*(F.col(_quoted(c)) for c in ids),
-                             *(F.col(_quoted(c)).cast("double").alias(v) for c, v in zip(features, cols)),
+                             *((F.col(_quoted(c)) if text else F.col(_quoted(c)).cast("double")).alias(v)
+                               for c, v, text in zip(features, cols, labelled)),
                              *(F.col(_quoted(c)).alias(v) for c, v in carried.items()))
         if ids:     # sorted by the ids into a fixed number of partitions, which adaptive execution keeps as they are
             key = [F.col(_quoted(c)) for c in ids]
             selected = selected.repartitionByRange(max(1, df.rdd.getNumPartitions()), *key).sortWithinPartitions(*key)
-        indexed, n = self._index(selected, ids)
+        if reader is not None:      # read by the model as in memory, block by block: category labels as codes
+            selected = self._read(selected, reader, cols, list(names), what)
+        indexed, n = self._index(selected, ids, source=df)
         if n < 1:
             raise InputError(f"{what} is empty: it has 0 rows, at least 1 needed")
         return SparkColumns(indexed, ids, n, cols, (d,), carried=carried), (list(names) if names is not None
                                                                             else default_feature_names(d))
 
     @staticmethod
-    def _index(df, ids):
+    def _read(df, reader, cols, names, what):
+        """``df`` with its feature columns ``cols`` (named ``names`` by the model) read by ``reader``
+        in each Arrow batch (one Python stage, which keeps the rows' order and partitions)."""
+        from pyspark.sql import types as T
+
+        schema = T.StructType([T.StructField(f.name, T.DoubleType()) if f.name in cols else f
+                               for f in df.schema.fields])
+        return df.mapInPandas(_read_fn(reader, cols, names, what), schema)
+
+    def _index(self, df, ids, source=None):
         """``df`` with the global row index ``_xai_row`` (partition offsets from one counting pass;
-        without ids both the count and the index are Spark expressions, no Python stage)."""
+        without ids both the count and the index are Spark expressions, no Python stage). ``source``:
+        the DataFrame ``df`` was selected from, partition for partition; while Spark keeps it cached
+        (its partitions fixed), its counts are kept, so later calls on it skip the counting job."""
         from pyspark.sql import types as T
 
         if not ids:
-            return _positional_index(df)
+            cached = source is not None and bool(getattr(source, "is_cached", False))
+            indexed, n, counts = _positional_index(df, self._counts.get(source) if cached else None)
+            if cached:
+                self._counts[source] = counts
+            return indexed, n
         stats = sorted(df.mapInPandas(_partition_stats(ids), "p int, n long, first binary, last binary, bad string")
                        .collect(), key=lambda r: r["p"])
         offsets, firsts, at, last = {}, {}, 0, None
@@ -640,12 +684,13 @@ class SparkEngine(Engine):
         out = SparkColumns(indexed, rows.ids, n, rows.cols, rows.trail, carried=rows.carried)
         return out, out.view(cols=[_POS], trail=(), dtype=np.int64)
 
-    def split_target(self, X, column):
+    def split_target(self, X, column, what="y_test"):
         """``X`` (a DataFrame or :func:`keyed` one) carrying its target ``column`` with its rows (not
-        as a feature), and ``column``, which :meth:`by_rows` then reads from the rows."""
+        as a feature), and ``column``, which :meth:`by_rows` then reads from the rows (``what``: the
+        argument that named it, for the error when ``X`` has no such column)."""
         df, ids, carry = (X.df, X.id_cols, X.carry) if isinstance(X, SparkRows) else (X, [], [])
         if column not in df.columns:
-            raise InputError(f"y_test names the column {column!r}, which X_test does not have; "
+            raise InputError(f"{what} names the column {column!r}, which X_test does not have; "
                              f"columns: {df.columns[:20]}")
         return SparkRows(df, ids, [*carry, column]), column
 

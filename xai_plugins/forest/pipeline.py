@@ -348,6 +348,13 @@ def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray |
     return final, model[:-1].transform, np.array([c.source for c in columns], dtype=np.int64)
 
 
+def _through_pipeline(inner: ModelPredictor, labels: dict, pipeline: Any, X: Any) -> Any:
+    """The final step's own predictor ``inner`` on the pipeline's transform of the rows ``X`` (codes
+    turned back into their ``labels`` first); the final model read from ``pipeline``, so that a pickled
+    Pipeline predictor (Monte Carlo, the audit's scorer on a row engine) carries it."""
+    return inner.apply(pipeline[-1], pipeline[:-1].transform(labelled_rows(X, labels)))
+
+
 class PipelineImporter(LibraryImporter):
     """scikit-learn ``Pipeline``s of per-column monotone transformers in front of a supported tree
     model (see the module docstring)."""
@@ -385,7 +392,7 @@ class PipelineImporter(LibraryImporter):
             raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
         inner = found.predictor(final)
         labels = {c.source: c.labels for c in columns if c.labels is not None}
-        return ModelPredictor(model, lambda pipeline, X: inner(pipeline[:-1].transform(labelled_rows(X, labels))))
+        return ModelPredictor(model, functools.partial(_through_pipeline, inner, labels))
 
     def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
         """Every step object and its fitted arrays (a refit replaces them), and the final model's own

@@ -30,12 +30,29 @@ class ModelPredictor:
         if model is None:
             raise ModelGoneError("the model this Forest was imported from no longer exists; keep a reference "
                                  "to the fitted model (Monte Carlo estimates call its own predictor)")
+        return self.apply(model, X)
+
+    def __getstate__(self) -> dict:
+        """Pickled without a weakly held model (a weak reference does not pickle; the copy then raises
+        ModelGoneError when called); a predictor made to hold its model strongly keeps it."""
+        state = dict(self.__dict__)
+        if isinstance(state["_model"], weakref.ref):
+            state["_model"] = _no_model
+        return state
+
+    def apply(self, model: Any, X: Any) -> np.ndarray:
+        """The predictor on the fitted ``model`` given explicitly (this predictor's model, or a copy
+        of it: a Pipeline's final step read from the Pipeline it belongs to)."""
         X = np.asarray(X, dtype=np.float64)
         if self._names is not None:
             import pandas as pd
 
             X = pd.DataFrame(X, columns=self._names)
         return np.asarray(self._predict(model, X), dtype=np.float64).reshape(len(X), -1)
+
+
+def _no_model() -> None:
+    return None
 
 
 def labelled_rows(X: Any, labels: dict) -> Any:

@@ -213,7 +213,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                             for v in (X_train, y_train))
         sample_seed = int(derive_seed(root, "cluster sample").generate_state(1, np.uint32)[0])
         cl, X_test, y_test = prepare(import_model(model), X_test, y_test, engine=engine,
-                                     sample_size=options.max_shap_rows, random_state=sample_seed)
+                                     sample_size=options.max_shap_rows, random_state=sample_seed,
+                                     protected=options.protected)
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
                        progress=options.progress and cl is None,   # on a cluster: the scheduler's progress

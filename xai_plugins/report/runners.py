@@ -44,7 +44,8 @@ class AuditRows:
     memory (None when ``X`` holds every complete test row of an engine's data, where the explainers'
     in-memory :meth:`~.explainers.Explainer.scope` does not apply); ``agreement``: positions within
     ``X`` of the rows of the per-row agreement; ``local_X`` / ``local_labels``: the rows shown with
-    local figures and their names."""
+    local figures and their names; ``every``: on an engine, every test row (missing values included),
+    whose mean is the global importance of the :attr:`~.explainers.Explainer.every_row` explainers."""
 
     engine: Any
     X: Any
@@ -52,6 +53,7 @@ class AuditRows:
     agreement: np.ndarray
     local_X: np.ndarray
     local_labels: list
+    every: Any = None
 
     @property
     def n(self) -> int:
@@ -148,9 +150,14 @@ def _map(explainer: Explainer, ctx, rows: AuditRows, options) -> MethodResult:
     probe = check_block(explainer, explainer.block(state, ctx.X_test.to_numpy()[ctx.complete_rows[:1]]), 1,
                         ctx.n_features)
     widths = {name: int(np.prod(v.shape[1:])) for name, v in probe.items()}
-    packed = engine.map_rows(_explainer_block, X, engine.ship((explainer, state), "xai-explainer", cache=False), [],
-                             sum(widths.values()), widths=widths)
+    shipped = engine.ship((explainer, state), "xai-explainer", cache=False)
+    packed = engine.map_rows(_explainer_block, X, shipped, [], sum(widths.values()), widths=widths)
     averaged = [name for name in widths if name not in PER_ROW[1:]]
+    if pick is None and explainer.every_row and rows.every is not None:    # the mean over every row, as in memory
+        X = rows.every
+        summed = engine.map_rows(_explainer_block, X, shipped, [], sum(widths.values()), widths=widths)
+    else:
+        summed = packed
     explained = packed if pick is None else packed[pick]
     at, where = 0, {}
     for name, width in widths.items():
@@ -160,7 +167,7 @@ def _map(explainer: Explainer, ctx, rows: AuditRows, options) -> MethodResult:
     result.extras["mapped"] = {
         "state": state, "widths": widths, "averaged": averaged, "rows": int(engine.n_rows(X)), "where": where,
         "ranking": engine.columns(explained, int(where["ranking"][0]), int(where["ranking"][-1]) + 1, dtype=np.int64),
-        "sums": engine.reduce(_column_sums_of, [packed], np.concatenate([where[name] for name in averaged])),
+        "sums": engine.reduce(_column_sums_of, [summed], np.concatenate([where[name] for name in averaged])),
         "sampled": engine.take(explained, rows.agreement)}
     return result
 
@@ -207,7 +214,8 @@ class EngineRows:
     """The test data on a row engine. ``engine``: the engine, bound to its client; ``X``: the complete
     rows (no missing value), float64 in the model's feature order, a collection of ``engine``;
     ``position``: their positions among all ``n_rows`` test rows; ``missing``: missing values per
-    feature over all rows; ``sample_size``: rows of the in-memory sample."""
+    feature over all rows; ``sample_size``: rows of the in-memory sample; ``every``: all test rows
+    (a collection of ``engine``)."""
 
     engine: Any
     X: Any
@@ -215,6 +223,7 @@ class EngineRows:
     n_rows: int
     missing: np.ndarray
     sample_size: int
+    every: Any = None
 
     @property
     def n_complete(self) -> int:
@@ -235,27 +244,40 @@ def _complete(X) -> np.ndarray:
     return ~np.isnan(X).any(axis=1)
 
 
-def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state):
+def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state, protected=()):
     """Read the test data's facts on ``engine`` (bound), keep its complete rows there and fetch a
     random in-memory sample of ``sample_size`` rows. ``y_test``: in memory, the engine's own per-row
-    collection (a dask Series), or the name of ``X_test``'s target column.
+    collection (a dask Series), or the name of ``X_test``'s target column. ``protected``: columns of
+    ``X_test`` holding protected attributes; those that are not model features are held apart from
+    the features and fetched with the sample.
 
     Returns the :class:`EngineRows` and the sample's rows (a DataFrame indexed by position among all
-    test rows) and targets, which the audit context holds as its ``X_test`` / ``y_test``."""
+    test rows, with the protected columns) and targets, which the audit context holds as its
+    ``X_test`` / ``y_test``."""
     if isinstance(y_test, str):
         X_test, y_test = engine.split_target(X_test, y_test)
+    features = set(map(str, forest.feature_names or ()))
+    apart = {}
+    for name in (c for c in protected if str(c) not in features):
+        X_test, apart[name] = engine.split_target(X_test, name, what="protected")
     rows, names = engine.rows(X_test, forest.feature_names, forest.n_features,
-                              lambda x: forest.rows(x, what="X_test", allow_nan=True), what="X_test")
+                              lambda x: forest.rows(x, what="X_test", allow_nan=True), what="X_test",
+                              forest=forest)
     y = None if y_test is None else engine.by_rows(y_test, rows, "y_test")
+    apart = {name: engine.by_rows(a, rows, f"protected column {name!r}") for name, a in apart.items()}
     n_rows = engine.n_rows(rows)
     (missing,) = engine.compute(engine.reduce(_missing_counts, [rows]))[0]
     X, position = engine.persist(*engine.where(rows, _complete))
-    cl = EngineRows(engine, X, position, n_rows, np.asarray(missing, dtype=np.int64), min(int(sample_size), n_rows))
+    cl = EngineRows(engine, X, position, n_rows, np.asarray(missing, dtype=np.int64), min(int(sample_size), n_rows),
+                    rows)
     if cl.n_complete == 0:
         raise InputError("every test row has a missing value: the per-row methods need complete rows")
     picked = np.sort(np.random.default_rng(random_state).permutation(n_rows)[:cl.sample_size])
-    got = engine.compute(engine.take(rows, picked), *([] if y is None else [engine.take(y, picked)]))
+    fetched = [engine.take(a, picked) for a in ([] if y is None else [y]) + list(apart.values())]
+    got = engine.compute(engine.take(rows, picked), *fetched)
     sample = pd.DataFrame(np.asarray(got[0], dtype=np.float64), columns=names, index=pd.Index(picked, name="row"))
+    for name, values in zip(apart, got[len(got) - len(apart):]):
+        sample[name] = np.asarray(values).ravel()
     return cl, sample, None if y is None else np.asarray(got[1]).ravel()
 
 
@@ -293,4 +315,4 @@ def engine_rows(ctx, cl: EngineRows, n_local: int) -> AuditRows:
         local_X, labels = engine.compute(engine.take(cl.X, picked), engine.take(cl.position, picked))
         order = np.searchsorted(picked, local_idx)      # back to the alternating order
         local_X, local_labels = np.asarray(local_X)[order], [str(int(v)) for v in np.asarray(labels)[order]]
-    return AuditRows(engine, cl.X, None, agreement, local_X, local_labels)
+    return AuditRows(engine, cl.X, None, agreement, local_X, local_labels, cl.every)

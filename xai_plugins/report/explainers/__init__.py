@@ -79,7 +79,10 @@ class Explainer:
     importances), ``reference`` (its per-row ranking is the greedy PG² reference of the faithfulness
     section, not a contestant), ``signed`` (importances may be negative: shown last),
     ``in_importance_bars`` (drawn in the explanations' importance figure; RF-MCR has its own
-    section), ``figure_kind`` ("local": figures of single rows, "global": of the whole model)."""
+    section), ``figure_kind`` ("local": figures of single rows, "global": of the whole model),
+    ``every_row`` (a per-row explainer whose global importance is the mean over every test row,
+    rows with missing values included, in memory and on a row engine alike; the explained rows stay
+    the complete ones)."""
 
     key: str = ""
     label: str = ""
@@ -89,6 +92,8 @@ class Explainer:
     signed: bool = False
     in_importance_bars: bool = True
     figure_kind: str = "local"
+    every_row: bool = False
+
     @property
     def per_row(self) -> bool:
         """Whether the explainer explains rows one by one (it overrides :meth:`block`)."""
@@ -110,9 +115,10 @@ class Explainer:
 
     def scope(self, ctx, rows: np.ndarray, options) -> np.ndarray:
         """Per-row explainers, in memory: the sorted test-row positions whose mean importance is the
-        global one (a superset of the explained ``rows``; default: ``rows`` themselves). On a cluster
-        every complete test row is used."""
-        return rows
+        global one (a superset of the explained ``rows``; default: every test row with
+        :attr:`every_row`, else ``rows`` themselves). On a row engine every complete test row is used,
+        every test row with :attr:`every_row`."""
+        return np.arange(len(ctx.X_test)) if self.every_row else rows
 
     def finish(self, ctx, result: MethodResult, state, means: dict, local_X: np.ndarray, local_labels: list,
                options) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...forest import UnsupportedModelError
 from ...mdi import local_mdi, require_impurities
 from ..context import detached
@@ -16,6 +14,7 @@ class LocalMDI(Explainer):
     paths for the per-row sections; not applicable to models without stored node impurities."""
 
     key, label = "local_mdi", "local MDI"
+    every_row = True            # local MDI follows a missing value's default direction
     caption = ("mean impurity decrease of the feature's splits along the rows' paths (a property of the fitted "
                "trees, not of the explained output)")
 
@@ -30,10 +29,6 @@ class LocalMDI(Explainer):
         """Local MDI of the rows and their ranking by magnitude."""
         values = local_mdi(state, X)
         return {"importance": values, **by_magnitude(values)}
-
-    def scope(self, ctx, rows, options):
-        """Every test row (local MDI follows a missing value's default direction)."""
-        return np.arange(len(ctx.X_test))
 
     def limitation(self, ctx, result, options, name):
         """What local MDI describes."""
