@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         default = getattr(defaults, f.name)
         shown = "none" if default in (None, ()) else " ".join(map(str, default)) if isinstance(default, tuple) \
             else default
-        if isinstance(default, bool):
-            kwargs["action"] = "store_true"
+        if isinstance(default, bool):     # a flag on by default is turned off with --no-NAME
+            kwargs["action"] = argparse.BooleanOptionalAction if default else "store_true"
         text = f.metadata["help"] if "default" in f.metadata["help"] else f"{f.metadata['help']} (default: {shown})"
         audit.add_argument(flag(f.name), dest=f.name, default=argparse.SUPPRESS, help=text, **kwargs)
     run = parser.add_argument_group("running")

@@ -175,6 +175,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     verdict needs; the plan is printed with the progress bar, whose total is the estimated seconds, and recorded
     in the appendix and the JSON), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
     makes the report machine-dependent, as it then says), ``binary_sigma`` (σ of 0/1 columns),
+    ``binary_flip`` (default True: two-valued numeric features perturbed by the flip law instead of Gaussian noise),
     ``protected`` (columns of ``X_test`` / ``X_train`` held apart as protected attributes, which need
     not be model features), ``model_card``, ``run_id``, ``thresholds`` ({name: value}: the verdicts'
     thresholds, names, defaults and rationales in :data:`~.verdict.THRESHOLDS`).
@@ -217,7 +218,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
                        progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
-                       rho=options.rho)
+                       rho=options.rho, binary_flip=options.binary_flip)
     _check_noise(ctx, options)
     ctx.plan = plan_audit(ctx, options)
     with _planned_progress(ctx.plan, options.progress) as progress:

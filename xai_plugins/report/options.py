@@ -84,6 +84,12 @@ class AuditOptions:
         None, "noise level of 0/1 columns (training standard deviations)",
         "noise level for 0/1 (binary) columns in training standard deviations, instead of --sigma "
         "(default: the same σ as every other feature)", type=float)
+    binary_flip: bool = _option(
+        True, "two-valued (0/1) features perturbed by the flip law",
+        "perturb each numeric feature with exactly two values (a 0/1 indicator) by the flip law: it keeps its value "
+        "with probability 1 − ρ, else takes one of the two values with its training frequency, ρ = 2Φ(−1/(2σ)) of "
+        "its σ (--binary-sigma sets that σ); --no-binary-flip: Gaussian noise, as every other feature (default: "
+        "flip)")
     rho: float | None = _option(
         None, "categorical features' redraw probability ρ (default 2Φ(−1/(2σ)) per σ)",
         "for categorical features: the probability ρ that a perturbed category is redrawn from the training "
