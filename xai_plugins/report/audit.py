@@ -169,8 +169,9 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     stream derived from it and the section's name), ``positive_class`` (class explained in the
     detailed pages; default the last class of a binary model and the most frequent test class of a
     multi-class one), ``max_rows`` (test rows given the per-row methods: a seeded sample, the same on
-    every machine), ``cost_target`` (estimated seconds of the PG² work; the run-time plan of :mod:`.plan`, made
-    from the model and the data sizes before any section runs and never from a clock, keeps within it by
+    every machine), ``cost_target`` (estimated seconds of the whole audit before rendering; the run-time plan of
+    :mod:`.plan`, made from the model and the data sizes before any section runs and never from a clock, keeps
+    within it by
     sampling the dearest PGI² sets by seeded Monte Carlo, then explaining fewer rows, never fewer than the
     verdict needs; the plan is printed with the progress bar, whose total is the estimated seconds, and recorded
     in the appendix and the JSON), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
