@@ -177,14 +177,14 @@ def demos():
 
 def test_the_demo_audits_plans_meet_the_default_cost_target(demos):
     """The whole audit is priced (not the PG² work alone) and the default target holds for every demo; the
-    breast-cancer forest (30 features: the greedy ranking and PGI² dominate) is cut to the rows the verdict
-    needs, and says so; the smaller diabetes forests keep every row."""
+    breast-cancer forest (30 features: the greedy ranking and PGI² dominate) is cut to fewer rows, not below what
+    the verdict needs, and says so; the smaller diabetes forests keep every row."""
     default = AuditOptions().cost_target
     plans = {name: _plan(case)[0] for name, case in demos.items()}
     for name, plan in plans.items():
         assert plan.seconds <= default, (name, plan.describe())
     cancer = plans["demo_breast_cancer_classification"]
-    assert cancer.rows == cancer.rows_needed < 50 and cancer.sampled_from is None
+    assert cancer.rows_needed <= cancer.rows < 50 and cancer.sampled_from is None
     assert "the verdict needs" in cancer.sections["explanations"].note
     assert plans["demo_diabetes_regression"].rows == 50
 
