@@ -24,6 +24,7 @@ Run: python benchmarks/bench_audit.py [--only demos wine california compas] [--r
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import sys
@@ -109,8 +110,9 @@ def run(name: str, out: Path) -> dict:
         t0 = time.perf_counter()
         result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, progress=False, **options)
         t1 = time.perf_counter()
-        result.to_html(out / f"{name}{i}.html")
-        result.to_pdf(out / f"{name}{i}.pdf")
+        html = result.to_html(out / f"{name}{i}.html")
+        given = {"html": html} if "html" in inspect.signature(result.to_pdf).parameters else {}  # older builds
+        result.to_pdf(out / f"{name}{i}.pdf", **given)                                        # render it again
         record["audit"] += t1 - t0
         record["render"] += time.perf_counter() - t1
         record["rows"].append(result.rows_explained)

@@ -344,8 +344,10 @@ def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=()) -> li
 
     *reports, manifest = output_paths(out, [stem], pdf)
     try:
-        for path, write in zip(reports, (result.to_html, result.to_json, result.to_pdf)):
-            write(path)
+        html = result.to_html(reports[0])
+        result.to_json(reports[1])
+        if pdf:
+            result.to_pdf(reports[2], html=html)          # the same HTML, not rendered again
         write_manifest(manifest, inputs, reports, content_hashes(result))
     except OSError as exc:   # checked before computing; this is a change on disk since then
         raise CLIError(f"cannot write the report: {exc}") from exc

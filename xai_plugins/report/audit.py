@@ -111,15 +111,16 @@ class Audit:
             _write(path, html.encode("utf-8"))
         return html
 
-    def to_pdf(self, path=None) -> bytes:
+    def to_pdf(self, path=None, html: str | None = None) -> bytes:
         """The PDF rendered by weasyprint from the same HTML, with no network access; also written to
         ``path`` when given (checked before rendering: :class:`~xai_plugins.errors.OutputPathError`
-        when it cannot be written)."""
+        when it cannot be written). ``html``: what :meth:`to_html` returned, when the caller has it (not
+        rendered again)."""
         from .render import DataOnlyFetcher, html_to_pdf
 
         _check_path(path)
         fetcher = DataOnlyFetcher()
-        pdf = html_to_pdf(self.to_html(), fetcher)
+        pdf = html_to_pdf(self.to_html() if html is None else html, fetcher)
         if fetcher.refused:
             warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=2)
         if path is not None:
