@@ -60,7 +60,8 @@ def test_plan_samples_the_dear_sets_of_a_deep_forest_and_keeps_a_small_forest_ex
     assert deep.rows >= deep.rows_needed or deep.rows == min(50, len(ctx.complete_rows))
     small, _ = _plan(small_forest, cost_target=1.0)
     assert small.sampled_from is None and small.sections["faithfulness"].method == "PGI² exact"
-    assert small.rows == 50
+    assert small.rows == small.rows_needed                  # the target cut the rows, not the exact method
+    assert _plan(small_forest, cost_target=60.0)[0].rows == 50
 
 
 def test_plan_lowers_the_rows_no_further_than_the_verdict_needs(deep_forest):
@@ -164,3 +165,46 @@ def test_the_appendix_and_the_json_show_the_plan(deep_forest, monkeypatch):
     document = json.loads(result.to_json())
     jsonschema.validate(document, schema)
     assert document["plan"]["sampled from set size"] == result.plan.sampled_from
+
+
+@pytest.fixture(scope="module")
+def demos():
+    from xai_plugins.cli import demo_models
+
+    return {name: (model, X_test, y_test, X_train, y_train)
+            for name, _, model, X_test, y_test, X_train, y_train in demo_models()}
+
+
+def test_the_demo_audits_plans_meet_the_default_cost_target(demos):
+    """The whole audit is priced (not the PG² work alone) and the default target holds for every demo; the
+    breast-cancer forest (30 features: the greedy ranking and PGI² dominate) is cut to fewer rows, not below what
+    the verdict needs, and says so; the smaller diabetes forests keep every row."""
+    default = AuditOptions().cost_target
+    plans = {name: _plan(case)[0] for name, case in demos.items()}
+    for name, plan in plans.items():
+        assert plan.seconds <= default, (name, plan.describe())
+    cancer = plans["demo_breast_cancer_classification"]
+    assert cancer.rows_needed <= cancer.rows < 50 and cancer.sampled_from is None
+    assert "the verdict needs" in cancer.sections["explanations"].note
+    assert plans["demo_diabetes_regression"].rows == 50
+
+
+def test_plan_prices_dt_sampler_and_the_local_figures(demos):
+    """DT-Sampler's sampled trees and each local figure (waterfall, what-if) count in the estimate."""
+    case = demos["demo_breast_cancer_classification"]
+    generous = dict(cost_target=1e6)
+    base = _plan(case, **generous)[0].estimate("explanations")
+    assert _plan(case, dt_sampler_samples=40, **generous)[0].estimate("explanations") > base + 1.5
+    assert _plan(case, n_local=4, **generous)[0].estimate("explanations") > base + 1.0
+    regression = _plan(demos["demo_diabetes_regression"], **generous)[0]
+    assert regression.estimate("explanations") == _plan(demos["demo_diabetes_regression"], dt_sampler_samples=40,
+                                                        **generous)[0].estimate("explanations")  # not run
+
+
+def test_demo_estimate_within_a_factor_2_of_its_cpu_time(demos):
+    """The whole diabetes demo audit (every section, before rendering) against its measured CPU time."""
+    model, X_test, y_test, X_train, y_train = demos["demo_diabetes_regression"]
+    start = time.process_time()
+    result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, progress=False)
+    measured = time.process_time() - start
+    assert result.plan.seconds / 2 <= measured <= 2 * result.plan.seconds, (result.plan.seconds, measured)

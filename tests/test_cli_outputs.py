@@ -120,3 +120,18 @@ def test_quiet_audit_api(monkeypatch, capfd):
     assert capfd.readouterr().err == ""
     assert isinstance(result.sections["faithfulness"].data, dict)
     assert np.isfinite(pd.Series(result.methods["pg2"].importance)).all()
+
+
+def test_the_cli_renders_the_html_once_for_the_html_and_the_pdf(files, monkeypatch, tmp_path):
+    """The PDF is made from the HTML just written (rendering it twice cost the demos ~0.3 s each)."""
+    from xai_plugins.report import render
+
+    calls = []
+    real = render.render_html
+    monkeypatch.setattr(render, "render_html", lambda a: calls.append(1) or real(a))
+    flags = ["--model", files / "model.json", "--data", files / "test.csv", "--target", "y", "--quiet",
+             "--sections", "explanations", "--explainers", "pg2", "--max-rows", "4", "--out", tmp_path]
+    assert main([str(a) for a in flags]) == 0
+    assert len(calls) == 1
+    html = (tmp_path / "model.html").read_text(encoding="utf-8")
+    assert (tmp_path / "model.pdf").read_bytes().startswith(b"%PDF") and "</html>" in html

@@ -1169,6 +1169,46 @@ def test_exact_pg2_under_the_binary_flip_law_matches_the_grid(kind, data):
         np.testing.assert_allclose(exact[i], want, rtol=1e-10, atol=1e-12, err_msg=f"{kind}, S={S}, x={x.tolist()}")
 
 
+@examples(6)
+@given(data=st.data())
+def test_the_audits_noise_flips_two_valued_columns_in_any_column_order(data):
+    """The audit's default perturbation (``AuditContext.noise``): the two-valued columns of a DataFrame handed over
+    in a drawn column order get the flip law (ρ = 2Φ(−1/(2σ)), the background's frequencies), the others Gaussian
+    noise of σ background standard deviations; exact PG² against the grid oracle in the model's own order."""
+    import pandas as pd
+    from scipy import stats
+    from sklearn.ensemble import RandomForestRegressor
+
+    from xai_plugins.report.context import make_context
+
+    X = draw_X(data, nan=False, extremes=False)
+    draw_binary_columns(data, X)
+    d = X.shape[1]
+    X[0, np.ptp(X, axis=0) == 0] += 1.0
+    names = [f"c{j}" for j in range(d)]
+    binary = {j: tuple(np.unique(X[:, j])) for j in range(d) if len(np.unique(X[:, j])) == 2}
+    y = np.argsort(np.argsort(X @ np.arange(1.0, d + 1) + 3 * (X[:, -1] > X[:, 0]))).astype(float)
+    model = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(pd.DataFrame(X, columns=names), y)
+    order = data.draw(st.permutations(names), label="column order")
+    frame = pd.DataFrame(X, columns=names)[order]
+    ctx = make_context(model, frame, X_train=frame, progress=False)
+    assert ctx.feature_names == names and np.flatnonzero(ctx.flipped_features).tolist() == sorted(binary)
+    sigma = data.draw(st.floats(0.05, 1.5), label="sigma")
+    noise = ctx.noise(sigma)
+    S = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=min(3, d), unique=True), label="S")
+    picked = data.draw(st.lists(st.integers(0, len(X) - 1), min_size=1, max_size=3), label="rows")
+    exact = np.asarray(xp.pg2(ctx.forest, ctx.X_test.iloc[picked], S, **noise).value, dtype=np.float64)
+    cdfs = [gaussian(sigma * s if s > 0 else sigma) for s in X.std(axis=0)]
+    rho = 2 * stats.norm.cdf(-0.5 / sigma)
+    f = lambda Z: model.predict(pd.DataFrame(Z, columns=names))[:, None]  # noqa: E731
+    for k, x in enumerate(X[picked]):
+        atoms = {j: ([a, b], [(1 - rho) * (x[j] == a) + rho * np.mean(X[:, j] == a),
+                              (1 - rho) * (x[j] == b) + rho * np.mean(X[:, j] == b)]) for j, (a, b) in binary.items()}
+        want = grid_pg2(model, f, x, S, cdfs, atoms=atoms)
+        np.testing.assert_allclose(exact[k], want.ravel()[0], rtol=1e-10, atol=1e-12,
+                                   err_msg=f"S={S}, order={order}, x={x.tolist()}")
+
+
 # ----------------------------------------------------------------------------- audit drift on categories
 
 

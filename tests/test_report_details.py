@@ -115,10 +115,10 @@ def test_row_position_example_is_this_reports_own(classifier_audit):
     assert "row 3 of 171" not in html and position.endswith(f"of {len(X_test)}")
 
 
-def test_binary_columns_say_why_noise_is_gaussian(classifier_audit):
+def test_binary_columns_say_they_were_flipped(classifier_audit):
     a, _, _ = classifier_audit
-    (item,) = [i for i in a.sections["limitations"].data["items"] if "take only the values 0 and 1" in i]
-    assert "large" in item and "flip" in item
+    (item,) = [i for i in a.sections["limitations"].data["items"] if "take only two values" in i]
+    assert "(large)" in item and "perturbed by a flip" in item and "binary_flip=False" in item
 
 
 @pytest.mark.parametrize("height", [1.6, 3.0, 7.0])

@@ -91,21 +91,27 @@ def test_limitations_follow_what_ran(data):
     for absent in ("Local MDI", "DT-Sampler", "Model class reliance", "TreeSHAP", "Kendall"):
         assert absent not in text, absent
     assert "greedy PG² ranking" in text
-    assert "take only the values 0 and 1 (smoker)" in text and "binary_sigma=" in text
+    assert "take only two values (sex, smoker): they were perturbed by a flip" in text
 
 
-def test_binary_sigma_perturbs_binary_columns_less(data):
+@pytest.mark.parametrize("flip", [False, True])
+def test_binary_sigma_perturbs_binary_columns_less(data, flip):
+    """``binary_sigma`` is the σ of the two-valued columns: of their Gaussian noise, or (the default flip) the σ
+    whose ρ = 2Φ(−1/(2σ)) is their flip probability."""
     model, X_train, y_train, X_test, y_test = data
-    kw = dict(X_train=X_train, y_train=y_train, explainers=["pg2"], sections=["faithfulness"], sigma=[0.3], **SMALL)
+    kw = dict(X_train=X_train, y_train=y_train, explainers=["pg2"], sections=["faithfulness"], sigma=[0.3],
+              binary_flip=flip, **SMALL)
     a = audit(model, X_test, y_test, binary_sigma=0.05, **kw)
     rows = a.sections["faithfulness"].raw["rows"]
     greedy = a.methods["pg2"].ranking
-    sigma = np.where(X_train.columns == "smoker", 0.05, 0.3)    # oracle: pgi2 with the per-feature σ directly
-    expected = xp.pgi2(model, X_test.iloc[rows], greedy, sigma=sigma, background=X_train)
+    sigma = np.where(X_train.columns.isin(["sex", "smoker"]), 0.05, 0.3)  # oracle: the per-feature σ directly
+    noise = (dict(perturbation=xp.binary_perturbation(model, X_train, sigma, features=["sex", "smoker"])) if flip
+             else dict(sigma=sigma, background=X_train))
+    expected = xp.pgi2(model, X_test.iloc[rows], greedy, **noise)
     np.testing.assert_allclose(a.sections["faithfulness"].raw["pgi2"][0.3]["greedy"], expected, rtol=1e-12)
     plain = audit(model, X_test, y_test, **kw).sections["faithfulness"].raw["pgi2"][0.3]["random"]
     assert not np.allclose(plain, a.sections["faithfulness"].raw["pgi2"][0.3]["random"])
-    assert "smoker were perturbed with σ = 0.05" in " ".join(a.sections["limitations"].data["items"])
+    assert "σ = 0.05 (binary_sigma=)" in " ".join(a.sections["limitations"].data["items"])
 
 
 def test_dt_sampler_skips_features_constant_on_its_rows():

@@ -295,3 +295,21 @@ def test_fairness_mirrors_the_findings():
     assert v.fairness(["race", "sex"]).status == "pass"
     skipped = v.fairness(["race"], not_assessed_reason="the fairness section failed")
     assert skipped.status == "not assessed"
+
+
+@pytest.mark.parametrize("d", [2, 3, 10, 30, 200])
+def test_row_taus_equal_scipys_kendall_tau_b_row_by_row(d):
+    """The agreement section's vectorised τ-b against scipy.stats.kendalltau on each row: ties in either
+    vector, a constant row (NaN: no order) and a NaN score (NaN)."""
+    from scipy.stats import kendalltau
+
+    from xai_plugins.report.agreement import row_taus
+
+    rng = np.random.default_rng(d)
+    A = rng.integers(0, 5, (40, d)).astype(float)
+    B = rng.normal(size=(40, d))
+    B[:5] = np.round(B[:5])
+    A[3], B[7, d - 1] = 1.0, np.nan
+    want = [kendalltau(a, b).statistic if np.ptp(a) > 0 and np.ptp(b) > 0 else np.nan for a, b in zip(A, B)]
+    np.testing.assert_allclose(row_taus(A, B), want, rtol=0, atol=1e-12)
+    assert np.isnan(row_taus(A, B)[[3, 7]]).all()

@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
         default = getattr(defaults, f.name)
         shown = "none" if default in (None, ()) else " ".join(map(str, default)) if isinstance(default, tuple) \
             else default
-        if isinstance(default, bool):
-            kwargs["action"] = "store_true"
+        if isinstance(default, bool):     # a flag on by default is turned off with --no-NAME
+            kwargs["action"] = argparse.BooleanOptionalAction if default else "store_true"
         text = f.metadata["help"] if "default" in f.metadata["help"] else f"{f.metadata['help']} (default: {shown})"
         audit.add_argument(flag(f.name), dest=f.name, default=argparse.SUPPRESS, help=text, **kwargs)
     run = parser.add_argument_group("running")
@@ -344,8 +344,10 @@ def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=()) -> li
 
     *reports, manifest = output_paths(out, [stem], pdf)
     try:
-        for path, write in zip(reports, (result.to_html, result.to_json, result.to_pdf)):
-            write(path)
+        html = result.to_html(reports[0])
+        result.to_json(reports[1])
+        if pdf:
+            result.to_pdf(reports[2], html=html)          # the same HTML, not rendered again
         write_manifest(manifest, inputs, reports, content_hashes(result))
     except OSError as exc:   # checked before computing; this is a change on disk since then
         raise CLIError(f"cannot write the report: {exc}") from exc

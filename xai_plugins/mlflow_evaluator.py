@@ -194,12 +194,14 @@ def _log_reports(client, run_id: str, result, pdf: bool) -> dict:
     root = client.get_run(run_id).info.artifact_uri.rstrip("/") + f"/{NAME}"
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
-        artifacts = {f"{NAME}_html": TextEvaluationArtifact(f"{root}/audit.html", result.to_html(out / "audit.html")),
+        html = result.to_html(out / "audit.html")
+        artifacts = {f"{NAME}_html": TextEvaluationArtifact(f"{root}/audit.html", html),
                      f"{NAME}_json": JsonEvaluationArtifact(f"{root}/audit.json", result.to_dict())}
         result.to_json(out / "audit.json")
         reports = [out / "audit.html", out / "audit.json"]
         if pdf:
-            artifacts[f"{NAME}_pdf"] = BinaryEvaluationArtifact(f"{root}/audit.pdf", result.to_pdf(out / "audit.pdf"))
+            pdf_bytes = result.to_pdf(out / "audit.pdf", html=html)
+            artifacts[f"{NAME}_pdf"] = BinaryEvaluationArtifact(f"{root}/audit.pdf", pdf_bytes)
             reports.append(out / "audit.pdf")
         manifest = write_manifest(out / "audit.manifest.json", (), reports, content_hashes(result))
         artifacts[f"{NAME}_manifest"] = BinaryEvaluationArtifact(f"{root}/{manifest.name}", manifest.read_bytes())

@@ -11,11 +11,34 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
+#: entries of the (rows, d, d) sign arrays :func:`row_taus` builds at once
+_TAU_BLOCK = 1 << 22
+
 
 def _tau(a, b) -> float:
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return np.nan
     return float(kendalltau(a, b).statistic)
+
+
+def row_taus(A, B) -> np.ndarray:
+    """Kendall τ-b between ``A[i]`` and ``B[i]`` for each row i of two (n, d) arrays (what
+    :func:`scipy.stats.kendalltau` gives row by row, ties allowed): Σ_{j<l} s^A_{jl} s^B_{jl} / √(Σ|s^A| Σ|s^B|)
+    with s_{jl} = sign(x_j − x_l), i.e. (concordant − discordant) pairs over the pairs untied in each. NaN for a
+    row where either scores every feature alike (no order) or holds a NaN."""
+    A, B = np.atleast_2d(np.asarray(A, dtype=float)), np.atleast_2d(np.asarray(B, dtype=float))
+    n, d = A.shape
+    out = np.full(n, np.nan)
+    step = max(1, _TAU_BLOCK // max(d * d, 1))
+    upper = np.triu(np.ones((d, d), dtype=bool), k=1)
+    for lo in range(0, n, step):
+        a, b = A[lo:lo + step], B[lo:lo + step]
+        sa = np.sign(a[:, :, None] - a[:, None, :])[:, upper]
+        sb = np.sign(b[:, :, None] - b[:, None, :])[:, upper]
+        untied = np.abs(sa).sum(axis=1) * np.abs(sb).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[lo:lo + step] = np.where(untied > 0, (sa * sb).sum(axis=1) / np.sqrt(untied), np.nan)
+    return np.clip(out, -1.0, 1.0)
 
 
 def top_k(scores, k: int) -> set:
@@ -50,7 +73,7 @@ def local_agreement(scores: dict, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     methods = list(scores)
 
     def mean_tau(a, b):
-        taus = [_tau(x, y) for x, y in zip(scores[a], scores[b])]
+        taus = row_taus(scores[a], scores[b])
         return float(np.nanmean(taus)) if np.isfinite(taus).any() else np.nan
 
     def mean_overlap(a, b):
@@ -63,12 +86,13 @@ def per_row_tau(scores: dict) -> np.ndarray:
     """Per explained row, the mean Kendall τ-b over every pair of methods (``{method: (n, d)}``);
     NaN for a row where no pair has a defined τ."""
     methods = list(scores)
+    taus = np.array([row_taus(scores[a], scores[b]) for j, a in enumerate(methods) for b in methods[j + 1:]])
     n = len(next(iter(scores.values())))
+    if not taus.size:
+        return np.full(n, np.nan)
+    defined = np.isfinite(taus).any(axis=0)
     out = np.full(n, np.nan)
-    for i in range(n):
-        taus = [_tau(scores[a][i], scores[b][i]) for j, a in enumerate(methods) for b in methods[j + 1:]]
-        if np.isfinite(taus).any():
-            out[i] = float(np.nanmean(taus))
+    out[defined] = np.nanmean(taus[:, defined], axis=0)
     return out
 
 

@@ -111,15 +111,16 @@ class Audit:
             _write(path, html.encode("utf-8"))
         return html
 
-    def to_pdf(self, path=None) -> bytes:
+    def to_pdf(self, path=None, html: str | None = None) -> bytes:
         """The PDF rendered by weasyprint from the same HTML, with no network access; also written to
         ``path`` when given (checked before rendering: :class:`~xai_plugins.errors.OutputPathError`
-        when it cannot be written)."""
+        when it cannot be written). ``html``: what :meth:`to_html` returned, when the caller has it (not
+        rendered again)."""
         from .render import DataOnlyFetcher, html_to_pdf
 
         _check_path(path)
         fetcher = DataOnlyFetcher()
-        pdf = html_to_pdf(self.to_html(), fetcher)
+        pdf = html_to_pdf(self.to_html() if html is None else html, fetcher)
         if fetcher.refused:
             warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=2)
         if path is not None:
@@ -169,12 +170,14 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     stream derived from it and the section's name), ``positive_class`` (class explained in the
     detailed pages; default the last class of a binary model and the most frequent test class of a
     multi-class one), ``max_rows`` (test rows given the per-row methods: a seeded sample, the same on
-    every machine), ``cost_target`` (estimated seconds of the PG² work; the run-time plan of :mod:`.plan`, made
-    from the model and the data sizes before any section runs and never from a clock, keeps within it by
+    every machine), ``cost_target`` (estimated seconds of the whole audit before rendering; the run-time plan of
+    :mod:`.plan`, made from the model and the data sizes before any section runs and never from a clock, keeps
+    within it by
     sampling the dearest PGI² sets by seeded Monte Carlo, then explaining fewer rows, never fewer than the
     verdict needs; the plan is printed with the progress bar, whose total is the estimated seconds, and recorded
     in the appendix and the JSON), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
     makes the report machine-dependent, as it then says), ``binary_sigma`` (σ of 0/1 columns),
+    ``binary_flip`` (default True: two-valued numeric features perturbed by the flip law instead of Gaussian noise),
     ``protected`` (columns of ``X_test`` / ``X_train`` held apart as protected attributes, which need
     not be model features), ``model_card``, ``run_id``, ``thresholds`` ({name: value}: the verdicts'
     thresholds, names, defaults and rationales in :data:`~.verdict.THRESHOLDS`).
@@ -218,7 +221,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     ctx = make_context(model, X_test, y_test, X_train=X_train, y_train=y_train, positive_class=options.positive_class,
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
                        progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
-                       rho=options.rho)
+                       rho=options.rho, binary_flip=options.binary_flip)
     _check_noise(ctx, options)
     ctx.plan = plan_audit(ctx, options)
     with _planned_progress(ctx.plan, options.progress) as progress:

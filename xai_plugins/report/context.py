@@ -62,6 +62,8 @@ class AuditContext:
     rho: float | None = None
     #: the run-time plan (:class:`~.plan.AuditPlan`) the audit made before building the sections; None until then
     plan: object = None
+    #: whether the two-valued numeric features are perturbed by the binary flip law (:meth:`noise`)
+    binary_flip: bool = True
 
     def __post_init__(self):
         if self.root_seed is None:
@@ -106,17 +108,28 @@ class AuditContext:
 
     @functools.cached_property
     def binary_features(self) -> np.ndarray:
-        """Boolean mask of the numeric features whose background values are all 0 or 1 (one-hot and
-        indicator columns), where Gaussian noise produces values the data never has (a categorical
-        feature is never one: its perturbation is the categorical law)."""
-        bg = self.background
-        return np.array([not cat and np.isin(col[~np.isnan(col)], (0.0, 1.0)).all()
-                         and np.unique(col[~np.isnan(col)]).size == 2
-                         for col, cat in zip(bg.T, self.categorical)], dtype=bool)
+        """Boolean mask of the numeric features whose background holds exactly two values and whose test
+        values are among them (0/1 indicators, one-hot columns, a standardised two-valued column), where
+        Gaussian noise produces values the data never has (a categorical feature is never one: its
+        perturbation is the categorical law)."""
+        bg, test = self.background, self.X_test.to_numpy(dtype=float)
+        out = np.zeros(self.n_features, dtype=bool)
+        for j in np.flatnonzero(~self.categorical):
+            values = np.unique(bg[~np.isnan(bg[:, j]), j])
+            seen = test[~np.isnan(test[:, j]), j]
+            out[j] = values.size == 2 and bool(np.isin(seen, values).all())
+        return out
+
+    @property
+    def flipped_features(self) -> np.ndarray:
+        """Boolean mask of the features perturbed by the binary flip law: :attr:`binary_features` when
+        :attr:`binary_flip` (the default), none otherwise."""
+        return self.binary_features & self.binary_flip
 
     def sigma_vector(self, sigma: float, binary_sigma: float | None = None):
         """The noise level of every feature, in background standard deviations: ``sigma``, except
-        ``binary_sigma`` on the 0/1 columns when it is given (a scalar when every feature has the same σ)."""
+        ``binary_sigma`` on the two-valued columns when it is given (a scalar when every feature has the
+        same σ). A flipped feature's σ sets its flip probability ρ = 2Φ(−1/(2σ))."""
         if binary_sigma is None or not self.binary_features.any():
             return float(sigma)
         return np.where(self.binary_features, float(binary_sigma), float(sigma))
@@ -125,8 +138,19 @@ class AuditContext:
         """The perturbation keywords of ``pg2`` / ``pgi2`` / ``greedy_pg2_ranking`` / ``make_perturbation`` at
         noise level ``sigma``: σ per numeric feature (:meth:`sigma_vector`) in background standard
         deviations, and for the categorical features ρ (:attr:`rho`, else the default of that σ) with the
-        background's category frequencies."""
-        return {"sigma": self.sigma_vector(sigma, binary_sigma), "background": self.background, "rho": self.rho}
+        background's category frequencies. The two-valued features (:attr:`flipped_features`) take the flip
+        law of :func:`~xai_plugins.prediction_gap.binary_perturbation` instead of Gaussian noise: x'_j keeps
+        x_j with probability 1 − ρ_j, else is one of the two values with its background frequency, ρ_j =
+        2Φ(−1/(2σ_j)) of that feature's σ (exact PG² and Monte Carlo alike read this one perturbation)."""
+        sigmas = self.sigma_vector(sigma, binary_sigma)
+        flipped = self.flipped_features
+        if not flipped.any():
+            return {"sigma": sigmas, "background": self.background, "rho": self.rho}
+        from ..prediction_gap import binary_perturbation
+
+        rho = None if self.rho is None else np.where(self.categorical, float(self.rho), np.nan)
+        return {"sigma": sigmas, "perturbation": binary_perturbation(self.forest, self.background, sigmas, rho=rho,
+                                                                     features=np.flatnonzero(flipped).tolist())}
 
     def perturbation(self, sigma: float, binary_sigma: float | None = None):
         """The :class:`~xai_plugins.perturbation.Perturbation` of :meth:`noise`, its categorical laws worked
@@ -287,7 +311,7 @@ def model_classes(model, forest) -> list | None:
 
 def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, positive_class=None,
                  random_state=None, protected=(), cluster=None, root_seed=None,
-                 progress=True, rho=None) -> AuditContext:
+                 progress=True, rho=None, binary_flip=True) -> AuditContext:
     """Import the model and check the data against it (numeric; DataFrame columns aligned by name).
 
     ``protected``: column names of ``X_test`` (and ``X_train`` when it has them) held apart as
@@ -295,7 +319,8 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
     ``positive_class`` defaults to the last class of a binary classifier and to the most frequent
     test class (else the last) of a multi-class one. Categorical features (text or pandas category
     columns, read as the model's category codes) are kept as codes; ``rho`` is their ρ (see
-    :attr:`AuditContext.rho`).
+    :attr:`AuditContext.rho`); ``binary_flip``: perturb the two-valued features by the flip law
+    (:attr:`AuditContext.binary_flip`).
 
     Raises :class:`~xai_plugins.UnsupportedModelError` for a model the importers refuse and
     ``ValueError`` for data that does not fit the model.
@@ -338,7 +363,7 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
         classes = []
     return AuditContext(model, forest, X_test_f, y_test, X_train_f, y_train, names, forest.task, output, label,
                         positive_class, random_state, groups, groups_train, classes, cluster, root_seed, progress,
-                        rho)
+                        rho, binary_flip=bool(binary_flip))
 
 
 def _default_class(classes: list, y) -> object:

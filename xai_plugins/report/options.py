@@ -76,14 +76,21 @@ class AuditOptions:
         "opt-in: seconds for the per-row PG² work, fewer rows when it would take longer (makes the row count "
         "depend on the machine's speed; default: none)", type=float)
     cost_target: float = _option(
-        60.0, "run-time plan: target for the estimated PG² work (s)",
-        "estimated seconds the run-time plan keeps the PG² work (greedy ranking, faithfulness) within: beyond it, "
-        "the dearest PGI² sets by seeded Monte Carlo, then fewer explained rows (never below what the verdict "
-        "needs); an estimate from the model and data sizes, never a clock (default: 60)", type=float)
+        25.0, "run-time plan: target for the whole audit's estimate (s)",
+        "estimated seconds the run-time plan keeps the whole audit (every section before rendering: greedy ranking, "
+        "faithfulness, the other explainers, figures) within: beyond it, the dearest PGI² sets by seeded Monte "
+        "Carlo, then fewer explained rows (never below what the verdict needs); an estimate from the model and data "
+        "sizes, never a clock (default: 25, which the demo audits' plans meet)", type=float)
     binary_sigma: float | None = _option(
         None, "noise level of 0/1 columns (training standard deviations)",
         "noise level for 0/1 (binary) columns in training standard deviations, instead of --sigma "
         "(default: the same σ as every other feature)", type=float)
+    binary_flip: bool = _option(
+        True, "two-valued (0/1) features perturbed by the flip law",
+        "perturb each numeric feature with exactly two values (a 0/1 indicator) by the flip law: it keeps its value "
+        "with probability 1 − ρ, else takes one of the two values with its training frequency, ρ = 2Φ(−1/(2σ)) of "
+        "its σ (--binary-sigma sets that σ); --no-binary-flip: Gaussian noise, as every other feature (default: "
+        "flip)")
     rho: float | None = _option(
         None, "categorical features' redraw probability ρ (default 2Φ(−1/(2σ)) per σ)",
         "for categorical features: the probability ρ that a perturbed category is redrawn from the training "

@@ -1,18 +1,24 @@
-"""The audit's run-time plan, made before anything runs: each section's cost estimated from the model and
-the data sizes, and the choices that keep the PG² work within a cost target at the accuracy the verdict needs.
+"""The audit's run-time plan, made before anything runs: each section's cost estimated from the model, the
+data sizes and the options, and the choices that keep the whole audit's estimate within a cost target at the
+accuracy the verdict needs.
 
 The estimates reuse the cost model of ``pg2(method="auto")`` (:func:`~xai_plugins.prediction_gap.exact_seconds`:
-per tree, per reachable leaf pair by depth) and price a Monte Carlo sample by the trees it passes through.
+per tree, per reachable leaf pair by depth), price a Monte Carlo sample by the trees it passes through, and
+count what does not grow with the model: each section's tables and bootstraps (:data:`SECTION_SECONDS`), its
+figures (:data:`FIGURE_SECONDS`, :data:`PYPLOT_FIGURE_SECONDS`) and DT-Sampler's model count and sampled trees.
 Everything here is a function of the model, the data sizes and the options, never of the clock: the same
 inputs give the same plan, hence the same numbers, on any machine (only the opt-in ``time_budget`` makes the
 row count machine-dependent).
 
-The choices, in order, while the estimated PG² work (greedy ranking and faithfulness) exceeds ``cost_target``:
+The choices, in order, while the estimated seconds of the whole audit (before rendering) exceed ``cost_target``:
 
 1. the faithfulness section estimates the prefix sets dearer than a Monte Carlo at the planned accuracy
    (:data:`PLAN_RTOL`) by Monte Carlo, seeded, the smaller ones exactly (``pgi2(sampled_from=...)``);
 2. fewer explained rows, never fewer than :func:`rows_needed`: the rows a bootstrap interval of the normalised
    faithfulness needs to be narrower than the gap between its pass and fail thresholds.
+
+What the plan cannot cut (the sections' fixed costs, DT-Sampler) stays: an estimate above the target at the
+rows the verdict needs is shown as it is.
 """
 
 from __future__ import annotations
@@ -46,8 +52,17 @@ PREDICT_FACTOR = {"sklearn": 4.0, "lightgbm": 4.0}
 SHAP_SECONDS, MDI_SECONDS = 1.0e-9, 2.0e-8
 #: AcME: the quantile grid is evaluated on the explained rows and on this many background rows
 ACME_BACKGROUND = 100
-#: seconds of a section whose cost does not grow with the model (tables, bootstraps, figures)
-FIXED_SECONDS = 0.5
+#: seconds of a section's tables and bootstraps (its figures apart), whatever the model; CPU time measured on the
+#: demo audits (``benchmarks/bench_audit.py --only demos``); a section not named here: :data:`FIXED_SECONDS`
+SECTION_SECONDS = {"model": 0.2, "calibration": 0.3, "drift": 0.3, "explanations": 0.3, "faithfulness": 0.5,
+                   "agreement": 1.0, "mcr": 0.3, "verdict": 0.4}
+FIXED_SECONDS = 0.05
+#: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
+#: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure
+FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.3, 0.8
+#: DT-Sampler: ApproxMC's model count with the first tree's UniGen call, then each further sampled tree, on the
+#: default 60 rows × 8 features × 3 branch nodes; the breast-cancer demo's CPU time (1.0 s and 0.11 s)
+DT_COUNT_SECONDS, DT_TREE_SECONDS = 1.0, 0.11
 
 
 @dataclass(frozen=True)
@@ -163,76 +178,106 @@ def plan_audit(ctx, options) -> AuditPlan:
     and the options only)."""
     forest, d = ctx.forest, ctx.n_features
     target = float(options.cost_target)
-    n_sigma = len(options.sigma)
-    m = len(options.explainers) + 1                                     # every method's ranking and the random one
-    greedy_on = "pg2" in options.explainers
     faithful_on = "faithfulness" in options.sections
-    explained_on = bool({"explanations", "faithfulness", "agreement", "mcr"} & set(options.sections))
     n_complete = len(ctx.complete_rows) if ctx.cluster is None else ctx.cluster.n_complete
     max_rows = min(options.max_rows, n_complete) if ctx.cluster is None else n_complete
     needed = rows_needed(options.limits, max_rows)
     per_sample = sample_seconds(forest, ctx.model)
     n_samples = samples_for(PLAN_RTOL)
     per_set = n_samples * per_sample
-    exact = [exact_seconds(forest, k) for k in range(d + 1)]
-    dearer = [k for k in range(1, d + 1) if exact[k] > per_set]
+    dearer = [k for k in range(1, d + 1) if exact_seconds(forest, k) > per_set]
     can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
 
-    def work(rows: int, sampled_from: int | None) -> float:
-        return pg2_work(forest, rows, m, n_sigma if faithful_on else 0, greedy_on, sampled_from, per_set)
+    def plan(rows: int, sampled_from: int | None, why: str = "") -> dict:
+        return _sections(ctx, options, rows, sampled_from, per_sample, per_set, why)
 
-    rows, sampled_from, why = max_rows, None, "exact PG² work within the target"
+    def total(rows: int, sampled_from: int | None) -> float:
+        return sum(section.seconds for section in plan(rows, sampled_from).values())
+
+    rows, sampled_from, why = max_rows, None, "the whole audit's estimate within the target"
     if ctx.cluster is not None:
-        why = "Dask cluster: every complete test row, exact"
-    elif work(rows, None) > target:
-        why = f"exact ≈ {work(rows, None):.0f} s over the {target:g} s target"
-        if can_sample and work(rows, dearer[0]) < work(rows, None):
+        why = "row engine: every complete test row, exact"
+    elif total(rows, None) > target:
+        why = f"the whole audit ≈ {total(rows, None):.0f} s over the {target:g} s target"
+        if can_sample and total(rows, dearer[0]) < total(rows, None):
             sampled_from = dearer[0]
             why += (f": prefix sets of ≥ {sampled_from} features by Monte Carlo ({n_samples} samples each, "
                     f"{PLAN_RTOL:.0%} relative standard error)")
-        per_row = work(1, sampled_from)
-        if per_row * rows > target:
-            rows = int(min(max_rows, max(needed, math.floor(target / per_row))))
-            why += (f"; {rows} explained rows (the target allows {math.floor(target / per_row)}, the verdict "
-                    f"needs {needed})")
-    costs = _pg2_costs(forest, d, m, sampled_from, per_set)
-    sections = {name: SectionPlan(name, "-", 0, 0, FIXED_SECONDS) for name in COMPUTE_ORDER}
-    sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,
-                                    FIXED_SECONDS + _n_rows(ctx) * per_sample)
-    if explained_on:
-        sections["explanations"] = _explanations(ctx, options, rows, costs.greedy if greedy_on else 0.0, per_sample,
-                                                 why)
-    if faithful_on and explained_on:
-        method = ("exact" if sampled_from is None
-                  else f"exact below {sampled_from} features, Monte Carlo from {sampled_from}")
-        comparison = options.mc_pairs * (2 * exact[max(1, d // 4)] + sum(MC_SAMPLES) * per_sample)
-        sections["faithfulness"] = SectionPlan("faithfulness", f"PGI² {method}", rows,
-                                               0 if sampled_from is None else n_samples,
-                                               rows * n_sigma * costs.pgi2 + comparison, why)
-    return AuditPlan(sections, rows, sampled_from, n_samples if sampled_from is not None else 0, target, needed)
+        if total(rows, sampled_from) > target:
+            fits = _most_rows(lambda r: total(r, sampled_from) <= target, max_rows)
+            rows = max(needed, fits)
+            why += f"; {rows} explained rows (the target allows {fits}, the verdict needs {needed})"
+    return AuditPlan(plan(rows, sampled_from, why), rows, sampled_from, n_samples if sampled_from is not None else 0,
+                     target, needed)
+
+
+def _most_rows(fits, max_rows: int) -> int:
+    """The largest row count in [0, max_rows] for which ``fits(rows)`` (true up to some count, false beyond)."""
+    lo, hi = 0, max_rows
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
 
 
 def _n_rows(ctx) -> int:
     return len(ctx.X_test) + (0 if ctx.X_train is None else len(ctx.X_train))
 
 
+def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: float, per_set: float,
+              why: str) -> dict:
+    """Every section's :class:`SectionPlan` with ``rows`` explained rows and the prefix sets of ``sampled_from``
+    features or more by Monte Carlo (``per_set`` seconds each)."""
+    forest, d = ctx.forest, ctx.n_features
+    m = len(options.explainers) + 1                                     # every method's ranking and the random one
+    explained_on = bool({"explanations", "faithfulness", "agreement", "mcr"} & set(options.sections))
+    costs = _pg2_costs(forest, d, m, sampled_from, per_set)
+    own = {name: SECTION_SECONDS.get(name, FIXED_SECONDS) for name in COMPUTE_ORDER}
+    if ctx.task != "classification":                    # no calibration section (a regression model)
+        own["calibration"] = FIXED_SECONDS
+    figures = {"calibration": ctx.task == "classification", "drift": ctx.X_train is not None,
+               "agreement": 2 * ("agreement" in options.sections), "mcr": "mcr" in options.sections}
+    sections = {name: SectionPlan(name, "-", 0, 0, own[name] + FIGURE_SECONDS * figures.get(name, 0))
+                for name in COMPUTE_ORDER}
+    sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,
+                                    own["model"] + _n_rows(ctx) * per_sample)
+    if explained_on:
+        sections["explanations"] = _explanations(ctx, options, rows, costs.greedy, per_sample, why)
+    if "faithfulness" in options.sections and explained_on:
+        n_sigma = len(options.sigma)
+        method = ("exact" if sampled_from is None
+                  else f"exact below {sampled_from} features, Monte Carlo from {sampled_from}")
+        comparison = options.mc_pairs * (2 * exact_seconds(forest, max(1, d // 4)) + sum(MC_SAMPLES) * per_sample)
+        sections["faithfulness"] = SectionPlan(
+            "faithfulness", f"PGI² {method}", rows, 0 if sampled_from is None else samples_for(PLAN_RTOL),
+            own["faithfulness"] + FIGURE_SECONDS * (1 + (options.mc_pairs > 0)) + rows * n_sigma * costs.pgi2
+            + comparison, why)
+    return sections
+
+
 def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: float, why: str) -> SectionPlan:
-    """The explainers' estimate: greedy PG² (exact), TreeSHAP, local MDI, AcME, MCR and DT-Sampler."""
+    """The explainers' estimate: greedy PG² (exact), TreeSHAP, local MDI, AcME, MCR and DT-Sampler, their global
+    importance panels and local figures."""
     forest, d = ctx.forest, ctx.n_features
     depths = leaf_depths(forest)
     leaves = float(depths.sum())
     mean_depth = float(np.sum(depths @ np.arange(depths.shape[1]))) / max(leaves, 1.0)
     shap_rows = max(options.max_shap_rows, rows)
-    seconds = FIXED_SECONDS + rows * greedy_per_row
-    if "shap" in options.explainers:
+    on = set(options.explainers)
+    seconds = SECTION_SECONDS["explanations"] + FIGURE_SECONDS * math.ceil(len(on) / 2)     # importance panels
+    if "pg2" in on:
+        seconds += rows * greedy_per_row
+    if "shap" in on:
         seconds += shap_rows * leaves * forest.leaf_width * mean_depth ** 2 * SHAP_SECONDS
-    if "local_mdi" in options.explainers:
+        seconds += options.n_local * PYPLOT_FIGURE_SECONDS                                   # waterfalls
+    if "local_mdi" in on:
         seconds += rows * forest.n_trees * mean_depth * MDI_SECONDS
-    if "acme" in options.explainers:
+    if "acme" in on:
         seconds += (rows + ACME_BACKGROUND) * d * options.acme_quantiles * per_sample
-    if "mcr" in options.explainers and (getattr(ctx.model, "bootstrap", True) is False or options.mcr_fit_forest):
+        seconds += options.n_local * PYPLOT_FIGURE_SECONDS                                   # what-if figures
+    if "mcr" in on and (getattr(ctx.model, "bootstrap", True) is False or options.mcr_fit_forest):
         seconds += options.mcr_permutations * d * _n_rows(ctx) * per_sample
-    if "dt_sampler" in options.explainers:
-        seconds += FIXED_SECONDS
-    return SectionPlan("explanations", "greedy PG² exact" if "pg2" in options.explainers else "-", rows, 0,
-                       seconds, why)
+    if "dt_sampler" in on and ctx.task == "classification":
+        size = options.dt_sampler_rows / 60.0 * min(options.dt_sampler_features, d) / 8.0
+        seconds += (DT_COUNT_SECONDS + options.dt_sampler_samples * DT_TREE_SECONDS) * size + FIGURE_SECONDS
+    return SectionPlan("explanations", "greedy PG² exact" if "pg2" in on else "-", rows, 0, seconds, why)

@@ -633,17 +633,17 @@ def explainer_faithfulness(method: str, per_row: dict, sigma: float, *, threshol
 
 
 def per_row_tau(scores: dict) -> tuple[np.ndarray, dict]:
-    """Kendall τ-b (:func:`scipy.stats.kendalltau`) between every pair of methods' scores of the same row
-    (``scores``: {method: (rows, d)}, higher = more important). Returns, per row, the mean τ over the
-    pairs defined on it (NaN where none is: a method scoring every feature alike has no order), and
-    the mean τ over rows of each pair ({"A vs B": τ})."""
+    """Kendall τ-b (:func:`~.agreement.row_taus`, as :func:`scipy.stats.kendalltau`) between every pair of
+    methods' scores of the same row (``scores``: {method: (rows, d)}, higher = more important). Returns, per row,
+    the mean τ over the pairs defined on it (NaN where none is: a method scoring every feature alike has no
+    order), and the mean τ over rows of each pair ({"A vs B": τ})."""
+    from .agreement import row_taus
+
     methods = list(scores)
     pairs = [(a, b) for i, a in enumerate(methods) for b in methods[i + 1:]]
     taus = np.full((len(pairs), len(next(iter(scores.values())))), np.nan)
     for p, (a, b) in enumerate(pairs):
-        for r, (x, y) in enumerate(zip(np.asarray(scores[a], dtype=float), np.asarray(scores[b], dtype=float))):
-            if np.ptp(x) > 0 and np.ptp(y) > 0:
-                taus[p, r] = stats.kendalltau(x, y).statistic
+        taus[p] = row_taus(scores[a], scores[b])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)          # all-NaN rows / pairs
         return np.nanmean(taus, axis=0), {f"{a} vs {b}": float(np.nanmean(t)) for (a, b), t in zip(pairs, taus)}

@@ -81,7 +81,7 @@ def _run_on_engine(ctx, options, section) -> None:
 
 
 def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
-    """Explained rows: the run-time plan's count (``max_rows``, or fewer when its estimate of the PG² work
+    """Explained rows: the run-time plan's count (``max_rows``, or fewer when its estimate of the whole audit
     exceeds ``cost_target``: see :mod:`..plan`) of seeded complete test rows. Only with the opt-in
     ``time_budget``, fewer (never fewer than 10, or all) when a timed probe on two rows estimates the PG²
     work (greedy ranking plus every ranking's exact PGI² at every σ) to exceed it."""

@@ -91,7 +91,8 @@ def _categorical(ctx, section, sigmas) -> None:
     section.tables.append(Table(
         "Perturbation of the categorical features: a perturbed categorical feature keeps its category with "
         f"probability 1 − ρ and is otherwise redrawn from its category frequencies q in the {background} data, "
-        f"independently of the other features (the numeric features get Gaussian noise of σ); ρ is {how}.", shown))
+        f"independently of the other features (the numeric features get Gaussian noise of σ"
+        f"{', the two-valued ones a flip' if ctx.flipped_features.any() else ''}); ρ is {how}.", shown))
 
 
 def squared_unit(ctx) -> str:

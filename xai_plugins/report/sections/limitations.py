@@ -35,16 +35,8 @@ def build(ctx, results, options):
                          "carry no distance, so their drift is judged over the categories and their data summary "
                          "counts rows per category.")
         binary = [n for n, b in zip(ctx.feature_names, ctx.binary_features) if b]
-        if binary and options.binary_sigma is None:
-            items.append(f"{len(binary)} feature(s) take only the values 0 and 1 ({name_list(binary)}); Gaussian noise "
-                         "gives them values such as 0.3 or 1.2 that never occur in the data. Set a smaller noise "
-                         f"level for them with {name('binary_sigma')} (in training standard deviations). A flip "
-                         "perturbation (1 − x with some probability) would suit them better but is not the default: "
-                         "the exact PG² takes additive noise whose distribution is the same for every row, and a flip "
-                         "depends on the row's own value.")
-        elif binary:
-            items.append(f"The 0/1 feature(s) {name_list(binary)} were perturbed with σ = {options.binary_sigma:g} "
-                         "instead of the σ of the other features.")
+        if binary:
+            items.append(_binary(ctx, binary, options, name, cli))
     for key in (k for k in methods if k in ran):
         text = explainers.get(key).limitation(ctx, methods[key], options, name)
         items += [text] if text else []
@@ -110,3 +102,17 @@ def _rows(ctx, results, options, name) -> str:
     return (f"Per-row sections use {explained} test rows drawn at random (seeded) among those without missing "
             f"values ({name('max_rows')} sets the number); numbers from samples carry sampling error, "
             "shown as confidence intervals.")
+
+
+def _binary(ctx, binary: list, options, name, cli: bool) -> str:
+    """What the two-valued features' perturbation was: the flip law (default) or Gaussian noise."""
+    sigma = "σ" if options.binary_sigma is None else f"σ = {options.binary_sigma:g} ({name('binary_sigma')})"
+    if ctx.binary_flip:
+        return (f"{len(binary)} feature(s) take only two values ({name_list(binary)}): they were perturbed by a flip, "
+                "not Gaussian noise: each keeps its value with probability 1 − ρ and otherwise takes one of its two "
+                f"values with its {'training' if ctx.X_train is not None else 'test'} frequency, ρ = 2Φ(−1/(2σ)) of "
+                f"{sigma} (0.096 at σ = 0.3); PG² stays exact. {'--no-binary-flip' if cli else 'binary_flip=False'} "
+                "perturbs them with Gaussian noise instead.")
+    return (f"{len(binary)} feature(s) take only two values ({name_list(binary)}) and were perturbed by Gaussian "
+            f"noise of {sigma} (the flip perturbation was turned off), which gives them values such as 0.3 or 1.2 "
+            "that never occur in the data.")
