@@ -176,3 +176,15 @@ def categorical_models():
     test.loc[0, "city"] = "tokyo"
     test.insert(0, "id", rng.permutation(len(test)) * 5 + 2)
     return {"lightgbm": (lgbm, test.astype(kinds)), "pipeline": (pipe, test)}
+
+
+def same_greedy_and_mdi(model, rows, reference, same, kind: str) -> None:
+    """The greedy ranking (and, for the one-hot Pipeline of ``categorical_models``, local and global MDI) of
+    ``rows`` on a row engine, compared by ``same`` with those of the in-memory ``reference`` rows."""
+    greedy, greedy_ref = xai_plugins.greedy_pg2_ranking(model, rows).compute(), xai_plugins.greedy_pg2_ranking(
+        model, reference)
+    same(greedy.ranking, greedy_ref.ranking)
+    same(greedy.pg2_path, greedy_ref.pg2_path)
+    if kind == "pipeline":
+        same(xai_plugins.local_mdi(model, rows).compute(), xai_plugins.local_mdi(model, reference))
+        same(xai_plugins.global_mdi(model, rows).compute(), xai_plugins.global_mdi(model, reference))

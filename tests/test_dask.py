@@ -17,6 +17,7 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 xgb = pytest.importorskip("xgboost")
 
+from conftest import same_greedy_and_mdi  # noqa: E402
 from sklearn.ensemble import RandomForestRegressor  # noqa: E402
 
 import xai_plugins as xp  # noqa: E402
@@ -142,13 +143,8 @@ def test_categorical_model_bitwise(client, categorical_models, kind):
     same(xp.pg2(model, Xd, ["city", "age"]).compute().value, xp.pg2(model, X, ["city", "age"]).value)
     mc = dict(method="monte_carlo", n_samples=16, random_state=3)      # the model's own predict, shipped
     same(xp.pg2(model, Xd, ["sex"], **mc).compute().value, xp.pg2(model, X, ["sex"], **mc).value)
-    greedy, greedy_ref = xp.greedy_pg2_ranking(model, Xd).compute(), xp.greedy_pg2_ranking(model, X)
-    same(greedy.ranking, greedy_ref.ranking)
-    same(greedy.pg2_path, greedy_ref.pg2_path)
-    if kind == "pipeline":
-        same(xp.local_mdi(model, Xd).compute(), xp.local_mdi(model, X))
-        same(xp.global_mdi(model, Xd).compute(), xp.global_mdi(model, X))
-    else:       # LightGBM stores no node impurity: refused as in memory
+    same_greedy_and_mdi(model, Xd, X, same, kind)
+    if kind != "pipeline":       # LightGBM stores no node impurity: refused as in memory
         with pytest.raises(UnsupportedModelError, match="impurities"):
             xp.local_mdi(model, Xd)
     with pytest.raises(InputTypeError, match="age"):         # text in a numeric feature: refused, as in memory

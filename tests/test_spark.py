@@ -10,7 +10,7 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-from conftest import local_spark  # noqa: E402
+from conftest import local_spark, same_greedy_and_mdi  # noqa: E402
 
 import xai_plugins as xp  # noqa: E402
 from xai_plugins import prediction_gap  # noqa: E402
@@ -55,12 +55,7 @@ def test_categorical_model_bitwise(spark, categorical_models, kind):
     X = keyed(spark.createDataFrame(frame.astype({"city": str, "sex": str})).repartition(3), ["id"])
     ordered = frame.sort_values("id").drop(columns=["id"]).reset_index(drop=True)
     _same(xp.pg2(model, X, ["city", "age"]).compute().value, xp.pg2(model, ordered, ["city", "age"]).value)
-    greedy, greedy_ref = xp.greedy_pg2_ranking(model, X).compute(), xp.greedy_pg2_ranking(model, ordered)
-    _same(greedy.ranking, greedy_ref.ranking)
-    _same(greedy.pg2_path, greedy_ref.pg2_path)
-    if kind == "pipeline":
-        _same(xp.local_mdi(model, X).compute(), xp.local_mdi(model, ordered))
-        _same(xp.global_mdi(model, X).compute(), xp.global_mdi(model, ordered))
+    same_greedy_and_mdi(model, X, ordered, _same, kind)
     with pytest.raises(InputTypeError, match="age"):         # text in a numeric feature: refused
         xp.pg2(model, spark.createDataFrame(frame.drop(columns=["id"]).astype(str)), ["city"])
 
