@@ -147,7 +147,7 @@ def test_infinite_thresholds_route_as_ieee_comparisons(stump_forest, rule, t_roo
         Xp = X.copy()
         Xp[:, changed] = X[rng.permutation(len(X))][:, changed]
         after = np.array([_leaf_oracle(x, t_root, t_right, rule) for x in Xp])
-        leaf, moved = _native.reroute(forest, 0, np.ascontiguousarray(Xp), changed, start)
+        leaf, moved = _native.RerouteLayout(forest, 0, changed).route(np.ascontiguousarray(Xp), start)
         np.testing.assert_array_equal(leaf, after)
         np.testing.assert_array_equal(moved, np.flatnonzero(after != start))
 
@@ -177,22 +177,22 @@ def two_trees(stump_forest):
 def test_reroute_checks_tree_leaves_features_and_buffers(two_trees):
     X = np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]])
     start = np.array([1, 2, 2])
-    leaf, moved = _native.reroute(two_trees, 0, X, [0], start)
+    leaf, moved = _native.RerouteLayout(two_trees, 0, [0]).route(X, start)
     np.testing.assert_array_equal(leaf, [1, 2, 2])
     assert len(moved) == 0
     for tree in (-1, 2):
         with pytest.raises(InputIndexError):
-            _native.reroute(two_trees, tree, X, [0], start)
+            _native.RerouteLayout(two_trees, tree, [0]).route(X, start)
     with pytest.raises(InputIndexError, match=r"tree 0, row 2"):
-        _native.reroute(two_trees, 0, X, [0], [1, 2, 4])           # row 2 starts in tree 1's leaf
+        _native.RerouteLayout(two_trees, 0, [0]).route(X, [1, 2, 4])           # row 2 starts in tree 1's leaf
     with pytest.raises(InputIndexError, match=r"tree 1, row 0"):
-        _native.reroute(two_trees, 1, X, [0], [3, 4, 5])           # node 3 is tree 1's root, not a leaf
+        _native.RerouteLayout(two_trees, 1, [0]).route(X, [3, 4, 5])           # node 3 is tree 1's root, not a leaf
     with pytest.raises(InputIndexError):
-        _native.reroute(two_trees, 0, X, [-1], start)
+        _native.RerouteLayout(two_trees, 0, [-1]).route(X, start)
     with pytest.raises(InputError, match="size"):
-        _native.reroute(two_trees, 0, X, [0, 1, 0], start)         # more changed features than features
+        _native.RerouteLayout(two_trees, 0, [0, 1, 0]).route(X, start)         # more changed features than features
     with pytest.raises(InputError, match="node_value"):
-        _native.reroute(two_trees, 0, X, [0], start, node_value=np.zeros((3, 1)))
+        _native.RerouteLayout(two_trees, 0, [0]).route(X, start, node_value=np.zeros((3, 1)))
 
 
 def test_reroute_refuses_null_arguments_in_c(two_trees):

@@ -162,12 +162,13 @@ def test_reroute_matches_a_full_traversal(data, kind):
         after = leaves(Xp)
         for t in range(forest.n_trees):
             start = before[:, t] + forest.tree_offset[t]
-            leaf, moved = _native.reroute(forest, t, np.ascontiguousarray(Xp), changed, start)
+            leaf, moved = _native.RerouteLayout(forest, t, changed).route(np.ascontiguousarray(Xp), start)
             np.testing.assert_array_equal(leaf, after[:, t] + forest.tree_offset[t])
             np.testing.assert_array_equal(moved, np.flatnonzero(after[:, t] != before[:, t]))
             # with node values: each moved row's change of node value
             values = rng.normal(size=(forest.n_nodes, 2))
-            _, moved, delta = _native.reroute(forest, t, np.ascontiguousarray(Xp), changed, start, node_value=values)
+            layout = _native.RerouteLayout(forest, t, changed)
+            _, moved, delta = layout.route(np.ascontiguousarray(Xp), start, node_value=values)
             np.testing.assert_array_equal(delta, values[leaf[moved]] - values[start[moved]])
         assert (after != before).any()
 
@@ -179,16 +180,16 @@ def test_reroute_validates_its_arguments(data):
     forest = import_model(DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y))
     start = forest.tree_offset[0] + DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y).apply(X)
     with pytest.raises(IndexError):
-        _native.reroute(forest, 1, X, [0], start)                  # no tree 1
+        _native.RerouteLayout(forest, 1, [0]).route(X, start)                  # no tree 1
     with pytest.raises(IndexError):
-        _native.reroute(forest, 0, X, [0, 0], start)               # feature listed twice
+        _native.RerouteLayout(forest, 0, [0, 0]).route(X, start)               # feature listed twice
     with pytest.raises(IndexError):
-        _native.reroute(forest, 0, X, [X.shape[1]], start)         # feature out of range
+        _native.RerouteLayout(forest, 0, [X.shape[1]]).route(X, start)         # feature out of range
     with pytest.raises(IndexError):
-        _native.reroute(forest, 0, X, [0], np.zeros(len(X), dtype=np.int64))  # node 0 is not a leaf
+        _native.RerouteLayout(forest, 0, [0]).route(X, np.zeros(len(X), dtype=np.int64))  # node 0 is not a leaf
     with pytest.raises(ValueError):
-        _native.reroute(forest, 0, X, [], start)                   # nothing changed
+        _native.RerouteLayout(forest, 0, []).route(X, start)                   # nothing changed
     with pytest.raises(ValueError):
-        _native.reroute(forest, 0, X[:, :3].copy(), [0], start)     # wrong column count
+        _native.RerouteLayout(forest, 0, [0]).route(X[:, :3].copy(), start)     # wrong column count
     with pytest.raises(ValueError):
-        _native.reroute(forest, 0, X, [0], start, node_value=np.zeros((3, 1)))
+        _native.RerouteLayout(forest, 0, [0]).route(X, start, node_value=np.zeros((3, 1)))

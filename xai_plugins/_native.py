@@ -282,13 +282,6 @@ class RerouteLayout:
         return (leaf, moved) if delta is None else (leaf, moved, delta[:args.n_moved])
 
 
-def reroute(forest, tree: int, X: np.ndarray, changed, start_leaf: np.ndarray, node_value=None) -> tuple:
-    """One :class:`RerouteLayout` call on the Forest's own tree ``tree``, X holding the rows' new
-    values: ``(leaf, moved)``, every row's global leaf (int32) and the rows whose leaf changed, and
-    with ``node_value`` their changes of node value (see :meth:`RerouteLayout.route`)."""
-    return RerouteLayout(forest, tree, changed).route(X, start_leaf, node_value=node_value)
-
-
 def scatter_add(target: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
     """``target[rows] += values`` in place, row by row in the C core (numpy's fancy-indexed add is
     several times slower on 2-d arrays): ``target`` (n,) or (n, width) and ``values`` (len(rows),
