@@ -190,6 +190,42 @@ def test_background_frequencies_and_rho_match_label_enumeration(regressor, train
                                        rel=1e-12)
 
 
+def test_background_labels_the_model_never_split_on_are_drawn_as_unseen(train):
+    """A depth-3 model one-hot splits on two of d's three labels, so CatBoost keeps only those two: the
+    background's third label ("r", a fifth of it) is still drawn with its frequency and goes where CatBoost
+    sends an unseen label (the law once dropped it and renormalised: PG² off by 10-25 %)."""
+    frame, y = train
+    model = catboost.CatBoostRegressor(iterations=12, depth=3, max_ctr_complexity=1, one_hot_max_size=3,
+                                       border_count=6, **QUIET).fit(frame, y, cat_features=["c", "d", "e"])
+    assert int(import_model(model).n_categories[3]) == 2          # the model knows two of p, q, r
+    rho = {"c": 0.5, "d": 0.4, "e": 0.5}
+    laws = {name: (rho[name], frame[name].value_counts(normalize=True).to_dict()) for name in rho}
+    rows = _frame(np.random.default_rng(3), 3, unseen=True).dropna().reset_index(drop=True)
+    for S in (["d"], ["c", "d", "e"]):
+        got = xp.pg2(model, rows, S, background=frame, rho=np.array([np.nan, 0.5, np.nan, 0.4, 0.5])).value
+        for i in range(len(rows)):
+            assert got[i] == pytest.approx(label_grid_pg2(model, rows.iloc[i], S, SIGMA, laws)[0], rel=1e-12), (S, i)
+    sampled = xp.pg2(model, rows, ["d"], background=frame, rho=np.array([np.nan, 0.5, np.nan, 0.4, 0.5]),
+                     method="monte_carlo", n_samples=20_000, random_state=0)
+    exact = xp.pg2(model, rows, ["d"], background=frame, rho=np.array([np.nan, 0.5, np.nan, 0.4, 0.5])).value
+    assert np.all(np.abs(sampled.value - exact) <= 4 * sampled.stderr)
+
+
+def test_category_law_counts_values_unknown_to_the_model_as_other():
+    from xai_plugins.perturbation import make_perturbation
+
+    background = np.array([[0.0], [1.0], [1.0], [-1.0], [7.0], [np.nan], [2.5], [1.0]])   # K = 2
+    noise = make_perturbation(1, 0.3, background=background, rho=np.array([0.4]))
+    rho, q = noise.category_law(0, 2)
+    assert rho == 0.4 and q.tolist() == pytest.approx([1 / 7, 3 / 7, 3 / 7])    # NaN left out; -1, 7, 2.5: other
+    table = noise.atom_table(0, 2, np.array([0.0, 5.0, np.nan]))
+    assert table.sum(axis=1) == pytest.approx([1, 1, 1])
+    assert table[1].tolist() == pytest.approx([0.4 / 7, 1.2 / 7, 1.2 / 7 + 0.6, 0.0])
+    assert make_perturbation(1, 0.3).category_law(0, 4)[1].tolist() == [0.25] * 4 + [0.0]
+    with pytest.raises(InputError, match="every entry is NaN"):
+        make_perturbation(1, 0.3, background=np.full((3, 1), np.nan)).category_law(0, 2)
+
+
 def test_exact_matches_monte_carlo_through_catboosts_own_predict(regressor, train):
     """Monte Carlo drawn here, on the raw labels, through CatBoost's predict; and the package's own
     Monte Carlo (its predictor gives CatBoost the labels read from the rows and the background)."""

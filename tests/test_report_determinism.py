@@ -103,3 +103,37 @@ def test_cli_and_audit_agree(data, tmp_path, capsys):
             payload["sections"].pop(key, None)
         payload["parameters"].pop("command_line")
     assert without_clocks(from_cli) == without_clocks(direct)
+
+
+def test_default_runs_the_core_on_every_core_with_the_bits_of_one_thread(data, monkeypatch):
+    """audit(n_jobs=None) runs the C core's row loops in core_threads(-1) (every core) and gives the same
+    numbers as n_jobs=1, where everything runs on one thread."""
+    import xai_plugins._native as native
+    from xai_plugins._validation import _CORE_THREADS, core_threads, core_workers
+
+    seen = []
+
+    def recording(n_jobs, n_tasks=None):
+        seen.append(_CORE_THREADS.get())
+        return core_workers(n_jobs, n_tasks)
+
+    monkeypatch.setattr(native, "core_workers", recording)
+    model, X_train, y_train, X_test, y_test = data
+    options = dict(SMALL, explainers=FAST)
+    default = json.loads(audit(model, X_test, y_test, X_train=X_train, y_train=y_train, **options).to_json())
+    assert seen and set(seen) == {-1}
+    seen.clear()
+    one = json.loads(audit(model, X_test, y_test, X_train=X_train, y_train=y_train, n_jobs=1, **options).to_json())
+    assert seen and set(seen) == {None}
+    assert without_clocks(default) == without_clocks(one)
+    with core_threads(2):
+        assert core_workers(None, 10) == 2 and core_workers(1, 10) == 1 and core_workers(None, 1) == 1
+    assert core_workers(None, 10) == 1
+
+
+def test_core_threads_checks_its_count():
+    from xai_plugins._validation import core_threads
+
+    with pytest.raises(ValueError, match="n_jobs == 0"):
+        with core_threads(0):
+            pass

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._validation import check_n_jobs
+from ._validation import core_workers
 from .errors import InputError, InputIndexError, ModelStructureError, NativeMemoryError, UnsupportedModelError, XaiError
 
 try:
@@ -129,9 +129,9 @@ def validate(forest) -> None:
 
 def _run_chunks(n_rows: int, n_jobs, work, chunks_per_worker: int = 4) -> None:
     """Call work(start, stop) over row chunks, in parallel threads (``n_jobs``: see
-    :func:`xai_plugins._validation.check_n_jobs`; ``chunks_per_worker``: more balance the load,
-    fewer keep more rows per call)."""
-    workers = check_n_jobs(n_jobs, n_rows)
+    :func:`xai_plugins._validation.core_workers`; each row's result is the same bits on any thread;
+    ``chunks_per_worker``: more balance the load, fewer keep more rows per call)."""
+    workers = core_workers(n_jobs, n_rows)
     if workers <= 1:
         work(0, n_rows)
         return

@@ -19,6 +19,8 @@ Conventions (the same for every function of the package):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import numbers
 import sys
@@ -376,6 +378,30 @@ def check_n_jobs(n_jobs, n_tasks: int | None = None) -> int:
     return workers if n_tasks is None else min(workers, n_tasks)
 
 
+#: the worker count that :func:`core_workers` gives ``n_jobs=None`` inside a :func:`core_threads` block
+_CORE_THREADS: contextvars.ContextVar = contextvars.ContextVar("xai_plugins_core_threads", default=None)
+
+
+@contextlib.contextmanager
+def core_threads(n_jobs):
+    """Inside this block, ``n_jobs=None`` means ``n_jobs`` for the package's own loops whose results do not
+    depend on the thread count (:func:`core_workers`); the model's own predictor and joblib keep their defaults.
+    The audit runs in ``core_threads(-1)`` unless given ``n_jobs``."""
+    check_n_jobs(n_jobs)
+    token = _CORE_THREADS.set(n_jobs)
+    try:
+        yield
+    finally:
+        _CORE_THREADS.reset(token)
+
+
+def core_workers(n_jobs, n_tasks: int | None = None) -> int:
+    """Worker count of a loop whose result is the same bits for any count (the C core's row chunks, RF-MCR's
+    ordered tree map): ``n_jobs`` when given, else the enclosing :func:`core_threads` setting, else
+    :func:`check_n_jobs`'s default."""
+    return check_n_jobs(_CORE_THREADS.get() if n_jobs is None else n_jobs, n_tasks)
+
+
 def check_random_state(random_state) -> np.random.Generator:
     """A numpy Generator from None (fresh entropy), an int seed, a SeedSequence, a RandomState
     or an existing Generator."""
@@ -409,7 +435,8 @@ def check_is_fitted(model) -> None:
 
 
 __all__ = ["is_dask", "model_rows", "feature_order", "feature_index",
-           "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "check_random_state",
+           "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "core_threads", "core_workers",
+           "check_random_state",
            "check_is_fitted",
            "default_feature_names"]
 

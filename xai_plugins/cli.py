@@ -117,8 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "--strict, which checks that every section was computed, this reads the verdicts")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--n-jobs", type=int, default=None,
-                     help="threads, as audit()'s n_jobs (default: 1; -1: every core, faster, but a scikit-learn "
-                          "model's own parallel predictions may then differ in the last bits between runs)")
+                     help="threads, as audit()'s n_jobs (default: the C core and RF-MCR on every core, the same "
+                          "bits as one thread, the model's own predictor on one; N or -1: everything on N or every "
+                          "core, and a scikit-learn model's own parallel predictions may then differ in the last "
+                          "bits between runs)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="address of a Dask scheduler (e.g. tcp://host:8786): run the per-row methods and the "
                           "faithfulness section on every test row on that cluster (needs xai_plugins[dask])")

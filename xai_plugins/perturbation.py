@@ -9,7 +9,8 @@ probabilities (1e-15 and below) keep full relative precision.
 
 A categorical feature j (set-membership splits) is perturbed by a finite law instead: x'_j keeps
 x_j with probability 1 - ρ_j and is otherwise drawn from the category frequencies q_j of the
-background data (uniform over the model's categories without background). Its table holds the
+background data (its observed values; one the model has no category for counts as "other", an unseen
+category) or, without background, uniformly from the model's categories. Its table holds the
 probability of each atom (category code, "other", NaN: see ``csrc/xai.h``). ρ_j defaults to the
 probability that the feature's own noise moves a value by more than half a unit, P(|e_j| > 1/2)
 (2 Φ(-1 / (2σ)) for Gaussian noise of σ in the units given: 0.096 for the default σ = 0.3), i.e. the
@@ -80,22 +81,22 @@ class Perturbation:
         return (1.0 - rho) * own + rho * q[None, :]
 
     def category_law(self, j: int, n_categories: int) -> tuple[float, np.ndarray]:
-        """(ρ_j, q_j) of categorical feature j with ``n_categories`` codes: x'_j keeps x_j with
-        probability 1 - ρ_j, else is code c with probability q_j[c] (remembered per feature)."""
+        """(ρ_j, q_j) of categorical feature j with ``n_categories`` = K codes: x'_j keeps x_j with
+        probability 1 - ρ_j, else is code c with probability q_j[c], c < K, or with probability q_j[K] a
+        category the model does not know ("other": a background value that is no code of the model, such
+        as a label CatBoost never split on), which goes where the model sends unseen categories. q_j holds
+        the frequencies of the background's observed values (NaN left out), uniform over the K codes
+        without background (remembered per feature)."""
         key = (int(j), int(n_categories))
         law = self._laws.get(key)
         if law is None:
             rho = self.rho_of(j)
             if self.background is None:
-                q = np.full(n_categories, 1.0 / n_categories)
+                q = np.append(np.full(n_categories, 1.0 / n_categories), 0.0)
             else:
                 column = self.background[:, j]
-                codes = column[(column >= 0) & (column < n_categories) & (column == np.floor(column))]
-                if not codes.size:
-                    raise InputError(f"background feature {j} holds none of the model's {n_categories} category "
-                                     "codes: its category frequencies are undefined; pass a background with "
-                                     "observed categories (or none, for uniform frequencies)")
-                q = np.bincount(codes.astype(np.int64), minlength=n_categories) / codes.size
+                observed = column[~np.isnan(column)]          # not empty: make_perturbation checks it
+                q = np.bincount(category_atoms(observed, n_categories), minlength=n_categories + 1) / observed.size
             law = self._laws[key] = (float(rho), q)
         return law
 
@@ -111,14 +112,14 @@ class Perturbation:
         """(n, K + 2) probabilities of the atoms of x'_j (codes 0 .. K-1, "other", NaN) per row value ``xj``."""
         rho, q = self.category_law(j, n_categories)
         table = np.zeros((len(xj), n_categories + 2))
-        table[:, :n_categories] = rho * q
+        table[:, :n_categories + 1] = rho * q
         table[np.arange(len(xj)), category_atoms(xj, n_categories)] += 1.0 - rho
         return table
 
     def perturbed(self, j: int, xj: float, u: np.ndarray, n_categories: int = 0) -> np.ndarray:
         """x'_j for uniforms ``u`` by the inverse CDF: x_j + noise (numeric), or for a categorical
         feature x_j where u < 1 - ρ_j and else the code whose cumulative frequency first exceeds
-        (u - 1 + ρ_j) / ρ_j."""
+        (u - 1 + ρ_j) / ρ_j (the code K for "other", which every predictor reads as an unseen category)."""
         if j in self.binary:
             values, q = self.binary[j]
             self.binary_probabilities(j, np.array([xj]))          # checks that x_j is one of the two values
@@ -127,7 +128,7 @@ class Perturbation:
             return xj + self.ppf(j, u)
         else:
             rho, q = self.category_law(j, n_categories)
-            values = np.arange(n_categories, dtype=np.float64)
+            values = np.arange(n_categories + 1, dtype=np.float64)
         keep = u < 1.0 - rho
         draw = (u - (1.0 - rho)) / rho if rho > 0 else np.zeros_like(u)
         codes = np.minimum(np.searchsorted(np.cumsum(q), draw, side="right"), len(q) - 1)

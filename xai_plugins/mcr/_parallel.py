@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-from .._validation import check_n_jobs
+from .._validation import core_workers
 
 
 class OrderedMap:
@@ -27,9 +27,9 @@ class OrderedMap:
 
 @contextmanager
 def tree_threads(n_jobs):
-    """An :class:`OrderedMap` over ``n_jobs`` threads (scikit-learn's convention); the threads stop
-    when the block ends."""
-    workers = check_n_jobs(n_jobs)
+    """An :class:`OrderedMap` over ``n_jobs`` threads (scikit-learn's convention, see
+    :func:`~xai_plugins._validation.core_workers`); the threads stop when the block ends."""
+    workers = core_workers(n_jobs)
     if workers == 1:
         yield OrderedMap(None, 1)
         return

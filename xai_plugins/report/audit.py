@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._validation import check_n_jobs
+from .._validation import check_n_jobs, core_threads
 from ..engines import engine_for
 from ..errors import InputTypeError, NoiseScaleWarning, XaiError
 from . import sections as registry
@@ -141,7 +141,10 @@ def _write(path, payload: bytes) -> None:
 
 def _parallel(fn):
     """Give ``fn`` an ``n_jobs`` keyword applied to every computation inside it (through
-    ``joblib.parallel_config``, which ``n_jobs=None`` defers to everywhere in the package)."""
+    ``joblib.parallel_config``, which ``n_jobs=None`` defers to everywhere in the package). With
+    ``n_jobs=None`` the loops whose results are the same bits on any thread count (the C core's rows,
+    RF-MCR's trees) use every core (:func:`~xai_plugins._validation.core_threads`), and the rest, the
+    model's own predictor among them, one thread."""
 
     @functools.wraps(fn)
     def wrapper(*args, n_jobs=None, **kwargs):
@@ -149,7 +152,8 @@ def _parallel(fn):
 
         check_n_jobs(n_jobs)
         if n_jobs is None:
-            return fn(*args, **kwargs)
+            with core_threads(-1):
+                return fn(*args, **kwargs)
         with parallel_config(n_jobs=n_jobs):
             return fn(*args, **kwargs)
 
@@ -189,10 +193,12 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     faithfulness section cover EVERY complete test row (``max_rows`` and ``time_budget`` are ignored,
     the report says so), with the same numbers as an in-memory audit of the same rows; the data
     summary, performance metrics, local figures, per-row agreement and the Monte Carlo comparison use
-    a random in-memory sample of ``max_shap_rows`` test rows. ``n_jobs``: threads of the C core and
-    RF-MCR (scikit-learn convention: None = 1, -1 = every core); more than one thread lets a
-    scikit-learn model sum its trees' predictions in thread order, which can change the last bits of
-    its predictions between runs, so bit-identical reports need ``n_jobs=None`` (the default).
+    a random in-memory sample of ``max_shap_rows`` test rows. ``n_jobs``: threads (scikit-learn convention,
+    -1 = every core). The default None runs the C core's rows and RF-MCR's trees on every core, whose results
+    are the same bits on any thread count, and everything else, the model's own predictor among it, on one
+    thread; an integer applies to everything (``joblib.parallel_config``), and more than one thread then lets
+    a scikit-learn model sum its trees' predictions in thread order, which can change the last bits of its
+    predictions between runs: bit-identical reports need ``n_jobs=None`` or 1.
 
     A section whose computation raises is marked "failed" with the reason, the summary lists it
     (``Audit.problems``), and the other sections still render.

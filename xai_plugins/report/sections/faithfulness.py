@@ -70,6 +70,10 @@ def build(ctx, results, options):
     return section
 
 
+#: the label of the background's share of categories the model has no category for (an unseen category)
+OTHER_CATEGORY = "other (unknown to the model)"
+
+
 def _categorical(ctx, section, sigmas) -> None:
     """How the categorical features were perturbed: ρ per σ and the background's category frequencies
     (``data["categorical perturbation"]``), and the table of them."""
@@ -78,7 +82,8 @@ def _categorical(ctx, section, sigmas) -> None:
     frequencies, noise = {}, ctx.perturbation(sigmas[0])
     for j in np.flatnonzero(ctx.categorical):
         _, q = noise.category_law(int(j), int(ctx.forest.n_categories[j]))
-        frequencies[ctx.feature_names[j]] = dict(zip(ctx.categories(j), q.tolist()))
+        labels = list(ctx.categories(j)) + ([OTHER_CATEGORY] if q[-1] > 0 else [])
+        frequencies[ctx.feature_names[j]] = dict(zip(labels, q.tolist()))
     section.data["categorical perturbation"] = {
         "features": ctx.categorical_names, "rho": rho, "rho set": ctx.rho is not None,
         "frequencies from": f"the {background} data", "frequencies": frequencies}
