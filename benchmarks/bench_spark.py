@@ -57,7 +57,7 @@ def measure(n_rows: int, n_greedy: int, masters=("local[1]", "local[2]")) -> dic
         spark = session(master)
         try:
             sdf = spark.createDataFrame(rows).repartition(4 * cores).cache()
-            gdf = spark.createDataFrame(grows).repartition(2 * cores).cache()
+            gdf = spark.createDataFrame(grows).repartition(4 * cores).cache()     # as sdf: a short last wave
             sdf.count(), gdf.count()
             xp.pg2(model, sdf, S).compute()                     # start the Python workers, load the model
             tiny = spark.createDataFrame(rows[:16])

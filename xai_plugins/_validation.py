@@ -435,9 +435,8 @@ def check_is_fitted(model) -> None:
 
 
 __all__ = ["is_dask", "model_rows", "feature_order", "feature_index",
-           "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "core_threads", "core_workers",
-           "check_random_state",
-           "check_is_fitted",
+           "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "core_threads",
+           "core_workers", "check_random_state", "check_is_fitted",
            "default_feature_names"]
 
 
