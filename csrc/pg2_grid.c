@@ -58,7 +58,8 @@ typedef struct {
     int64_t mass[GRID_MAX_DEPTH];   /* first mass of each group in grid_state.mass */
     int64_t size;                   /* entries of V: the product of n */
     int64_t u_at;                   /* u_off[u_at + s]: where U over subset s lies in arena, -1 until computed */
-    int64_t chunk, bump;            /* its part of arena, and how much of it is used */
+    int64_t bump;                   /* the end of its part of arena in use */
+    uint64_t pmask;                 /* its S positions (when S has at most 64) */
 } grec;
 
 struct grid_state {
@@ -77,7 +78,10 @@ struct grid_state {
     uint64_t *cell_bits; size_t bits_cap; int64_t n_bits;
     /* the current (row, set) */
     grec *rec; size_t rec_cap;
-    double *mass; size_t mass_cap;
+    double *mass; size_t mass_cap;           /* per record, axis and cell: the cell's mass */
+    double *cut; size_t cut_cap;             /* the same for numeric axes: min(F, 1/2) and min(S, 1/2) at the
+                                                cell's upper boundary, interleaved (meeting_cells) */
+    int8_t *axis_of; size_t axis_cap;        /* [64 per record]: the axis of an S position (n_s <= 64) */
     int64_t *u_off; size_t u_off_cap;
     double *arena; size_t arena_cap;
     int32_t *rec_end; size_t rec_end_cap;    /* one past the last record of each record's target */
@@ -97,7 +101,8 @@ void grid_free(grid_state *g)
     if (g == NULL)
         return;
     free(g->tree); free(g->level_node); free(g->leaf); free(g->group); free(g->cell_right); free(g->cell_lo);
-    free(g->cell_hi); free(g->cell_bits); free(g->rec); free(g->mass); free(g->u_off); free(g->arena);
+    free(g->cell_hi); free(g->cell_bits); free(g->rec); free(g->mass); free(g->cut); free(g->axis_of);
+    free(g->u_off); free(g->arena);
     free(g->rec_end); free(g->buf[0]); free(g->buf[1]); free(g->za); free(g->zb); free(g->zm);
     free(g);
 }
@@ -346,15 +351,19 @@ int grid_records(grid_state *g, grid_row *r, double *cost)
         }
         e->u_at = n_off;
         n_off += (int64_t)1 << e->k;
-        e->chunk = n_arena;
         e->bump = n_arena;
         n_arena += chunk * W;
+        e->pmask = 0;
+        for (int32_t q = 0; q < e->k && r->n_s <= 64; q++)
+            e->pmask |= (uint64_t)1 << e->pos[q];
     }
     for (int32_t i = r->n_rec - 1; i >= 0; i--)
         g->rec_end[i] = i == r->n_rec - 1 || f->tree_target[r->rec_tree[i + 1]] != f->tree_target[r->rec_tree[i]]
                             ? i + 1
                             : g->rec_end[i + 1];
     if (grow((void **)&g->mass, &g->mass_cap, (size_t)(n_mass > 0 ? n_mass : 1), sizeof(double)) ||
+        grow((void **)&g->cut, &g->cut_cap, (size_t)(n_mass > 0 ? 2 * n_mass : 1), sizeof(double)) ||
+        grow((void **)&g->axis_of, &g->axis_cap, (size_t)(r->n_rec > 0 ? r->n_rec : 1) * 64, sizeof(int8_t)) ||
         grow((void **)&g->u_off, &g->u_off_cap, (size_t)(n_off > 0 ? n_off : 1), sizeof(int64_t)) ||
         grow((void **)&g->arena, &g->arena_cap, (size_t)(n_arena > 0 ? n_arena : 1), sizeof(double)))
         return XAI_E_NOMEM;
@@ -381,13 +390,23 @@ static void record_tensor(grid_state *g, const grid_row *r, grec *e)
         const ggroup *grp = &g->group[e->group[q]];
         const int64_t off = g->cdf_offset[grp->feature];
         const double *F = r->cdf_row + off, *S = r->sf_row + off;
-        double *mass = g->mass + e->mass[q];
+        double *mass = g->mass + e->mass[q], *cut = g->cut + 2 * e->mass[q];
         for (int32_t c = 0; c < grp->n_cells; c++) {
             const int32_t cell = grp->cell_start + c;
-            mass[c] = grp->categorical ? atom_sum(g->cell_bits + g->cell_lo[cell], NULL, cw, F)
-                                       : interval_mass(F[g->cell_lo[cell]], F[g->cell_hi[cell]], S[g->cell_lo[cell]],
-                                                       S[g->cell_hi[cell]]);
+            if (grp->categorical) {
+                mass[c] = atom_sum(g->cell_bits + g->cell_lo[cell], NULL, cw, F);
+                continue;
+            }
+            const int32_t lo = g->cell_lo[cell], hi = g->cell_hi[cell];
+            mass[c] = interval_mass(F[lo], F[hi], S[lo], S[hi]);
+            cut[2 * c] = F[hi] < 0.5 ? F[hi] : 0.5;
+            cut[2 * c + 1] = S[hi] < 0.5 ? S[hi] : 0.5;
         }
+    }
+    if (e->pmask != 0) {
+        int8_t *axis = g->axis_of + (size_t)(e - g->rec) * 64;
+        for (int32_t q = 0; q < e->k; q++)
+            axis[e->pos[q]] = (int8_t)q;
     }
     const int64_t full = ((int64_t)1 << e->k) - 1;
     for (int64_t s = 0; s <= full; s++)
@@ -414,11 +433,17 @@ static void record_tensor(grid_state *g, const grid_row *r, grec *e)
 
 /* U of record e over subset s of its axes (bits of q): V summed over the other axes with their masses,
  * computed (from the subset with the lowest missing axis added) when first asked for. */
-static const double *subset_tensor(grid_state *g, grec *e, uint32_t s)
+static const double *subset_compute(grid_state *g, grec *e, uint32_t s);
+
+static inline const double *subset_tensor(grid_state *g, grec *e, uint32_t s)
+{
+    const int64_t at = g->u_off[e->u_at + s];
+    return at >= 0 ? g->arena + at : subset_compute(g, e, s);
+}
+
+static const double *subset_compute(grid_state *g, grec *e, uint32_t s)
 {
     int64_t *at = &g->u_off[e->u_at + s];
-    if (*at >= 0)
-        return g->arena + *at;
     int32_t q = 0;
     while (s >> q & 1)
         q++;
@@ -446,42 +471,52 @@ static const double *subset_tensor(grid_state *g, grec *e, uint32_t s)
     return out;
 }
 
-/* The pairs (cell of A, cell of B, mass of both) of groups ga of A and gb of B on one feature that meet,
- * into za / zb / zm from entry z0; returns their count. */
-static int32_t meeting_cells(grid_state *g, const grid_row *r, const ggroup *ga, const ggroup *gb, int64_t z0)
+/* The pairs of a cell of A and a cell of B that meet, on the axes qa of A and qb of B (one feature), into
+ * za / zb (the cells' offsets: their index times stride_a / stride_b) and zm (the mass of both) from
+ * entry z0; returns their count. Intervals: the merged boundaries in increasing order, each meeting
+ * cell's mass (min(F, 1/2) at its ends' difference) + (min(S, 1/2) at its ends' difference): F's part
+ * below the median, S's above it (each exact in its tail, the other part 0), as interval_mass takes it
+ * (the cells' ends read from the record's cut values). Atom sets: every pair, the atoms in both. */
+static int32_t meeting_cells(grid_state *g, const grid_row *r, const grec *A, const grec *B, int32_t qa, int32_t qb,
+                             int32_t stride_a, int32_t stride_b, int64_t z0)
 {
-    const int64_t off = g->cdf_offset[ga->feature];
-    const double *F = r->cdf_row + off, *S = r->sf_row + off;
+    const ggroup *ga = &g->group[A->group[qa]], *gb = &g->group[B->group[qb]];
     int32_t *za = g->za + z0, *zb = g->zb + z0;
     double *zm = g->zm + z0;
     int32_t z = 0;
-    if (!ga->categorical) { /* both cut (0, top]: walk the merged boundaries */
+    if (!ga->categorical) {
         const int32_t *ha = g->cell_hi + ga->cell_start, *hb = g->cell_hi + gb->cell_start;
-        int32_t a = 0, b = 0, lo = 0;
-        while (a < ga->n_cells && b < gb->n_cells) {
-            const int32_t hi = ha[a] < hb[b] ? ha[a] : hb[b];
-            za[z] = a;
-            zb[z] = b;
-            zm[z++] = interval_mass(F[lo], F[hi], S[lo], S[hi]);
-            a += ha[a] == hi;
-            b += hb[b] == hi;
-            lo = hi;
+        const double *ca = g->cut + 2 * A->mass[qa], *cb = g->cut + 2 * B->mass[qb];
+        const int32_t na = ga->n_cells, nb = gb->n_cells;
+        int32_t a = 0, b = 0;
+        double f_lo = 0.0, s_lo = 0.5; /* at rank 0: F = 0, S = 1 */
+        while (a < na && b < nb) { /* both end at the top rank together */
+            const int take_a = ha[a] <= hb[b], take_b = hb[b] <= ha[a];
+            const double *hi = take_a ? ca + 2 * a : cb + 2 * b;
+            za[z] = a * stride_a;
+            zb[z] = b * stride_b;
+            zm[z++] = (hi[0] - f_lo) + (s_lo - hi[1]);
+            f_lo = hi[0];
+            s_lo = hi[1];
+            a += take_a;
+            b += take_b;
         }
         return z;
     }
     const int32_t cw = g->cw;
+    const double *p = r->cdf_row + g->cdf_offset[ga->feature];
     for (int32_t a = 0; a < ga->n_cells; a++) {
-        const uint64_t *A = g->cell_bits + g->cell_lo[ga->cell_start + a];
+        const uint64_t *CA = g->cell_bits + g->cell_lo[ga->cell_start + a];
         for (int32_t b = 0; b < gb->n_cells; b++) {
-            const uint64_t *B = g->cell_bits + g->cell_lo[gb->cell_start + b];
+            const uint64_t *CB = g->cell_bits + g->cell_lo[gb->cell_start + b];
             int meet = 0;
             for (int32_t w = 0; w < cw; w++)
-                meet |= (A[w] & B[w]) != 0;
+                meet |= (CA[w] & CB[w]) != 0;
             if (!meet)
                 continue;
-            za[z] = a;
-            zb[z] = b;
-            zm[z++] = atom_sum(A, B, cw, F);
+            za[z] = a * stride_a;
+            zb[z] = b * stride_b;
+            zm[z++] = atom_sum(CA, CB, cw, p);
         }
     }
     return z;
@@ -556,6 +591,86 @@ static void direct_sum(const grid_state *g, const int64_t *zs, const int32_t *nz
     }
 }
 
+/* The sum over the meeting cells of the shared axes 1 .. m - 1 (m <= 3; za / zb: offsets) of the
+ * product of their masses and pa[A's offset] * pb[B's offset] (one output). */
+static inline double inner_sum(const grid_state *g, int32_t m, const int32_t *nz, const int64_t *zs,
+                               const double *pa, const double *pb)
+{
+    if (m == 1)
+        return pa[0] * pb[0];
+    const int32_t *za = g->za + zs[1], *zb = g->zb + zs[1];
+    const double *zm = g->zm + zs[1];
+    double sum = 0.0;
+    if (m == 2) {
+        for (int32_t k = 0; k < nz[1]; k++)
+            sum += zm[k] * pa[za[k]] * pb[zb[k]];
+        return sum;
+    }
+    const int32_t *za2 = g->za + zs[2], *zb2 = g->zb + zs[2];
+    const double *zm2 = g->zm + zs[2];
+    for (int32_t k = 0; k < nz[1]; k++) {
+        const double *qa = pa + za[k], *qb = pb + zb[k];
+        double inner = 0.0;
+        for (int32_t l = 0; l < nz[2]; l++)
+            inner += zm2[l] * qa[za2[l]] * qb[zb2[l]];
+        sum += zm[k] * inner;
+    }
+    return sum;
+}
+
+/* E[c_A c_B] of records A and B with one output that share m <= DIRECT_MAX axes (qa of A, qb of B):
+ * the meeting cells of axes 1 .. m - 1 tabulated, those of axis 0 walked (intervals: their merged
+ * boundaries, as meeting_cells does) with the inner sum of each; *products: the joint cells. */
+static double pair_sum_small(grid_state *g, const grid_row *r, grec *A, grec *B, const int32_t *qa,
+                             const int32_t *qb, int32_t m, int64_t *products)
+{
+    int64_t zs[DIRECT_MAX];
+    int32_t nz[DIRECT_MAX];
+    int32_t ka = 1, kb = 1;
+    uint32_t sa = 0, sb = 0;
+    int64_t joint = 1, z = 0;
+    for (int32_t i = m - 1; i >= 1; i--) {
+        zs[i] = z;
+        nz[i] = meeting_cells(g, r, A, B, qa[i], qb[i], ka, kb, z);
+        z += nz[i];
+        joint *= nz[i];
+        ka *= A->n[qa[i]];
+        kb *= B->n[qb[i]];
+        sa |= (uint32_t)1 << qa[i];
+        sb |= (uint32_t)1 << qb[i];
+    }
+    sa |= (uint32_t)1 << qa[0];
+    sb |= (uint32_t)1 << qb[0];
+    const double *ua = subset_tensor(g, A, sa), *ub = subset_tensor(g, B, sb);
+    const ggroup *ga = &g->group[A->group[qa[0]]], *gb = &g->group[B->group[qb[0]]];
+    double sum = 0.0;
+    if (!ga->categorical) {
+        const int32_t *ha = g->cell_hi + ga->cell_start, *hb = g->cell_hi + gb->cell_start;
+        const double *ca = g->cut + 2 * A->mass[qa[0]], *cb = g->cut + 2 * B->mass[qb[0]];
+        const int32_t na = ga->n_cells, nb = gb->n_cells;
+        int32_t a = 0, b = 0, n0 = 0;
+        double f_lo = 0.0, s_lo = 0.5;
+        while (a < na && b < nb) {
+            const int take_a = ha[a] <= hb[b], take_b = hb[b] <= ha[a];
+            const double *hi = take_a ? ca + 2 * a : cb + 2 * b;
+            sum += ((hi[0] - f_lo) + (s_lo - hi[1])) * inner_sum(g, m, nz, zs, ua + a * ka, ub + b * kb);
+            f_lo = hi[0];
+            s_lo = hi[1];
+            a += take_a;
+            b += take_b;
+            n0++;
+        }
+        *products = joint * n0;
+        return sum;
+    }
+    zs[0] = z;
+    nz[0] = meeting_cells(g, r, A, B, qa[0], qb[0], ka, kb, z);
+    for (int32_t k = 0; k < nz[0]; k++)
+        sum += g->zm[z + k] * inner_sum(g, m, nz, zs, ua + g->za[z + k], ub + g->zb[z + k]);
+    *products = joint * nz[0];
+    return sum;
+}
+
 /* direct_sum's sum for one output over shared axes i .. m - 1 (any m), from offsets pa / pb on. */
 static double direct_rest(const grid_state *g, const int64_t *zs, const int32_t *nz, int32_t i, int32_t m,
                           const double *pa, const double *pb)
@@ -583,16 +698,22 @@ static int64_t pair_sum(grid_state *g, const grid_row *r, grec *A, grec *B, cons
     const int32_t W = g->width;
     uint32_t sa = 0, sb = 0;
     int64_t zs[GRID_MAX_DEPTH], z = 0;
-    int32_t nz[GRID_MAX_DEPTH];
+    int32_t nz[GRID_MAX_DEPTH], stride_a[GRID_MAX_DEPTH], stride_b[GRID_MAX_DEPTH];
+    int direct = m <= DIRECT_MAX;
+    for (int32_t i = m - 1, ka = W, kb = W; i >= 0; i--) { /* the shared axes' strides in U_A, U_B */
+        stride_a[i] = direct ? ka : 1;
+        stride_b[i] = direct ? kb : 1;
+        ka *= A->n[qa[i]];
+        kb *= B->n[qb[i]];
+    }
     for (int32_t i = 0; i < m; i++) {
         sa |= (uint32_t)1 << qa[i];
         sb |= (uint32_t)1 << qb[i];
         zs[i] = z;
-        nz[i] = meeting_cells(g, r, &g->group[A->group[qa[i]]], &g->group[B->group[qb[i]]], z);
+        nz[i] = meeting_cells(g, r, A, B, qa[i], qb[i], stride_a[i], stride_b[i], z);
         z += nz[i];
     }
     const double *ua = subset_tensor(g, A, sa), *ub = subset_tensor(g, B, sb);
-    int direct = m <= DIRECT_MAX;
     if (!direct && W == 1) { /* prod nz against sum_i (B's cells before i) nz_i (A's cells after i) */
         double joint = 1.0, steps = 0.0, before = 1.0;
         for (int32_t i = 0; i < m; i++) {
@@ -603,23 +724,24 @@ static int64_t pair_sum(grid_state *g, const grid_row *r, grec *A, grec *B, cons
             steps += before * nz[i] * after;
             before *= B->n[qb[i]];
         }
-        direct = joint <= steps + before;
-    }
-    if (direct) { /* cells' indices to offsets: axis i's stride is the product of the later axes */
-        int64_t stride_a = W, stride_b = W, products = 1;
-        for (int32_t i = m - 1; i >= 0; i--) {
-            for (int32_t k = 0; k < nz[i]; k++) {
-                g->za[zs[i] + k] *= (int32_t)stride_a;
-                g->zb[zs[i] + k] *= (int32_t)stride_b;
+        if (joint <= steps + before) { /* offsets: cells' indices times the strides */
+            for (int32_t i = m - 1, ka = 1, kb = 1; i >= 0; i--) {
+                for (int32_t k = 0; k < nz[i]; k++) {
+                    g->za[zs[i] + k] *= ka;
+                    g->zb[zs[i] + k] *= kb;
+                }
+                ka *= A->n[qa[i]];
+                kb *= B->n[qb[i]];
             }
-            stride_a *= A->n[qa[i]];
-            stride_b *= B->n[qb[i]];
-            products *= nz[i];
-        }
-        if (m <= DIRECT_MAX)
-            direct_sum(g, zs, nz, m, ua, ub, out);
-        else
             out[0] = direct_rest(g, zs, nz, 0, m, ua, ub);
+            return (int64_t)joint;
+        }
+    }
+    if (direct) {
+        int64_t products = 1;
+        for (int32_t i = 0; i < m; i++)
+            products *= nz[i];
+        direct_sum(g, zs, nz, m, ua, ub, out);
         return products;
     }
     int64_t products = 0, before = 1;
@@ -679,10 +801,20 @@ int grid_pairs(grid_state *g, grid_row *r)
         const double *ma = r->mean + (size_t)i * W;
         for (int32_t o = 0; o < W; o++)
             acc[o] = 0.0;
+        const int8_t *axis_a = g->axis_of + (size_t)i * 64;
         for (int32_t u = i + 1; u < g->rec_end[i]; u++) {
             grec *B = &g->rec[u];
             int32_t qa[GRID_MAX_DEPTH], qb[GRID_MAX_DEPTH], m = 0, a = 0, b = 0;
-            while (a < A->k && b < B->k) { /* the S positions both split on (both lists increase) */
+            if (r->n_s <= 64) { /* the S positions both split on, increasing */
+                const int8_t *axis_b = g->axis_of + (size_t)u * 64;
+                for (uint64_t both = A->pmask & B->pmask; both; both &= both - 1, m++) {
+                    const int pos = lowest_bit(both);
+                    qa[m] = axis_a[pos];
+                    qb[m] = axis_b[pos];
+                }
+                a = A->k; /* no merge */
+            }
+            while (a < A->k && b < B->k) { /* the same by a merge (both lists increase) */
                 if (A->pos[a] == B->pos[b]) {
                     qa[m] = a++;
                     qb[m++] = b++;
@@ -694,7 +826,13 @@ int grid_pairs(grid_state *g, grid_row *r)
             }
             if (m == 0)
                 continue; /* independent */
-            r->terms += pair_sum(g, r, A, B, qa, qb, m, sum);
+            if (W == 1 && m <= DIRECT_MAX) {
+                int64_t products;
+                sum[0] = pair_sum_small(g, r, A, B, qa, qb, m, &products);
+                r->terms += products;
+            } else {
+                r->terms += pair_sum(g, r, A, B, qa, qb, m, sum);
+            }
             const double *mb = r->mean + (size_t)u * W;
             for (int32_t o = 0; o < W; o++)
                 acc[o] += sum[o] - ma[o] * mb[o];
