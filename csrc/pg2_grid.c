@@ -29,6 +29,9 @@
  * features at most 2^8) and atoms per categorical feature (its cells are built atom by atom). */
 enum { GRID_MAX_DEPTH = 8, GRID_MAX_ATOMS = 65536 };
 
+/* The most joint cells of a pair's shared axes after the first that pair_sum_flat lists. */
+enum { FLAT_MAX = 4096 };
+
 /* The cost model's constants (seconds; grid_records): per pair of records sharing a target, and per
  * tensor entry of each record, per pair. */
 #define GRID_SECONDS_PER_PAIR 6e-8
@@ -89,6 +92,8 @@ struct grid_state {
     double *buf[2]; size_t buf_cap[2];
     int32_t *za, *zb; size_t za_cap, zb_cap;
     double *zm; size_t zm_cap;
+    int32_t fa[FLAT_MAX], fb[FLAT_MAX];       /* pair_sum_flat's list */
+    double fm[FLAT_MAX];
 };
 
 int grid_usable(const grid_state *g)
@@ -591,56 +596,56 @@ static void direct_sum(const grid_state *g, const int64_t *zs, const int32_t *nz
     }
 }
 
-/* The sum over the meeting cells of the shared axes 1 .. m - 1 (m <= 3; za / zb: offsets) of the
- * product of their masses and pa[A's offset] * pb[B's offset] (one output). */
-static inline double inner_sum(const grid_state *g, int32_t m, const int32_t *nz, const int64_t *zs,
-                               const double *pa, const double *pb)
+/* sum_k fm[k] * pa[fa[k]] * pb[fb[k]], in four partial sums (fixed order). */
+static inline double flat_dot(const int32_t *fa, const int32_t *fb, const double *fm, int32_t n, const double *pa,
+                              const double *pb)
 {
-    if (m == 1)
-        return pa[0] * pb[0];
-    const int32_t *za = g->za + zs[1], *zb = g->zb + zs[1];
-    const double *zm = g->zm + zs[1];
-    double sum = 0.0;
-    if (m == 2) {
-        for (int32_t k = 0; k < nz[1]; k++)
-            sum += zm[k] * pa[za[k]] * pb[zb[k]];
-        return sum;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int32_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        s0 += fm[k] * pa[fa[k]] * pb[fb[k]];
+        s1 += fm[k + 1] * pa[fa[k + 1]] * pb[fb[k + 1]];
+        s2 += fm[k + 2] * pa[fa[k + 2]] * pb[fb[k + 2]];
+        s3 += fm[k + 3] * pa[fa[k + 3]] * pb[fb[k + 3]];
     }
-    const int32_t *za2 = g->za + zs[2], *zb2 = g->zb + zs[2];
-    const double *zm2 = g->zm + zs[2];
-    for (int32_t k = 0; k < nz[1]; k++) {
-        const double *qa = pa + za[k], *qb = pb + zb[k];
-        double inner = 0.0;
-        for (int32_t l = 0; l < nz[2]; l++)
-            inner += zm2[l] * qa[za2[l]] * qb[zb2[l]];
-        sum += zm[k] * inner;
-    }
-    return sum;
+    for (; k < n; k++)
+        s0 += fm[k] * pa[fa[k]] * pb[fb[k]];
+    return (s0 + s1) + (s2 + s3);
 }
 
-/* E[c_A c_B] of records A and B with one output that share m <= DIRECT_MAX axes (qa of A, qb of B):
- * the meeting cells of axes 1 .. m - 1 tabulated, those of axis 0 walked (intervals: their merged
- * boundaries, as meeting_cells does) with the inner sum of each; *products: the joint cells. */
-static double pair_sum_small(grid_state *g, const grid_row *r, grec *A, grec *B, const int32_t *qa,
-                             const int32_t *qb, int32_t m, int64_t *products)
+/* E[c_A c_B] of records A and B with one output that share the m axes qa of A and qb of B: the joint
+ * meeting cells of axes 1 .. m - 1 listed once (offsets in U_A and U_B, product of masses), those of
+ * axis 0 walked (intervals: their merged boundaries, as meeting_cells does), each with the list's dot
+ * product. Returns 0 (nothing done) when the list would pass FLAT_MAX; else 1, with the sum in *out and
+ * the joint cells in *products. */
+static int pair_sum_flat(grid_state *g, const grid_row *r, grec *A, grec *B, const int32_t *qa, const int32_t *qb,
+                         int32_t m, double *out, int64_t *products)
 {
-    int64_t zs[DIRECT_MAX];
-    int32_t nz[DIRECT_MAX];
-    int32_t ka = 1, kb = 1;
-    uint32_t sa = 0, sb = 0;
-    int64_t joint = 1, z = 0;
-    for (int32_t i = m - 1; i >= 1; i--) {
-        zs[i] = z;
-        nz[i] = meeting_cells(g, r, A, B, qa[i], qb[i], ka, kb, z);
-        z += nz[i];
-        joint *= nz[i];
+    int32_t ka = 1, kb = 1, n = 1;
+    uint32_t sa = (uint32_t)1 << qa[0], sb = (uint32_t)1 << qb[0];
+    int32_t *fa = g->fa, *fb = g->fb;
+    double *fm = g->fm;
+    fa[0] = fb[0] = 0;
+    fm[0] = 1.0;
+    for (int32_t i = m - 1; i >= 1; i--) { /* cross the list with axis i's meeting cells */
+        const int32_t nz = meeting_cells(g, r, A, B, qa[i], qb[i], ka, kb, 0);
+        if ((int64_t)n * nz > FLAT_MAX)
+            return 0;
+        for (int32_t e = n - 1; e >= 0; e--) {
+            const int32_t oa = fa[e], ob = fb[e];
+            const double om = fm[e];
+            for (int32_t k = nz - 1; k >= 0; k--) {
+                fa[e * nz + k] = oa + g->za[k];
+                fb[e * nz + k] = ob + g->zb[k];
+                fm[e * nz + k] = om * g->zm[k];
+            }
+        }
+        n *= nz;
         ka *= A->n[qa[i]];
         kb *= B->n[qb[i]];
         sa |= (uint32_t)1 << qa[i];
         sb |= (uint32_t)1 << qb[i];
     }
-    sa |= (uint32_t)1 << qa[0];
-    sb |= (uint32_t)1 << qb[0];
     const double *ua = subset_tensor(g, A, sa), *ub = subset_tensor(g, B, sb);
     const ggroup *ga = &g->group[A->group[qa[0]]], *gb = &g->group[B->group[qb[0]]];
     double sum = 0.0;
@@ -653,22 +658,22 @@ static double pair_sum_small(grid_state *g, const grid_row *r, grec *A, grec *B,
         while (a < na && b < nb) {
             const int take_a = ha[a] <= hb[b], take_b = hb[b] <= ha[a];
             const double *hi = take_a ? ca + 2 * a : cb + 2 * b;
-            sum += ((hi[0] - f_lo) + (s_lo - hi[1])) * inner_sum(g, m, nz, zs, ua + a * ka, ub + b * kb);
+            sum += ((hi[0] - f_lo) + (s_lo - hi[1])) * flat_dot(fa, fb, fm, n, ua + a * ka, ub + b * kb);
             f_lo = hi[0];
             s_lo = hi[1];
             a += take_a;
             b += take_b;
             n0++;
         }
-        *products = joint * n0;
-        return sum;
+        *products = (int64_t)n * n0;
+    } else {
+        const int32_t nz = meeting_cells(g, r, A, B, qa[0], qb[0], ka, kb, 0);
+        for (int32_t k = 0; k < nz; k++)
+            sum += g->zm[k] * flat_dot(fa, fb, fm, n, ua + g->za[k], ub + g->zb[k]);
+        *products = (int64_t)n * nz;
     }
-    zs[0] = z;
-    nz[0] = meeting_cells(g, r, A, B, qa[0], qb[0], ka, kb, z);
-    for (int32_t k = 0; k < nz[0]; k++)
-        sum += g->zm[z + k] * inner_sum(g, m, nz, zs, ua + g->za[z + k], ub + g->zb[z + k]);
-    *products = joint * nz[0];
-    return sum;
+    *out = sum;
+    return 1;
 }
 
 /* direct_sum's sum for one output over shared axes i .. m - 1 (any m), from offsets pa / pb on. */
@@ -826,13 +831,11 @@ int grid_pairs(grid_state *g, grid_row *r)
             }
             if (m == 0)
                 continue; /* independent */
-            if (W == 1 && m <= DIRECT_MAX) {
-                int64_t products;
-                sum[0] = pair_sum_small(g, r, A, B, qa, qb, m, &products);
+            int64_t products;
+            if (W == 1 && pair_sum_flat(g, r, A, B, qa, qb, m, sum, &products))
                 r->terms += products;
-            } else {
+            else
                 r->terms += pair_sum(g, r, A, B, qa, qb, m, sum);
-            }
             const double *mb = r->mean + (size_t)u * W;
             for (int32_t o = 0; o < W; o++)
                 acc[o] += sum[o] - ma[o] * mb[o];
