@@ -199,6 +199,8 @@ def random_rows(rng, forest_levels, cats, n, nan_numeric):
 def check_case(seed, depth, n_trees=6, cats=(0, 0, 3, 0, 5), width=1, targets=1, aggregate="sum", rows=4):
     rng = np.random.default_rng(seed)
     forest, levels = oblivious_forest(rng, n_trees, depth, cats, width, targets, aggregate)
+    if forest.n_categories is None:              # no categorical split drawn: every feature is numeric
+        cats = (0,) * len(cats)
     values = [forest.value[forest.tree_offset[t]:forest.tree_offset[t + 1]][2 ** depth - 1:] for t in range(n_trees)]
     tgt = [t % targets for t in range(n_trees)]
     sigma, laws = random_case(rng, cats)
