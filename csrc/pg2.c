@@ -770,8 +770,7 @@ static void block_columns(workspace *w, int64_t b0, int64_t b1, int32_t *rec_at)
 }
 
 /* Collect every tree's reachable leaves for the current (x, S), with their moments; drop trees
- * whose centred values are all zero (they add nothing); prune (see prune_leaves); lay out the
- * kept leaves' boxes. */
+ * whose centred values are all zero (they add nothing); prune (see prune_leaves). */
 static int collect(workspace *w)
 {
     const xai_forest *f = w->f;
@@ -841,11 +840,16 @@ static int collect(workspace *w)
     }
     if (w->status == XAI_OK && w->prune_rtol > 0.0 && w->n_leaf > 0)
         w->status = prune_leaves(w);
-    if (w->status == XAI_OK)
-        w->status = lay_slots(w);
-    for (int32_t i = 0; i < w->n_rec && w->status == XAI_OK; i++)
-        w->status = tree_boxes(w, &w->rec[i]);
     return w->status;
+}
+
+/* The kept leaves' boxes, for the leaf-pair loop (not needed by the grid path). */
+static int lay_boxes(workspace *w)
+{
+    int status = lay_slots(w);
+    for (int32_t i = 0; i < w->n_rec && status == XAI_OK; i++)
+        status = tree_boxes(w, &w->rec[i]);
+    return status;
 }
 
 /* The leaf-pair loop needs, for an outer leaf l of tree t and a feature k it constrains, the share
@@ -1322,7 +1326,9 @@ static int pair_sums(workspace *w)
             return status;
         }
     }
-    int status = lay_columns(w);
+    int status = lay_boxes(w);
+    if (status == XAI_OK)
+        status = lay_columns(w);
     if (status == XAI_OK)
         status = rows_prepare(w);
     if (status == XAI_OK)
