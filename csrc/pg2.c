@@ -1289,7 +1289,7 @@ static int all_pairs(workspace *w)
 
 /* The leaf-pair loop's cost (seconds) per term, for the cost model of pair_sums (timed against the
  * grid path on benchmarks/bench_categorical.py's CatBoost models and stump ensembles). */
-#define LEAF_SECONDS_PER_TERM 1e-9
+#define LEAF_SECONDS_PER_TERM 6e-10
 
 /* sum over record pairs t < u with one target of E[c_t c_u] - E[c_t] E[c_u], into pair_acc[t]: by the
  * grid path (pg2_grid.c) with XAI_PAIRS_GRIDS, or with XAI_PAIRS_AUTO where every tree is oblivious and

@@ -35,7 +35,7 @@ enum { FLAT_MAX = 4096 };
 /* The cost model's constants (seconds; grid_records): per pair of records sharing a target, and per
  * tensor entry of each record, per pair. */
 #define GRID_SECONDS_PER_PAIR 6e-8
-#define GRID_SECONDS_PER_ENTRY 1.5e-9
+#define GRID_SECONDS_PER_ENTRY 1.2e-9
 
 /* One oblivious tree. */
 typedef struct {
