@@ -627,7 +627,19 @@ static int pair_sum_flat(grid_state *g, const grid_row *r, grec *A, grec *B, con
     double *fm = g->fm;
     fa[0] = fb[0] = 0;
     fm[0] = 1.0;
-    for (int32_t i = m - 1; i >= 1; i--) { /* cross the list with axis i's meeting cells */
+    if (m == 2) { /* the list is axis 1's meeting cells */
+        n = meeting_cells(g, r, A, B, qa[1], qb[1], 1, 1, 0);
+        if (n > FLAT_MAX)
+            return 0;
+        fa = g->za;
+        fb = g->zb;
+        fm = g->zm;
+        ka = A->n[qa[1]];
+        kb = B->n[qb[1]];
+        sa |= (uint32_t)1 << qa[1];
+        sb |= (uint32_t)1 << qb[1];
+    }
+    for (int32_t i = m == 2 ? 0 : m - 1; i >= 1; i--) { /* cross the list with axis i's meeting cells */
         const int32_t nz = meeting_cells(g, r, A, B, qa[i], qb[i], ka, kb, 0);
         if ((int64_t)n * nz > FLAT_MAX)
             return 0;
@@ -667,9 +679,10 @@ static int pair_sum_flat(grid_state *g, const grid_row *r, grec *A, grec *B, con
         }
         *products = (int64_t)n * n0;
     } else {
-        const int32_t nz = meeting_cells(g, r, A, B, qa[0], qb[0], ka, kb, 0);
+        const int64_t z0 = fa == g->za ? n : 0; /* after the list when it lies in za / zb / zm */
+        const int32_t nz = meeting_cells(g, r, A, B, qa[0], qb[0], ka, kb, z0);
         for (int32_t k = 0; k < nz; k++)
-            sum += g->zm[k] * flat_dot(fa, fb, fm, n, ua + g->za[k], ub + g->zb[k]);
+            sum += g->zm[z0 + k] * flat_dot(fa, fb, fm, n, ua + g->za[z0 + k], ub + g->zb[z0 + k]);
         *products = (int64_t)n * nz;
     }
     *out = sum;
