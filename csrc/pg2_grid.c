@@ -10,13 +10,17 @@
  * and x'_j being independent across features, for two trees A and B
  *   E[c_A c_B] = sum_{alpha, beta} V_A[alpha] V_B[beta] prod_j M_j[alpha_j, beta_j],
  * M_j[a, b] = P(x'_j in cell a of A and in cell b of B) for a feature both split on, while a feature only
- * one of them splits on weighs its cells by their own masses. The sum is therefore a contraction: U_A,
- * V_A summed over the axes of the features B does not split on with their masses, is carried axis by
- * axis from A's cells to B's through M_j (only the pairs of cells that meet: at most a + b - 1 for
- * intervals), then dotted with U_B, which is summed alike. U_t is kept per tree and subset of its
- * features (the lowest missing axis summed out of the next larger subset), computed when a pair first
+ * one of them splits on weighs its cells by their own masses. The sum is therefore a contraction of U_A
+ * (V_A summed over the axes of the features B does not split on, with their masses) and U_B (alike) over
+ * the joint cells where they meet, only the pairs of cells that meet (at most a + b - 1 per interval
+ * axis): with one output, the meeting cells of every shared feature but the first are listed once
+ * (offsets in U_A and U_B, product of masses) and the first one's are walked, one dot product with the
+ * list each (pair_sum_flat); with several outputs (or a list too long) the joint cells are summed
+ * directly up to three shared features (or where that takes fewer products), else U_A is carried axis by
+ * axis from A's cells to B's (pair_sum). U_t is kept per tree and subset of its features (the lowest
+ * missing axis summed out of the next larger subset), computed when a pair first
  * needs it in the current (row, set). M_j's entries are masses of intersections of two cells: the
- * interval's mass from F and S on the side of the median where it lies (interval_mass), or the sum of the
+ * interval's mass from F and S on the side of the median where it lies (as interval_mass), or the sum of the
  * probabilities of the atoms in both (atom_sum), exactly as the leaf-pair loop takes them; NaN routing
  * and the laws of categorical features are in the cells and the tables. Pairs sharing no perturbed
  * feature are independent (E[c_A c_B] = E[c_A] E[c_B]) and add nothing. The grid path never prunes; it
