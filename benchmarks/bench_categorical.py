@@ -9,7 +9,8 @@ sets), 100 and 500 trees of depth 6. Per model, over ``--rows`` test rows, S = e
 
 - exact: CPU seconds per row of ``xp.pg2(..., method="exact")`` once the model is imported (one call on
   one row first: the import is cached per model and is not part of the exact sum's cost), the leaf-pair
-  terms it evaluated per row, and nanoseconds per term. Every time here is the process's CPU time
+  terms it evaluated per row (where CatBoost's symmetric trees take the grid path of csrc/pg2_grid.c: the
+  products of its contractions), and nanoseconds per term. Every time here is the process's CPU time
   (``time.process_time``; every library runs on one thread), which other processes on a loaded machine
   change far less than the wall clock;
 - Monte Carlo at 1 %: ``xp.pg2(..., method="monte_carlo")`` with a pilot of ``--pilot`` samples per
@@ -29,6 +30,9 @@ Targets (issue 21): exact cheaper than the 1 % Monte Carlo up to 500 depth-6 tre
 splits at most 1.3x the time of the numeric twin (per term).
 
     python benchmarks/bench_categorical.py [--rows 20] [--pilot 2000] [--trees 100 500] [--ref DIR]
+        [--workloads california compas] [--models CatBoost ...]
+
+``--models``: only the models whose name contains one of the words given (their numeric twins are run too).
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ def compas():
 
 
 def models(X, y, categorical, trees, classify):
-    """(name, model, rows it reads, name of its numeric twin) for the five kinds of one workload."""
+    """(name, fit() -> model, rows it reads, name of its numeric twin) for the five kinds of one workload."""
     make = lgb.LGBMClassifier if classify else lgb.LGBMRegressor
     params = dict(n_estimators=trees, max_depth=6, num_leaves=63, learning_rate=0.05, verbose=-1, random_state=0,
                   n_jobs=1)
@@ -88,13 +92,13 @@ def models(X, y, categorical, trees, classify):
     cat_params = dict(iterations=trees, depth=6, learning_rate=0.05, max_ctr_complexity=1, random_seed=0,
                       thread_count=1, verbose=0, allow_writing_files=False)
     as_text = X.assign(**{c: X[c].astype(str) for c in categorical})
-    return [("LightGBM categorical", make(**params).fit(as_category, y), as_category, "numeric twin (codes)"),
-            ("one-hot Pipeline", pipe.fit(X[categorical + numeric], y), X[categorical + numeric],
+    return [("LightGBM categorical", lambda: make(**params).fit(as_category, y), as_category, "numeric twin (codes)"),
+            ("one-hot Pipeline", lambda: pipe.fit(X[categorical + numeric], y), X[categorical + numeric],
              "numeric twin (codes)"),
-            ("numeric twin (codes)", make(**params).fit(as_codes, y), as_codes, None),
-            ("CatBoost categorical", boost(cat_features=categorical, **cat_params).fit(as_text, y), as_text,
+            ("numeric twin (codes)", lambda: make(**params).fit(as_codes, y), as_codes, None),
+            ("CatBoost categorical", lambda: boost(cat_features=categorical, **cat_params).fit(as_text, y), as_text,
              "CatBoost twin (codes)"),
-            ("CatBoost twin (codes)", boost(**cat_params).fit(as_codes, y), as_codes, None)]
+            ("CatBoost twin (codes)", lambda: boost(**cat_params).fit(as_codes, y), as_codes, None)]
 
 
 def exact_cost(model, rows, background) -> tuple[float, float]:
@@ -135,6 +139,8 @@ def main():
     ap.add_argument("--pilot", type=int, default=2000)
     ap.add_argument("--trees", type=int, nargs="+", default=[100, 500])
     ap.add_argument("--ref", help="checkout of the reference build (its C extension built in place)")
+    ap.add_argument("--workloads", nargs="+", choices=["california", "compas"], default=["california", "compas"])
+    ap.add_argument("--models", nargs="+", help="only the models whose name contains one of these words")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     warnings.simplefilter("ignore", UserWarning)
@@ -144,11 +150,18 @@ def main():
     ref_head = f" {'ref s/row':>10s} {'ref/new':>7s}" if args.ref else ""
     print(f"{'workload':28s} {'model':22s} {'trees':>5s} {'leaves':>6s} {'terms/row':>10s} {'exact s/row':>12s} "
           f"{'ns/term':>7s} {'MC 1% s/row':>12s} {'exact/MC':>9s} {'vs numeric':>10s} {'per term':>8s}{ref_head}")
-    for label, load, classify in (("California (ocean_proximity)", california, False),
-                                  ("COMPAS (race, sex, charge)", compas, True)):
+    for key, label, load, classify in (("california", "California (ocean_proximity)", california, False),
+                                       ("compas", "COMPAS (race, sex, charge)", compas, True)):
+        if key not in args.workloads:
+            continue
         X, y, categorical = load()
         for trees in args.trees:
             fitted = models(X, y, categorical, trees, classify)
+            if args.models:
+                wanted = {name for name, *_ in fitted if any(word in name for word in args.models)}
+                wanted |= {twin for name, _, _, twin in fitted if name in wanted and twin is not None}
+                fitted = [entry for entry in fitted if entry[0] in wanted]
+            fitted = [(name, fit(), data, twin) for name, fit, data, twin in fitted]
             jobs = [(model, data.iloc[:args.rows], data) for _, model, data, _ in fitted]
             reference = reference_costs(args.ref, jobs) if args.ref else [None] * len(jobs)
             results = {}

@@ -35,13 +35,21 @@
  * summed once per set, a set's row is shared by every leaf and tree that has it, as a boundary's is,
  * and a row remembers P(A & A_m) per inner set id within a block (block_rows). Pruning
  * (prune_leaves) uses only E|c|, max |c| and Jensen's inequality, which hold for any law of x',
- * so its bound holds unchanged. */
+ * so its bound holds unchanged.
+ *
+ * When every tree is oblivious (one condition per level: CatBoost's symmetric trees), the sums over
+ * pairs of trees may instead be taken as contractions over per-feature grids of the two trees' cells
+ * (pg2_grid.c): a pair costs about the entries of two 2^depth tensors rather than the product of their
+ * leaf counts. pair_sums takes, per (row, set), the path a cost model says is cheaper (xai_pg2's
+ * pairs argument can force either); the records, means and E[c_t^2] come from collect on both paths,
+ * and the grid path sums every leaf (pruning drops leaf pairs from the other path only, within its
+ * bound: a pair summed in full adds no error). */
 #include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xai.h"
+#include "pg2_grid.h"
 
 /* The leaf-pair loop is compiled for AVX-512, AVX2 and the baseline ISA on x86-64 Linux (glibc
  * ifunc), chosen at load time. Without -ffast-math the vectoriser keeps every IEEE operation and
@@ -195,30 +203,13 @@ typedef struct {
     int32_t *set_hash; size_t set_hash_cap; /* open addressing over (position, atoms): 1 + id, or 0 */
     double *sum_mean;       /* [n_outputs]: sum of E[c_t] over trees */
     double *vec;            /* [2 * leaf_width]: sums over a block, one leaf's weighted value */
+    /* the grid path of the pair sums (pg2_grid.c), NULL with XAI_PAIRS_LEAVES */
+    int32_t pairs;          /* XAI_PAIRS_* */
+    grid_state *grid;
+    int32_t *rec_tree; size_t rec_tree_cap; /* [n_rec]: the records' trees */
     int64_t pair_terms;
     int status;
 } workspace;
-
-/* Makes *buf hold at least need elements of elem bytes (doubling), without overflowing the size. */
-static int grow(void **buf, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return XAI_OK;
-    size_t cap2 = *cap ? *cap : 64;
-    while (cap2 < need) {
-        if (cap2 > SIZE_MAX / 2)
-            return XAI_E_NOMEM;
-        cap2 *= 2;
-    }
-    if (elem != 0 && cap2 > SIZE_MAX / elem)
-        return XAI_E_NOMEM;
-    void *p = realloc(*buf, cap2 * elem);
-    if (p == NULL)
-        return XAI_E_NOMEM;
-    *buf = p;
-    *cap = cap2;
-    return XAI_OK;
-}
 
 static void ws_free(workspace *w)
 {
@@ -230,12 +221,14 @@ static void ws_free(workspace *w)
     free(w->pair_acc); free(w->level); free(w->table);
     free(w->sum_mean); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
     free(w->pool); free(w->setmap); free(w->set_p); free(w->set_of); free(w->set_hash);
+    free(w->rec_tree); grid_free(w->grid);
 }
 
-static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol)
+static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset, double prune_rtol, int32_t pairs)
 {
     memset(w, 0, sizeof(*w));
     w->f = f;
+    w->pairs = pairs;
     w->prune_rtol = prune_rtol;
     w->cdf_offset = cdf_offset;
     w->row = -1;
@@ -278,48 +271,12 @@ static int ws_init(workspace *w, const xai_forest *f, const int64_t *cdf_offset,
         for (int32_t t = 0; t < f->n_trees; t++)
             if (f->tree_target[t] == o)
                 w->tree_order[k++] = t;
-    return XAI_OK;
-}
-
-/* Mass of the interval (lo, hi] from F and S at its ends: F(hi) - F(lo) when it lies below the
- * median, S(lo) - S(hi) above it, and the mass on each side when it contains the median. */
-static inline double interval_mass(double f_lo, double f_hi, double s_lo, double s_hi)
-{
-    double p;
-    if (f_hi <= 0.5) {
-        p = f_hi - f_lo;
-    } else if (s_lo <= 0.5) {
-        p = s_lo - s_hi;
-    } else {
-        const double below = 0.5 - f_lo, above = 0.5 - s_hi;
-        p = (below > 0.0 ? below : 0.0) + (above > 0.0 ? above : 0.0);
-    }
-    return p > 0.0 ? p : 0.0;
-}
-
-/* Index of the lowest set bit of b != 0. */
-static inline int lowest_bit(uint64_t b)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctzll(b);
-#else
-    int c = 0;
-    while (!(b & 1)) {
-        b >>= 1;
-        c++;
-    }
-    return c;
-#endif
-}
-
-/* sum of p[a] over the atoms a of set a & b (cw words each; b NULL: the atoms of a). */
-static inline double atom_sum(const uint64_t *a, const uint64_t *b, int32_t cw, const double *p)
-{
-    double sum = 0.0;
-    for (int32_t q = 0; q < cw; q++)
-        for (uint64_t bits = b != NULL ? a[q] & b[q] : a[q]; bits; bits &= bits - 1)
-            sum += p[64 * q + lowest_bit(bits)];
-    return sum;
+    if (pairs == XAI_PAIRS_LEAVES)
+        return XAI_OK;
+    const int status = grid_new(f, cdf_offset, w->cw, &w->grid);
+    if (status == XAI_OK && pairs == XAI_PAIRS_GRIDS && !grid_usable(w->grid))
+        return XAI_E_UNSUPPORTED;
+    return status;
 }
 
 /* 1 when S position pos is a categorical feature. */
@@ -813,8 +770,7 @@ static void block_columns(workspace *w, int64_t b0, int64_t b1, int32_t *rec_at)
 }
 
 /* Collect every tree's reachable leaves for the current (x, S), with their moments; drop trees
- * whose centred values are all zero (they add nothing); prune (see prune_leaves); lay out the
- * kept leaves' boxes. */
+ * whose centred values are all zero (they add nothing); prune (see prune_leaves). */
 static int collect(workspace *w)
 {
     const xai_forest *f = w->f;
@@ -884,11 +840,16 @@ static int collect(workspace *w)
     }
     if (w->status == XAI_OK && w->prune_rtol > 0.0 && w->n_leaf > 0)
         w->status = prune_leaves(w);
-    if (w->status == XAI_OK)
-        w->status = lay_slots(w);
-    for (int32_t i = 0; i < w->n_rec && w->status == XAI_OK; i++)
-        w->status = tree_boxes(w, &w->rec[i]);
     return w->status;
+}
+
+/* The kept leaves' boxes, for the leaf-pair loop (not needed by the grid path). */
+static int lay_boxes(workspace *w)
+{
+    int status = lay_slots(w);
+    for (int32_t i = 0; i < w->n_rec && status == XAI_OK; i++)
+        status = tree_boxes(w, &w->rec[i]);
+    return status;
 }
 
 /* The leaf-pair loop needs, for an outer leaf l of tree t and a feature k it constrains, the share
@@ -1326,6 +1287,55 @@ static int all_pairs(workspace *w)
     return XAI_OK;
 }
 
+/* The leaf-pair loop's cost (seconds) per term, for the cost model of pair_sums (timed against the
+ * grid path on benchmarks/bench_categorical.py's CatBoost models and stump ensembles). */
+#define LEAF_SECONDS_PER_TERM 6e-10
+
+/* sum over record pairs t < u with one target of E[c_t c_u] - E[c_t] E[c_u], into pair_acc[t]: by the
+ * grid path (pg2_grid.c) with XAI_PAIRS_GRIDS, or with XAI_PAIRS_AUTO where every tree is oblivious and
+ * its cost estimate is below the leaf-pair loop's (the terms it would sum, the leaves being pruned
+ * already); else by the leaf-pair loop. */
+static int pair_sums(workspace *w)
+{
+    if (w->pairs != XAI_PAIRS_LEAVES && grid_usable(w->grid) && w->n_rec > 0) {
+        if (grow((void **)&w->rec_tree, &w->rec_tree_cap, (size_t)w->n_rec, sizeof(int32_t)) ||
+            grow((void **)&w->pair_acc, &w->pair_acc_cap, (size_t)w->n_rec * w->width, sizeof(double)))
+            return XAI_E_NOMEM;
+        for (int32_t i = 0; i < w->n_rec; i++)
+            w->rec_tree[i] = w->rec[i].tree;
+        grid_row r = {w->x, w->s_pos, w->n_s, w->cdf_row, w->sf_row, w->x_leaf, w->n_rec, w->rec_tree, w->mean,
+                      w->pair_acc, 0};
+        double cost;
+        int status = grid_records(w->grid, &r, &cost);
+        if (status != XAI_OK)
+            return status;
+        int grids = w->pairs == XAI_PAIRS_GRIDS;
+        if (!grids) { /* the leaf-pair terms: each record's leaves times the later ones of its target */
+            double terms = 0.0, later = 0.0;
+            for (int32_t i = w->n_rec - 1; i >= 0; i--) {
+                if (i == w->n_rec - 1 || w->f->tree_target[w->rec[i + 1].tree] != w->f->tree_target[w->rec[i].tree])
+                    later = 0.0;
+                terms += (double)w->rec[i].n_leaf * later;
+                later += (double)w->rec[i].n_leaf;
+            }
+            grids = cost < terms * LEAF_SECONDS_PER_TERM * (double)w->width;
+        }
+        if (grids) {
+            status = grid_pairs(w->grid, &r);
+            w->pair_terms += r.terms;
+            return status;
+        }
+    }
+    int status = lay_boxes(w);
+    if (status == XAI_OK)
+        status = lay_columns(w);
+    if (status == XAI_OK)
+        status = rows_prepare(w);
+    if (status == XAI_OK)
+        status = all_pairs(w);
+    return status;
+}
+
 /* PG2 of the current row for the set described by w->s_pos / w->s_feat; writes n_outputs values. */
 static int pg2_one(workspace *w, double *out)
 {
@@ -1376,11 +1386,7 @@ static int pg2_one(workspace *w, double *out)
     for (int32_t o = 0; o < f->n_outputs; o++)
         out[o] += sum_mean[o] * sum_mean[o];
     /* pairs of records with one target, each counted twice */
-    status = lay_columns(w);
-    if (status == XAI_OK)
-        status = rows_prepare(w);
-    if (status == XAI_OK)
-        status = all_pairs(w);
+    status = pair_sums(w);
     for (int32_t i = 0; i < w->n_rec && status == XAI_OK; i++) {
         const int32_t target = f->tree_target[w->rec[i].tree];
         for (int32_t o = 0; o < W; o++)
@@ -1396,11 +1402,12 @@ static int pg2_one(workspace *w, double *out)
 
 /* Shared argument checks: sizes, and every split's rank against its feature's table. */
 static int check_call(const xai_forest *f, const double *X, int64_t n_rows, const double *cdf,
-                      const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol)
+                      const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs)
 {
     if (f == NULL || X == NULL || cdf == NULL || cdf_offset == NULL || n_rows < 0 || cdf_len < 0)
         return XAI_E_SIZE;
-    if (!(prune_rtol >= 0.0 && prune_rtol < 1.0))
+    if (!(prune_rtol >= 0.0 && prune_rtol < 1.0) ||
+        (pairs != XAI_PAIRS_AUTO && pairs != XAI_PAIRS_LEAVES && pairs != XAI_PAIRS_GRIDS))
         return XAI_E_VALUE;
     if (f->threshold_rank == NULL || f->rank_count == NULL)
         return XAI_E_UNSUPPORTED;
@@ -1481,16 +1488,16 @@ static int set_from_mask(workspace *w, const uint8_t *mask)
 
 static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
                     const uint8_t *mask, int64_t n_sets,
-                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
+                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs,
                     double *out, int64_t *pair_terms)
 {
-    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol);
+    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, pairs);
     if (status != XAI_OK)
         return status;
     if (mask == NULL || out == NULL || n_sets < 0)
         return XAI_E_SIZE;
     workspace w;
-    status = ws_init(&w, f, cdf_offset, prune_rtol);
+    status = ws_init(&w, f, cdf_offset, prune_rtol, pairs);
     for (int64_t i = 0; i < n_rows && status == XAI_OK; i++) {
         set_row(&w, X, cdf, cdf_len, i);
         for (int64_t s = 0; s < n_sets && status == XAI_OK; s++) {
@@ -1508,11 +1515,11 @@ static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
 
 int xai_pg2(const xai_forest *f, const double *X, int64_t n_rows,
             const uint8_t *mask, int64_t n_sets,
-            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
+            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs,
             double *out, int64_t *pair_terms)
 {
     xai_error_clear();
-    return xai_error_return(pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, prune_rtol, out,
+    return xai_error_return(pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, prune_rtol, pairs, out,
                                      pair_terms));
 }
 
@@ -1577,9 +1584,9 @@ static int greedy_step(workspace *w, uint8_t *mask, const double *weight, double
 
 static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
                        const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
-                       const double *output_weight, int32_t *ranking, double *path)
+                       int32_t pairs, const double *output_weight, int32_t *ranking, double *path)
 {
-    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol);
+    int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, pairs);
     if (status != XAI_OK)
         return status;
     if (output_weight == NULL || ranking == NULL || path == NULL)
@@ -1589,7 +1596,7 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
             return XAI_E_VALUE;
     const int32_t d = f->n_features;
     workspace w;
-    status = ws_init(&w, f, cdf_offset, prune_rtol);
+    status = ws_init(&w, f, cdf_offset, prune_rtol, pairs);
     uint8_t *mask = calloc((size_t)d, 1);
     double *value = malloc((size_t)f->n_outputs * sizeof(double)), *cand = malloc((size_t)d * sizeof(double));
     if (status == XAI_OK && (mask == NULL || value == NULL || cand == NULL))
@@ -1616,10 +1623,10 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
 }
 
 int xai_greedy_pg2(const xai_forest *f, const double *X, int64_t n_rows,
-                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
+                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs,
                    const double *output_weight, int32_t *ranking, double *path)
 {
     xai_error_clear();
-    return xai_error_return(greedy_rows(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, output_weight, ranking,
-                                        path));
+    return xai_error_return(greedy_rows(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, pairs, output_weight,
+                                        ranking, path));
 }

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 9
+#define XAI_ABI_VERSION 11
 
 /* cffi-cdef-begin */
 enum {
@@ -38,6 +38,13 @@ enum {
 enum {
     XAI_LEFT_IF_LE = 0,    /* go left iff x <= threshold (scikit-learn, LightGBM) */
     XAI_LEFT_IF_LT = 1     /* go left iff x <  threshold (XGBoost) */
+};
+
+enum {
+    XAI_PAIRS_AUTO = 0,    /* PG2's pair sums: the cheaper of the two paths below, per (row, set) */
+    XAI_PAIRS_LEAVES = 1,  /* leaf pairs (any forest) */
+    XAI_PAIRS_GRIDS = 2    /* per-feature grids of tree pairs (only when every tree is oblivious, else
+                              XAI_E_UNSUPPORTED; see xai_pg2) */
 };
 
 enum {
@@ -136,17 +143,23 @@ int xai_predict(const xai_forest *forest, const double *X, int64_t n_rows, doubl
  * prune_rtol = 0 sums every leaf pair; prune_rtol in (0, 1) leaves out the pairs of the least
  * weighty leaves while a proven bound keeps the relative error of every output below prune_rtol
  * (pg2.c, prune_leaves); anything else is XAI_E_VALUE.
- * pair_terms (may be NULL) receives the number of leaf-pair terms evaluated. */
+ * pairs (XAI_PAIRS_*) chooses how the sums over pairs of trees are taken: leaf by leaf, or, for
+ * oblivious trees (every node of a level has the same split, as CatBoost's symmetric trees; at most
+ * 8 levels and 65536 atoms per categorical feature), as a contraction over per-feature grids of both
+ * trees' boundaries (pg2_grid.c). Both give the same sums up to rounding (the grid path never prunes);
+ * XAI_PAIRS_AUTO takes the one a cost model says is cheaper, per (row, set).
+ * pair_terms (may be NULL) receives the number of leaf-pair terms evaluated (the grid path counts
+ * the products of its contractions). */
 int xai_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
             const uint8_t *mask, int64_t n_sets,
-            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
+            const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs,
             double *out, int64_t *pair_terms);
 
 /* Greedy PG2 ranking: step k adds the feature that maximises sum_o weight[o] * PG2(x, S + {j})
  * (weights finite and >= 0, else XAI_E_VALUE); ties go to the lowest feature index. ranking[i * n_features + k] is the k-th feature,
- * path[i * n_features + k] the objective after adding it. Same cdf layout and prune_rtol as xai_pg2. */
+ * path[i * n_features + k] the objective after adding it. Same cdf layout, prune_rtol and pairs as xai_pg2. */
 int xai_greedy_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
-                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol,
+                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs,
                    const double *output_weight, int32_t *ranking, double *path);
 
 /* One node of the walk layout of local MDI (xai_mdi_layout): each tree's nodes, at the same

@@ -50,7 +50,7 @@ def train():
 
 
 def _fit(kind, frame, y, **extra):
-    params = dict(iterations=20, depth=4, max_ctr_complexity=1, one_hot_max_size=3, **QUIET, **extra)
+    params = {**dict(iterations=20, depth=4, max_ctr_complexity=1, one_hot_max_size=3, **QUIET), **extra}
     if kind == "reg":
         return catboost.CatBoostRegressor(**params).fit(frame, y, cat_features=["c", "d", "e"])
     if kind == "bin":
@@ -289,3 +289,45 @@ def test_acme_asks_catboost_with_its_labels_not_its_hashes(regressor, train):
     Z, _ = import_model(regressor).rows(rows)
     got = explainer._scorer(Z)[:, 0]
     np.testing.assert_allclose(got, regressor.predict(_for_catboost(rows)), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["reg", "multi", "counter"])
+def test_grid_and_leaf_pairs_agree_on_catboost_models(train, kind):
+    """CatBoost's symmetric trees take the grid path (csrc/pg2_grid.c) where it is cheaper: on depth-6 models
+    (a regressor, a 3-class model's vector leaves, Counter CTRs), with background frequencies (labels the model
+    never split on drawn as "other"), a ρ per feature, per-feature σ, NaN in a numeric feature outside S and
+    unseen labels in the rows, the grid path, the leaf pairs and the cost model's choice give the same PG²,
+    and the public value matches the label enumeration through CatBoost's own predict."""
+    from xai_plugins import _native
+    from xai_plugins.perturbation import cdf_table, make_perturbation
+    from xai_plugins.prediction_gap import split_boundaries
+
+    frame, y = train
+    model = _fit(kind, frame, y, depth=6, iterations=12)
+    forest = import_model(model)
+    splits = split_boundaries(forest)
+    rows = _frame(np.random.default_rng(9), 6, unseen=True).reset_index(drop=True)
+    X, _ = forest.rows(rows, allow_nan=True)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    rho = np.array([np.nan, 0.6, np.nan, 0.3, 0.45])
+    sigma = np.array([0.4, 0.3, 0.7, 0.3, 0.3])
+    noise = make_perturbation(forest.n_features, sigma, background=frame, names=forest.feature_names,
+                              labels=forest.category_labels, rho=rho)
+    for S in (["a", "c", "d", "e"], ["c", "d", "e"], ["c"], ["a", "b", "c", "d", "e"]):
+        use = np.isfinite(X[:, 1]) if "b" in S else np.ones(len(X), dtype=bool)
+        Xs = np.ascontiguousarray(X[use])
+        mask = np.zeros((len(Xs), 1, forest.n_features), dtype=np.uint8)
+        mask[:, 0, [forest.feature_names.index(name) for name in S]] = 1
+        table = cdf_table(splits, Xs, noise, np.flatnonzero(mask[0, 0]))
+        got = {p: _native.pg2(splits.c_forest, splits.cdf_offset, Xs, mask, table, n_jobs=1, pairs=p)[0][:, 0]
+               for p in ("leaves", "grids", "auto")}
+        for p in ("grids", "auto"):
+            np.testing.assert_allclose(got[p], got["leaves"], rtol=1e-12, atol=1e-15, err_msg=f"{kind} {S} {p}")
+    if kind == "reg":
+        S = ["a", "c", "d", "e"]
+        laws = {name: (r, frame[name].value_counts(normalize=True).to_dict())
+                for name, r in (("c", 0.6), ("d", 0.3), ("e", 0.45))}
+        public = xp.pg2(model, rows, S, sigma=SIGMA, background=frame, rho=rho).value
+        for i in range(len(rows)):
+            want = label_grid_pg2(model, rows.iloc[i], S, SIGMA * frame["a"].std(ddof=0), laws)[0]
+            assert public[i] == pytest.approx(want, rel=1e-12), i

@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 9
+ABI_VERSION = 11
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -153,12 +153,27 @@ def predict(forest, X: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
     return out
 
 
-def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0) -> tuple[np.ndarray, int]:
+#: ``pairs=`` of :func:`pg2` / :func:`greedy_pg2` -> the C core's XAI_PAIRS_* (csrc/xai.h)
+PAIRS = {"auto": lib.XAI_PAIRS_AUTO, "leaves": lib.XAI_PAIRS_LEAVES, "grids": lib.XAI_PAIRS_GRIDS}
+
+
+def _pairs(pairs: str) -> int:
+    """The C constant of a ``pairs=`` name (InputError for another)."""
+    if pairs not in PAIRS:
+        raise InputError(f"pairs must be one of {', '.join(PAIRS)}, not {pairs!r}")
+    return PAIRS[pairs]
+
+
+def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0,
+        pairs: str = "auto") -> tuple[np.ndarray, int]:
     """PG² for every (row, set): mask (n, n_sets, d) uint8, cdf (n, cdf_len) -> ((n, n_sets, k), pair terms).
     ``cforest`` carries the PG² threshold ranks; ``cdf_offset`` is the matching table layout.
     ``prune_rtol``: 0 sums every leaf pair; in (0, 1) the C core's certified pruning (relative error
-    of every value below it)."""
+    of every value below it). ``pairs``: how the sums over pairs of trees are taken, ``"leaves"`` (leaf
+    pairs), ``"grids"`` (per-feature grids of oblivious trees: UnsupportedModelError unless every tree is
+    oblivious) or ``"auto"`` (the cheaper, per row and set; what the public functions use)."""
     forest, s = cforest.forest, cforest.ptr
+    code = _pairs(pairs)
     n, n_sets = mask.shape[:2]
     out = np.empty((n, n_sets, forest.n_outputs))
     terms = []
@@ -166,7 +181,7 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0)
     def work(a, b):
         count = ffi.new("int64_t *")
         _check(lib.xai_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("uint8_t *", mask[a:b]), n_sets,
-                           _ptr("double *", cdf[a:b]), _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol,
+                           _ptr("double *", cdf[a:b]), _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol, code,
                            _ptr("double *", out[a:b]), count), "PG²", a)
         terms.append(count[0])
 
@@ -175,10 +190,11 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0)
 
 
 def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None,
-               prune_rtol=0.0) -> tuple[np.ndarray, np.ndarray]:
+               prune_rtol=0.0, pairs: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """Greedy PG² ranking per row: ((n, d) int ranking, (n, d) objective after each step);
-    ``prune_rtol`` as for :func:`pg2`."""
+    ``prune_rtol`` and ``pairs`` as for :func:`pg2`."""
     s = cforest.ptr
+    code = _pairs(pairs)
     n, d = X.shape
     ranking = np.empty((n, d), dtype=np.int32)
     path = np.empty((n, d))
@@ -186,8 +202,9 @@ def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None,
 
     def work(a, b):
         _check(lib.xai_greedy_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", cdf[a:b]),
-                                  _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol, _ptr("double *", weight),
-                                  _ptr("int32_t *", ranking[a:b]), _ptr("double *", path[a:b])), "greedy PG²", a)
+                                  _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol, code,
+                                  _ptr("double *", weight), _ptr("int32_t *", ranking[a:b]),
+                                  _ptr("double *", path[a:b])), "greedy PG²", a)
 
     _run_chunks(n, n_jobs, work)
     return ranking, path
