@@ -15,6 +15,8 @@ pd = pytest.importorskip("pandas")
 from xai_plugins.forest import clear_model_cache, import_model  # noqa: E402
 from xai_plugins.forest import xgboost as importer  # noqa: E402
 
+FIRST_TREES, SLICE_BYTES = importer._FIRST_TREES, importer._SLICE_BYTES      # the defaults
+
 
 def _data(n=600, d=5, seed=0):
     rng = np.random.default_rng(seed)
@@ -125,9 +127,14 @@ def test_the_sliced_import_is_the_whole_models(name, monkeypatch):
 
 
 def test_a_small_booster_is_read_whole(monkeypatch):
-    model = _fit("missing")                                            # 30 trees
-    _, parts = _import(model, monkeypatch, importer._FIRST_TREES, importer._SLICE_BYTES)
-    assert parts == 1
+    """30 trees of about 30 nodes: the first slice shows a small model, exported whole."""
+    model = _fit("missing")
+    whole, _ = _import(model, monkeypatch, 10**9, 10**9)
+    default, reads = _import(model, monkeypatch, FIRST_TREES, SLICE_BYTES)
+    assert reads == 2                                                  # the first slice, then the whole model
+    _assert_same_forest(whole, default)
+    _, reads = _import(model, monkeypatch, 30, SLICE_BYTES)
+    assert reads == 1                                                  # no more trees than a first slice
 
 
 def test_dart_is_read_whole_and_refused(monkeypatch):

@@ -202,23 +202,25 @@ def _node_arrays(trees: list[dict]) -> tuple[dict, np.ndarray]:
     return out, offsets
 
 
-#: a booster of more trees than this is exported in slices of boosting rounds (:func:`_read_parts`), the
-#: first one about this many trees; a smaller one in one piece, as the whole model
-_FIRST_TREES = 64
-#: UBJSON bytes aimed at per slice after the first (XGBoost's writer holds about three times a slice's bytes)
+#: a booster of more trees than this may be exported in slices of boosting rounds (:func:`_read_parts`): its
+#: first slice, about this many trees, tells its size; a booster of no more trees is exported whole
+_FIRST_TREES = 16
+#: UBJSON bytes per slice after the first (XGBoost's writer holds about three times a slice's bytes); a
+#: model no larger than this (by its first slice) is exported whole
 _SLICE_BYTES = 8 << 20
 
 
 def _read_parts(booster: Any, rounds: int | None, n_features: int) -> list[dict]:
     """The trees of the booster's rounds [0, ``rounds``) (all: None), read part by part by
-    :func:`_read_part`. A small booster (at most :data:`_FIRST_TREES` trees), or one that is not a plain
-    gbtree, is one part: the whole model. A larger one is read in slices of boosting rounds
-    (``booster[a:b]``, whole rounds: every class's and parallel tree of a round together), each exported,
-    read and let go before the next, so that XGBoost's UBJSON writer (which holds about three times the
-    bytes it writes) and its output buffer hold one slice at a time rather than the whole model: the
-    first slice of about :data:`_FIRST_TREES` trees, each later one of about :data:`_SLICE_BYTES` bytes
-    at the first ones' bytes per round. A slice keeps the model's learner (objective, base_score,
-    feature types), read from the first part only."""
+    :func:`_read_part`. A small booster (at most :data:`_FIRST_TREES` trees), one with a categorical feature or
+    one that is not a plain gbtree is one part: the whole model. A larger one is read in slices of boosting
+    rounds (``booster[a:b]``, whole rounds: every class's and parallel tree of a round together), each
+    exported, read and let go before the next, so that XGBoost's UBJSON writer (which holds about three
+    times the bytes it writes) and its output buffer hold one slice at a time rather than the whole model:
+    a first slice of about :data:`_FIRST_TREES` trees, then slices of about :data:`_SLICE_BYTES` bytes at
+    the bytes per round read so far; where the first slice shows a model of at most :data:`_SLICE_BYTES`
+    bytes, it is exported whole instead (a slice costs time: XGBoost copies its trees). A slice keeps the
+    model's learner (objective, base_score, feature types), read from the first part only."""
     plan = _slice_plan(booster, rounds)
     if plan is None:
         return [_read_part(booster, rounds, n_features, True)]
@@ -231,6 +233,8 @@ def _read_parts(booster: Any, rounds: int | None, n_features: int) -> list[dict]
         parts.append(_read_part(part, None, n_features, not parts))
         del part                                        # frees the slice and XGBoost's buffer of it
         size += parts[-1].pop("bytes")
+        if begin == 0 and end < n_rounds and size * n_rounds <= _SLICE_BYTES * end:
+            return [_read_part(booster, rounds, n_features, True)]          # a small model: whole
         step = max(1, int(_SLICE_BYTES * end // max(size, 1)))
         begin = end
     return parts
