@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _native
 from ..errors import UnsupportedModelError
 from ._ubjson import decode_ubjson
 from .cache import generation
@@ -60,7 +61,7 @@ class XGBoostImporter(LibraryImporter):
         booster = _booster(model)
         n_features, rounds = booster.num_features(), _xgboost_rounds(model)   # no booster call once buffer is read
         parts = _read_parts(booster, rounds, n_features)
-        _release_free_memory()
+        _native.release_free_memory()
         objective, base, n_outputs, n_features, labels, typed = parts[0]["meta"]
         nodes, old_offsets, tree_info, set_splits = _join_parts(parts)
         del parts
@@ -327,17 +328,6 @@ def _save_api() -> tuple | None:
         return _LIB.XGBoosterSaveModelToBuffer, _check_call, c_bst_ulong, make_jcargs
     except (ImportError, AttributeError):
         return None
-
-
-def _release_free_memory() -> None:
-    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere):
-    XGBoost's UBJSON writer frees about three times the model's bytes of scratch memory that the C
-    allocator would otherwise keep resident for the life of the process."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
 
 
 def _margin_intercept(objective: str, base: np.ndarray) -> np.ndarray:
