@@ -35,7 +35,7 @@ whole call, against 2 × the model's own size + the output's, the model's size t
 UBJSON bytes (``save_raw``) and its booster's resident memory (growth of ``xgboost.Booster(model_file=)``
 in a fresh process, which also gives the resident peak of XGBoost's own UBJSON writer alone).
 
-Run: python benchmarks/bench_pg2_production.py [--ref DIR] [--rows 5] [--big] [--memory]
+Run: python benchmarks/bench_pg2_production.py [--ref DIR] [--rows 5] [--big] [--memory | --memory-only]
 """
 
 import argparse
@@ -73,13 +73,18 @@ def california():
     return ((X_train - mean) / std).to_numpy(float), ((X_test - mean) / std).to_numpy(float), y_train
 
 
-def build_models(big: bool) -> dict:
-    """name -> fitted model (the models both builds are timed on)."""
+def build_models(big: bool, memory_only: bool = False) -> dict:
+    """name -> fitted model (the models both builds are timed on; with ``memory_only`` the largest
+    XGBoost model alone)."""
     import xgboost as xgb
     from sklearn.ensemble import RandomForestRegressor
 
     X_train, _, y_train = california()
     sizes = [(100, 6), (500, 6)] + ([(500, 8), (1000, 10)] if big else [])
+    if memory_only:
+        trees, depth = sizes[-1]
+        return {f"xgb {trees}x{depth}": xgb.XGBRegressor(tree_method="hist", max_depth=depth, n_estimators=trees,
+                                                         random_state=0, n_jobs=2).fit(X_train, y_train)}
     models = {}
     for trees, depth in sizes:
         model = xgb.XGBRegressor(tree_method="hist", max_depth=depth, n_estimators=trees, random_state=0,
@@ -285,6 +290,7 @@ def main():
     parser.add_argument("--big", action="store_true", help="also 500 x 8 and 1000 x 10 (S = all only)")
     parser.add_argument("--no-crossover", action="store_true")
     parser.add_argument("--memory", action="store_true", help="peak memory of exact PG² on the largest model")
+    parser.add_argument("--memory-only", action="store_true", help="--memory alone: no timing, no crossover")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
     parser.add_argument("--booster-worker", help=argparse.SUPPRESS)
@@ -300,6 +306,10 @@ def main():
         return
     _, X_test, _ = california()
     rows = X_test[np.random.default_rng(1).choice(len(X_test), args.rows, replace=False)]
+    if args.memory_only:
+        name, model = next(iter(build_models(args.big, memory_only=True).items()))
+        report_memory(name, model, rows[:1], args.ref)
+        return
     models = build_models(args.big)
     kinds = {name: ("all", "pgi2", "greedy") if name == "xgb 100x6" else
              ("all", "pgi2") if name == "xgb 500x6" else ("all",) for name in models}

@@ -85,8 +85,11 @@ enum { SET_CACHE = 64 };
 /* The pruning bound with which a greedy step screens its candidates (greedy_step). */
 #define SCREEN_RTOL 1e-3
 
-/* Entries per (leaf, used feature) in the rank buffer: lo, hi, depth. */
+/* Entries per (leaf, used feature) in the rank buffer: lo, hi, depth; rows_prepare then replaces
+ * them in place by the leaf's refs: the rows U and V of its frac in that feature and one entry of
+ * its border (its constrained features in block_pairs' order). */
 enum { RANK_STRIDE = 3 };
+enum { REF_U, REF_V, REF_BORDER };
 
 /* Inner leaves per block of the leaf-pair loop (a table row is 2 KiB; one outer tree's rows and the
  * levels of block_pairs stay in the second cache level); chosen by timing 128, 256, 512 and 1024 on
@@ -162,7 +165,8 @@ typedef struct {
     int64_t n_leaf;
     double *box; size_t box_cap; int64_t n_box; /* BOX_BLOCKS values per (leaf, used feature) */
     int32_t *rank; size_t rank_cap;       /* [RANK_STRIDE * n_box]: per (leaf, used feature) the (lo, hi]
-                                             ranks and the depth of the node that last narrowed them */
+                                             ranks and the depth of the node that last narrowed them; after
+                                             rows_prepare its refs (REF_U, REF_V, REF_BORDER) in their place */
     double *sq; size_t sq_cap;            /* [n_rec * width] E[c_t^2] */
     double *bound_max;      /* [n_outputs]: sum over trees of max |c| (prune_leaves) */
     leaf_key *order; size_t order_cap;    /* [n_leaf]: the leaves by pruning key */
@@ -182,12 +186,8 @@ typedef struct {
     int32_t *rowmap;        /* [n_features * ROW_TYPES * max_len]: 1 + row of a (position, type, rank), or 0 */
     int32_t n_rows;
     row_def *rowdef; size_t rowdef_cap;   /* [n_rows] */
-    int32_t *refs; size_t refs_cap;       /* holds urow, vrow, border, nband */
-    int32_t *urow;          /* [n_box]: the rows U and V of each frac of a (leaf, used position) */
-    int32_t *border;        /* [n_box]: a leaf's constrained positions q, by depth */
-    int32_t *nband;         /* [n_leaf]: how many */
+    int32_t *nband; size_t nband_cap;     /* [n_leaf]: how many positions a leaf constrains (its border's length) */
     double *level; size_t level_cap;      /* [n_used * CHUNK]: products of the first j + 1 fracs (block_pairs) */
-    int32_t *vrow;
     double *table; size_t table_cap;      /* [n_rows * CHUNK]: the rows over one block */
     int32_t *rec_rows; size_t rec_rows_cap;   /* the rows each record uses, record after record */
     int64_t *rec_rows_at; size_t rec_rows_at_cap; /* [2 * n_rec]: per record, its first row and count */
@@ -217,7 +217,7 @@ static void ws_free(workspace *w)
     free(w->rec); free(w->mean); free(w->bits); free(w->used_pos);
     free(w->leaf_c); free(w->leaf_p); free(w->leaf_b); free(w->leaf_bits); free(w->box); free(w->rank);
     free(w->tree_order);  free(w->col); free(w->block_bits); free(w->after_mean); free(w->group_end);
-    free(w->bands);  free(w->rowmap); free(w->rowdef); free(w->refs); free(w->rec_rows); free(w->rec_rows_at);
+    free(w->bands);  free(w->rowmap); free(w->rowdef); free(w->nband); free(w->rec_rows); free(w->rec_rows_at);
     free(w->pair_acc); free(w->level); free(w->table);
     free(w->sum_mean); free(w->vec); free(w->sq); free(w->bound_max); free(w->order); free(w->order_tmp);
     free(w->pool); free(w->setmap); free(w->set_p); free(w->set_of); free(w->set_hash);
@@ -711,6 +711,33 @@ static int lay_slots(workspace *w)
     return XAI_OK;
 }
 
+/* A leaf's interval (lo, hi] in S position pos (lo: the set id in a categorical one) from its refs
+ * (rows_prepare), which replaced its ranks: the whole line (or set) where the leaf leaves the position
+ * whole (narrow 0), else the boundaries its rows U and V were made at (table_row): A(hi) - A(lo)
+ * below the median, B(lo) - B(hi) above it, C(hi) - A(lo) around it, the set's row; ZERO stands for
+ * lo = 0 (A) or hi = top (B), ONE for hi = top (C). */
+static inline void ref_interval(const workspace *w, int32_t pos, const int32_t *ref, int narrow, int32_t *lo,
+                                int32_t *hi)
+{
+    const int32_t u = ref[REF_U], v = ref[REF_V], top = w->top[pos];
+    if (!narrow) {
+        *lo = is_set_pos(w, pos) ? top : 0;
+        *hi = top;
+        return;
+    }
+    const int type = u == ROW_ONE ? ROW_C : w->rowdef[u].type;
+    if (type == ROW_SET) {
+        *lo = w->rowdef[u].rank;
+        *hi = top;
+    } else if (type == ROW_B) {
+        *lo = w->rowdef[u].rank;
+        *hi = v == ROW_ZERO ? top : w->rowdef[v].rank;
+    } else { /* ROW_A: below the median; ROW_C: around it */
+        *hi = u == ROW_ONE ? top : w->rowdef[u].rank;
+        *lo = v == ROW_ZERO ? 0 : w->rowdef[v].rank;
+    }
+}
+
 /* The columns of the kept leaves [b0, b1) of one block, leaf m at entry m - b0 of each: per slot,
  * F(lo), F(hi), -S(lo), -S(hi) and 1 / mass of the leaf's interval (lo, hi] in that position (all four
  * increase with the boundary; 1 / mass is finite: a kept leaf's probability, and so each of its masses,
@@ -744,7 +771,8 @@ static void block_columns(workspace *w, int64_t b0, int64_t b1, int32_t *rec_at)
                 col[COL_INV * CHUNK + at + l] = 1.0;
             }
         }
-        const int32_t *rank = w->rank + RANK_STRIDE * r->box_start;
+        const int32_t *ref = w->rank + RANK_STRIDE * r->box_start;
+        const uint64_t *leaf_bits = w->leaf_bits + (size_t)r->leaf_start * w->n_words;
         const double *box = w->box + (size_t)BOX_BLOCKS * r->box_start;
         for (int32_t q = 0; q < n_used; q++) {
             const int32_t pos = w->used_pos[r->used_start + q];
@@ -753,8 +781,9 @@ static void block_columns(workspace *w, int64_t b0, int64_t b1, int32_t *rec_at)
             double *col = w->col + (size_t)w->slot[pos] * COL_BLOCKS * CHUNK;
             const int set = is_set_pos(w, pos);
             for (int32_t l = l0; l < l1; l++) {
-                const int32_t lo = rank[RANK_STRIDE * ((size_t)l * n_used + q)];
-                const int32_t hi = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 1];
+                int32_t lo, hi;
+                ref_interval(w, pos, ref + RANK_STRIDE * ((size_t)l * n_used + q),
+                             (int)(leaf_bits[(size_t)l * w->n_words + (pos >> 6)] >> (pos & 63) & 1), &lo, &hi);
                 if (set) { /* the set id, read by block_rows' ROW_SET rows */
                     col[COL_FLO * CHUNK + at + l] = (double)lo;
                 } else {
@@ -769,6 +798,38 @@ static void block_columns(workspace *w, int64_t b0, int64_t b1, int32_t *rec_at)
     }
 }
 
+/* Largest room reserve_leaves takes at once for one buffer, in bytes (of address space: untouched
+ * pages take no memory). */
+#define RESERVE_MAX ((size_t)1 << 30)
+
+/* Room for the per-leaf buffers of collect in the worst case, every leaf of the forest reachable (a
+ * full binary tree of n nodes has (n + 1) / 2 leaves; XGBoost's, LightGBM's and scikit-learn's are),
+ * taken at once before the walk rather than doubled as the leaves come: a buffer that doubles among
+ * others that do is copied at each step and leaves its old copies as holes in the C heap, which the
+ * process keeps (about 20 MB on a 1,000 x depth-10 model, S = all). Pages of the room the leaves do not
+ * reach are never touched; a buffer whose room would exceed RESERVE_MAX grows as before. */
+static int reserve_leaves(workspace *w)
+{
+    const xai_forest *f = w->f;
+    const size_t leaves = ((size_t)f->n_nodes + (size_t)f->n_trees) / 2, W = (size_t)w->width;
+    const size_t n_s = (size_t)w->n_s, n_words = (size_t)w->n_words;
+    const struct {
+        void **buf;
+        size_t *cap, need, elem;
+    } room[] = {
+        {(void **)&w->rank, &w->rank_cap, RANK_STRIDE * leaves * n_s, sizeof(int32_t)},
+        {(void **)&w->box, &w->box_cap, BOX_BLOCKS * leaves * n_s, sizeof(double)},
+        {(void **)&w->leaf_c, &w->leaf_c_cap, leaves * W, sizeof(double)},
+        {(void **)&w->leaf_b, &w->leaf_b_cap, leaves * W, sizeof(double)},
+        {(void **)&w->leaf_p, &w->leaf_p_cap, leaves, sizeof(double)},
+        {(void **)&w->leaf_bits, &w->leaf_bits_cap, leaves * n_words, sizeof(uint64_t)},
+    };
+    for (size_t i = 0; i < sizeof(room) / sizeof(room[0]); i++)
+        if (room[i].need <= RESERVE_MAX / room[i].elem && grow(room[i].buf, room[i].cap, room[i].need, room[i].elem))
+            return XAI_E_NOMEM;
+    return XAI_OK;
+}
+
 /* Collect every tree's reachable leaves for the current (x, S), with their moments; drop trees
  * whose centred values are all zero (they add nothing); prune (see prune_leaves). */
 static int collect(workspace *w)
@@ -780,6 +841,8 @@ static int collect(workspace *w)
     w->n_used_total = 0;
     for (int32_t o = 0; o < f->n_outputs; o++)
         w->bound_max[o] = 0.0;
+    if (reserve_leaves(w) != XAI_OK)
+        return XAI_E_NOMEM;
     for (int32_t k = 0; k < f->n_trees && w->status == XAI_OK; k++) {
         const int32_t t = w->tree_order[k];
         if (grow((void **)&w->rec, &w->rec_cap, (size_t)w->n_rec + 1, sizeof(tree_rec)) ||
@@ -1044,8 +1107,7 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
     const int32_t W = w->width, n_used = rt->n_used, Lt = rt->n_leaf;
     const double *box = w->box + (size_t)BOX_BLOCKS * rt->box_start;
     const double *c = w->leaf_c + rt->leaf_start * W, *b = w->leaf_b + a * W;
-    const int32_t *urow = w->urow + rt->box_start, *vrow = w->vrow + rt->box_start;
-    const int32_t *border = w->border + rt->box_start, *nband = w->nband + rt->leaf_start;
+    const int32_t *ref = w->rank + RANK_STRIDE * rt->box_start, *nband = w->nband + rt->leaf_start;
     const double *table = w->table + off;
     double *prob, *sum_b = w->vec, *weighted = w->vec + W;
     diff_band *bands = w->bands;
@@ -1068,15 +1130,15 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
     for (int32_t l = 0; l < Lt; l++) {
         double weight = 1.0;
         int K = 0;
-        const int32_t *order = border + (size_t)l * n_used;
+        const int32_t *leaf_ref = ref + RANK_STRIDE * (size_t)l * n_used;
         for (int32_t i = 0; i < nband[l]; i++) {
-            const int32_t q = order[i], pos = w->used_pos[rt->used_start + q];
+            const int32_t q = leaf_ref[RANK_STRIDE * i + REF_BORDER], pos = w->used_pos[rt->used_start + q];
             if (!(block_bits[pos >> 6] >> (pos & 63) & 1)) {
                 weight *= box[(size_t)BOX_MASS * n_used * Lt + (size_t)q * Lt + l];
                 continue;
             }
-            cur_u[K] = urow[(size_t)l * n_used + q];
-            cur_v[K] = vrow[(size_t)l * n_used + q];
+            cur_u[K] = leaf_ref[RANK_STRIDE * q + REF_U];
+            cur_v[K] = leaf_ref[RANK_STRIDE * q + REF_V];
             K++;
         }
         for (int32_t o = 0; o < W; o++)
@@ -1149,14 +1211,16 @@ static int32_t table_row(workspace *w, int32_t pos, int type, int32_t r, double 
 }
 
 /* The table rows (see before fused_levels), shared by all records: per (leaf, used position) that
- * the leaf constrains, the rows U (urow) and V (vrow) whose difference is its frac; per leaf its
- * constrained positions in the order block_pairs multiplies them (border, nband); per record the
- * rows it uses (rec_rows). */
+ * the leaf constrains, the rows U (REF_U) and V (REF_V) whose difference is its frac; per leaf its
+ * constrained positions in the order block_pairs multiplies them (REF_BORDER, nband); per record the
+ * rows it uses (rec_rows). The refs take the place of the ranks in w->rank (RANK_STRIDE entries per
+ * (leaf, used position) either way), so that the two never take memory at once; the rows remember
+ * their boundaries, from which ref_interval gives the ranks back. */
 static int rows_prepare(workspace *w)
 {
     const int32_t n_words = w->n_words;
     const size_t n_box = (size_t)w->n_box, n_rec = (size_t)(w->n_rec > 0 ? w->n_rec : 1);
-    if (grow((void **)&w->refs, &w->refs_cap, 3 * n_box + (size_t)w->n_leaf, sizeof(int32_t)) ||
+    if (grow((void **)&w->nband, &w->nband_cap, (size_t)(w->n_leaf > 0 ? w->n_leaf : 1), sizeof(int32_t)) ||
         grow((void **)&w->rec_rows, &w->rec_rows_cap, 2 * n_box, sizeof(int32_t)) ||
         grow((void **)&w->rec_rows_at, &w->rec_rows_at_cap, 2 * n_rec, sizeof(int64_t)) ||
         grow((void **)&w->level, &w->level_cap, (size_t)w->n_s * CHUNK, sizeof(double)) ||
@@ -1164,18 +1228,13 @@ static int rows_prepare(workspace *w)
         grow((void **)&w->setmap, &w->setmap_cap, (size_t)(w->n_pool > 0 ? w->n_pool : 1), sizeof(int32_t)))
         return XAI_E_NOMEM;
     memset(w->setmap, 0, (size_t)(w->n_pool > 0 ? w->n_pool : 1) * sizeof(int32_t));
-    w->urow = w->refs;
-    w->vrow = w->refs + n_box;
-    w->border = w->refs + 2 * n_box;
-    w->nband = w->refs + 3 * n_box;
     w->n_rows = ROW_FIRST;
     int64_t n_list = 0;
     for (int32_t it = 0; it < w->n_rec; it++) {
         const tree_rec *rt = &w->rec[it];
         const int32_t n_used = rt->n_used, Lt = rt->n_leaf;
-        const int32_t *rank = w->rank + RANK_STRIDE * rt->box_start;
+        int32_t *rank = w->rank + RANK_STRIDE * rt->box_start; /* its entries become refs, in place */
         const uint64_t *leaf_bits = w->leaf_bits + (size_t)rt->leaf_start * n_words;
-        int32_t *urow = w->urow + rt->box_start, *vrow = w->vrow + rt->box_start;
         int32_t *list = w->rec_rows + n_list, n = 0;
         w->rec_rows_at[2 * it] = n_list;
         for (int32_t q = 0; q < n_used; q++) {
@@ -1185,7 +1244,7 @@ static int rows_prepare(workspace *w)
             for (int32_t l = 0; l < Lt; l++) {
                 const size_t at = (size_t)l * n_used + q;
                 if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1)) {
-                    urow[at] = vrow[at] = ROW_ZERO; /* not read */
+                    rank[RANK_STRIDE * at + REF_U] = rank[RANK_STRIDE * at + REF_V] = ROW_ZERO; /* not read */
                     continue;
                 }
                 const int32_t lo = rank[RANK_STRIDE * at], hi = rank[RANK_STRIDE * at + 1];
@@ -1203,8 +1262,8 @@ static int rows_prepare(workspace *w)
                     u = hi == top ? ROW_ONE : table_row(w, pos, ROW_C, hi, -S[hi]);
                     v = lo == 0 ? ROW_ZERO : table_row(w, pos, ROW_A, lo, F[lo]);
                 }
-                urow[at] = u;
-                vrow[at] = v;
+                rank[RANK_STRIDE * at + REF_U] = u; /* in place of lo and hi, read above */
+                rank[RANK_STRIDE * at + REF_V] = v;
                 /* the record's list of rows (rowdef[].block marks the rows already in it) */
                 if (u >= ROW_FIRST && w->rowdef[u].block != -2 - (int64_t)it) {
                     w->rowdef[u].block = -2 - (int64_t)it;
@@ -1221,17 +1280,19 @@ static int rows_prepare(workspace *w)
         /* each leaf's constrained positions by the depth of the node that last narrowed them (then q):
          * leaves next to each other in the walk's order share the first ones, and block_pairs their
          * products */
+        int32_t *depth = w->box_dep; /* scratch: the walk is over */
         for (int32_t l = 0; l < Lt; l++) {
-            int32_t *order = w->border + rt->box_start + (size_t)l * n_used, k = 0;
+            int32_t *leaf_ref = rank + RANK_STRIDE * (size_t)l * n_used, k = 0;
+            for (int32_t q = 0; q < n_used; q++) /* the depths go: the border takes their entries */
+                depth[q] = leaf_ref[RANK_STRIDE * q + 2];
             for (int32_t q = 0; q < n_used; q++) {
                 const int32_t pos = w->used_pos[rt->used_start + q];
                 if (!(leaf_bits[(size_t)l * n_words + (pos >> 6)] >> (pos & 63) & 1))
                     continue;
-                const int32_t dep = rank[RANK_STRIDE * ((size_t)l * n_used + q) + 2];
                 int32_t i = k++;
-                for (; i > 0 && rank[RANK_STRIDE * ((size_t)l * n_used + order[i - 1]) + 2] > dep; i--)
-                    order[i] = order[i - 1];
-                order[i] = q;
+                for (; i > 0 && depth[leaf_ref[RANK_STRIDE * (i - 1) + REF_BORDER]] > depth[q]; i--)
+                    leaf_ref[RANK_STRIDE * i + REF_BORDER] = leaf_ref[RANK_STRIDE * (i - 1) + REF_BORDER];
+                leaf_ref[RANK_STRIDE * i + REF_BORDER] = q;
             }
             w->nband[rt->leaf_start + l] = k;
         }

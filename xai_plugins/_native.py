@@ -9,6 +9,7 @@ Python exceptions.
 
 from __future__ import annotations
 
+import ctypes
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,6 +39,18 @@ _ERRORS = {
     lib.XAI_E_UNSUPPORTED: UnsupportedModelError,
     lib.XAI_E_NOMEM: NativeMemoryError,
 }
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere): after a
+    step that frees much memory in blocks the C allocator keeps (XGBoost's UBJSON writer's scratch, numpy
+    temporaries below its mmap threshold), so that they neither stay resident for the life of the process
+    nor add to the peak of a later step whose large blocks come from fresh pages."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 def _check(status: int, what: str, first_row: int = 0) -> None:

@@ -233,6 +233,7 @@ def split_boundaries(forest: Forest) -> SplitBoundaries:
                              column_feature, categories,
                              (forest.split_rule, bool(forest.input_float32), float(forest.zero_threshold)))
     _BOUNDARIES[forest] = cached
+    _native.release_free_memory()       # the temporaries above, before PG²'s C workspace (1,000 x depth 10: 24 MB)
     return cached
 
 

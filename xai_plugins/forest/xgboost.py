@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import sys
 from typing import Any
 
 import numpy as np
 
+from .. import _native
 from ..errors import UnsupportedModelError
 from ._ubjson import decode_ubjson
 from .cache import generation
@@ -52,43 +54,19 @@ class XGBoostImporter(LibraryImporter):
         return xgboost is not None and issubclass(cls, (xgboost.Booster, xgboost.XGBModel))
 
     def to_forest(self, model: Any) -> Forest:
-        """Trees read from the booster's UBJSON, the rounds its ``predict`` uses: each tree's node arrays
-        go straight from the model's bytes into arrays of the Forest's dtypes (no per-tree copies, no
-        concatenation), and the bytes are let go before the trees are renumbered."""
+        """Trees read from the booster's UBJSON, the rounds its ``predict`` uses: a large booster is
+        exported in slices of boosting rounds, each read and let go before the next (:func:`_read_parts`);
+        each tree's node arrays go straight from the model's bytes into arrays of the Forest's dtypes (no
+        per-tree copies), and the bytes are let go before the trees are renumbered."""
         booster = _booster(model)
         n_features, rounds = booster.num_features(), _xgboost_rounds(model)   # no booster call once buffer is read
-        buffer = _model_buffer(booster)
-        doc = learner = gb = trees = None
-        try:
-            doc = decode_ubjson(buffer, skip=_UNUSED_TREE_ARRAYS, views=True)
-            learner = doc["learner"]
-            gb = learner["gradient_booster"]
-            if gb["name"] != "gbtree":
-                raise UnsupportedModelError(f"XGBoost booster '{gb['name']}' is not supported; only gbtree is")
-            params = learner["learner_model_param"]
-            n_class = int(params.get("num_class", "0"))
-            n_target = int(params.get("num_target", "1"))
-            n_outputs = max(n_class, n_target, 1)
-            objective = learner["objective"]["name"]
-            base = _margin_intercept(objective, _parse_floats(params["base_score"]))
-            base = np.broadcast_to(base, (n_outputs,)).copy()
-            tree_info = np.array(gb["model"]["tree_info"], dtype=np.int64)
-            n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
-            trees = gb["model"]["trees"][:n_used]
-            if not trees:
-                raise UnsupportedModelError("the XGBoost model has no trees")
-            if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
-                raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
-                                            "are not supported")
-            nodes, old_offsets = _node_arrays(trees)
-            n_features = int(params.get("num_feature", "0")) or n_features
-            labels = _xgboost_labels(gb["model"].get("cats"), n_features)
-            typed = [t == "c" for t in learner.get("feature_types") or ()]
-            set_splits = [(t, {key: np.array(tree[key], dtype=np.int64) for key in _CATEGORY_ARRAYS})
-                          for t, tree in enumerate(trees) if np.any(tree.get("split_type", ()))]
-        finally:        # even on an error: the views into XGBoost's buffer go before XGBoost reuses it
-            doc = learner = gb = trees = buffer = None
-        _release_free_memory()
+        parts = _read_parts(booster, rounds, n_features)
+        _native.release_free_memory()
+        objective, base, n_outputs, n_features, labels, typed = parts[0]["meta"]
+        nodes, old_offsets, tree_info, set_splits = _join_parts(parts)
+        del parts
+        if len(old_offsets) == 1:
+            raise UnsupportedModelError("the XGBoost model has no trees")
         order, offsets, left, right = preorder(nodes.pop("left_children"), nodes.pop("right_children"), old_offsets)
         categorical = {} if not set_splits and not any(typed) and labels is None else \
             _xgboost_categories(set_splits, old_offsets, order, nodes["split_indices"], labels, typed, n_features)
@@ -101,7 +79,7 @@ class XGBoostImporter(LibraryImporter):
         threshold[left < 0] = 0.0
         forest_arrays = dict(left_child=left, right_child=right, feature=feature, threshold=threshold,
                              missing_left=missing_left, value=cond, tree_offset=offsets,
-                             tree_target=tree_info[:len(old_offsets) - 1], **categorical)
+                             tree_target=tree_info, **categorical)
         task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
         if task == "classification":
             outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
@@ -225,6 +203,122 @@ def _node_arrays(trees: list[dict]) -> tuple[dict, np.ndarray]:
     return out, offsets
 
 
+#: a booster of more trees than this may be exported in slices of boosting rounds (:func:`_read_parts`): its
+#: first slice, about this many trees, tells its size; a booster of no more trees is exported whole
+_FIRST_TREES = 16
+#: UBJSON bytes per slice after the first (XGBoost's writer holds about three times a slice's bytes); a
+#: model no larger than this (by its first slice) is exported whole
+_SLICE_BYTES = 8 << 20
+
+
+def _read_parts(booster: Any, rounds: int | None, n_features: int) -> list[dict]:
+    """The trees of the booster's rounds [0, ``rounds``) (all: None), read part by part by
+    :func:`_read_part`. A small booster (at most :data:`_FIRST_TREES` trees), one with a categorical feature or
+    one that is not a plain gbtree is one part: the whole model. A larger one is read in slices of boosting
+    rounds (``booster[a:b]``, whole rounds: every class's and parallel tree of a round together), each
+    exported, read and let go before the next, so that XGBoost's UBJSON writer (which holds about three
+    times the bytes it writes) and its output buffer hold one slice at a time rather than the whole model:
+    a first slice of about :data:`_FIRST_TREES` trees, then slices of about :data:`_SLICE_BYTES` bytes at
+    the bytes per round read so far; where the first slice shows a model of at most :data:`_SLICE_BYTES`
+    bytes, it is exported whole instead (a slice costs time: XGBoost copies its trees). A slice keeps the
+    model's learner (objective, base_score, feature types), read from the first part only."""
+    plan = _slice_plan(booster, rounds)
+    if plan is None:
+        return [_read_part(booster, rounds, n_features, True)]
+    n_rounds, per_round = plan
+    parts: list[dict] = []
+    begin, step, size = 0, max(1, _FIRST_TREES // per_round), 0
+    while begin < n_rounds:
+        end = min(n_rounds, begin + step)
+        part = booster[begin:end]
+        parts.append(_read_part(part, None, n_features, not parts))
+        del part                                        # frees the slice and XGBoost's buffer of it
+        size += parts[-1].pop("bytes")
+        if begin == 0 and end < n_rounds and size * n_rounds <= _SLICE_BYTES * end:
+            return [_read_part(booster, rounds, n_features, True)]          # a small model: whole
+        step = max(1, int(_SLICE_BYTES * end // max(size, 1)))
+        begin = end
+    return parts
+
+
+def _slice_plan(booster: Any, rounds: int | None) -> tuple[int, int] | None:
+    """(rounds to read, trees per round) when the booster is read in slices (see :func:`_read_parts`):
+    a gbtree booster of more than :data:`_FIRST_TREES` trees in those rounds and no categorical feature
+    (``booster[a:b]`` leaves out the categories the model stores); None to read it whole."""
+    try:
+        learner = json.loads(booster.save_config())["learner"]
+        gb, params = learner["gradient_booster"], learner["learner_model_param"]
+        if gb["name"] != "gbtree":
+            return None                                 # DART keeps per-tree weights: read whole (and refused)
+        if "c" in (booster.feature_types or ()):
+            return None                                 # a slice drops the model's categories (XGBoost 3.x)
+        per_round = max(int(params.get("num_class", "0")), int(params.get("num_target", "1")), 1) * \
+            int(gb["gbtree_model_param"]["num_parallel_tree"])
+        total = booster.num_boosted_rounds()
+    except (KeyError, TypeError, ValueError):
+        return None
+    n_rounds = total if rounds is None else rounds
+    if not 0 < n_rounds <= total or n_rounds * per_round <= _FIRST_TREES:
+        return None
+    return n_rounds, per_round
+
+
+def _read_part(booster: Any, rounds: int | None, n_features: int, first: bool) -> dict:
+    """What the import needs of one part of a model (the whole booster or a slice of it), copied out of
+    its UBJSON (XGBoost's own output buffer, read in place and let go on return, even on an error):
+    ``nodes`` and ``offsets`` (:func:`_node_arrays`) of its trees of rounds [0, ``rounds``) (all: None),
+    their ``tree_info`` (output per tree), ``set_splits`` (the ``categories*`` arrays of each tree with a
+    categorical split, by tree index within the part), ``bytes`` (the part's UBJSON size) and, for the
+    ``first`` part, ``meta``: (objective, margin base score per output, outputs, features, category
+    labels, which features have type "c")."""
+    buffer = _model_buffer(booster)
+    doc = learner = gb = trees = None
+    try:
+        doc = decode_ubjson(buffer, skip=_UNUSED_TREE_ARRAYS, views=True)
+        learner = doc["learner"]
+        gb = learner["gradient_booster"]
+        if gb["name"] != "gbtree":
+            raise UnsupportedModelError(f"XGBoost booster '{gb['name']}' is not supported; only gbtree is")
+        out: dict = {"bytes": len(buffer)}
+        if first:
+            params = learner["learner_model_param"]
+            n_outputs = max(int(params.get("num_class", "0")), int(params.get("num_target", "1")), 1)
+            objective = learner["objective"]["name"]
+            base = _margin_intercept(objective, _parse_floats(params["base_score"]))
+            n_features = int(params.get("num_feature", "0")) or n_features
+            out["meta"] = (objective, np.broadcast_to(base, (n_outputs,)).copy(), n_outputs, n_features,
+                           _xgboost_labels(gb["model"].get("cats"), n_features),
+                           [t == "c" for t in learner.get("feature_types") or ()])
+        tree_info = np.array(gb["model"]["tree_info"], dtype=np.int64)
+        n_used = len(tree_info) if rounds is None else int(gb["model"]["iteration_indptr"][rounds])
+        trees = gb["model"]["trees"][:n_used]
+        if any(int(tree["tree_param"].get("size_leaf_vector", "1")) > 1 for tree in trees):
+            raise UnsupportedModelError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') "
+                                        "are not supported")
+        out["nodes"], out["offsets"] = _node_arrays(trees)
+        out["tree_info"] = tree_info[:len(trees)]
+        out["set_splits"] = [(t, {key: np.array(tree[key], dtype=np.int64) for key in _CATEGORY_ARRAYS})
+                             for t, tree in enumerate(trees) if np.any(tree.get("split_type", ()))]
+    finally:        # the views into XGBoost's buffer go before XGBoost reuses or frees it
+        doc = learner = gb = trees = buffer = None
+    return out
+
+
+def _join_parts(parts: list[dict]) -> tuple[dict, np.ndarray, np.ndarray, list]:
+    """The parts' node arrays joined field by field (each part's field let go once copied; one part's
+    are taken as they are), the node offsets of all their trees, the trees' outputs, and their
+    categorical splits by tree index in the model."""
+    if len(parts) == 1:
+        return parts[0]["nodes"], parts[0]["offsets"], parts[0]["tree_info"], parts[0]["set_splits"]
+    tree_at = np.cumsum([0] + [len(part["tree_info"]) for part in parts])
+    node_at = np.cumsum([0] + [int(part["offsets"][-1]) for part in parts])
+    offsets = np.concatenate([part["offsets"][:-1] + at for part, at in zip(parts, node_at)] + [node_at[-1:]])
+    nodes = {key: np.concatenate([part["nodes"].pop(key) for part in parts]) for key in _NODE_ARRAYS}
+    tree_info = np.concatenate([part["tree_info"] for part in parts])
+    set_splits = [(int(at) + t, arrays) for part, at in zip(parts, tree_at) for t, arrays in part["set_splits"]]
+    return nodes, offsets, tree_info, set_splits
+
+
 def _save_api() -> tuple | None:
     """What ``save_raw`` calls XGBoost's C library with (the C function, its status check, its length type
     and its argument encoder), or None where this XGBoost lays them out otherwise."""
@@ -234,17 +328,6 @@ def _save_api() -> tuple | None:
         return _LIB.XGBoosterSaveModelToBuffer, _check_call, c_bst_ulong, make_jcargs
     except (ImportError, AttributeError):
         return None
-
-
-def _release_free_memory() -> None:
-    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing elsewhere):
-    XGBoost's UBJSON writer frees about three times the model's bytes of scratch memory that the C
-    allocator would otherwise keep resident for the life of the process."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
 
 
 def _margin_intercept(objective: str, base: np.ndarray) -> np.ndarray:
