@@ -18,7 +18,9 @@
 
 enum {
     GROUP = 16,    /* rows walked in lockstep (local_mdi.c measures the gain) */
-    MAX_BOXED = 4  /* leaf boxes are kept for at most this many changed features (memory) */
+    MAX_BOXED = 4,   /* leaf boxes are kept for at most this many changed features (memory) */
+    CHUNK = 1 << 14, /* rows a leaf table's build walks together (their values: n_features columns) */
+    DECLINED = -1    /* table_walk: the table would exceed its entries per row (not an error) */
 };
 
 /* One node of the walk layout. split: at an internal node 4 * feature + 2 * flipped + missing_left;
@@ -181,33 +183,20 @@ int xai_reroute_prepare(const xai_forest *forest, const xai_reroute_spec *spec, 
     return xai_error_return(prepare(forest, spec, layout));
 }
 
-/* The argument checks of xai_reroute. */
-static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a)
-{
-    if (f == NULL || L == NULL || a == NULL || a->X == NULL || a->new_values == NULL || a->leaf == NULL ||
-        (a->start_leaf != NULL && a->moved == NULL) || a->n_rows < 0 ||
-        (a->delta != NULL && (a->start_leaf == NULL || a->node_value == NULL || a->width < 1)))
-        return XAI_E_SIZE;
-    if (L->tree >= f->n_trees || L->n_features != f->n_features ||
-        L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
-        return XAI_E_INDEX;    /* a layout of another forest */
-    const int64_t base = f->tree_offset[L->tree], end = f->tree_offset[L->tree + 1];
-    for (int64_t i = 0; a->start_leaf != NULL && i < a->n_rows; i++) {
-        const int32_t g = a->start_leaf[i];
-        if (g < base || g >= end || f->left_child[g] >= 0) {
-            xai_error_at(L->tree, -1, i);
-            return XAI_E_INDEX;
-        }
-    }
-    return XAI_OK;
-}
-
 /* x as the model compares it (xai_input_value, with the forest's settings read once). */
 static inline double model_value(double x, int float32, double zero_threshold)
 {
     if (zero_threshold > 0.0 && fabs(x) <= zero_threshold)
         x = 0.0;
     return float32 ? (double)(float)x : x;
+}
+
+/* 1 when x goes to the left child of the internal node w, branch-free (both comparisons are false for
+ * NaN, which then goes where missing_left says; a flipped node swaps its children). */
+static inline int32_t goes_left(const walk_node *w, double x, int strict_left)
+{
+    return ((strict_left ? x < w->threshold : x <= w->threshold) | ((isnan(x) != 0) & w->split)) ^
+           ((w->split >> 1) & 1);
 }
 
 /* Walks the rows values[q * d ..] (q < n, as the model compares them) from the root of the walk
@@ -232,10 +221,7 @@ static inline void descend(const walk_node *walk, const double *values, int32_t 
                 at[q] = w->right;
                 continue;
             }
-            const double x = values[q * d + (split >> 2)];
-            /* both comparisons are false for NaN, which then goes where missing_left says */
-            const int32_t left = ((strict_left ? x < w->threshold : x <= w->threshold) | ((isnan(x) != 0) & split)) ^
-                                 ((split >> 1) & 1);
+            const int32_t left = goes_left(w, values[q * d + (split >> 2)], strict_left);
             at[q] = ((at[q] + 1) & -left) | (w->right & (left - 1));
             live[kept++] = q;
         }
@@ -254,6 +240,297 @@ static inline int in_box(const double *now, const double *box, int32_t K, int fl
     return 1;
 }
 
+/* Entries of leaf tables: the leaf (local id) an interval of v reaches and the interval's upper end, and,
+ * while a table is built, the row. */
+typedef struct {
+    int32_t *leaf, *row;   /* row: NULL in a finished table (its rows are implicit in start) */
+    double *upper;
+    int64_t n, capacity;
+} entry_list;
+
+/* Grows e (and its rows when with_rows) to hold at least `needed` entries. */
+static int reserve(entry_list *e, int64_t needed, int with_rows)
+{
+    if (needed <= e->capacity)
+        return XAI_OK;
+    int64_t grown = e->capacity > 512 ? e->capacity : 512;
+    while (grown < needed)
+        grown *= 2;
+    if ((uint64_t)grown > SIZE_MAX / sizeof(double))
+        return XAI_E_NOMEM;
+    int32_t *leaf = realloc(e->leaf, (size_t)grown * sizeof(int32_t));
+    if (leaf != NULL)
+        e->leaf = leaf;
+    double *upper = leaf != NULL ? realloc(e->upper, (size_t)grown * sizeof(double)) : NULL;
+    if (upper != NULL)
+        e->upper = upper;
+    int32_t *row = upper != NULL && with_rows ? realloc(e->row, (size_t)grown * sizeof(int32_t)) : NULL;
+    if (row != NULL)
+        e->row = row;
+    if (upper == NULL || (with_rows && row == NULL))
+        return XAI_E_NOMEM;
+    e->capacity = grown;
+    return XAI_OK;
+}
+
+static void entries_free(entry_list *e)
+{
+    free(e->leaf);
+    free(e->row);
+    free(e->upper);
+}
+
+struct xai_reroute_table {
+    const xai_reroute_layout *layout;
+    int64_t n_rows;
+    int64_t *start;        /* [n_rows + 1]: row i's entries are [start[i], start[i + 1]), increasing in v */
+    entry_list entries;
+};
+
+void xai_reroute_table_free(xai_reroute_table *table)
+{
+    if (table == NULL)
+        return;
+    free(table->start);
+    entries_free(&table->entries);
+    free(table);
+}
+
+/* The local leaf a finite value v (as the model compares it) reaches for row i: the first entry of the
+ * row whose interval ends at or above v (above, for x < threshold splits). The last entry's interval
+ * ends at +inf. */
+static inline int32_t table_leaf(const xai_reroute_table *t, int64_t i, double v, int strict_left)
+{
+    const double *upper = t->entries.upper;
+    int64_t lo = t->start[i], hi = t->start[i + 1] - 1;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (strict_left ? v < upper[mid] : v <= upper[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return t->entries.leaf[lo];
+}
+
+/* A subtree still to visit by table_chunk: the rows arena[begin .. begin + count) for the values of v
+ * from lo to hi. Popping it frees the arena above arena_end (the subtrees visited before it). */
+typedef struct {
+    int32_t node, count;
+    int64_t begin, arena_end;
+    double lo, hi;
+} span;
+
+/* The scratch of table_chunk, kept across chunks. */
+typedef struct {
+    double *cols;       /* [n_features][CHUNK]: the chunk's values as the model compares them */
+    int32_t *arena;     /* the rows of the spans on the stack */
+    int64_t arena_capacity;
+    span *stack;        /* [max depth + 2]: a split on j leaves at most one span pending per level */
+    entry_list found;   /* the chunk's entries, in the order the walk finds them */
+    int64_t *next;      /* [CHUNK + 1] */
+} table_scratch;
+
+static int reserve_arena(table_scratch *w, int64_t needed)
+{
+    if (needed <= w->arena_capacity)
+        return XAI_OK;
+    const int64_t grown = needed > 2 * w->arena_capacity ? needed : 2 * w->arena_capacity;
+    int32_t *arena = (uint64_t)grown <= SIZE_MAX / sizeof(int32_t) ? realloc(w->arena, (size_t)grown * sizeof(int32_t))
+                                                                    : NULL;
+    if (arena == NULL)
+        return XAI_E_NOMEM;
+    w->arena = arena;
+    w->arena_capacity = grown;
+    return XAI_OK;
+}
+
+/* Finds the leaves of the m rows X[i0 * d ..]: one depth-first walk of the layout for all of them. At a
+ * split on another feature the rows are partitioned between the children by their own values; at a
+ * split on the changed feature j all of them visit both children, the lower values of v first, each
+ * child for its part of the interval of v (an empty part is skipped). A row thus meets its leaves in
+ * increasing order of v; the entries are found in w->found (row, leaf, upper end). */
+static int table_walk(const xai_forest *f, const xai_reroute_layout *L, const double *X, int64_t i0, int32_t m,
+                      int64_t max_entries, table_scratch *w)
+{
+    const int32_t d = L->n_features, j = L->changed[0];
+    const int strict_left = f->split_rule == XAI_LEFT_IF_LT, float32 = f->input_float32 != 0;
+    for (int32_t q = 0; q < m; q++)
+        for (int32_t k = 0; k < d; k++)
+            w->cols[(int64_t)k * CHUNK + q] = model_value(X[(i0 + q) * d + k], float32, f->zero_threshold);
+    int status = reserve_arena(w, m);
+    for (int32_t q = 0; status == XAI_OK && q < m; q++)
+        w->arena[q] = q;
+    entry_list *found = &w->found;
+    found->n = 0;
+    int64_t top = 0;
+    w->stack[top++] = (span){0, m, 0, m, -INFINITY, INFINITY};
+    while (status == XAI_OK && top > 0) {
+        const span s = w->stack[--top];
+        const walk_node *n = L->walk + s.node;
+        const int64_t used = s.arena_end;
+        if (n->split < 0) {
+            if (max_entries > 0 && found->n + s.count > max_entries)
+                return DECLINED;
+            status = reserve(found, found->n + s.count, 1);
+            for (int32_t q = 0; status == XAI_OK && q < s.count; q++) {
+                found->row[found->n] = w->arena[s.begin + q];
+                found->leaf[found->n] = n->right;
+                found->upper[found->n++] = s.hi;
+            }
+        } else if ((n->split >> 2) == j) {   /* a flipped node sends the values below its threshold right */
+            const int flipped = (n->split >> 1) & 1;
+            const int32_t below = flipped ? n->right : s.node + 1, above = flipped ? s.node + 1 : n->right;
+            const double cut = n->threshold, upper_lo = cut > s.lo ? cut : s.lo, lower_hi = cut < s.hi ? cut : s.hi;
+            if (s.hi > upper_lo)
+                w->stack[top++] = (span){above, s.count, s.begin, used, upper_lo, s.hi};
+            if (lower_hi > s.lo)
+                w->stack[top++] = (span){below, s.count, s.begin, used, s.lo, lower_hi};
+        } else if ((status = reserve_arena(w, used + s.count)) == XAI_OK) {
+            const double *col = w->cols + (int64_t)(n->split >> 2) * CHUNK;
+            int64_t left = used, right = used + s.count - 1;
+            for (int32_t q = 0; q < s.count; q++) {   /* each row is written at both ends; one end keeps it */
+                const int32_t r = w->arena[s.begin + q], goes = goes_left(n, col[r], strict_left);
+                w->arena[left] = r;
+                w->arena[right] = r;
+                left += goes;
+                right -= 1 - goes;
+            }
+            const int32_t n_left = (int32_t)(left - used);
+            const int64_t end = used + s.count;
+            if (n_left < s.count)
+                w->stack[top++] = (span){n->right, s.count - n_left, left, end, s.lo, s.hi};
+            if (n_left > 0)
+                w->stack[top++] = (span){s.node + 1, n_left, used, end, s.lo, s.hi};
+        }
+    }
+    return status;
+}
+
+/* Appends the chunk's entries (w->found) to the table, grouped by row (rows i0 .. i0 + m), each row's in
+ * the order found. */
+static int table_append(xai_reroute_table *t, int64_t i0, int32_t m, table_scratch *w)
+{
+    const entry_list *found = &w->found;
+    entry_list *e = &t->entries;
+    const int64_t chunks = (t->n_rows - i0 + m - 1) / (m > 0 ? m : 1);   /* this one and those to come */
+    int status = reserve(e, e->n + (i0 == 0 ? found->n + found->n / 8 : 1) * chunks, 0);   /* grown once */
+    if (status == XAI_OK)
+        status = reserve(e, e->n + found->n, 0);
+    if (status != XAI_OK)
+        return status;
+    for (int32_t q = 0; q <= m; q++)
+        w->next[q] = 0;
+    for (int64_t k = 0; k < found->n; k++)
+        w->next[found->row[k] + 1]++;
+    w->next[0] = e->n;
+    for (int32_t q = 0; q < m; q++) {
+        w->next[q + 1] += w->next[q];
+        t->start[i0 + q] = w->next[q];
+    }
+    for (int64_t k = 0; k < found->n; k++) {
+        const int64_t at = w->next[found->row[k]]++;
+        e->leaf[at] = found->leaf[k];
+        e->upper[at] = found->upper[k];
+    }
+    e->n += found->n;
+    return XAI_OK;
+}
+
+/* The deepest level of the walk layout's nodes (pre-order: a node comes before its children). depth:
+ * scratch of n_nodes entries. */
+static int32_t max_depth(const xai_reroute_layout *L, int32_t *depth)
+{
+    int32_t deepest = 0;
+    depth[0] = 0;
+    for (int64_t p = 0; p < L->n_nodes; p++) {
+        if (L->walk[p].split < 0)
+            continue;
+        depth[p + 1] = depth[L->walk[p].right] = depth[p] + 1;
+        if (depth[p] + 1 > deepest)
+            deepest = depth[p] + 1;
+    }
+    return deepest;
+}
+
+static int table_build(const xai_forest *f, const xai_reroute_layout *L, const double *X, int64_t n_rows,
+                       int32_t max_per_row, xai_reroute_table **out)
+{
+    if (f == NULL || L == NULL || out == NULL || (X == NULL && n_rows > 0) || n_rows < 0 || max_per_row < 0)
+        return XAI_E_SIZE;
+    *out = NULL;
+    if (L->n_changed != 1)
+        return XAI_E_UNSUPPORTED;   /* intervals of one feature's value */
+    if (L->tree >= f->n_trees || L->n_features != f->n_features ||
+        L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
+        return XAI_E_INDEX;         /* a layout of another forest */
+    table_scratch w = {0};
+    int32_t *depth = xai_alloc(L->n_nodes, sizeof(int32_t));
+    xai_reroute_table *t = calloc(1, sizeof(xai_reroute_table));
+    int status = XAI_E_NOMEM;
+    if (depth != NULL && t != NULL) {
+        t->layout = L;
+        t->n_rows = n_rows;
+        t->start = xai_alloc(n_rows + 1, sizeof(int64_t));
+        w.cols = xai_alloc((int64_t)CHUNK * L->n_features, sizeof(double));
+        w.stack = xai_alloc((int64_t)max_depth(L, depth) + 2, sizeof(span));
+        w.next = xai_alloc(CHUNK + 1, sizeof(int64_t));
+        if (t->start != NULL && w.cols != NULL && w.stack != NULL && w.next != NULL)
+            status = XAI_OK;
+    }
+    for (int64_t i0 = 0; status == XAI_OK && i0 < n_rows; i0 += CHUNK) {
+        const int32_t m = (int32_t)(n_rows - i0 < CHUNK ? n_rows - i0 : CHUNK);
+        status = table_walk(f, L, X, i0, m, (int64_t)max_per_row * m, &w);
+        if (status == XAI_OK)
+            status = table_append(t, i0, m, &w);
+    }
+    if (status == XAI_OK) {
+        t->start[n_rows] = t->entries.n;
+        *out = t;
+    } else {
+        xai_reroute_table_free(t);
+        if (status == DECLINED)
+            status = XAI_OK;   /* *out stays NULL */
+    }
+    free(depth);
+    free(w.cols);
+    free(w.arena);
+    free(w.stack);
+    entries_free(&w.found);
+    free(w.next);
+    return status;
+}
+
+int xai_reroute_table_build(const xai_forest *forest, const xai_reroute_layout *layout, const double *X,
+                            int64_t n_rows, int32_t max_per_row, xai_reroute_table **table)
+{
+    xai_error_clear();
+    return xai_error_return(table_build(forest, layout, X, n_rows, max_per_row, table));
+}
+
+/* The argument checks of xai_reroute. */
+static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xai_reroute_args *a)
+{
+    if (f == NULL || L == NULL || a == NULL || a->X == NULL || a->new_values == NULL || a->leaf == NULL ||
+        (a->start_leaf != NULL && a->moved == NULL) || a->n_rows < 0 ||
+        (a->delta != NULL && (a->start_leaf == NULL || a->node_value == NULL || a->width < 1)))
+        return XAI_E_SIZE;
+    if (L->tree >= f->n_trees || L->n_features != f->n_features ||
+        L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
+        return XAI_E_INDEX;    /* a layout of another forest */
+    if (a->table != NULL && (a->table->layout != L || a->table->n_rows != a->n_rows))
+        return XAI_E_INDEX;    /* a table of another layout, or of other rows */
+    const int64_t base = f->tree_offset[L->tree], end = f->tree_offset[L->tree + 1];
+    for (int64_t i = 0; a->start_leaf != NULL && i < a->n_rows; i++) {
+        const int32_t g = a->start_leaf[i];
+        if (g < base || g >= end || f->left_child[g] >= 0) {
+            xai_error_at(L->tree, -1, i);
+            return XAI_E_INDEX;
+        }
+    }
+    return XAI_OK;
+}
+
 /* The leaves, moved rows and their changes of node value of xai_reroute, GROUP rows at a time: the rows that leave their start
  * leaf's box (every row without start leaves) are copied, as the model compares them and with their new values, into the row buffer
  * values[GROUP * n_features] and walked together. The arguments are read into locals once: stores
@@ -270,6 +547,7 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
     int32_t *leaf = a->leaf;
     int64_t *moved = a->moved;
     double *delta = a->delta;
+    const xai_reroute_table *table = a->table;
     const int strict_left = f->split_rule == XAI_LEFT_IF_LT, float32 = f->input_float32 != 0;
     int64_t count = 0, row[GROUP];
     int32_t at[GROUP];
@@ -279,9 +557,16 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
         for (int64_t i = i0; i < i1; i++) {
             if (start_leaf != NULL)
                 leaf[i] = start_leaf[i];
-            if (boxes != NULL && in_box(new_values + i * K, boxes + (start_leaf[i] - base) * 2 * K, K, float32, zero,
-                                        strict_left))
+            if (table != NULL) {   /* K = 1 */
+                const double v = model_value(new_values[i], float32, zero);
+                if (isfinite(v)) {
+                    leaf[i] = (int32_t)(base + table_leaf(table, i, v, strict_left));
+                    continue;
+                }
+            } else if (boxes != NULL && in_box(new_values + i * K, boxes + (start_leaf[i] - base) * 2 * K, K, float32,
+                                               zero, strict_left)) {
                 continue;
+            }
             double *x = values + (int64_t)n * d;
             for (int32_t j = 0; j < d; j++)
                 x[j] = model_value(X[i * d + j], float32, zero);

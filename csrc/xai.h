@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 11
+#define XAI_ABI_VERSION 12
 
 /* cffi-cdef-begin */
 enum {
@@ -202,6 +202,18 @@ typedef struct xai_reroute_layout xai_reroute_layout;
 int xai_reroute_prepare(const xai_forest *forest, const xai_reroute_spec *spec, xai_reroute_layout **layout);
 void xai_reroute_free(xai_reroute_layout *layout);
 
+/* A leaf table of one changed feature (n_changed = 1) over the rows X[n_rows * n_features]: for every
+ * row, the leaves its other values reach as the changed feature's value v runs over the real line, in
+ * increasing order of v, with the upper ends of their intervals of v. Built once for a layout and rows
+ * (xai_reroute_table_build: about a walk of the rows plus a sixth of one per entry per row), it routes
+ * each permutation of the feature by a binary search per row instead of a walk
+ * (xai_reroute_args.table); freed by xai_reroute_table_free (NULL is fine). max_per_row > 0: *table
+ * is left NULL (XAI_OK) as soon as a block of rows needs more entries per row than that. */
+typedef struct xai_reroute_table xai_reroute_table;
+int xai_reroute_table_build(const xai_forest *forest, const xai_reroute_layout *layout, const double *X,
+                            int64_t n_rows, int32_t max_per_row, xai_reroute_table **table);
+void xai_reroute_table_free(xai_reroute_table *table);
+
 /* Arguments of xai_reroute: row i has the old values X[i * n_features ..] except in the changed
  * features, whose new values are new_values[i * n_changed + k] (changed[k]); start_leaf[i] is the
  * global leaf its old values reach. */
@@ -218,6 +230,8 @@ typedef struct {
     const double *node_value;   /* [n_nodes * width], read only when delta is not NULL */
     int32_t width;              /* >= 1 when delta is not NULL */
     double *delta;              /* out [n_rows * width slots] or NULL (needs start_leaf) */
+    const xai_reroute_table *table; /* NULL, or the layout's table built on these X and n_rows: finite new
+                                       values are looked up in it, the others walk */
 } xai_reroute_args;
 
 /* Fills args->leaf, args->moved and args->n_moved (the same leaves as walks from the root): a row

@@ -158,12 +158,16 @@ def sklearn_layouts(tables, walked=None):
             if walked is not None:
                 walked.append(t)
 
-        def route(self, X, start, new_values=None, node_value=None):
+        def table(self, X, max_per_row=0):
+            return len(X)   # the oracle walks every row: its table only stands for the rows' count
+
+        def route(self, X, start, new_values=None, node_value=None, table=None):
+            assert table is None or table == len(X)
             rows = X.copy()
             if new_values is not None:
                 rows[:, self.cols] = new_values
             leaf = (self.tree.apply(rows.astype(np.float32)) + self.offset).astype(np.int32)
-            moved = np.flatnonzero(leaf != start)
+            moved = np.flatnonzero(leaf != start) if start is not None else np.empty(0, dtype=np.int64)
             if node_value is None:
                 return leaf, moved
             return leaf, moved, node_value[leaf[moved]] - node_value[start[moved]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 11
+ABI_VERSION = 12
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -276,15 +277,34 @@ class RerouteLayout:
         _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
         self._layout = ffi.gc(out[0], lib.xai_reroute_free)
 
-    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None, node_value=None) -> tuple:
+    def table(self, X: np.ndarray, max_per_row: int = 0) -> "RerouteTable | None":
+        """The leaf table of the rows of X (float64, C order) for this layout of one changed feature:
+        per row, the leaves its other values reach as the changed feature's value runs over the real
+        line (``xai_reroute_table_build``: about a walk of the rows plus a sixth of one per entry per
+        row). :meth:`route` on the same X with ``table=`` then looks every finite new value up instead
+        of walking. ``max_per_row`` > 0: None as soon as a block of rows needs more entries per row."""
+        if len(self.changed) != 1:
+            raise InputError("a leaf table needs exactly one changed feature")
+        if X.dtype != np.float64 or not X.flags.c_contiguous or X.shape[1:] != (self.forest.n_features,):
+            raise InputError("a leaf table needs X as C-ordered float64 (n, n_features)")
+        out = ffi.new("xai_reroute_table **")
+        _check(lib.xai_reroute_table_build(c_forest(self.forest).ptr, self._layout, _ptr("double *", X), len(X),
+                                           int(max_per_row), out), "reroute_table")
+        return None if out[0] == ffi.NULL else RerouteTable(self, len(X), ffi.gc(out[0], lib.xai_reroute_table_free))
+
+    def route(self, X: np.ndarray, start_leaf: np.ndarray | None, new_values=None, node_value=None,
+              table: "RerouteTable | None" = None) -> tuple:
         """Leaves of the rows of X (float64, C order) whose changed features took the values
         ``new_values`` (float64, C order, one column per changed feature; default: X's own), given the
         global leaves ``start_leaf`` their old values reach: ``(leaf, moved)``, every row's global
         leaf (int32) and the rows whose leaf changed. ``start_leaf`` None: every row walks from the
         root, and ``moved`` is empty. With ``node_value`` (n_nodes, width), float64 C-ordered:
         ``(leaf, moved, delta)``, ``delta`` (len(moved), width) the moved rows' changes of node value.
-        One call, no thread pool: callers run trees in parallel."""
+        ``table``: this layout's :meth:`table` of the same X. One call, no thread pool: callers run
+        trees in parallel."""
         n, forest = len(X), self.forest
+        if table is not None and (table.layout is not self or table.n_rows != n):
+            raise InputError("a leaf table routes only the rows it was built on, with its own layout")
         start_leaf = None if start_leaf is None else np.ascontiguousarray(start_leaf, dtype=np.int32)
         if new_values is None and X.ndim == 2 and X.shape[1] == forest.n_features:
             new_values = np.ascontiguousarray(X[:, self.changed])
@@ -306,10 +326,20 @@ class RerouteLayout:
             X=_ptr("double *", X), new_values=_ptr("double *", new_values), n_rows=n,
             start_leaf=_ptr("int32_t *", start_leaf), leaf=_ptr("int32_t *", leaf),
             moved=_ptr("int64_t *", moved if start_leaf is not None else None), node_value=_ptr("double *", node_value),
-            width=0 if node_value is None else int(np.prod(node_value.shape[1:])), delta=_ptr("double *", delta)))
+            width=0 if node_value is None else int(np.prod(node_value.shape[1:])), delta=_ptr("double *", delta),
+            table=ffi.NULL if table is None else table.ptr))
         _check(lib.xai_reroute(c_forest(forest).ptr, self._layout, args), "reroute")
         moved = moved[:args.n_moved]
         return (leaf, moved) if delta is None else (leaf, moved, delta[:args.n_moved])
+
+
+@dataclass(frozen=True)
+class RerouteTable:
+    """A :class:`RerouteLayout`'s leaf table of ``n_rows`` rows (``ptr``, freed with the object)."""
+
+    layout: RerouteLayout
+    n_rows: int
+    ptr: object
 
 
 def scatter_add(target: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
