@@ -10,7 +10,9 @@ Workloads (bootstrap-free forests from ``fit_rashomon_forest``):
 
 Each build runs in its own subprocess (``--ref DIR``: the previous main, with its C extension built
 in place), one thread (``n_jobs=1``; CPU time, steadier on a shared machine), the two builds
-alternating ``--rounds`` times; per build the best round. Printed per workload: predict seconds,
+alternating ``--rounds`` times; per build the best round. ``predict`` is timed just before and just
+after the MCR run and the two averaged: the shared machine's pace drifts by tens of percent within
+minutes, and one predict timed apart from the MCR run moved the ratio as much as the code did. Printed per workload: predict seconds,
 MCR seconds, predicts per (feature, permutation) for both builds, and whether the two builds'
 tables are bitwise identical. Fitted models are cached in the temp directory (``--refit``).
 
@@ -79,13 +81,19 @@ def worker(path: str, features: str, permutations: int, out: str) -> dict:
         model, X, y = pickle.load(fh)
     model.set_params(n_jobs=1)
     feats = None if features == "all" else [int(f) for f in features.split(",")]
-    t = time.process_time()
-    (model.predict_proba if hasattr(model, "classes_") else model.predict)(X)
-    predict_s = time.process_time() - t
+    predict = model.predict_proba if hasattr(model, "classes_") else model.predict
+
+    def predict_seconds():
+        t = time.process_time()
+        predict(X)
+        return time.process_time() - t
+
+    before = predict_seconds()
     t = time.process_time()
     res = model_class_reliance(model, X, y, features=feats, n_permutations=permutations, random_state=0, n_jobs=1,
                                progress=False)
     mcr_s = time.process_time() - t
+    predict_s = (before + predict_seconds()) / 2   # the machine's pace on either side of the MCR run
     res.table.to_pickle(out)
     pairs = len(res.table) * permutations
     return {"predict": predict_s, "mcr": mcr_s, "pairs": pairs,

@@ -20,6 +20,7 @@ enum {
     GROUP = 16,    /* rows walked in lockstep (local_mdi.c measures the gain) */
     MAX_BOXED = 4,   /* leaf boxes are kept for at most this many changed features (memory) */
     CHUNK = 1 << 14, /* rows a leaf table's build walks together (their values: n_features columns) */
+    FIRST_CHUNK = 1 << 11,
     DECLINED = -1    /* table_walk: the table would exceed its entries per row (not an error) */
 };
 
@@ -413,8 +414,9 @@ static int table_append(xai_reroute_table *t, int64_t i0, int32_t m, table_scrat
 {
     const entry_list *found = &w->found;
     entry_list *e = &t->entries;
-    const int64_t chunks = (t->n_rows - i0 + m - 1) / (m > 0 ? m : 1);   /* this one and those to come */
-    int status = reserve(e, e->n + (i0 == 0 ? found->n + found->n / 8 : 1) * chunks, 0);   /* grown once */
+    int status = XAI_OK;
+    if (i0 == 0 && m > 0)   /* the whole table from the first block's entries per row: grown once */
+        status = reserve(e, (found->n + found->n / 8) * ((t->n_rows + m - 1) / m), 0);
     if (status == XAI_OK)
         status = reserve(e, e->n + found->n, 0);
     if (status != XAI_OK)
@@ -478,11 +480,12 @@ static int table_build(const xai_forest *f, const xai_reroute_layout *L, const d
         if (t->start != NULL && w.cols != NULL && w.stack != NULL && w.next != NULL)
             status = XAI_OK;
     }
-    for (int64_t i0 = 0; status == XAI_OK && i0 < n_rows; i0 += CHUNK) {
-        const int32_t m = (int32_t)(n_rows - i0 < CHUNK ? n_rows - i0 : CHUNK);
-        status = table_walk(f, L, X, i0, m, (int64_t)max_per_row * m, &w);
+    for (int64_t i0 = 0, m = 0; status == XAI_OK && i0 < n_rows; i0 += m) {
+        m = i0 == 0 ? FIRST_CHUNK : CHUNK;   /* a small first block decides a declined table early */
+        m = n_rows - i0 < m ? n_rows - i0 : m;
+        status = table_walk(f, L, X, i0, (int32_t)m, (int64_t)max_per_row * m, &w);
         if (status == XAI_OK)
-            status = table_append(t, i0, m, &w);
+            status = table_append(t, i0, (int32_t)m, &w);
     }
     if (status == XAI_OK) {
         t->start[n_rows] = t->entries.n;

@@ -193,3 +193,27 @@ def test_reroute_validates_its_arguments(data):
         _native.RerouteLayout(forest, 0, [0]).route(X[:, :3].copy(), start)     # wrong column count
     with pytest.raises(ValueError):
         _native.RerouteLayout(forest, 0, [0]).route(X, start, node_value=np.zeros((3, 1)))
+
+
+def test_a_stated_max_depth_is_checked_by_the_c_validator(stump_forest):
+    """An importer may state the forest's depth (scikit-learn's ``tree_.max_depth``); a tree deeper than
+    the stated depth is refused, and a forest without one works it out."""
+    from xai_plugins.errors import ModelStructureError
+
+    assert stump_forest().max_depth == 1
+    assert stump_forest(max_depth=1).max_depth == 1
+    with pytest.raises(ModelStructureError):
+        stump_forest(max_depth=0)
+
+
+def test_scikit_learn_imports_state_the_trees_depth():
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+    from xai_plugins.forest.layout import _max_depth
+    from xai_plugins.forest.cache import import_model
+
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    for model in (RandomForestRegressor(5, random_state=0), GradientBoostingRegressor(n_estimators=5, max_depth=4)):
+        forest = import_model(model.fit(X, y))
+        assert forest.max_depth == _max_depth(forest.left_child, forest.right_child, forest.tree_offset) > 3

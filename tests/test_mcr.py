@@ -155,6 +155,7 @@ def sklearn_layouts(tables, walked=None):
         def __init__(self, forest, t, cols, splits=None):
             self.tree = sklearn_tree(tables, splits or (tables.feature, tables.threshold, None), t)
             self.cols, self.offset = list(cols), tables.offsets[t]
+            self.changed = np.asarray(cols)
             if walked is not None:
                 walked.append(t)
 

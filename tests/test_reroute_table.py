@@ -178,3 +178,4 @@ def test_a_table_over_its_entry_budget_is_declined(stump_forest):
     table = layout.table(X, max_per_row=2)
     new = X[::-1].copy()
     np.testing.assert_array_equal(layout.route(X, None, new, table=table)[0], layout.route(X, None, new)[0])
+

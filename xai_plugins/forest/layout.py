@@ -89,12 +89,14 @@ class Forest:
     #: ``category_labels`` (scikit-learn encoders, HistGradientBoosting), in arrays and DataFrames alike;
     #: False when the number is the code itself (LightGBM, XGBoost)
     numeric_labels: bool = False
+    #: the deepest root-to-leaf edge count over all trees: worked out from the arrays when None (an
+    #: importer that reads it from the model passes it; the C validator refuses a tree deeper than it)
+    max_depth: int | None = None
     leaf_width: int = field(init=False)
     n_outputs: int = field(init=False)
     n_trees: int = field(init=False)
     n_nodes: int = field(init=False)
     n_leaves: int = field(init=False)
-    max_depth: int = field(init=False)
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -132,7 +134,8 @@ class Forest:
         put("n_trees", len(self.tree_offset) - 1)
         put("n_nodes", n)
         put("n_leaves", int(is_leaf.sum()))
-        put("max_depth", _max_depth(self.left_child, self.right_child, self.tree_offset))
+        put("max_depth", int(_max_depth(self.left_child, self.right_child, self.tree_offset) if self.max_depth is None
+                             else self.max_depth))
         from .. import _native  # validates the structure in C once, at import time
 
         _native.validate(self)

@@ -68,6 +68,7 @@ class SklearnImporter(LibraryImporter):
             from sklearn.tree import BaseDecisionTree
 
             estimators = [model] if isinstance(model, BaseDecisionTree) else model.estimators_
+            common["max_depth"] = max(int(e.tree_.max_depth) for e in estimators)
             if is_clf:
                 if model.n_outputs_ != 1:
                     raise UnsupportedModelError(f"{name} with several outputs is not supported")
@@ -86,6 +87,7 @@ class SklearnImporter(LibraryImporter):
             rate = model.learning_rate
             trees = [_sklearn_tree(e, e.tree_.value[:, 0, 0] * rate, target=k)
                      for row in model.estimators_ for k, e in enumerate(row)]
+            common["max_depth"] = max(int(e.tree_.max_depth) for row in model.estimators_ for e in row)
             base = np.asarray(model._raw_predict_init(np.zeros((1, model.n_features_in_), dtype=np.float32)),
                               dtype=np.float64).ravel()
         else:

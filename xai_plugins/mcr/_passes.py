@@ -56,7 +56,8 @@ class Reference:
         def predict(t):
             start = self.tables.training_leaves([t], None)[t]
             layout = _native.RerouteLayout(self.tables.forest, t, cols, variant.splits)
-            return [np.take(self.tables.node_pred, layout.route(self.tables.X64, start, nv)[0], axis=0)
+            table = _leaf_table(layout, self.tables.X64, len(new_values))
+            return [np.take(self.tables.node_pred, layout.route(self.tables.X64, start, nv, table=table)[0], axis=0)
                     for nv in new_values]
 
         totals = [np.zeros_like(self.forest_sum) for _ in new_values]
@@ -125,9 +126,8 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
     # a transformed tree that no longer splits on cols sends every row to its training leaf: no walk
     walked = {v: _native.RerouteLayout(tables.forest, t, cols, variants[v].splits) for v in _VARIANTS
               if variants[v].changed[t] and variants[v].uses[t]}
-    budget = _table_budget(len(new_values)) if len(cols) == 1 else 0
-    table = layout.table(X64, budget) if budget else None
-    walked_table = {v: w.table(X64, budget) for v, w in walked.items()} if budget else {}
+    table = _leaf_table(layout, X64, len(new_values))
+    walked_table = {v: _leaf_table(w, X64, len(new_values)) for v, w in walked.items()}
     out = []
     for nv in new_values:
         g_o, rows, delta = layout.route(X64, L, nv, pred, table=table)
@@ -183,12 +183,14 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
     return {"mr": float(model_reliance(perm / K, train, reliance)), "loss": train, "deviation": deviation}
 
 
-def _table_budget(permutations: int) -> int:
-    """Entries per row up to which a tree's leaf table (``RerouteLayout.table``) routes ``permutations``
-    permutations of one feature for less than walking the rows: measured on fully grown trees, a build
-    costs ~1.2 walks plus ~0.17 walk per entry per row and a lookup ~0.25 walk, where a walk of the
-    rows that leave their leaf costs ~1 walk (0: walk)."""
-    return max(0, int((0.75 * permutations - 1.2) / 0.17))
+def _leaf_table(layout, X64, permutations: int):
+    """The leaf table (``RerouteLayout.table``) of the rows X64 when ``layout`` changes one feature and
+    routing ``permutations`` of it through the table costs less than walking them; else None (walk).
+    Measured on fully grown trees (``benchmarks/README.md``, RF-MCR): a build costs about one walk of
+    all rows plus 0.085 walk per entry per row, a lookup 0.12 walk, and a permutation walks ~90 % of
+    the rows; a table needing more entries per row than that break-even is declined."""
+    budget = int((0.78 * permutations - 1) / 0.085)
+    return layout.table(X64, budget) if len(layout.changed) == 1 and budget > 0 else None
 
 
 def _scatter_add(target, rows, values) -> None:
