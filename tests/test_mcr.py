@@ -155,7 +155,7 @@ def sklearn_layouts(tables, walked=None):
         def __init__(self, forest, t, cols, splits=None):
             self.tree = sklearn_tree(tables, splits or (tables.feature, tables.threshold, None), t)
             self.cols, self.offset = list(cols), tables.offsets[t]
-            self.changed = np.asarray(cols)
+            self.changed, self.n_nodes = np.asarray(cols), tables.trees[t].node_count
             if walked is not None:
                 walked.append(t)
 
@@ -262,23 +262,32 @@ def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
 
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit_learn(monkeypatch, task):
+@pytest.mark.parametrize("lookup", [False, True], ids=["walked", "leaf-tables"])
+def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit_learn(monkeypatch, task, lookup):
     """Fully grown trees on a feature and its exact copy (issue 23's friedman workload in small, and
     a classifier on it), more than TREE_BLOCK trees: S- then replaces every split on the permuted
     feature, and those trees are not walked at all (rows keep their training leaf); the original
-    trees and their S+ / S- versions are walked together by the C core. Every figure is bitwise the
-    one obtained when scikit-learn's ``apply`` routes every tree and every transformed tree."""
+    trees and their S+ / S- versions are walked by the C core, or (``lookup``: every tree counted as
+    large and enough permutations) routed through leaf tables. Every figure is bitwise the one
+    obtained when scikit-learn's ``apply`` routes every tree and every transformed tree."""
     from sklearn.datasets import make_friedman1
 
     from xai_plugins import _native
+    from xai_plugins.mcr import _passes
 
     X, y = make_friedman1(n_samples=700, n_features=5, random_state=0)
     X = np.c_[X, X[:, 0]]
     if task == "classification":
         y = (y > np.median(y)).astype(int)
     model = fit_rashomon_forest(X, y, task=task, n_estimators=20, random_state=0)
-    kw = dict(n_permutations=2, features=[0, 5, 2], groups={"pair": [1, 3]})
+    kw = dict(n_permutations=6 if lookup else 2, features=[0, 5, 2], groups={"pair": [1, 3]})
+    built = []
+    if lookup:
+        monkeypatch.setattr(_passes, "TABLE_MIN_NODES", 0)
+        table = _native.RerouteLayout.table
+        monkeypatch.setattr(_native.RerouteLayout, "table", lambda self, *a: built.append(table(self, *a)) or built[-1])
     new = mcr(model, X, y, **kw).table
+    assert (sum(t is not None for t in built) > 20) == lookup
     clf = task == "classification"
     tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=clf)
     loss = make_loss("zero_one" if clf else "squared_error", tables.node_pred, y, y if clf else None,

@@ -270,6 +270,7 @@ class RerouteLayout:
             raise InputError(f"a version of a tree needs feature, threshold and flipped over all {forest.n_nodes} "
                              "nodes")
         self.forest, self.changed = forest, np.ascontiguousarray(changed, dtype=np.int32)
+        self.n_nodes = int(forest.tree_offset[tree + 1] - forest.tree_offset[tree]) if 0 <= tree < forest.n_trees else 0
         spec = ffi.new("xai_reroute_spec *", dict(
             tree=int(tree), feature=_ptr("int32_t *", feature), threshold=_ptr("double *", threshold),
             flipped=_ptr("uint8_t *", flipped), changed=_ptr("int32_t *", self.changed), n_changed=len(self.changed)))

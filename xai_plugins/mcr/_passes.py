@@ -27,6 +27,9 @@ TREE_BLOCK = 16
 _VARIANTS = ("plus", "minus")
 #: more moved rows than this are added to a 2-d sum in the C core (below, numpy's call costs less)
 SCATTER_IN_C = 512
+#: trees of fewer nodes are walked, never routed through leaf tables (their 16-byte walk records fit in
+#: 1 MiB: half this machine's L2 cache)
+TABLE_MIN_NODES = 1 << 16
 
 
 
@@ -186,11 +189,15 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
 def _leaf_table(layout, X64, permutations: int):
     """The leaf table (``RerouteLayout.table``) of the rows X64 when ``layout`` changes one feature and
     routing ``permutations`` of it through the table costs less than walking them; else None (walk).
-    Measured on fully grown trees (``benchmarks/README.md``, RF-MCR): a build costs about one walk of
-    all rows plus 0.085 walk per entry per row, a lookup 0.12 walk, and a permutation walks ~90 % of
-    the rows; a table needing more entries per row than that break-even is declined."""
+    Only a tree too large for the cache gains (``TABLE_MIN_NODES``: a walk there waits on memory at
+    every step; through a small tree it is a few nanoseconds a row). Measured on fully grown trees
+    (``benchmarks/README.md``, RF-MCR): a build costs about one walk of all rows plus 0.085 walk per
+    entry per row, a lookup 0.12 walk, and a permutation walks ~90 % of the rows; a table needing
+    more entries per row than that break-even is declined."""
     budget = int((0.78 * permutations - 1) / 0.085)
-    return layout.table(X64, budget) if len(layout.changed) == 1 and budget > 0 else None
+    if len(layout.changed) != 1 or budget <= 0 or layout.n_nodes < TABLE_MIN_NODES:
+        return None
+    return layout.table(X64, budget)
 
 
 def _scatter_add(target, rows, values) -> None:
