@@ -241,44 +241,32 @@ static inline int in_box(const double *now, const double *box, int32_t K, int fl
     return 1;
 }
 
-/* Entries of leaf tables: the leaf (local id) an interval of v reaches and the interval's upper end, and,
- * while a table is built, the row. */
+/* One entry of a leaf table: the upper end of an interval of v and the leaf (local id) it reaches, and,
+ * while a table is built, the row (one 16-byte record: an entry is moved with one store). */
 typedef struct {
-    int32_t *leaf, *row;   /* row: NULL in a finished table (its rows are implicit in start) */
-    double *upper;
+    double upper;
+    int32_t leaf, row;
+} entry;
+
+typedef struct {
+    entry *at;
     int64_t n, capacity;
 } entry_list;
 
-/* Grows e (and its rows when with_rows) to hold at least `needed` entries. */
-static int reserve(entry_list *e, int64_t needed, int with_rows)
+/* Grows e to hold at least `needed` entries. */
+static int reserve(entry_list *e, int64_t needed)
 {
     if (needed <= e->capacity)
         return XAI_OK;
     int64_t grown = e->capacity > 512 ? e->capacity : 512;
     while (grown < needed)
         grown *= 2;
-    if ((uint64_t)grown > SIZE_MAX / sizeof(double))
+    entry *at = (uint64_t)grown <= SIZE_MAX / sizeof(entry) ? realloc(e->at, (size_t)grown * sizeof(entry)) : NULL;
+    if (at == NULL)
         return XAI_E_NOMEM;
-    int32_t *leaf = realloc(e->leaf, (size_t)grown * sizeof(int32_t));
-    if (leaf != NULL)
-        e->leaf = leaf;
-    double *upper = leaf != NULL ? realloc(e->upper, (size_t)grown * sizeof(double)) : NULL;
-    if (upper != NULL)
-        e->upper = upper;
-    int32_t *row = upper != NULL && with_rows ? realloc(e->row, (size_t)grown * sizeof(int32_t)) : NULL;
-    if (row != NULL)
-        e->row = row;
-    if (upper == NULL || (with_rows && row == NULL))
-        return XAI_E_NOMEM;
+    e->at = at;
     e->capacity = grown;
     return XAI_OK;
-}
-
-static void entries_free(entry_list *e)
-{
-    free(e->leaf);
-    free(e->row);
-    free(e->upper);
 }
 
 struct xai_reroute_table {
@@ -293,7 +281,7 @@ void xai_reroute_table_free(xai_reroute_table *table)
     if (table == NULL)
         return;
     free(table->start);
-    entries_free(&table->entries);
+    free(table->entries.at);
     free(table);
 }
 
@@ -302,16 +290,16 @@ void xai_reroute_table_free(xai_reroute_table *table)
  * ends at +inf. */
 static inline int32_t table_leaf(const xai_reroute_table *t, int64_t i, double v, int strict_left)
 {
-    const double *upper = t->entries.upper;
+    const entry *e = t->entries.at;
     int64_t lo = t->start[i], hi = t->start[i + 1] - 1;
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
-        if (strict_left ? v < upper[mid] : v <= upper[mid])
+        if (strict_left ? v < e[mid].upper : v <= e[mid].upper)
             hi = mid;
         else
             lo = mid + 1;
     }
-    return t->entries.leaf[lo];
+    return e[lo].leaf;
 }
 
 /* A subtree still to visit by table_chunk: the rows arena[begin .. begin + count) for the values of v
@@ -373,12 +361,9 @@ static int table_walk(const xai_forest *f, const xai_reroute_layout *L, const do
         if (n->split < 0) {
             if (max_entries > 0 && found->n + s.count > max_entries)
                 return DECLINED;
-            status = reserve(found, found->n + s.count, 1);
-            for (int32_t q = 0; status == XAI_OK && q < s.count; q++) {
-                found->row[found->n] = w->arena[s.begin + q];
-                found->leaf[found->n] = n->right;
-                found->upper[found->n++] = s.hi;
-            }
+            status = reserve(found, found->n + s.count);
+            for (int32_t q = 0; status == XAI_OK && q < s.count; q++)
+                found->at[found->n++] = (entry){s.hi, n->right, w->arena[s.begin + q]};
         } else if ((n->split >> 2) == j) {   /* a flipped node sends the values below its threshold right */
             const int flipped = (n->split >> 1) & 1;
             const int32_t below = flipped ? n->right : s.node + 1, above = flipped ? s.node + 1 : n->right;
@@ -416,25 +401,22 @@ static int table_append(xai_reroute_table *t, int64_t i0, int32_t m, table_scrat
     entry_list *e = &t->entries;
     int status = XAI_OK;
     if (i0 == 0 && m > 0)   /* the whole table from the first block's entries per row: grown once */
-        status = reserve(e, (found->n + found->n / 8) * ((t->n_rows + m - 1) / m), 0);
+        status = reserve(e, (found->n + found->n / 8) * ((t->n_rows + m - 1) / m));
     if (status == XAI_OK)
-        status = reserve(e, e->n + found->n, 0);
+        status = reserve(e, e->n + found->n);
     if (status != XAI_OK)
         return status;
     for (int32_t q = 0; q <= m; q++)
         w->next[q] = 0;
     for (int64_t k = 0; k < found->n; k++)
-        w->next[found->row[k] + 1]++;
+        w->next[found->at[k].row + 1]++;
     w->next[0] = e->n;
     for (int32_t q = 0; q < m; q++) {
         w->next[q + 1] += w->next[q];
         t->start[i0 + q] = w->next[q];
     }
-    for (int64_t k = 0; k < found->n; k++) {
-        const int64_t at = w->next[found->row[k]]++;
-        e->leaf[at] = found->leaf[k];
-        e->upper[at] = found->upper[k];
-    }
+    for (int64_t k = 0; k < found->n; k++)
+        e->at[w->next[found->at[k].row]++] = found->at[k];
     e->n += found->n;
     return XAI_OK;
 }
@@ -499,7 +481,7 @@ static int table_build(const xai_forest *f, const xai_reroute_layout *L, const d
     free(w.cols);
     free(w.arena);
     free(w.stack);
-    entries_free(&w.found);
+    free(w.found.at);
     free(w.next);
     return status;
 }

@@ -131,10 +131,21 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
               if variants[v].changed[t] and variants[v].uses[t]}
     table = _leaf_table(layout, X64, len(new_values))
     walked_table = {v: _leaf_table(w, X64, len(new_values)) for v, w in walked.items()}
+    def on_leaves(leaves, r, key=None):
+        """(summed loss, predictions) of the tree's leaves ``leaves`` reached by the rows ``r``; with a
+        ``key``, worked out once while ``r`` is every row (the same figures whoever asks)."""
+        if key is None or not isinstance(r, slice):
+            return loss.tree_sum(leaves, r), np.take(pred, leaves, axis=0)
+        if key not in cache:
+            cache[key] = loss.tree_sum(leaves, r), np.take(pred, leaves, axis=0)
+        return cache[key]
+
+    cache: dict = {}   # "training": the training leaves (every permutation); "original": this permutation's
     out = []
     for nv in new_values:
         g_o, rows, delta = layout.route(X64, L, nv, pred, table=table)
         d_o = loss.tree_sum(g_o[rows], rows) - loss.tree_sum(L[rows], rows)
+        cache.pop("original", None)
         per_variant = {}
         for v in _VARIANTS:
             variant = variants[v]
@@ -144,10 +155,11 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
             r = _rows(variant.below[g_o])
             if walked_table.get(v) is not None:   # every row looked up: cheaper than selecting them
                 g = walked[v].route(X64, None, nv, table=walked_table[v])[0][r]
-            else:
-                g = walked[v].route(X64[r], L[r], nv[r])[0] if v in walked else L[r]
-            per_variant[v] = (d_o + loss.tree_sum(g, r) - loss.tree_sum(g_o[r], r), r,
-                              np.take(pred, g, axis=0) - np.take(pred, g_o[r], axis=0))
+            elif v in walked:
+                g = walked[v].route(X64[r], L[r], nv[r])[0]
+            loss_v, pred_v = on_leaves(g, r) if v in walked else on_leaves(L[r], r, "training")
+            loss_o, pred_o = on_leaves(g_o[r], r, "original")
+            per_variant[v] = (d_o + loss_v - loss_o, r, pred_v - pred_o)
         out.append((d_o, rows, delta, per_variant))
     return t, out
 
@@ -191,10 +203,10 @@ def _leaf_table(layout, X64, permutations: int):
     routing ``permutations`` of it through the table costs less than walking them; else None (walk).
     Only a tree too large for the cache gains (``TABLE_MIN_NODES``: a walk there waits on memory at
     every step; through a small tree it is a few nanoseconds a row). Measured on fully grown trees
-    (``benchmarks/README.md``, RF-MCR): a build costs about one walk of all rows plus 0.085 walk per
-    entry per row, a lookup 0.12 walk, and a permutation walks ~90 % of the rows; a table needing
-    more entries per row than that break-even is declined."""
-    budget = int((0.78 * permutations - 1) / 0.085)
+    (``benchmarks/README.md``, RF-MCR), in walks of all rows: a build costs about 1 + 0.15 E for E
+    entries per row, a lookup 0.1 + 0.01 E, and a permutation walks ~80 % of the rows; a table
+    needing more entries per row than that break-even is declined."""
+    budget = int((0.8 * permutations - 1) / (0.15 + 0.01 * permutations))
     if len(layout.changed) != 1 or budget <= 0 or layout.n_nodes < TABLE_MIN_NODES:
         return None
     return layout.table(X64, budget)
