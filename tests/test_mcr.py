@@ -242,6 +242,38 @@ def test_transformed_trees_routed_by_the_c_core_as_by_scikit_learn(correlated, t
     assert checked > 10
 
 
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_s_plus_rows_routed_from_the_original_trees_new_leaf(correlated, task):
+    """Pass 1 routes an S+ tree's permuted rows from the leaf the original tree gives them (S+ only
+    turns splits on other features into splits on X1, so the X1 box of that leaf decides): the
+    leaves are those of scikit-learn's ``apply`` on the S+ tree, and some rows keep that leaf
+    without a walk."""
+    from xai_plugins import _native
+
+    X, yr = correlated
+    clf = task == "classification"
+    y = (yr > 0).astype(int) if clf else yr
+    model = fit_rashomon_forest(X, y, task=task, n_estimators=8, random_state=0, min_samples_leaf=2)
+    tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=clf)
+    loss = make_loss("zero_one" if clf else "squared_error", tables.node_pred, y, y if clf else None,
+                     model.classes_ if clf else None)
+    surrogates = tables.survey(loss, OrderedMap(None, 1)).surrogates
+    kept = checked = 0
+    for cols in ([0], [1], [2], [0, 1]):
+        plus = surrogates.transform(tables, cols, True)
+        for t in np.flatnonzero(plus.changed):
+            tree, off = sklearn_tree(tables, plus.splits, t), tables.offsets[t]
+            L = tables.training_leaves([t], None)[t]
+            for seed in (0, 1):
+                nv = tables.permuted(cols, seed)
+                g_o = _native.RerouteLayout(tables.forest, t, cols).route(tables.X64, L, nv)[0]
+                g = _native.RerouteLayout(tables.forest, t, cols, plus.splits).route(tables.X64, g_o, nv)[0]
+                np.testing.assert_array_equal(g, tree.apply(permuted_rows(tables, cols, seed)) + off)
+                kept += np.count_nonzero(g == g_o)
+                checked += 1
+    assert checked > 10 and kept > 0
+
+
 def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
     """End to end: every figure of the table is bitwise the one obtained when every tree and its
     transformed versions are routed by scikit-learn's ``apply`` on tree copies (the previous

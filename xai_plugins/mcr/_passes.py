@@ -3,8 +3,13 @@
 Pass 1 (:func:`permutation_pass`) runs over the trees and, per tree, builds the C core's walk
 layout of the original tree and of its S+ / S- versions once, then re-routes for every permutation
 only the rows whose permuted values leave their training leaf's box (original trees) or that pass a
-node changed by S+ / S- (transformed trees). It yields every tree's loss increase under S+ and S-
-and, per permutation, the reference forest and the forests F±_S on the permuted rows (O(K·n·C)
+node changed by S+ / S- (transformed trees); with one permuted feature, a tree too large for the
+cache looks its rows up in a leaf table instead (:func:`_leaf_table`). An S+ tree routes a row from
+the leaf the original tree gives the permuted row: S+ only turns splits on other features into
+splits on X1, so the row keeps that leaf exactly when its X1 values lie in the leaf's box in the S+
+tree, which the C core checks (S- turns X1 splits into splits on others, which a box in X1 does not
+check: its rows start from their training leaf). It yields every tree's loss increase under S+ and
+S- and, per permutation, the reference forest and the forests F±_S on the permuted rows (O(K·n·C)
 memory).
 
 Pass 2 (:func:`boundary_forest`) swaps trees for their best Rashomon replacement (T+ / T-) and
@@ -155,8 +160,8 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
             r = _rows(variant.below[g_o])
             if walked_table.get(v) is not None:   # every row looked up: cheaper than selecting them
                 g = walked[v].route(X64, None, nv, table=walked_table[v])[0][r]
-            elif v in walked:
-                g = walked[v].route(X64[r], L[r], nv[r])[0]
+            elif v in walked:   # S+ from the original tree's new leaf (see the module's docstring)
+                g = walked[v].route(X64[r], (g_o if v == "plus" else L)[r], nv[r])[0]
             loss_v, pred_v = on_leaves(g, r) if v in walked else on_leaves(L[r], r, "training")
             loss_o, pred_o = on_leaves(g_o[r], r, "original")
             per_variant[v] = (d_o + loss_v - loss_o, r, pred_v - pred_o)
