@@ -70,7 +70,13 @@ class ForestTables:
     def uses(self, feature, cols) -> np.ndarray:
         """Bool per tree: some internal node splits on a feature in ``cols`` (``feature`` per global
         node, e.g. ``self.feature`` or a transformed copy)."""
-        return np.bincount(self.tree_of[self.internal & np.isin(feature, cols)], minlength=self.T) > 0
+        return np.bincount(self.tree_of[self.internal & self.among(feature, cols)], minlength=self.T) > 0
+
+    def among(self, feature, cols) -> np.ndarray:
+        """Bool per entry of ``feature`` (feature ids): it is one of ``cols`` (one lookup per entry)."""
+        table = np.zeros(self.forest.n_features, dtype=bool)
+        table[cols] = True
+        return table[feature]
 
     def permuted(self, cols, seed) -> np.ndarray:
         """The columns ``cols`` of the training rows jointly shuffled by the permutation drawn from
@@ -89,7 +95,8 @@ class ForestTables:
             forest_sum += pred
             tree_loss[t] = loss_t
             digests.append(digest)
-            splits.append((node + self.offsets[t], feat, thr, flip))
+            node = node + self.offsets[t]
+            splits.append((node, feat, thr, flip, self.feature[node]))
         return TrainingSurvey(tree_loss, forest_sum, digests,
                               SurrogateSplits(*(np.concatenate(a) for a in zip(*splits))))
 
