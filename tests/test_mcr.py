@@ -274,6 +274,33 @@ def test_s_plus_rows_routed_from_the_original_trees_new_leaf(correlated, task):
     assert checked > 10 and kept > 0
 
 
+def test_boundary_forests_from_pass_one_leaves_bitwise_as_routed_again(correlated, monkeypatch):
+    """Pass 2 takes the swapped-in trees' leaves on the permuted rows from pass 1 when they fit in
+    ``LEAF_CACHE_BYTES``, and routes those trees again otherwise: the same table to the bit, for
+    several tolerances (which swap different trees in) and both orientations."""
+    from xai_plugins.mcr import _passes
+
+    X, y = correlated
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=24, random_state=0, min_samples_leaf=2)
+    kw = dict(n_permutations=3, groups={"copies": [0, 1]}, features=None)
+    known = []   # per pass-2 sum over permuted rows: whether pass 1's leaves were handed over
+    weighted_sums = _passes.Reference.weighted_sums
+
+    def spy(self, *args):
+        if len(args) == 6:
+            known.append(args[5] is not None)
+        return weighted_sums(self, *args)
+
+    monkeypatch.setattr(_passes.Reference, "weighted_sums", spy)
+    kept = {eps: mcr(model, X, y, epsilon=eps, **kw).table for eps in (0.0, 0.05, 0.3)}
+    assert known and all(known)
+    known.clear()
+    monkeypatch.setattr(_passes, "LEAF_CACHE_BYTES", 0)
+    for eps, table in kept.items():
+        pd.testing.assert_frame_equal(table, mcr(model, X, y, epsilon=eps, **kw).table, check_exact=True)
+    assert known and not any(known)
+
+
 def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
     """End to end: every figure of the table is bitwise the one obtained when every tree and its
     transformed versions are routed by scikit-learn's ``apply`` on tree copies (the previous

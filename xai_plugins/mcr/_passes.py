@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _native
 from ._loss import model_reliance
+from ._tables import LEAF_CACHE_BYTES
 
 #: trees per unit of parallel work; partial sums are formed per block and added in block order
 TREE_BLOCK = 16
@@ -55,13 +56,16 @@ class Reference:
     fit_loss: float
     pmap: object
 
-    def weighted_sums(self, variant, idx, cols, new_values, weights) -> list:
+    def weighted_sums(self, variant, idx, cols, new_values, weights, known=None) -> list:
         """For each array of ``new_values`` (float64, one column per feature of ``cols``): the sum
         over the trees ``idx`` of the transformed forest ``variant`` of ``weights[i]`` times their
         predictions on the training rows whose features ``cols`` take those values, added in tree
         order (``cols`` every feature and ``new_values`` [X64]: the training rows themselves, routed
-        from the root). Each tree's walk layout is built once for all the arrays."""
+        from the root). Each tree's walk layout is built once for all the arrays; ``known``: {tree:
+        its leaves for each array}, taken instead of routing the tree (pass 1's ``leaves``)."""
         def predict(t):
+            if known is not None and t in known:
+                return [np.take(self.tables.node_pred, leaves, axis=0) for leaves in known[t]]
             start = self.tables.training_leaves([t], None)[t]
             layout = _native.RerouteLayout(self.tables.forest, t, cols, variant.splits)
             table = _leaf_table(layout, self.tables.X64, len(new_values))
@@ -80,10 +84,13 @@ class PermutationPass:
     """Pass 1's results: ``tree_delta[v]`` (T,) each tree's summed loss increase under the
     permutations, averaged over them, after transform ``v`` ("plus" / "minus"); ``forest_sums[v]``
     one array per permutation, T times the predictions on the permuted rows of the reference forest
-    (``v = "reference"``) or of F±_S."""
+    (``v = "reference"``) or of F±_S; ``leaves[v]`` {tree: its leaves after transform ``v`` on each
+    permuted array}, for every tree that splits on X1 after it, or None when they would take more
+    than ``LEAF_CACHE_BYTES`` (pass 2 then routes the few trees it needs again)."""
 
     tree_delta: dict
     forest_sums: dict
+    leaves: dict
 
 
 def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> PermutationPass:
@@ -95,17 +102,19 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
     ref_acc = [ref.forest_sum.copy() for _ in range(K)]
     moved = {v: [np.zeros_like(ref.forest_sum) for _ in range(K)] for v in _VARIANTS}
     new_values = [tables.permuted(cols, seed) for seed in seeds]
+    keep = sum(np.count_nonzero(variants[v].uses) for v in _VARIANTS) * K * tables.n * 4 <= LEAF_CACHE_BYTES
+    leaves = {v: {} if keep else None for v in _VARIANTS}
     block = (max(1, len(run)) if tables.caches_leaves
              else max(TREE_BLOCK, 2**22 // tables.n // TREE_BLOCK * TREE_BLOCK))
     for a in range(0, len(run), block):
         part = run[a:a + block]
         train = tables.training_leaves(part, ref.pmap)
-        job = partial(_tree_on_permutations, ref, cols, new_values, train, variants)
+        job = partial(_tree_on_permutations, ref, cols, new_values, train, variants, keep)
         # every TREE_BLOCK trees' change of the reference forest is summed apart, tree by tree, then
         # added: fixed blocks reduced in order, so the sums do not depend on the number of threads
         change = [np.zeros_like(ref.forest_sum) for _ in range(K)]
         for i, (t, per_permutation) in enumerate(ref.pmap(job, part)):
-            for k, (d_o, rows, delta, per_variant) in enumerate(per_permutation):
+            for k, (d_o, rows, delta, per_variant, kept) in enumerate(per_permutation):
                 _scatter_add(change[k], rows, delta)
                 for v, res in per_variant.items():
                     if res is None:
@@ -113,21 +122,24 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
                     else:
                         sums[v][t] += res[0]
                         _scatter_add(moved[v][k], res[1], res[2])
+                for v, leaves_v in kept.items():
+                    leaves[v].setdefault(t, []).append(leaves_v)
             if (i + 1) % TREE_BLOCK == 0 or i + 1 == len(part):
                 for k in range(K):
                     ref_acc[k] += change[k]
                     change[k][...] = 0.0
     forest_sums = {v: [r + d for r, d in zip(ref_acc, moved[v])] for v in _VARIANTS}
     forest_sums["reference"] = ref_acc
-    return PermutationPass({v: s / K for v, s in sums.items()}, forest_sums)
+    return PermutationPass({v: s / K for v, s in sums.items()}, forest_sums, leaves)
 
 
-def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
+def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, keep, t):
     """Tree ``t`` on the training rows whose features ``cols`` take each array of ``new_values``
     (one walk layout per version of the tree, built once for all permutations): ``(t, per
     permutation (loss increase of the original tree, rows it moves, their change of prediction
     (from the C core), {variant: None when the transform left the tree unchanged, else (loss
-    increase, rows re-routed, their change of prediction)}))``."""
+    increase, rows re-routed, their change of prediction)}, {variant: every row's leaf} when
+    ``keep``, for the variants that split on ``cols``))``."""
     tables, loss, pred, X64 = ref.tables, ref.loss, ref.tables.node_pred, ref.tables.X64
     L = train[t]
     layout = _native.RerouteLayout(tables.forest, t, cols)
@@ -152,6 +164,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
         d_o = loss.tree_sum(g_o[rows], rows) - loss.tree_sum(L[rows], rows)
         cache.pop("original", None)
         per_variant = {}
+        kept = {v: g_o for v in _VARIANTS if keep and variants[v].uses[t]}
         for v in _VARIANTS:
             variant = variants[v]
             if not variant.changed[t]:
@@ -165,11 +178,14 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, t):
             loss_v, pred_v = on_leaves(g, r) if v in walked else on_leaves(L[r], r, "training")
             loss_o, pred_o = on_leaves(g_o[r], r, "original")
             per_variant[v] = (d_o + loss_v - loss_o, r, pred_v - pred_o)
-        out.append((d_o, rows, delta, per_variant))
+            if v in kept:   # rows below no changed node keep the original tree's leaf
+                kept[v] = g_o.copy()
+                kept[v][r] = g
+        out.append((d_o, rows, delta, per_variant, kept))
     return t, out
 
 
-def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sums, swap, sign: float,
+def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sums, known, swap, sign: float,
                     epsilon: float, reliance: str) -> dict:
     """Pass 2 for one boundary forest: F+_T (``sign`` +1; ``variant`` the S+ forest, ``tree_delta``
     and ``forest_sums`` its pass-1 results) or F-_T (``sign`` -1, S-). Every tree is swapped for
@@ -195,8 +211,8 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
                            f"reference on training data by {deviation:g} although epsilon = 0")
     train = ref.loss.forest_mean(fit)
     perm = 0.0
-    moved = (ref.weighted_sums(variant, dyn, cols, [tables.permuted(cols, seed) for seed in seeds], coef[dyn])
-             if dyn.size else [0.0] * K)
+    moved = (ref.weighted_sums(variant, dyn, cols, [tables.permuted(cols, seed) for seed in seeds], coef[dyn],
+                               known) if dyn.size else [0.0] * K)
     for k in range(K):
         P = (start[k] + (fit * T - start0 - base_dyn) + moved[k]) / T
         perm += ref.loss.forest_mean(P) - train

@@ -122,8 +122,8 @@ def _feature_row(ref: Reference, surrogates, swap, cols, seeds, epsilon, relianc
     out = {"mcr_minus": np.nan, "model_reliance": float(model_reliance(ref_perm / K, ref.fit_loss, reliance)),
            "mcr_plus": np.nan}
     for v, sign in (("minus", -1.0), ("plus", 1.0)):
-        bound = boundary_forest(ref, cols, seeds, variants[v], first.tree_delta[v], first.forest_sums[v], swap,
-                                sign, epsilon, reliance)
+        bound = boundary_forest(ref, cols, seeds, variants[v], first.tree_delta[v], first.forest_sums[v],
+                                first.leaves[v], swap, sign, epsilon, reliance)
         out[f"mr_{v}_forest"], out[f"loss_{v}_forest"], out[f"deviation_{v}"] = \
             bound["mr"], bound["loss"], bound["deviation"]
     if reliance == "difference":  # incremental sums leave rounding noise around exact zeros
