@@ -283,12 +283,13 @@ def test_boundary_forests_from_pass_one_leaves_bitwise_as_routed_again(correlate
     X, y = correlated
     model = fit_rashomon_forest(X, y, task="regression", n_estimators=24, random_state=0, min_samples_leaf=2)
     kw = dict(n_permutations=3, groups={"copies": [0, 1]}, features=None)
+    monkeypatch.setattr(_passes, "LARGE_TREE_NODES", 0)   # every tree counts as large
     known = []   # per pass-2 sum over permuted rows: whether pass 1's leaves were handed over
     weighted_sums = _passes.Reference.weighted_sums
 
     def spy(self, *args):
-        if len(args) == 6:
-            known.append(args[5] is not None)
+        if len(args) == 6:   # (variant, trees, cols, permuted arrays, weights, known leaves)
+            known.append(all(t in args[5] for t in args[1]))
         return weighted_sums(self, *args)
 
     monkeypatch.setattr(_passes.Reference, "weighted_sums", spy)
@@ -342,7 +343,7 @@ def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit
     kw = dict(n_permutations=6 if lookup else 2, features=[0, 5, 2], groups={"pair": [1, 3]})
     built = []
     if lookup:
-        monkeypatch.setattr(_passes, "TABLE_MIN_NODES", 0)
+        monkeypatch.setattr(_passes, "LARGE_TREE_NODES", 0)
         table = _native.RerouteLayout.table
         monkeypatch.setattr(_native.RerouteLayout, "table", lambda self, *a: built.append(table(self, *a)) or built[-1])
     new = mcr(model, X, y, **kw).table

@@ -33,9 +33,11 @@ TREE_BLOCK = 16
 _VARIANTS = ("plus", "minus")
 #: more moved rows than this are added to a 2-d sum in the C core (below, numpy's call costs less)
 SCATTER_IN_C = 512
-#: trees of fewer nodes are walked, never routed through leaf tables (their 16-byte walk records fit in
-#: 1 MiB: half this machine's L2 cache)
-TABLE_MIN_NODES = 1 << 16
+#: a tree of at least this many nodes is large: its 16-byte walk records overflow 1 MiB (half this
+#: machine's L2 cache), so a walk waits on memory at every step. Only large trees are routed through
+#: leaf tables, and only their leaves on the permuted rows are kept from pass 1 for pass 2 (a small
+#: tree is walked again for less than the copies cost).
+LARGE_TREE_NODES = 1 << 16
 
 
 
@@ -64,7 +66,7 @@ class Reference:
         from the root). Each tree's walk layout is built once for all the arrays; ``known``: {tree:
         its leaves for each array}, taken instead of routing the tree (pass 1's ``leaves``)."""
         def predict(t):
-            if known is not None and t in known:
+            if known and t in known:
                 return [np.take(self.tables.node_pred, leaves, axis=0) for leaves in known[t]]
             start = self.tables.training_leaves([t], None)[t]
             layout = _native.RerouteLayout(self.tables.forest, t, cols, variant.splits)
@@ -85,8 +87,8 @@ class PermutationPass:
     permutations, averaged over them, after transform ``v`` ("plus" / "minus"); ``forest_sums[v]``
     one array per permutation, T times the predictions on the permuted rows of the reference forest
     (``v = "reference"``) or of F±_S; ``leaves[v]`` {tree: its leaves after transform ``v`` on each
-    permuted array}, for every tree that splits on X1 after it, or None when they would take more
-    than ``LEAF_CACHE_BYTES`` (pass 2 then routes the few trees it needs again)."""
+    permuted array}, for every large tree (``LARGE_TREE_NODES``) that splits on X1 after it, when
+    they fit in ``LEAF_CACHE_BYTES`` (pass 2 routes the few other trees it needs again)."""
 
     tree_delta: dict
     forest_sums: dict
@@ -102,8 +104,10 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
     ref_acc = [ref.forest_sum.copy() for _ in range(K)]
     moved = {v: [np.zeros_like(ref.forest_sum) for _ in range(K)] for v in _VARIANTS}
     new_values = [tables.permuted(cols, seed) for seed in seeds]
-    keep = sum(np.count_nonzero(variants[v].uses) for v in _VARIANTS) * K * tables.n * 4 <= LEAF_CACHE_BYTES
-    leaves = {v: {} if keep else None for v in _VARIANTS}
+    large = np.diff(tables.forest.tree_offset) >= LARGE_TREE_NODES
+    keep = large & (sum(np.count_nonzero(large & variants[v].uses) for v in _VARIANTS) * K * tables.n * 4
+                    <= LEAF_CACHE_BYTES)
+    leaves: dict = {v: {} for v in _VARIANTS}
     block = (max(1, len(run)) if tables.caches_leaves
              else max(TREE_BLOCK, 2**22 // tables.n // TREE_BLOCK * TREE_BLOCK))
     for a in range(0, len(run), block):
@@ -139,7 +143,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, kee
     permutation (loss increase of the original tree, rows it moves, their change of prediction
     (from the C core), {variant: None when the transform left the tree unchanged, else (loss
     increase, rows re-routed, their change of prediction)}, {variant: every row's leaf} when
-    ``keep``, for the variants that split on ``cols``))``."""
+    ``keep[t]``, for the variants that split on ``cols``))``."""
     tables, loss, pred, X64 = ref.tables, ref.loss, ref.tables.node_pred, ref.tables.X64
     L = train[t]
     layout = _native.RerouteLayout(tables.forest, t, cols)
@@ -164,7 +168,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, kee
         d_o = loss.tree_sum(g_o[rows], rows) - loss.tree_sum(L[rows], rows)
         cache.pop("original", None)
         per_variant = {}
-        kept = {v: g_o for v in _VARIANTS if keep and variants[v].uses[t]}
+        kept = {v: g_o for v in _VARIANTS if keep[t] and variants[v].uses[t]}
         for v in _VARIANTS:
             variant = variants[v]
             if not variant.changed[t]:
@@ -222,13 +226,13 @@ def boundary_forest(ref: Reference, cols, seeds, variant, tree_delta, forest_sum
 def _leaf_table(layout, X64, permutations: int):
     """The leaf table (``RerouteLayout.table``) of the rows X64 when ``layout`` changes one feature and
     routing ``permutations`` of it through the table costs less than walking them; else None (walk).
-    Only a tree too large for the cache gains (``TABLE_MIN_NODES``: a walk there waits on memory at
+    Only a tree too large for the cache gains (``LARGE_TREE_NODES``: a walk there waits on memory at
     every step; through a small tree it is a few nanoseconds a row). Measured on fully grown trees
     (``benchmarks/README.md``, RF-MCR), in walks of all rows: a build costs about 1 + 0.15 E for E
     entries per row, a lookup 0.1 + 0.01 E, and a permutation walks ~80 % of the rows; a table
     needing more entries per row than that break-even is declined."""
     budget = int((0.8 * permutations - 1) / (0.15 + 0.01 * permutations))
-    if len(layout.changed) != 1 or budget <= 0 or layout.n_nodes < TABLE_MIN_NODES:
+    if len(layout.changed) != 1 or budget <= 0 or layout.n_nodes < LARGE_TREE_NODES:
         return None
     return layout.table(X64, budget)
 
