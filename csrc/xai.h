@@ -241,6 +241,10 @@ typedef struct {
  * node_value[start_leaf[i] * width + c] for the q-th moved row i (q < n_moved). */
 int xai_reroute(const xai_forest *forest, const xai_reroute_layout *layout, xai_reroute_args *args);
 
+/* mark[n_nodes]: every node's mark is or-ed with its parent's, root to leaves, so that a node under a
+ * marked node ends marked (RF-MCR: the nodes under a node that S+ / S- changed). */
+int xai_mark_below(const xai_forest *forest, uint8_t *mark);
+
 /* target[rows[q] * width + c] += values[q * width + c] for q < n, in order (RF-MCR's sums of moved
  * rows' changes of prediction); every row index must lie in [0, n_target) (XAI_E_INDEX at the first
  * that does not, the sums before it done). */

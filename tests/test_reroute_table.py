@@ -179,3 +179,31 @@ def test_a_table_over_its_entry_budget_is_declined(stump_forest):
     new = X[::-1].copy()
     np.testing.assert_array_equal(layout.route(X, None, new, table=table)[0], layout.route(X, None, new)[0])
 
+
+
+def test_mark_below_against_parent_walks():
+    """``mark_below``: a node is marked when it or one of its ancestors is among the given nodes, in
+    every tree (checked by climbing each node's parents)."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    from xai_plugins.forest.cache import import_model
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(400, 3)), rng.normal(size=400)
+    forest = import_model(RandomForestRegressor(4, max_depth=7, random_state=0).fit(X, y))
+    parent = np.full(forest.n_nodes, -1)
+    for t in range(forest.n_trees):
+        base = forest.tree_offset[t]
+        for k in range(forest.tree_offset[t + 1] - base):
+            if forest.left_child[base + k] >= 0:
+                parent[base + forest.left_child[base + k]] = parent[base + forest.right_child[base + k]] = base + k
+    nodes = rng.choice(forest.n_nodes, size=12, replace=False)
+    expected = np.zeros(forest.n_nodes, dtype=bool)
+    for g in range(forest.n_nodes):
+        a = g
+        while a >= 0 and not expected[g]:
+            expected[g] = a in nodes
+            a = parent[a]
+    np.testing.assert_array_equal(_native.mark_below(forest, nodes), expected)
+    assert expected.sum() > len(nodes)
+    assert lib.xai_mark_below(ffi.NULL, ffi.NULL) == lib.XAI_E_SIZE

@@ -343,6 +343,14 @@ class RerouteTable:
     ptr: object
 
 
+def mark_below(forest, nodes) -> np.ndarray:
+    """Bool per global node of ``forest``: it is one of ``nodes`` (global ids) or lies under one."""
+    mark = np.zeros(forest.n_nodes, dtype=np.uint8)
+    mark[nodes] = 1
+    _check(lib.xai_mark_below(c_forest(forest).ptr, _ptr("uint8_t *", mark)), "mark_below")
+    return mark.view(bool)
+
+
 def scatter_add(target: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
     """``target[rows] += values`` in place, row by row in the C core (numpy's fancy-indexed add is
     several times slower on 2-d arrays): ``target`` (n,) or (n, width) and ``values`` (len(rows),

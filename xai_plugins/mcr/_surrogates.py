@@ -79,15 +79,4 @@ class SurrogateSplits:
             flipped[nodes] = self.flipped[pick]
         changed = np.bincount(tables.tree_of[nodes], minlength=tables.T) > 0
         return TransformedForest(tables.forest, feat, thr, flipped, changed, tables.uses(feat, cols),
-                                 _below(tables, nodes))
-
-
-def _below(tables, nodes):
-    """Bool per global node: it is one of ``nodes`` or lies under one."""
-    below = np.zeros(len(tables.left), dtype=bool)
-    below[nodes] = True
-    for inner in tables.levels:   # parents before children
-        off = tables.offsets[tables.tree_of[inner]]
-        below[tables.left[inner] + off] |= below[inner]
-        below[tables.right[inner] + off] |= below[inner]
-    return below
+                                 _native.mark_below(tables.forest, nodes))

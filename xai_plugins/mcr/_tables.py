@@ -9,7 +9,6 @@ import numpy as np
 
 from .. import _native
 from ..errors import InputError
-from ..forest import tree_levels
 from ._surrogates import SurrogateSplits
 
 #: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
@@ -24,8 +23,7 @@ class ForestTables:
     :class:`~xai_plugins.forest.Forest`'s arrays over all nodes (global ids; ``offsets[t]`` is
     tree t's first node, ``tree_of`` the tree of every node); ``node_pred`` is each node's class
     probabilities (classifiers) or value. The scikit-learn ``Tree`` objects ``trees`` must number
-    their nodes like the Forest (checked). ``levels`` lists the
-    internal nodes by depth, roots first.
+    their nodes like the Forest (checked).
     """
 
     def __init__(self, forest, estimators, X32, is_classifier: bool):
@@ -44,9 +42,6 @@ class ForestTables:
         value = forest.value
         self.node_pred = (value / value.sum(axis=1, keepdims=True) if is_classifier
                           else np.ascontiguousarray(value[:, 0]))
-        # global ids of the internal nodes of all trees, one array per depth, roots first
-        self.levels = [ids[inner] for ids, _, inner in tree_levels(self.left, self.right, forest.tree_offset)
-                       if inner.any()]
         self._leaf_cache = [None] * self.T if self.T * self.n * 4 <= LEAF_CACHE_BYTES else None
 
     def leaves(self, t: int, X64=None) -> np.ndarray:
