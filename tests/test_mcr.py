@@ -276,7 +276,7 @@ def test_s_plus_rows_routed_from_the_original_trees_new_leaf(correlated, task):
 
 def test_boundary_forests_from_pass_one_leaves_bitwise_as_routed_again(correlated, monkeypatch):
     """Pass 2 takes the swapped-in trees' leaves on the permuted rows from pass 1 when they fit in
-    ``LEAF_CACHE_BYTES``, and routes those trees again otherwise: the same table to the bit, for
+    ``KEPT_LEAVES_BYTES``, and routes those trees again otherwise: the same table to the bit, for
     several tolerances (which swap different trees in) and both orientations."""
     from xai_plugins.mcr import _passes
 
@@ -296,7 +296,7 @@ def test_boundary_forests_from_pass_one_leaves_bitwise_as_routed_again(correlate
     kept = {eps: mcr(model, X, y, epsilon=eps, **kw).table for eps in (0.0, 0.05, 0.3)}
     assert known and all(known)
     known.clear()
-    monkeypatch.setattr(_passes, "LEAF_CACHE_BYTES", 0)
+    monkeypatch.setattr(_passes, "KEPT_LEAVES_BYTES", 0)
     for eps, table in kept.items():
         pd.testing.assert_frame_equal(table, mcr(model, X, y, epsilon=eps, **kw).table, check_exact=True)
     assert known and not any(known)

@@ -50,8 +50,8 @@ per-tree × per-permutation predictions held at once: memory is O(K·n·C + T) b
 the S± node arrays of the feature at hand (20 bytes per node each, only when S± changed a node),
 plus the leaf tables of the tree at hand (16 bytes per entry), plus the trees' training leaves
 (all of them, int32, when they fit in ``LEAF_CACHE_BYTES`` = 256 MiB; otherwise a block at a time,
-recomputed for every feature) and, within the same bound, the large trees' leaves on the permuted
-rows, which pass 2 reuses for the trees it swaps in.
+recomputed for every feature) and, within ``_passes.KEPT_LEAVES_BYTES`` = 1 GiB, the large trees'
+leaves on the permuted rows, which pass 2 reuses for the trees it swaps in.
 
 Modules: :mod:`._reliance` (entry points, input checks, one result row per feature),
 :mod:`._tables` (node tables from the imported Forest, training leaves), :mod:`._loss` (losses and

@@ -26,7 +26,6 @@ import numpy as np
 
 from .. import _native
 from ._loss import model_reliance
-from ._tables import LEAF_CACHE_BYTES
 
 #: trees per unit of parallel work; partial sums are formed per block and added in block order
 TREE_BLOCK = 16
@@ -38,6 +37,9 @@ SCATTER_IN_C = 512
 #: leaf tables, and only their leaves on the permuted rows are kept from pass 1 for pass 2 (a small
 #: tree is walked again for less than the copies cost).
 LARGE_TREE_NODES = 1 << 16
+#: pass 1 keeps the large trees' leaves on the permuted rows for pass 2 when they take at most this
+#: (int32 per tree, permutation and row; 1 GiB: 268 trees × 10 permutations × 100,000 rows)
+KEPT_LEAVES_BYTES = 2**30
 
 
 
@@ -88,7 +90,7 @@ class PermutationPass:
     one array per permutation, T times the predictions on the permuted rows of the reference forest
     (``v = "reference"``) or of F±_S; ``leaves[v]`` {tree: its leaves after transform ``v`` on each
     permuted array}, for every large tree (``LARGE_TREE_NODES``) that splits on X1 after it, when
-    they fit in ``LEAF_CACHE_BYTES`` (pass 2 routes the few other trees it needs again)."""
+    they fit in ``KEPT_LEAVES_BYTES`` (pass 2 routes the few other trees it needs again)."""
 
     tree_delta: dict
     forest_sums: dict
@@ -106,7 +108,7 @@ def permutation_pass(ref: Reference, cols, seeds, variants: dict) -> Permutation
     new_values = [tables.permuted(cols, seed) for seed in seeds]
     large = np.diff(tables.forest.tree_offset) >= LARGE_TREE_NODES
     keep = large & (sum(np.count_nonzero(large & variants[v].uses) for v in _VARIANTS) * K * tables.n * 4
-                    <= LEAF_CACHE_BYTES)
+                    <= KEPT_LEAVES_BYTES)
     leaves: dict = {v: {} for v in _VARIANTS}
     block = (max(1, len(run)) if tables.caches_leaves
              else max(TREE_BLOCK, 2**22 // tables.n // TREE_BLOCK * TREE_BLOCK))

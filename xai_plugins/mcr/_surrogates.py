@@ -56,18 +56,17 @@ class TransformedForest:
 class SurrogateSplits:
     """The exact surrogate splits of every internal node of a forest, sorted by (node, feature):
     global ``node`` id, surrogate ``feature``, ``threshold`` and ``flipped`` (see
-    ``_native.surrogates``), and ``node_feature``, the feature the node itself splits on."""
+    ``_native.surrogates``)."""
 
     node: np.ndarray
     feature: np.ndarray
     threshold: np.ndarray
     flipped: np.ndarray
-    node_feature: np.ndarray
 
     def transform(self, tables, cols, plus: bool) -> TransformedForest:
         """S+ (``plus``) or S- of every tree of ``tables`` (a :class:`ForestTables`) for the
         feature set ``cols``: each node takes its first eligible surrogate (lowest feature id)."""
-        node_in, sur_in = tables.among(self.node_feature, cols), tables.among(self.feature, cols)
+        node_in, sur_in = tables.among(tables.feature, cols)[self.node], tables.among(self.feature, cols)
         cand = (sur_in & ~node_in) if plus else (~sur_in & node_in)
         nodes, first = np.unique(self.node[cand], return_index=True)   # sorted, so grouped by tree
         pick = np.flatnonzero(cand)[first]

@@ -90,8 +90,7 @@ class ForestTables:
             forest_sum += pred
             tree_loss[t] = loss_t
             digests.append(digest)
-            node = node + self.offsets[t]
-            splits.append((node, feat, thr, flip, self.feature[node]))
+            splits.append((node + self.offsets[t], feat, thr, flip))
         return TrainingSurvey(tree_loss, forest_sum, digests,
                               SurrogateSplits(*(np.concatenate(a) for a in zip(*splits))))
 
