@@ -12,9 +12,10 @@ Each build runs in its own subprocess (``--ref DIR``: the previous main, with it
 in place), one thread (``n_jobs=1``; CPU time, steadier on a shared machine), the two builds
 alternating ``--rounds`` times; per build the best round. ``predict`` is timed just before and just
 after the MCR run and the two averaged: the shared machine's pace drifts by tens of percent within
-minutes, and one predict timed apart from the MCR run moved the ratio as much as the code did. Printed per workload: predict seconds,
-MCR seconds, predicts per (feature, permutation) for both builds, and whether the two builds'
-tables are bitwise identical. Fitted models are cached in the temp directory (``--refit``).
+minutes, and one predict timed apart from the MCR run moved the ratio as much as the code did.
+Printed per workload: predict seconds, MCR seconds, predicts per (feature, permutation) for both
+builds, and whether the two builds' tables are bitwise identical. Fitted models are cached in the
+temp directory (``--refit``).
 
 Run: python benchmarks/bench_mcr.py [--ref /work/oldmain] [--big [--big-trees 80] [--big-only]] [--quick]
 """

@@ -209,8 +209,8 @@ def test_a_stated_max_depth_is_checked_by_the_c_validator(stump_forest):
 def test_scikit_learn_imports_state_the_trees_depth():
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
-    from xai_plugins.forest.layout import _max_depth
     from xai_plugins.forest.cache import import_model
+    from xai_plugins.forest.layout import _max_depth
 
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
