@@ -42,7 +42,6 @@ LARGE_TREE_NODES = 1 << 16
 KEPT_LEAVES_BYTES = 2**30
 
 
-
 @dataclass(frozen=True)
 class Reference:
     """The reference forest on its training rows, and how to evaluate trees.
@@ -154,6 +153,7 @@ def _tree_on_permutations(ref: Reference, cols, new_values, train, variants, kee
               if variants[v].changed[t] and variants[v].uses[t]}
     table = _leaf_table(layout, X64, len(new_values))
     walked_table = {v: _leaf_table(w, X64, len(new_values)) for v, w in walked.items()}
+
     def on_leaves(leaves, r, key=None):
         """(summed loss, predictions) of the tree's leaves ``leaves`` reached by the rows ``r``; with a
         ``key``, worked out once while ``r`` is every row (the same figures whoever asks)."""
