@@ -28,7 +28,7 @@ enum {
     GROUP = 16,    /* rows walked in lockstep (local_mdi.c measures the gain) */
     MAX_BOXED = 4,   /* leaf boxes are kept for at most this many changed features (memory) */
     CHUNK = 1 << 14, /* rows a leaf table's build walks together (their values: n_features columns) */
-    FIRST_CHUNK = 1 << 11,
+    FIRST_CHUNK = 1 << 11, /* the first block: small, so that a declined table costs little */
     DECLINED = -1    /* table_walk: the table would exceed its entries per row (not an error) */
 };
 
@@ -249,6 +249,13 @@ static inline int in_box(const double *now, const double *box, int32_t K, int fl
     return 1;
 }
 
+/* 0 for a layout of another forest (another tree count, feature count or tree size). */
+static int layout_fits(const xai_forest *f, const xai_reroute_layout *L)
+{
+    return L->tree < f->n_trees && L->n_features == f->n_features &&
+           L->n_nodes == f->tree_offset[L->tree + 1] - f->tree_offset[L->tree];
+}
+
 /* One entry of a leaf table: the upper end of an interval of v and the leaf (local id) it reaches, and,
  * while a table is built, the row (one 16-byte record: an entry is moved with one store). */
 typedef struct {
@@ -261,19 +268,25 @@ typedef struct {
     int64_t n, capacity;
 } entry_list;
 
-/* Grows e to hold at least `needed` entries. */
-static int reserve(entry_list *e, int64_t needed)
+/* array (of *capacity elements of elem bytes, fewer than `needed`) grown by doublings to hold at least
+ * `needed`; NULL when out of memory (array and *capacity then stay as they were). */
+static void *grow(void *array, int64_t *capacity, int64_t needed, size_t elem)
 {
-    if (needed <= e->capacity)
-        return XAI_OK;
-    int64_t grown = e->capacity > 512 ? e->capacity : 512;
+    int64_t grown = *capacity > 512 ? *capacity : 512;
     while (grown < needed)
         grown *= 2;
-    entry *at = (uint64_t)grown <= SIZE_MAX / sizeof(entry) ? realloc(e->at, (size_t)grown * sizeof(entry)) : NULL;
-    if (at == NULL)
+    void *bigger = (uint64_t)grown <= SIZE_MAX / elem ? realloc(array, (size_t)grown * elem) : NULL;
+    if (bigger != NULL)
+        *capacity = grown;
+    return bigger;
+}
+
+static int reserve(entry_list *e, int64_t needed)
+{
+    entry *at = needed > e->capacity ? grow(e->at, &e->capacity, needed, sizeof(entry)) : e->at;
+    if (at == NULL && needed > 0)
         return XAI_E_NOMEM;
     e->at = at;
-    e->capacity = grown;
     return XAI_OK;
 }
 
@@ -310,7 +323,7 @@ static inline int32_t table_leaf(const xai_reroute_table *t, int64_t i, double v
     return e[lo].leaf;
 }
 
-/* A subtree still to visit by table_chunk: the rows arena[begin .. begin + count) for the values of v
+/* A subtree still to visit by table_walk: the rows arena[begin .. begin + count) for the values of v
  * from lo to hi. Popping it frees the arena above arena_end (the subtrees visited before it). */
 typedef struct {
     int32_t node, count;
@@ -318,27 +331,23 @@ typedef struct {
     double lo, hi;
 } span;
 
-/* The scratch of table_chunk, kept across chunks. */
+/* The scratch of table_walk and table_append, kept across blocks of rows. */
 typedef struct {
     double *cols;       /* [n_features][CHUNK]: the chunk's values as the model compares them */
     int32_t *arena;     /* the rows of the spans on the stack */
     int64_t arena_capacity;
-    span *stack;        /* [max depth + 2]: a split on j leaves at most one span pending per level */
+    span *stack;        /* [forest's max_depth + 2]: at most one span pending per level */
     entry_list found;   /* the chunk's entries, in the order the walk finds them */
     int64_t *next;      /* [CHUNK + 1] */
 } table_scratch;
 
 static int reserve_arena(table_scratch *w, int64_t needed)
 {
-    if (needed <= w->arena_capacity)
-        return XAI_OK;
-    const int64_t grown = needed > 2 * w->arena_capacity ? needed : 2 * w->arena_capacity;
-    int32_t *arena = (uint64_t)grown <= SIZE_MAX / sizeof(int32_t) ? realloc(w->arena, (size_t)grown * sizeof(int32_t))
-                                                                    : NULL;
-    if (arena == NULL)
+    int32_t *arena = needed > w->arena_capacity ? grow(w->arena, &w->arena_capacity, needed, sizeof(int32_t))
+                                                : w->arena;
+    if (arena == NULL && needed > 0)
         return XAI_E_NOMEM;
     w->arena = arena;
-    w->arena_capacity = grown;
     return XAI_OK;
 }
 
@@ -429,22 +438,6 @@ static int table_append(xai_reroute_table *t, int64_t i0, int32_t m, table_scrat
     return XAI_OK;
 }
 
-/* The deepest level of the walk layout's nodes (pre-order: a node comes before its children). depth:
- * scratch of n_nodes entries. */
-static int32_t max_depth(const xai_reroute_layout *L, int32_t *depth)
-{
-    int32_t deepest = 0;
-    depth[0] = 0;
-    for (int64_t p = 0; p < L->n_nodes; p++) {
-        if (L->walk[p].split < 0)
-            continue;
-        depth[p + 1] = depth[L->walk[p].right] = depth[p] + 1;
-        if (depth[p] + 1 > deepest)
-            deepest = depth[p] + 1;
-    }
-    return deepest;
-}
-
 static int table_build(const xai_forest *f, const xai_reroute_layout *L, const double *X, int64_t n_rows,
                        int32_t max_per_row, xai_reroute_table **out)
 {
@@ -453,19 +446,17 @@ static int table_build(const xai_forest *f, const xai_reroute_layout *L, const d
     *out = NULL;
     if (L->n_changed != 1)
         return XAI_E_UNSUPPORTED;   /* intervals of one feature's value */
-    if (L->tree >= f->n_trees || L->n_features != f->n_features ||
-        L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
-        return XAI_E_INDEX;         /* a layout of another forest */
+    if (!layout_fits(f, L))
+        return XAI_E_INDEX;
     table_scratch w = {0};
-    int32_t *depth = xai_alloc(L->n_nodes, sizeof(int32_t));
     xai_reroute_table *t = calloc(1, sizeof(xai_reroute_table));
     int status = XAI_E_NOMEM;
-    if (depth != NULL && t != NULL) {
+    if (t != NULL) {
         t->layout = L;
         t->n_rows = n_rows;
         t->start = xai_alloc(n_rows + 1, sizeof(int64_t));
         w.cols = xai_alloc((int64_t)CHUNK * L->n_features, sizeof(double));
-        w.stack = xai_alloc((int64_t)max_depth(L, depth) + 2, sizeof(span));
+        w.stack = xai_alloc((int64_t)f->max_depth + 2, sizeof(span));
         w.next = xai_alloc(CHUNK + 1, sizeof(int64_t));
         if (t->start != NULL && w.cols != NULL && w.stack != NULL && w.next != NULL)
             status = XAI_OK;
@@ -485,7 +476,6 @@ static int table_build(const xai_forest *f, const xai_reroute_layout *L, const d
         if (status == DECLINED)
             status = XAI_OK;   /* *out stays NULL */
     }
-    free(depth);
     free(w.cols);
     free(w.arena);
     free(w.stack);
@@ -508,9 +498,8 @@ static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xa
         (a->start_leaf != NULL && a->moved == NULL) || a->n_rows < 0 ||
         (a->delta != NULL && (a->start_leaf == NULL || a->node_value == NULL || a->width < 1)))
         return XAI_E_SIZE;
-    if (L->tree >= f->n_trees || L->n_features != f->n_features ||
-        L->n_nodes != f->tree_offset[L->tree + 1] - f->tree_offset[L->tree])
-        return XAI_E_INDEX;    /* a layout of another forest */
+    if (!layout_fits(f, L))
+        return XAI_E_INDEX;
     if (a->table != NULL && (a->table->layout != L || a->table->n_rows != a->n_rows))
         return XAI_E_INDEX;    /* a table of another layout, or of other rows */
     const int64_t base = f->tree_offset[L->tree], end = f->tree_offset[L->tree + 1];

@@ -270,13 +270,13 @@ class RerouteLayout:
             raise InputError(f"a version of a tree needs feature, threshold and flipped over all {forest.n_nodes} "
                              "nodes")
         self.forest, self.changed = forest, np.ascontiguousarray(changed, dtype=np.int32)
-        self.n_nodes = int(forest.tree_offset[tree + 1] - forest.tree_offset[tree]) if 0 <= tree < forest.n_trees else 0
         spec = ffi.new("xai_reroute_spec *", dict(
             tree=int(tree), feature=_ptr("int32_t *", feature), threshold=_ptr("double *", threshold),
             flipped=_ptr("uint8_t *", flipped), changed=_ptr("int32_t *", self.changed), n_changed=len(self.changed)))
         out = ffi.new("xai_reroute_layout **")
         _check(lib.xai_reroute_prepare(c_forest(forest).ptr, spec, out), "reroute")
         self._layout = ffi.gc(out[0], lib.xai_reroute_free)
+        self.n_nodes = int(forest.tree_offset[tree + 1] - forest.tree_offset[tree])
 
     def table(self, X: np.ndarray, max_per_row: int = 0) -> "RerouteTable | None":
         """The leaf table of the rows of X (float64, C order) for this layout of one changed feature:
