@@ -205,7 +205,8 @@ void xai_reroute_free(xai_reroute_layout *layout);
 /* A leaf table of one changed feature (n_changed = 1) over the rows X[n_rows * n_features]: for every
  * row, the leaves its other values reach as the changed feature's value v runs over the real line, in
  * increasing order of v, with the upper ends of their intervals of v. Built once for a layout and rows
- * (xai_reroute_table_build: about a walk of the rows plus a sixth of one per entry per row), it routes
+ * (xai_reroute_table_build: about 1 + 0.15 E walks of the rows for E entries per row, as
+ * benchmarks/bench_reroute.py prints), it routes
  * each permutation of the feature by a binary search per row instead of a walk
  * (xai_reroute_args.table); freed by xai_reroute_table_free (NULL is fine). max_per_row > 0: *table
  * is left NULL (XAI_OK) as soon as a block of rows needs more entries per row than that. */

@@ -230,9 +230,9 @@ def _leaf_table(layout, X64, permutations: int):
     routing ``permutations`` of it through the table costs less than walking them; else None (walk).
     Only a tree too large for the cache gains (``LARGE_TREE_NODES``: a walk there waits on memory at
     every step; through a small tree it is a few nanoseconds a row). Measured on fully grown trees
-    (``benchmarks/README.md``, RF-MCR), in walks of all rows: a build costs about 1 + 0.15 E for E
-    entries per row, a lookup 0.1 + 0.01 E, and a permutation walks ~80 % of the rows; a table
-    needing more entries per row than that break-even is declined."""
+    (``benchmarks/bench_reroute.py``), in walks of the permuted rows: a build costs about 1 + 0.15 E
+    for E entries per row and a lookup 0.1 + 0.01 E; a table whose build and K lookups would come to
+    more than 0.9 K walks (a margin for the machine's drift) is declined."""
     budget = int((0.8 * permutations - 1) / (0.15 + 0.01 * permutations))
     if len(layout.changed) != 1 or budget <= 0 or layout.n_nodes < LARGE_TREE_NODES:
         return None
