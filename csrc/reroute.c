@@ -8,7 +8,7 @@
  * start leaf's box keeps that leaf; the others are copied into a small row buffer (as the model
  * compares them, with their new values) and walk down from the root, GROUP rows in lockstep so that
  * their cache misses overlap. A step is a handful of instructions and has no data-dependent branch,
- * so that the loads of many rows are in flight at once (a walk of the original tree and its S+
+ * and it prefetches the row's next record, so that the loads of many rows are in flight at once (a walk of the original tree and its S+
  * version together, one record per step while they agree, measured 1.5x slower than two walks:
  * the wider records and steps left fewer loads in flight).
  *
@@ -24,8 +24,15 @@
 
 #include "xai.h"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
 enum {
-    GROUP = 16,    /* rows walked in lockstep (local_mdi.c measures the gain) */
+    GROUP = 64,      /* rows walked in lockstep: 64 measured 1.2-1.3x faster than 16 (with PREFETCH) */
+    ROUTE_BLOCK = 1024, /* xai_reroute fills its lockstep groups from this many rows, then lists the moved ones */
     MAX_BOXED = 4,   /* leaf boxes are kept for at most this many changed features (memory) */
     CHUNK = 1 << 14, /* rows a leaf table's build walks together (their values: n_features columns) */
     FIRST_CHUNK = 1 << 11, /* the first block: small, so that a declined table costs little */
@@ -232,6 +239,7 @@ static inline void descend(const walk_node *walk, const double *values, int32_t 
             }
             const int32_t left = goes_left(w, values[q * d + (split >> 2)], strict_left);
             at[q] = ((at[q] + 1) & -left) | (w->right & (left - 1));
+            PREFETCH(walk + at[q]);   /* the row's next record: its load starts before the row's turn */
             live[kept++] = q;
         }
         n_live = kept;
@@ -311,16 +319,16 @@ void xai_reroute_table_free(xai_reroute_table *table)
  * ends at +inf. */
 static inline int32_t table_leaf(const xai_reroute_table *t, int64_t i, double v, int strict_left)
 {
-    const entry *e = t->entries.at;
-    int64_t lo = t->start[i], hi = t->start[i + 1] - 1;
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (strict_left ? v < e[mid].upper : v <= e[mid].upper)
-            hi = mid;
-        else
-            lo = mid + 1;
+    const entry *at = t->entries.at + t->start[i];
+    int64_t n = t->start[i + 1] - t->start[i];
+    while (n > 1) {   /* branch-free: a branch on v's side would be mispredicted half the time */
+        const int64_t half = n / 2;
+        const double upper = at[half - 1].upper;
+        const int64_t past = strict_left ? !(v < upper) : !(v <= upper);
+        at += half & -past;
+        n -= half;
     }
-    return e[lo].leaf;
+    return at->leaf;
 }
 
 /* A subtree still to visit by table_walk: the rows arena[begin .. begin + count) for the values of v
@@ -513,10 +521,22 @@ static int check_args(const xai_forest *f, const xai_reroute_layout *L, const xa
     return XAI_OK;
 }
 
-/* The leaves, moved rows and their changes of node value of xai_reroute, GROUP rows at a time: the rows that leave their start
- * leaf's box (every row without start leaves) are copied, as the model compares them and with their new values, into the row buffer
- * values[GROUP * n_features] and walked together. The arguments are read into locals once: stores
- * into leaf could otherwise alias them. */
+/* Walks the n buffered rows values[q * d ..] (rows row[q] of xai_reroute) from the root and stores
+ * their global leaves. */
+static inline void walk_rows(const walk_node *walk, const double *values, int32_t d, const int64_t *row, int n,
+                             int64_t base, int32_t *leaf, int strict_left)
+{
+    int32_t at[GROUP];
+    descend(walk, values, d, at, n, strict_left);
+    for (int q = 0; q < n; q++)
+        leaf[row[q]] = (int32_t)(base + at[q]);   /* n_nodes <= INT32_MAX */
+}
+
+/* The leaves, moved rows and their changes of node value of xai_reroute, ROUTE_BLOCK rows at a time:
+ * the rows that leave their start leaf's box (every row without start leaves) are copied, as the model
+ * compares them and with their new values, into the row buffer values[GROUP * n_features] and walked
+ * together whenever it is full (so that the lockstep groups are full), then the block's moved rows
+ * are listed. The arguments are read into locals once: stores into leaf could otherwise alias them. */
 static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_reroute_args *a, double *values)
 {
     const int64_t n_rows = a->n_rows, base = f->tree_offset[L->tree];
@@ -532,9 +552,8 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
     const xai_reroute_table *table = a->table;
     const int strict_left = f->split_rule == XAI_LEFT_IF_LT, float32 = f->input_float32 != 0;
     int64_t count = 0, row[GROUP];
-    int32_t at[GROUP];
-    for (int64_t i0 = 0; i0 < n_rows; i0 += GROUP) {
-        const int64_t i1 = n_rows - i0 < GROUP ? n_rows : i0 + GROUP;
+    for (int64_t i0 = 0; i0 < n_rows; i0 += ROUTE_BLOCK) {
+        const int64_t i1 = n_rows - i0 < ROUTE_BLOCK ? n_rows : i0 + ROUTE_BLOCK;
         int n = 0;
         for (int64_t i = i0; i < i1; i++) {
             if (start_leaf != NULL)
@@ -555,10 +574,12 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
             for (int32_t k = 0; k < K; k++)
                 x[changed[k]] = model_value(new_values[i * K + k], float32, zero);
             row[n++] = i;
+            if (n == GROUP) {
+                walk_rows(L->walk, values, d, row, n, base, leaf, strict_left);
+                n = 0;
+            }
         }
-        descend(L->walk, values, d, at, n, strict_left);
-        for (int q = 0; q < n; q++)
-            leaf[row[q]] = (int32_t)(base + at[q]);   /* n_nodes <= INT32_MAX */
+        walk_rows(L->walk, values, d, row, n, base, leaf, strict_left);   /* the block's last rows */
         for (int64_t i = i0; start_leaf != NULL && i < i1; i++) {   /* in row order: moved stays increasing */
             const int32_t now = leaf[i], start = start_leaf[i];
             if (now == start)
