@@ -98,8 +98,8 @@ static int node_boxes(const xai_forest *f, int32_t t, const float *X, int64_t n_
 }
 
 /* The surrogates of every internal node in increasing id, features increasing (see xai_surrogates). */
-static int emit(const xai_forest *f, int32_t t, const float *lo, const float *hi, int64_t capacity, int32_t *node,
-                int32_t *feature, double *threshold, uint8_t *flipped, int64_t *count)
+static int emit(const xai_forest *f, int32_t t, const float *lo, const float *hi, const uint8_t *wanted,
+                int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped, int64_t *count)
 {
     const int64_t base = f->tree_offset[t], m = f->tree_offset[t + 1] - base;
     const int32_t d = f->n_features;
@@ -110,8 +110,10 @@ static int emit(const xai_forest *f, int32_t t, const float *lo, const float *hi
             continue;
         const float *lo_l = lo + (int64_t)a * d, *hi_l = hi + (int64_t)a * d;
         const float *lo_r = lo + (int64_t)b * d, *hi_r = hi + (int64_t)b * d;
+        const int32_t split = f->feature[base + v];
+        const int every = wanted == NULL || wanted[split];   /* else only the wanted surrogates */
         for (int32_t g = 0; g < d; g++) {
-            if (g == f->feature[base + v])
+            if (g == split || !(every || wanted[g]))
                 continue;
             const int flip = hi_r[g] < lo_l[g];
             if (!flip && !(hi_l[g] < lo_r[g]))
@@ -130,7 +132,7 @@ static int emit(const xai_forest *f, int32_t t, const float *lo, const float *hi
 }
 
 static int surrogates(const xai_forest *f, int32_t t, const float *X, int64_t n_rows, const int32_t *leaf,
-                      int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
+                      const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
                       int64_t *count)
 {
     int status = check_args(f, t, X, n_rows, leaf, capacity, node, feature, threshold, flipped, count);
@@ -145,7 +147,7 @@ static int surrogates(const xai_forest *f, int32_t t, const float *X, int64_t n_
         status = node_boxes(f, t, X, n_rows, leaf, order, lo, hi);
     }
     if (status == XAI_OK)
-        status = emit(f, t, lo, hi, capacity, node, feature, threshold, flipped, count);
+        status = emit(f, t, lo, hi, wanted, capacity, node, feature, threshold, flipped, count);
     free(order);
     free(stack);
     free(lo);
@@ -154,10 +156,10 @@ static int surrogates(const xai_forest *f, int32_t t, const float *X, int64_t n_
 }
 
 int xai_surrogates(const xai_forest *forest, int32_t tree, const float *X, int64_t n_rows, const int32_t *leaf,
-                   int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
+                   const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
                    int64_t *count)
 {
     xai_error_clear();
-    return xai_error_return(surrogates(forest, tree, X, n_rows, leaf, capacity, node, feature, threshold, flipped,
+    return xai_error_return(surrogates(forest, tree, X, n_rows, leaf, wanted, capacity, node, feature, threshold, flipped,
                                        count));
 }

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 12
+#define XAI_ABI_VERSION 13
 
 /* cffi-cdef-begin */
 enum {
@@ -257,10 +257,12 @@ int xai_scatter_add(double *target, int64_t n_target, int32_t width, const int64
  * node v (increasing local id) and every feature g != feature(v) (increasing) such that the rows of
  * one child all lie below the rows of the other on g, one entry node[c] = v, feature[c] = g,
  * threshold[c] = the midpoint (in double) of the two children's facing extreme values on g,
- * flipped[c] = 1 when the right child's rows lie below. At most `capacity` entries (XAI_E_SIZE
- * beyond); *count receives how many were written. */
+ * flipped[c] = 1 when the right child's rows lie below. wanted[n_features] (NULL: every feature)
+ * keeps only the entries where wanted[feature(v)] or wanted[g] is set (RF-MCR's S+ / S- for feature
+ * sets within the wanted features need no others). At most `capacity` entries (XAI_E_SIZE beyond);
+ * *count receives how many were written. */
 int xai_surrogates(const xai_forest *forest, int32_t tree, const float *X, int64_t n_rows, const int32_t *leaf,
-                   int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
+                   const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
                    int64_t *count);
 /* cffi-cdef-end */
 

@@ -599,7 +599,8 @@ def test_a_feature_no_tree_uses_has_zero_reliance():
 
 def test_surrogate_splits_against_brute_force(correlated):
     """Every (node, feature) whose training rows in the two children are separated on the feature,
-    found row by row from scikit-learn's ``decision_path``; sorted by node then feature."""
+    found row by row from scikit-learn's ``decision_path``; sorted by node then feature. With wanted
+    features, exactly those of a node splitting on one of them, or by one of them."""
     from xai_plugins import _native
 
     X, y = correlated
@@ -621,3 +622,26 @@ def test_surrogate_splits_against_brute_force(correlated):
                         expected.append((node, g, (float(top) + float(bottom)) / 2, flipped))
         got = list(zip(*(arr.tolist() for arr in _native.surrogates(forest, t, X32, tree.apply(X32)))))
         assert got == expected and any(e[3] for e in expected)
+        for wanted in ([1], [0, 2]):
+            mask = np.isin(np.arange(X.shape[1]), wanted)
+            got = list(zip(*(arr.tolist() for arr in _native.surrogates(forest, t, X32, tree.apply(X32), mask))))
+            kept = [e for e in expected if tree.feature[e[0]] in wanted or e[1] in wanted]
+            assert got == kept and 0 < len(kept) < len(expected)
+
+
+def test_reliance_of_a_feature_alone_is_bitwise_that_among_all(correlated):
+    """RF-MCR keeps only the surrogate splits the requested features need: one feature's row is the
+    same to the bit whether it is asked alone or with every feature, and a transform for a feature
+    whose surrogates were not kept is refused."""
+    X, y = correlated
+    model = fit_rashomon_forest(X, y, task="regression", n_estimators=12, random_state=0, min_samples_leaf=2)
+    every = model_class_reliance(model, X, y, n_permutations=3, random_state=0, epsilon=0.05).table
+    for j in (0, 2):
+        alone = model_class_reliance(model, X, y, features=[j], n_permutations=3, random_state=0, epsilon=0.05).table
+        pd.testing.assert_frame_equal(alone, every.iloc[[j]])
+    tables = ForestTables(import_model(model), model.estimators_, X.astype(np.float32), is_classifier=False)
+    survey = tables.survey(make_loss("squared_error", tables.node_pred, y), OrderedMap(None, 1),
+                           np.isin(np.arange(X.shape[1]), [0]))
+    survey.surrogates.transform(tables, [0], True)
+    with pytest.raises(RuntimeError, match="surrogate splits kept"):
+        survey.surrogates.transform(tables, [0, 1], False)

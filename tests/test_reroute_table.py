@@ -102,7 +102,8 @@ def test_table_leaves_are_those_of_a_walk(seed, rule, float32, zero, version):
 
 def test_table_of_a_scikit_learn_tree_matches_apply():
     """A fully grown scikit-learn tree (float32 inputs): leaves looked up for permuted rows are those
-    of ``apply``, node values included."""
+    of ``apply``, node values included, and so are those walked without the table (2,000 rows: the
+    walks' blocks of 1,024 rows and a last, partial lockstep group)."""
     from sklearn.tree import DecisionTreeRegressor
 
     from xai_plugins.forest.cache import import_model
@@ -125,6 +126,8 @@ def test_table_of_a_scikit_learn_tree_matches_apply():
             np.testing.assert_array_equal(leaf, model.apply(Xp.astype(np.float32)))
             np.testing.assert_array_equal(moved, np.flatnonzero(leaf != start))
             np.testing.assert_array_equal(delta, node_value[leaf[moved]] - node_value[start[moved]])
+            for start_leaf in (start, None):
+                np.testing.assert_array_equal(layout.route(X, start_leaf, np.ascontiguousarray(Xp[:, [j]]))[0], leaf)
 
 
 def test_table_refuses_several_features_other_rows_and_other_layouts(stump_forest):

@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 12
+ABI_VERSION = 13
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -365,21 +365,26 @@ def scatter_add(target: np.ndarray, rows: np.ndarray, values: np.ndarray) -> Non
                                _ptr("double *", values), len(rows)), "scatter_add")
 
 
-def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray):
+def surrogates(forest, tree: int, X32: np.ndarray, leaf: np.ndarray, wanted: np.ndarray | None = None):
     """RF-MCR's exact surrogate splits of tree ``tree`` whose training rows ``X32`` (float32, C
     order, no NaN) reach its local leaves ``leaf``: arrays (local node, feature, threshold,
-    flipped), sorted by node then feature (see ``xai_surrogates`` in ``csrc/xai.h``)."""
+    flipped), sorted by node then feature (see ``xai_surrogates`` in ``csrc/xai.h``). ``wanted``
+    (bool per feature; None: every feature): only the splits on a wanted feature or by one."""
     leaf = np.ascontiguousarray(leaf, dtype=np.int32)
+    if wanted is not None:
+        wanted = np.ascontiguousarray(wanted, dtype=np.uint8)
     if X32.dtype != np.float32 or not X32.flags.c_contiguous or X32.shape[1:] != (forest.n_features,) \
-            or leaf.shape != (len(X32),):
-        raise InputError("surrogates needs X as C-ordered float32 (n, n_features) and one leaf per row")
+            or leaf.shape != (len(X32),) or (wanted is not None and wanted.shape != (forest.n_features,)):
+        raise InputError("surrogates needs X as C-ordered float32 (n, n_features), one leaf per row and wanted "
+                         "as one flag per feature")
     a, b = forest.tree_offset[tree], forest.tree_offset[tree + 1]
     capacity = int(np.count_nonzero(forest.left_child[a:b] >= 0)) * max(forest.n_features - 1, 0)
     node, feature = np.empty(capacity, dtype=np.int32), np.empty(capacity, dtype=np.int32)
     threshold, flipped = np.empty(capacity), np.empty(capacity, dtype=np.uint8)
     count = ffi.new("int64_t *")
     _check(lib.xai_surrogates(c_forest(forest).ptr, int(tree), _ptr("float *", X32), len(X32),
-                              _ptr("int32_t *", leaf), capacity, _ptr("int32_t *", node), _ptr("int32_t *", feature),
-                              _ptr("double *", threshold), _ptr("uint8_t *", flipped), count), "surrogates")
+                              _ptr("int32_t *", leaf), _ptr("uint8_t *", wanted), capacity, _ptr("int32_t *", node),
+                              _ptr("int32_t *", feature), _ptr("double *", threshold), _ptr("uint8_t *", flipped),
+                              count), "surrogates")
     c = count[0]
     return node[:c], feature[:c], threshold[:c], flipped[:c].astype(bool)

@@ -84,7 +84,10 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
     tables = ForestTables(import_model(model), estimators, X32, is_clf)
     loss_fn = make_loss(loss, tables.node_pred, y, y_index, model.classes_ if is_clf else None)
     with tree_threads(n_jobs) as pmap:
-        survey = tables.survey(loss_fn, pmap)
+        wanted = np.zeros(tables.forest.n_features, dtype=bool)   # the surrogates the units need
+        for _, cols in units:
+            wanted[cols] = True
+        survey = tables.survey(loss_fn, pmap, wanted)
         fit = survey.forest_sum / tables.T
         ref = Reference(tables, loss_fn, survey.tree_loss, survey.forest_sum, fit, loss_fn.forest_mean(fit), pmap)
         swap = RashomonSwaps(survey.digests, neighbourhoods(tables, epsilon, is_clf, pmap) if epsilon > 0 else None)

@@ -56,16 +56,21 @@ class TransformedForest:
 class SurrogateSplits:
     """The exact surrogate splits of every internal node of a forest, sorted by (node, feature):
     global ``node`` id, surrogate ``feature``, ``threshold`` and ``flipped`` (see
-    ``_native.surrogates``)."""
+    ``_native.surrogates``); ``wanted`` (bool per feature, or None: all): only the splits on a wanted
+    feature or by one were kept, which serve the feature sets within ``wanted``."""
 
     node: np.ndarray
     feature: np.ndarray
     threshold: np.ndarray
     flipped: np.ndarray
+    wanted: np.ndarray | None = None
 
     def transform(self, tables, cols, plus: bool) -> TransformedForest:
         """S+ (``plus``) or S- of every tree of ``tables`` (a :class:`ForestTables`) for the
         feature set ``cols``: each node takes its first eligible surrogate (lowest feature id)."""
+        if self.wanted is not None and not np.all(self.wanted[cols]):
+            raise RuntimeError(f"internal error: surrogate splits kept for the features {np.flatnonzero(self.wanted)} "
+                               f"cannot transform for {list(cols)}")
         node_in, sur_in = tables.among(tables.feature, cols)[self.node], tables.among(self.feature, cols)
         cand = (sur_in & ~node_in) if plus else (~sur_in & node_in)
         nodes, first = np.unique(self.node[cand], return_index=True)   # sorted, so grouped by tree

@@ -79,22 +79,24 @@ class ForestTables:
         perm = np.random.default_rng(seed).permutation(self.n)
         return np.ascontiguousarray(self.X64[:, cols][perm])
 
-    def survey(self, loss, pmap) -> "TrainingSurvey":
+    def survey(self, loss, pmap, wanted=None) -> "TrainingSurvey":
         """One parallel pass over the trees on their training rows: checks that the forest was
-        grown on these rows, fills the training-leaf cache and collects a :class:`TrainingSurvey`."""
+        grown on these rows, fills the training-leaf cache and collects a :class:`TrainingSurvey`,
+        whose surrogate splits serve the feature sets within ``wanted`` (bool per feature; None:
+        every feature)."""
         tree_loss = np.empty(self.T)
         forest_sum = np.zeros((self.n, self.node_pred.shape[1]) if self.node_pred.ndim == 2 else self.n)
         digests, splits = [], []
         for t, (pred, loss_t, digest, (node, feat, thr, flip)) in enumerate(
-                pmap(lambda t: self._survey_tree(t, loss), range(self.T))):
+                pmap(lambda t: self._survey_tree(t, loss, wanted), range(self.T))):
             forest_sum += pred
             tree_loss[t] = loss_t
             digests.append(digest)
             splits.append((node + self.offsets[t], feat, thr, flip))
         return TrainingSurvey(tree_loss, forest_sum, digests,
-                              SurrogateSplits(*(np.concatenate(a) for a in zip(*splits))))
+                              SurrogateSplits(*(np.concatenate(a) for a in zip(*splits)), wanted=wanted))
 
-    def _survey_tree(self, t, loss):
+    def _survey_tree(self, t, loss, wanted):
         """Tree t on the training rows: (predictions, summed loss, digest of the predictions,
         surrogate splits with local node ids)."""
         tree, n = self.trees[t], self.n
@@ -110,7 +112,7 @@ class ForestTables:
             self._leaf_cache[t] = g
         pred = np.take(self.node_pred, g, axis=0)
         digest = hashlib.blake2b(np.ascontiguousarray(pred).tobytes(), digest_size=16).hexdigest()
-        return pred, loss.tree_sum(g), digest, _native.surrogates(self.forest, t, self.X32, leaf)
+        return pred, loss.tree_sum(g), digest, _native.surrogates(self.forest, t, self.X32, leaf, wanted)
 
 
 @dataclass(frozen=True)
