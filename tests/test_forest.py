@@ -137,7 +137,7 @@ def _walk(forest, t, row):
 def test_reroute_matches_a_full_traversal(data, kind):
     """xai_reroute (RF-MCR's permuted rows) against the model's own leaf assignment: scikit-learn's
     Tree.apply (x <= t on float32; fully grown: the walk layout's right-child links many levels deep,
-    442 rows = lockstep groups of 16 and a partial one) and XGBoost's pred_leaf (x < t, NaN to the
+    442 rows = lockstep groups of 64 and a partial one) and XGBoost's pred_leaf (x < t, NaN to the
     default side)."""
     from xai_plugins import _native
 

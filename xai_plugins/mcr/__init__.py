@@ -34,24 +34,25 @@ forests' own reliances are in the table too. Bootstrapping must be off (the pape
 "modified random forest", §4.3): every tree must be grown on all training rows so that its
 partitions, surrogates and training predictions can be recomputed from the data.
 
-On permuted data every tree is evaluated by the C core (``xai_reroute``) from the training
-leaves: a row keeps its training leaf unless its permuted X1 leaves that leaf's box, and then walks
-down from the root (16 rows in lockstep). With a single permuted feature, a tree too large for the
-cache (``_passes.LARGE_TREE_NODES``) is routed through a leaf table instead, built once for all
-permutations: per row, the leaves its other values reach as X1 runs over the real line, each with
-the upper end of its interval, looked up by a binary search (``xai_reroute_table_build``; declined
-when it would need more entries per row than walking costs). The original trees' change of the
-reference forest's predictions is accumulated in C. Transformed trees are the forest's node arrays
-with the S± splits (copies of four arrays, no scikit-learn ``Tree`` copies), routed the same way,
-and only for the rows that pass a node changed by S±; an S+ tree from the leaf the original tree
-gives the permuted row. Trees run in parallel threads in fixed blocks of ``TREE_BLOCK`` whose
-partial sums are added in block order, so results do not depend on the thread count. Never are all
-per-tree × per-permutation predictions held at once: memory is O(K·n·C + T) beyond the forest, plus
-the S± node arrays of the feature at hand (20 bytes per node each, only when S± changed a node),
-plus the leaf tables of the tree at hand (16 bytes per entry), plus the trees' training leaves
-(all of them, int32, when they fit in ``LEAF_CACHE_BYTES`` = 256 MiB; otherwise a block at a time,
-recomputed for every feature) and, within ``_passes.KEPT_LEAVES_BYTES`` = 1 GiB, the large trees'
-leaves on the permuted rows, which pass 2 reuses for the trees it swaps in.
+On permuted data every tree is evaluated by the C core (``xai_reroute``) from the training leaves:
+a row keeps its training leaf unless its permuted X1 leaves that leaf's box, and then walks down
+from the root (64 rows in lockstep, each prefetching its next node). With a single permuted
+feature, a tree too large for the cache (``_passes.LARGE_TREE_NODES``) is routed through a leaf
+table instead, built once for all permutations: per row, the leaves its other values reach as X1
+runs over the real line, each with the upper end of its interval, looked up by a binary search
+(``xai_reroute_table_build``; declined when it would need more entries per row than walking costs).
+The original trees' change of the reference forest's predictions is accumulated in C. Transformed
+trees are the forest's node arrays with the S± splits (copies of four arrays, no scikit-learn
+``Tree`` copies), routed the same way, and only for the rows that pass a node changed by S±; an S+
+tree from the leaf the original tree gives the permuted row. Trees run in parallel threads in fixed
+blocks of ``TREE_BLOCK`` whose partial sums are added in block order, so results do not depend on
+the thread count. Never are all per-tree × per-permutation predictions held at once: memory is
+O(K·n·C + T) beyond the forest, plus the S± node arrays of the feature at hand (20 bytes per node
+each, only when S± changed a node), plus the leaf tables of the tree at hand (16 bytes per entry),
+plus the trees' training leaves (all of them, int32, when they fit in ``LEAF_CACHE_BYTES`` = 256
+MiB; otherwise a block at a time, recomputed for every feature) and, within
+``_passes.KEPT_LEAVES_BYTES`` = 1 GiB, the large trees' leaves on the permuted rows, which pass 2
+reuses for the trees it swaps in.
 
 Modules: :mod:`._reliance` (entry points, input checks, one result row per feature),
 :mod:`._tables` (node tables from the imported Forest, training leaves), :mod:`._loss` (losses and
