@@ -93,8 +93,9 @@ class ForestTables:
             tree_loss[t] = loss_t
             digests.append(digest)
             splits.append((node + self.offsets[t], feat, thr, flip))
-        return TrainingSurvey(tree_loss, forest_sum, digests,
-                              SurrogateSplits(*(np.concatenate(a) for a in zip(*splits)), wanted=wanted))
+        node, feature, threshold, flipped = (np.concatenate(a) for a in zip(*splits))
+        surrogates = SurrogateSplits(node, feature, threshold, flipped, wanted)
+        return TrainingSurvey(tree_loss, forest_sum, digests, surrogates)
 
     def _survey_tree(self, t, loss, wanted):
         """Tree t on the training rows: (predictions, summed loss, digest of the predictions,
