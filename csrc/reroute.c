@@ -8,9 +8,9 @@
  * start leaf's box keeps that leaf; the others are copied into a small row buffer (as the model
  * compares them, with their new values) and walk down from the root, GROUP rows in lockstep so that
  * their cache misses overlap. A step is a handful of instructions and has no data-dependent branch,
- * and it prefetches the row's next record, so that the loads of many rows are in flight at once (a walk of the original tree and its S+
- * version together, one record per step while they agree, measured 1.5x slower than two walks:
- * the wider records and steps left fewer loads in flight).
+ * and it prefetches the row's next record, so that the loads of many rows are in flight at once (a
+ * walk of the original tree and its S+ version together, one record per step while they agree,
+ * measured 1.5x slower than two walks: the wider records and steps left fewer loads in flight).
  *
  * With one changed feature j, xai_reroute_table_build lays out a leaf table of the rows instead: one
  * depth-first walk of the layout for a block of rows, partitioning them by their own values at a split
@@ -31,9 +31,9 @@
 #endif
 
 enum {
-    GROUP = 64,      /* rows walked in lockstep (with PREFETCH, 1.2-1.3x faster than 16 in a one-off probe) */
-    ROUTE_BLOCK = 1024, /* xai_reroute fills its lockstep groups from this many rows, then lists the moved ones */
-    MAX_BOXED = 4,   /* leaf boxes are kept for at most this many changed features (memory) */
+    GROUP = 64,         /* rows walked in lockstep (with PREFETCH, 1.2-1.3x faster than 16: a one-off probe) */
+    ROUTE_BLOCK = 1024, /* rows from which xai_reroute fills its lockstep groups before listing the moved */
+    MAX_BOXED = 4,      /* leaf boxes are kept for at most this many changed features (memory) */
     CHUNK = 1 << 14, /* rows a leaf table's build walks together (their values: n_features columns) */
     FIRST_CHUNK = 1 << 11, /* the first block: small, so that a declined table costs little */
     DECLINED = -1    /* table_walk: the table would exceed its entries per row (not an error) */
