@@ -32,7 +32,7 @@
 
 enum {
     GROUP = 64,         /* rows walked in lockstep (with PREFETCH, 1.2-1.3x faster than 16: a one-off probe) */
-    ROUTE_BLOCK = 1024, /* rows from which xai_reroute fills its lockstep groups before listing the moved */
+    ROUTE_BLOCK = 1024, /* xai_reroute fills its lockstep groups from blocks of this many rows */
     MAX_BOXED = 4,      /* leaf boxes are kept for at most this many changed features (memory) */
     CHUNK = 1 << 14, /* rows a leaf table's build walks together (their values: n_features columns) */
     FIRST_CHUNK = 1 << 11, /* the first block: small, so that a declined table costs little */
