@@ -586,7 +586,8 @@ static void route_rows(const xai_forest *f, const xai_reroute_layout *L, xai_rer
                 continue;
             if (delta != NULL)
                 for (int32_t c = 0; c < width; c++)
-                    delta[count * width + c] = node_value[(int64_t)now * width + c] - node_value[(int64_t)start * width + c];
+                    delta[count * width + c] =
+                        node_value[(int64_t)now * width + c] - node_value[(int64_t)start * width + c];
             moved[count++] = i;
         }
     }

@@ -132,8 +132,8 @@ static int emit(const xai_forest *f, int32_t t, const float *lo, const float *hi
 }
 
 static int surrogates(const xai_forest *f, int32_t t, const float *X, int64_t n_rows, const int32_t *leaf,
-                      const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
-                      int64_t *count)
+                      const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold,
+                      uint8_t *flipped, int64_t *count)
 {
     int status = check_args(f, t, X, n_rows, leaf, capacity, node, feature, threshold, flipped, count);
     if (status != XAI_OK)
@@ -156,10 +156,10 @@ static int surrogates(const xai_forest *f, int32_t t, const float *X, int64_t n_
 }
 
 int xai_surrogates(const xai_forest *forest, int32_t tree, const float *X, int64_t n_rows, const int32_t *leaf,
-                   const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
-                   int64_t *count)
+                   const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold,
+                   uint8_t *flipped, int64_t *count)
 {
     xai_error_clear();
-    return xai_error_return(surrogates(forest, tree, X, n_rows, leaf, wanted, capacity, node, feature, threshold, flipped,
-                                       count));
+    return xai_error_return(surrogates(forest, tree, X, n_rows, leaf, wanted, capacity, node, feature, threshold,
+                                       flipped, count));
 }

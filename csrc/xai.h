@@ -262,8 +262,8 @@ int xai_scatter_add(double *target, int64_t n_target, int32_t width, const int64
  * sets within the wanted features need no others). At most `capacity` entries (XAI_E_SIZE beyond);
  * *count receives how many were written. */
 int xai_surrogates(const xai_forest *forest, int32_t tree, const float *X, int64_t n_rows, const int32_t *leaf,
-                   const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold, uint8_t *flipped,
-                   int64_t *count);
+                   const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold,
+                   uint8_t *flipped, int64_t *count);
 /* cffi-cdef-end */
 
 /* Shared by the .c files, not part of the Python-facing API. */

@@ -84,10 +84,8 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
     tables = ForestTables(import_model(model), estimators, X32, is_clf)
     loss_fn = make_loss(loss, tables.node_pred, y, y_index, model.classes_ if is_clf else None)
     with tree_threads(n_jobs) as pmap:
-        wanted = np.zeros(tables.forest.n_features, dtype=bool)   # the surrogates the units need
-        for _, cols in units:
-            wanted[cols] = True
-        survey = tables.survey(loss_fn, pmap, wanted)
+        wanted = tables.among(np.arange(tables.forest.n_features), [c for _, cols in units for c in cols])
+        survey = tables.survey(loss_fn, pmap, wanted)   # only the surrogate splits the units need
         fit = survey.forest_sum / tables.T
         ref = Reference(tables, loss_fn, survey.tree_loss, survey.forest_sum, fit, loss_fn.forest_mean(fit), pmap)
         swap = RashomonSwaps(survey.digests, neighbourhoods(tables, epsilon, is_clf, pmap) if epsilon > 0 else None)
