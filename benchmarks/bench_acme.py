@@ -6,8 +6,8 @@ Prints, all measured in this process (median of interleaved repeats):
 - ``explain_local`` on 10 rows against one ``predict`` on the same 10 * 501 rows;
 - shap's ``KernelExplainer`` (default settings, 50-row background from ``shap.sample``) on a few
   rows, extrapolated to the 442 rows the paper's global KernelSHAP comparison explains.
-The authors' implementation (github.com/dandolodavid/ACME) is not installed here; the issue
-quotes about 235 ms for its global explanation on this class of machine (target here: <= 23 ms).
+The authors' implementation (github.com/dandolodavid/ACME) is not installed here; the project
+quoted about 235 ms for its global explanation on this class of machine (target here: <= 23 ms).
 
 Usage: python benchmarks/bench_acme.py [--repeats 30] [--kernel-rows 5]
 """
@@ -29,7 +29,7 @@ from sklearn.ensemble import RandomForestRegressor
 
 from xai_plugins.acme import AcME
 
-AUTHORS_MS = 235.0      # quoted in the issue for the released implementation
+AUTHORS_MS = 235.0      # quoted for the released implementation on this class of machine
 TARGET_MS = 23.0
 FLOOR_RATIO = 1.3
 

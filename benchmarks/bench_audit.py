@@ -1,11 +1,11 @@
-"""Audit run times against the targets of issue 22, beside the previous main.
+"""Audit run times against their targets, beside the previous main.
 
 Workloads (every section, HTML and PDF; datasets from ``../shared/datasets``):
 
 - ``demos``: the two numeric demo audits of ``xai-audit`` (no arguments: diabetes regression, breast-cancer
   classification; the third, the categorical Pipeline, is left out), together; target ≤ 30 s;
 - ``wine``: red wine quality as a 6-class RandomForestClassifier (``bootstrap=False``, fully grown, 63 trees:
-  25,748 leaves, the size of the issue's ~25,676-leaf forest; 100 trees would give 40,813), 80/20 split,
+  25,748 leaves, the size of a reviewer's ~25,676-leaf forest; 100 trees would give 40,813), 80/20 split,
   ``random_state=0``, 320 test rows; target ≤ 180 s;
 - ``california``: California housing, numeric columns only (``ocean_proximity`` dropped, ``total_bedrooms``
   NaN kept: LightGBM routes it), LightGBM regressor with early stopping (learning rate 0.05, 50 rounds of

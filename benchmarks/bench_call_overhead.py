@@ -1,6 +1,6 @@
 """Per-call overhead of the public API: a loop of one-row calls against one batched call.
 
-Target (issue: one model identity): a repeated call on the same model costs at most 100 µs more
+Target (one model identity): a repeated call on the same model costs at most 100 µs more
 than its share of a batched call. The reference in the same process is the same loop with the
 import cache cleared before every call, which is what every call paid before the cache (the model
 was re-imported, an XGBoost model's JSON re-parsed, on each call).

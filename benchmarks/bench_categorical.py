@@ -26,7 +26,7 @@ sets), 100 and 500 trees of depth 6. Per model, over ``--rows`` test rows, S = e
 - ``--ref DIR``: the exact columns again with the build in DIR (a checkout of the previous main with its
   C extension built in place), on the same fitted models, in a subprocess.
 
-Targets (issue 21): exact cheaper than the 1 % Monte Carlo up to 500 depth-6 trees; categorical
+Targets: exact cheaper than the 1 % Monte Carlo up to 500 depth-6 trees; categorical
 splits at most 1.3x the time of the numeric twin (per term).
 
     python benchmarks/bench_categorical.py [--rows 20] [--pilot 2000] [--trees 100 500] [--ref DIR]

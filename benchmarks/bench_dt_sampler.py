@@ -1,6 +1,6 @@
 """DT-Sampler benchmark: CNF size and seconds per UniGen sample.
 
-Cases (issue 6):
+Cases:
   (a) toy: 6 binary features, 40 rows, 4 branch nodes, >= 36 of 40 rows correct;
   (b) sklearn's breast cancer: 60 rows, the ten "mean ..." features cut at their median,
       4, 5 and 6 branch nodes, >= 54 of 60 rows correct.

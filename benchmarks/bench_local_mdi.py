@@ -5,7 +5,7 @@ Workloads (each a fully grown ``RandomForestRegressor``):
   routes them), 100 trees, local MDI of 5,000 rows;
 - friedman (``--big``): ``make_friedman1`` with 100,000 rows and 10 features plus a duplicate of
   feature 0, ``--trees`` trees (500 by default; about 126,000 nodes a tree: 128 trees make the 16 M-node
-  forest of issue 23, 500 trees 63 M), local MDI of all 100,000 rows.
+  forest, 500 trees 63 M), local MDI of all 100,000 rows.
 
 Per workload and thread count (n_jobs = 1 and 2 for both: scikit-learn's ``predict`` runs its
 trees on ``n_jobs`` joblib threads, local MDI its row chunks on ``n_jobs`` threads) the best of a

@@ -6,7 +6,7 @@ Workloads (bootstrap-free forests from ``fit_rashomon_forest``):
   them noisy copies of each other), 100,000 rows, 500 trees of depth 8, every feature;
 - friedman (``--big``): ``make_friedman1`` (10 features) plus a duplicate of feature 0, 100,000
   rows, ``--big-trees`` fully grown regression trees (about 200,000 nodes each: 80 trees make the
-  16 M-node forest), ``--big-features`` (feature 0 by default, as in issue 23).
+  16 M-node forest), ``--big-features`` (feature 0 by default).
 
 Each build runs in its own subprocess (``--ref DIR``: the previous main, with its C extension built
 in place), one thread (``n_jobs=1``; CPU time, steadier on a shared machine), the two builds

@@ -1,4 +1,4 @@
-"""The audit's default perturbation of two-valued features (issue 22 item 8): the binary flip law, wired in
+"""The audit's default perturbation of two-valued features: the binary flip law, wired in
 ``AuditContext.noise``, recorded in the settings and the limitations, off with ``binary_flip=False`` /
 ``--no-binary-flip``; exact PG² against a Monte Carlo through the model's own predict with the flip drawn
 here, for a DataFrame whose columns come in another order than the model's too."""

@@ -1,4 +1,4 @@
-"""The binary flip law (issue 22 item 8): a numeric feature whose background holds two values is
+"""The binary flip law: a numeric feature whose background holds two values is
 perturbed by keeping x_j with probability 1 - rho, else redrawing a or b with the background's
 frequencies; exact PG² against enumeration and against Monte Carlo through the model's own predict
 (the property test over random models is in test_properties.py)."""

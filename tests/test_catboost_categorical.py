@@ -1,4 +1,4 @@
-"""CatBoost categorical features (issue 21): one-hot splits and per-feature CTRs imported as category
+"""CatBoost categorical features: one-hot splits and per-feature CTRs imported as category
 sets. Oracles: CatBoost's own ``predict(prediction_type="RawFormulaVal")`` on the raw labels (parity on
 random rows, unseen categories, NaN and rows on borders), CatBoost's own hash table (its Python export),
 an enumeration over the raw labels times grid cells over CatBoost's own borders (``get_borders``), and

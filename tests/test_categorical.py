@@ -1,4 +1,4 @@
-"""Categorical features (issue 21): set-membership splits imported from LightGBM, predicted with
+"""Categorical features: set-membership splits imported from LightGBM, predicted with
 parity, and exact PG² under the categorical perturbation against an independent enumeration and
 against Monte Carlo through the model's own predictor."""
 

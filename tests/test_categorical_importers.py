@@ -1,5 +1,5 @@
 """Categorical features of XGBoost (``enable_categorical``), scikit-learn HistGradientBoosting
-(``categorical_features``) and numeric category labels (issue 21): predict parity with the library's
+(``categorical_features``) and numeric category labels: predict parity with the library's
 own predict on random rows, unseen categories, NaN and rows on thresholds; exact PG² against an
 independent enumeration and against Monte Carlo through the model's own predict on raw labels."""
 

@@ -1,4 +1,4 @@
-"""The other methods on models with categorical features (issue 21 item 5): local MDI, the SHAP and
+"""The other methods on models with categorical features: local MDI, the SHAP and
 InterpretML explainers, AcME, MCR and DT-Sampler on a one-hot Pipeline and a LightGBM category model.
 
 Oracles: scikit-learn's own trees (``decision_path`` and ``compute_feature_importances`` of the

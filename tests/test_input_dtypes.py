@@ -1,4 +1,4 @@
-"""pandas extension dtypes at every public entry point (issue 24, item 1).
+"""pandas extension dtypes at every public entry point.
 
 A DataFrame with nullable (``Float64``, ``Int64``, ``boolean``), pyarrow or numeric ``category``
 columns gives exactly the results of the same data as a float64 frame with NaN where a value is

@@ -1,4 +1,4 @@
-"""Targets, labels and missing values checked once for the API and the CLI (issue 24, items 2-3).
+"""Targets, labels and missing values checked once for the API and the CLI.
 
 Labels the classifier was not trained on, missing targets and feature columns with no value are
 refused with an :class:`~xai_plugins.errors.InputError` saying what is wrong, instead of a report

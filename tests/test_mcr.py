@@ -324,7 +324,7 @@ def test_results_bitwise_as_with_scikit_learn_routing(correlated, monkeypatch):
 @pytest.mark.parametrize("task", ["classification", "regression"])
 @pytest.mark.parametrize("lookup", [False, True], ids=["walked", "leaf-tables"])
 def test_fully_grown_trees_with_a_duplicated_feature_bitwise_as_routed_by_scikit_learn(monkeypatch, task, lookup):
-    """Fully grown trees on a feature and its exact copy (issue 23's friedman workload in small, and
+    """Fully grown trees on a feature and its exact copy (the friedman benchmark workload in small, and
     a classifier on it), more than TREE_BLOCK trees: S- then replaces every split on the permuted
     feature, and those trees are not walked at all (rows keep their training leaf); the original
     trees and their S+ / S- versions are walked by the C core, or (``lookup``: every tree counted as

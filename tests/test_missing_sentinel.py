@@ -1,4 +1,4 @@
-"""XGBoost's ``missing=`` sentinel (issue 24, item 1) and GradientBoosting ``init=`` estimators (item 2).
+"""XGBoost's ``missing=`` sentinel and GradientBoosting ``init=`` estimators.
 
 An ``XGBRegressor(missing=-999.0)`` reads -999 as missing, as it reads NaN: the Forest records the
 sentinel and turns it into NaN wherever rows enter, so predict, PG² (exact and sampled), the

@@ -1,4 +1,4 @@
-"""Issue 22, items 1-6: two verdicts (model fitness, explanation reliability) with what each implies; one
+"""Two verdicts (model fitness, explanation reliability) with what each implies; one
 source for the qualitative words; F measured against the best ranking found (F <= 1); fairness that can
 fail, an equalized-odds interval and small groups as insufficient evidence; units and a dimensionless
 share for PGI²; settable, named thresholds with their rationale."""
