@@ -2,8 +2,9 @@
 
 The methods write their per-row work once, as block functions, and ask :func:`engine_for` which
 engine handles their inputs; they never name an engine. In memory is the default (one block);
-Dask (:mod:`xai_plugins.engines.dask`) ships with the package; another engine (Spark...) subclasses
-:class:`~xai_plugins.engines.base.Engine` and calls :func:`register`.
+Dask (:mod:`xai_plugins.engines.dask`) and Spark (:mod:`xai_plugins.engines.spark`) ship with the
+package; another engine (Ray, ...) subclasses :class:`~xai_plugins.engines.base.Engine` and calls
+:func:`register`.
 """
 
 from __future__ import annotations
