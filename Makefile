@@ -1,4 +1,4 @@
-# The two commands of the README: `make demo` (install + `xai-audit` with no arguments: the two demo
+# The two commands of the README: `make demo` (install + `xai-audit` with no arguments: the three demo
 # audits, written to reports/) and `make test` (install + the whole test suite). Both install into
 # the active Python environment (a venv is recommended) and record the install in a stamp, so a
 # second run skips pip entirely unless pyproject.toml, setup.py or the C sources changed, or the
@@ -14,7 +14,7 @@ INSTALL_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h csrc/*.py
 # .[test] includes .[report]: after `make test`, `make demo` reuses that install
 DEMO_STAMP := $(if $(wildcard $(call STAMP,test)),$(call STAMP,test),$(call STAMP,report))
 
-.PHONY: demo test lint pages
+.PHONY: demo test lint pages docs
 demo: $(DEMO_STAMP)
 	$(PYTHON) -m xai_plugins.cli
 
@@ -24,6 +24,10 @@ test: $(call STAMP,test)
 # the demo audits' PDF pages as PNG under reports/pages/, to look at before calling a report change done
 pages: demo
 	$(PYTHON) .ci/pdf_pages.py
+
+# the documentation site in docs/_build/html: warnings are errors, references are checked, the gallery runs
+docs: $(call STAMP,docs)
+	$(PYTHON) -m sphinx -b html -W --keep-going -n docs docs/_build/html
 
 lint: $(call STAMP,test)
 	$(PYTHON) -m ruff check .

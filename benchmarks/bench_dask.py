@@ -3,7 +3,8 @@ XGBoost model, in memory on one thread vs a LocalCluster of 1 and 2 single-threa
 processes, and the per-task overhead (blocks of one row of a cheap |S| = 1 PG²).
 
 Data: California housing from ../shared/datasets (8 numeric features, rows with a missing
-value dropped, standardised) if present, else scikit-learn's diabetes.
+value dropped, standardised) if present, else scikit-learn's diabetes; every result line names the
+data it measured (the fallback says that California housing was not found).
     python benchmarks/bench_dask.py [--rows 240] [--greedy-rows 24]
 """
 
@@ -21,10 +22,12 @@ import xgboost as xgb
 import xai_plugins as xp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CALIFORNIA = os.path.join(HERE, "..", "..", "shared", "datasets", "california_housing.csv")
 
 
-def load():
-    path = os.path.join(HERE, "..", "..", "shared", "datasets", "california_housing.csv")
+def load(path=CALIFORNIA):
+    """(name, X, y): California housing from ``path`` when it exists, else scikit-learn's diabetes, named
+    so that the result lines say it is the fallback and why."""
     if os.path.exists(path):
         df = pd.read_csv(path).drop(columns=["ocean_proximity"]).dropna()
         y = df.pop("median_house_value").to_numpy() / 1e5
@@ -33,7 +36,7 @@ def load():
         from sklearn.datasets import load_diabetes
 
         df, y = load_diabetes(return_X_y=True, as_frame=True)
-        y, name = y.to_numpy(), "diabetes"
+        y, name = y.to_numpy(), f"diabetes (fallback: California housing not found at {os.path.normpath(path)})"
     X = ((df - df.mean()) / df.std()).to_numpy()
     return name, X, y
 
@@ -68,7 +71,7 @@ def main():
     g_mem = timed(lambda: xp.greedy_pg2_ranking(model, grows, n_jobs=1))
     cheap_rows = X[:2000]
     c_mem = timed(lambda: xp.pg2(model, cheap_rows, [0], n_jobs=1), 3)
-    print(f"in memory, 1 thread : exact PG2 S=all {args.rows / t_mem:8.1f} rows/s   "
+    print(f"[{name}] in memory, 1 thread : exact PG2 S=all {args.rows / t_mem:8.1f} rows/s   "
           f"greedy {args.greedy_rows / g_mem:7.2f} rows/s   |S|=1 {len(cheap_rows) / c_mem:9.0f} rows/s")
     result = {"mem": (args.rows / t_mem, args.greedy_rows / g_mem)}
     for workers in (1, 2):
@@ -89,7 +92,7 @@ def main():
             tb = timed(lambda: xp.pg2(model, big, [0]).value.compute(), 2)
             overhead = (t1 - tb) / 400 * workers          # per task, per worker process
             result[workers] = (args.rows / t, args.greedy_rows / g)
-            print(f"LocalCluster {workers} proc: exact PG2 S=all {args.rows / t:8.1f} rows/s "
+            print(f"[{name}] LocalCluster {workers} proc: exact PG2 S=all {args.rows / t:8.1f} rows/s "
                   f"(x{t_mem / t:.2f} of in-memory)   greedy {args.greedy_rows / g:7.2f} rows/s "
                   f"(x{g_mem / g:.2f})   per-task overhead {overhead * 1e3:.2f} ms "
                   f"(400 one-row blocks {t1:.2f} s vs one block {tb:.3f} s)")
@@ -97,9 +100,9 @@ def main():
             client.close()
             cluster.close()
     if 1 in result and 2 in result:
-        print(f"2 vs 1 worker processes: exact x{result[2][0] / result[1][0]:.2f}, "
+        print(f"[{name}] 2 vs 1 worker processes: exact x{result[2][0] / result[1][0]:.2f}, "
               f"greedy x{result[2][1] / result[1][1]:.2f}")
-    print(f"per-row cost in memory: exact S=all {t_mem / args.rows * 1e3:.2f} ms, "
+    print(f"[{name}] per-row cost in memory: exact S=all {t_mem / args.rows * 1e3:.2f} ms, "
           f"greedy {g_mem / args.greedy_rows * 1e3:.1f} ms")
 
 

@@ -66,6 +66,7 @@ sphinx_gallery_conf = {
 html_theme = "pydata_sphinx_theme"
 html_title = f"xai_plugins {release}"
 html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
@@ -75,3 +76,13 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "changelog": [], "getting_started": []}
 html_show_sourcelink = False
+
+
+def _public_bases(app, name, obj, options, bases):
+    """Base classes shown under a class: private ones (an implementation detail) left out."""
+    bases[:] = [b for b in bases if not any(part.startswith("_") for part in getattr(b, "__qualname__", "").split("."))
+                and not b.__module__.split(".")[-1].startswith("_")]
+
+
+def setup(app):
+    app.connect("autodoc-process-bases", _public_bases)

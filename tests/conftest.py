@@ -3,6 +3,7 @@
 Session-scoped data are read-only, so that no test can change what the next one sees.
 """
 
+import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -188,3 +189,14 @@ def same_greedy_and_mdi(model, rows, reference, same, kind: str) -> None:
     if kind == "pipeline":
         same(xai_plugins.local_mdi(model, rows).compute(), xai_plugins.local_mdi(model, reference))
         same(xai_plugins.global_mdi(model, rows).compute(), xai_plugins.global_mdi(model, reference))
+
+
+def section_json(audit, name: str) -> dict:
+    """The JSON of an audit's section ``name`` without its timing, and without the phrase of a table caption
+    naming the row engine that scored every row: what an in-memory audit of the same rows must give."""
+    text = json.dumps(audit.to_dict()["sections"][name])
+    if "computed on" in audit.parameters:
+        text = text.replace(f" (every complete test row, computed on {audit.parameters['computed on']})", "")
+    out = json.loads(text)
+    out.pop("seconds")
+    return out

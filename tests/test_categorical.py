@@ -125,7 +125,12 @@ def test_pandas_category_columns_read_with_training_codes():
     forest = import_model(model)
     np.testing.assert_allclose(forest.predict(test)[:, 0], model.predict(test, raw_score=True), rtol=0, atol=0)
     codes = test.assign(c=[2.0, 1.0, np.nan, np.nan])      # the training codes: x=0, y=1, z=2; unseen w -> NaN
-    assert pg2(model, test, ["c"]).value == pytest.approx(pg2(model, codes, ["c"]).value, rel=0, abs=0)
+    # an array holds the codes LightGBM reads; a frame's number column is refused, as LightGBM refuses it
+    assert pg2(model, test, ["c"]).value == pytest.approx(pg2(model, codes.to_numpy(), ["c"]).value, rel=0, abs=0)
+    with pytest.raises(ValueError, match="categorical_feature do not match"):
+        model.predict(codes)
+    with pytest.raises(InputError, match="'c' holds float64 values.*category dtype"):
+        pg2(model, codes, ["c"])
 
 
 def test_bad_categorical_inputs_are_refused(lgb_model):

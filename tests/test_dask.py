@@ -17,7 +17,7 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 xgb = pytest.importorskip("xgboost")
 
-from conftest import same_greedy_and_mdi  # noqa: E402
+from conftest import same_greedy_and_mdi, section_json  # noqa: E402
 from sklearn.ensemble import RandomForestRegressor  # noqa: E402
 
 import xai_plugins as xp  # noqa: E402
@@ -217,7 +217,7 @@ def test_bad_dask_input(client, data):
 
 
 # --------------------------------------------------------------------------------------------
-# shap explainers, AcME local, the audit and xai-audit --scheduler on the cluster (issue 13)
+# shap explainers, AcME local, the audit and xai-audit --scheduler on the cluster
 # --------------------------------------------------------------------------------------------
 
 def test_acme_local_is_lazy_and_bitwise(client, data):
@@ -305,6 +305,44 @@ def test_audit_with_client_explains_every_row(client, audit_data):
     assert "explain 120 test rows: every complete test row" in html and "max_rows and time_budget" in html
     assert on_cluster.to_dict()["rows explained"] == 120
     assert on_cluster.sections["model"].data["card"]["test rows"] == 120
+
+
+@pytest.fixture(scope="module")
+def in_memory_audits(audit_data):
+    """The test rows in a shuffled order (dask sorts a pandas frame by its index) and the in-memory
+    audits of those rows, in that order and in index order."""
+    from xai_plugins.report import audit
+
+    model, X_train, y_train, X_test, y_test = audit_data
+    shuffled = np.random.default_rng(3).permutation(len(X_test))
+    X, y = X_test.iloc[shuffled], y_test.iloc[shuffled]
+    kw = dict(X_train=X_train, y_train=y_train, explainers=["pg2", "local_mdi"], mc_pairs=0, max_shap_rows=len(X),
+              sections=["explanations", "faithfulness"], progress=False)
+    memory = dict(max_rows=len(X), time_budget=None, **kw)
+    return X, y, kw, audit(model, X, y, **memory), audit(model, X.sort_index(), y.sort_index(), **memory)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_cluster_audit_gives_the_in_memory_verdict_and_faithfulness(client, audit_data, in_memory_audits, partitions):
+    """A Dask audit assesses faithfulness and stability (the per-row PGI² come back from the cluster) and
+    gives the verdict and the faithfulness section of the in-memory audit of the same rows, bit for bit
+    (on the previous main both criteria were "not assessed"); the random floor of a row does not depend on
+    where the row is, so the faithfulness section is also that of the rows in their original order (on the
+    previous main its random rows differed)."""
+    from xai_plugins.report import audit
+
+    model = audit_data[0]
+    X, y, kw, shuffled, ordered = in_memory_audits
+    on_cluster = audit(model, dd.from_pandas(X, npartitions=partitions), dd.from_pandas(y, npartitions=partitions),
+                       client=client, **kw)
+    by_kind = {c.kind: c for c in on_cluster.verdict.criteria}
+    assert by_kind["faithfulness"].status != "not assessed" and by_kind["stability"].status != "not assessed"
+    assert section_json(on_cluster, "verdict") == section_json(ordered, "verdict")
+    assert section_json(on_cluster, "faithfulness") == section_json(ordered, "faithfulness")
+    assert section_json(on_cluster, "faithfulness") == section_json(shuffled, "faithfulness")
+    for s in shuffled.sections["faithfulness"].data["sigmas"]:
+        for key, values in ordered.sections["faithfulness"].raw["pgi2"][s].items():
+            same(on_cluster.sections["faithfulness"].raw["pgi2"][s][key], values)
 
 
 @pytest.mark.parametrize("kind", ["lightgbm", "pipeline"])

@@ -1,7 +1,9 @@
 """The documentation says what the code does: LightGBM ``boosting_type="rf"`` matches
-``predict()`` (not ``predict(raw_score=True)``), and ``global_mdi(..., in_bag=True)`` accepts a
-bootstrap forest fitted with ``sample_weight`` and returns its MDI."""
+``predict()`` (not ``predict(raw_score=True)``), ``global_mdi(..., in_bag=True)`` accepts a
+bootstrap forest fitted with ``sample_weight`` and returns its MDI, ``rho=`` works on Dask input as in
+memory, and ``benchmarks/bench_dask.py`` names the data it measured."""
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -45,3 +47,40 @@ def test_in_bag_with_sample_weight_is_accepted_and_right():
     doc = " ".join(global_mdi.__doc__.split())
     assert "fit without ``sample_weight``" not in doc
     assert "fitted with ``sample_weight`` or ``class_weight``" in doc and "is accepted" in doc
+
+
+def test_rho_works_on_dask_input_as_documented():
+    """The categorical redraw probability ``rho=`` is accepted on Dask rows (once documented as refused) and
+    gives the in-memory numbers bit for bit."""
+    lightgbm = pytest.importorskip("lightgbm")
+    da = pytest.importorskip("dask.array")
+    import dask
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    codes, x = rng.integers(0, 4, 300), rng.normal(size=300)
+    frame = pd.DataFrame({"c": pd.Categorical(codes), "x": x})
+    model = lightgbm.LGBMRegressor(n_estimators=5, min_child_samples=5, verbose=-1).fit(frame, codes + x)
+    rows = np.column_stack([codes, x])[:20].astype(float)
+    lazy = da.from_array(rows, chunks=(7, 2))
+    with dask.config.set(scheduler="synchronous"):
+        np.testing.assert_array_equal(xp.pg2(model, lazy, [0, 1], rho=0.4).value.compute(),
+                                      xp.pg2(model, rows, [0, 1], rho=0.4).value)
+        ranking = xp.greedy_pg2_ranking(model, lazy, rho=0.4).compute().ranking
+    np.testing.assert_array_equal(ranking, xp.greedy_pg2_ranking(model, rows, rho=0.4).ranking)
+    docs = [p for p in SUPPORTED_MODELS.parents[2].glob("**/*.md") if "_build" not in p.parts]
+    assert not any("not yet with dask" in p.read_text(encoding="utf-8") for p in docs)
+
+
+def test_bench_dask_names_the_data_it_measured(tmp_path):
+    """Without the California housing file the benchmark measures scikit-learn's diabetes, and its result
+    lines (which carry the data's name) say so."""
+    script = SUPPORTED_MODELS.parents[2] / "benchmarks" / "bench_dask.py"
+    if not script.is_file():
+        pytest.skip("the benchmarks are not beside the package (installed wheel)")
+    spec = importlib.util.spec_from_file_location("bench_dask", script)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    name, X, _ = bench.load(tmp_path / "california_housing.csv")
+    assert name.startswith("diabetes (fallback: California housing not found at ") and X.shape == (442, 10)
+    assert script.read_text(encoding="utf-8").count('print(f"[{name}] ') == 4     # every result line

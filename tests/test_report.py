@@ -72,6 +72,20 @@ def test_html_shows_the_audit_numbers(report):
     assert a.sections["faithfulness"].data["rows"] == 12
 
 
+def test_the_share_of_pg2_says_why_it_can_exceed_100_percent(report):
+    """A share of 103 % is no bug: PG² is not monotone in the perturbed set, and the caption says so."""
+    caption = report[0].sections["faithfulness"].tables[0].caption
+    assert "dimensionless share" in caption and "above 100% where perturbing the top-ranked features alone" in caption
+
+
+def test_the_rashomon_criterion_judges_the_widest_range_against_the_constant_prediction_loss(report, data):
+    y_train = data[1]
+    loss, name = report[0].sections["mcr"].data["constant loss"]
+    assert name == "misclassification rate" and loss == pytest.approx(1 - y_train.value_counts(normalize=True).max())
+    rashomon = next(c for c in report[0].verdict.criteria if c.kind == "Rashomon sensitivity")
+    assert f"× {loss:.4g}, the training misclassification rate of the best constant prediction" in rashomon.explanation
+
+
 def test_pgi2_beats_random_and_greedy_wins_at_its_sigma(report):
     table = report[0].sections["faithfulness"].data["pgi2"].set_index(["method", "sigma"])["mean"]
     assert table[("PG² greedy (reference)", 0.3)] > table[("random", 0.3)]

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from conftest import local_spark  # noqa: E402
+from conftest import local_spark, section_json  # noqa: E402
 
 from xai_plugins.engines.spark import keyed  # noqa: E402
 from xai_plugins.errors import InputError  # noqa: E402
@@ -47,12 +47,20 @@ def data():
 
 
 def test_audit_on_spark_is_the_in_memory_audit(spark, data):
+    """The verdict (faithfulness and stability assessed from the per-row PGI² brought back from Spark: on the
+    previous main both were "not assessed") and the faithfulness section are the in-memory audit's, bit for bit,
+    with the in-memory sample holding every row."""
     model, X_train, y_train, test = data
+    kw = dict(KW, max_shap_rows=len(test))
     df = spark.createDataFrame(test[["y", *test.columns[::-1][1:]]]).repartition(3)    # columns out of order
-    on_spark = audit(model, keyed(df, ["id"]), y_test="y", X_train=X_train, y_train=y_train, **KW)
+    on_spark = audit(model, keyed(df, ["id"]), y_test="y", X_train=X_train, y_train=y_train, **kw)
     ordered = test.sort_values("id").reset_index(drop=True)
     in_memory = audit(model, ordered[X_train.columns], ordered["y"], X_train=X_train, y_train=y_train,
-                      max_rows=len(test), **KW)
+                      max_rows=len(test), time_budget=None, **kw)
+    by_kind = {c.kind: c for c in on_spark.verdict.criteria}
+    assert by_kind["faithfulness"].status != "not assessed" and by_kind["stability"].status != "not assessed"
+    for s in ("verdict", "faithfulness"):
+        assert section_json(on_spark, s) == section_json(in_memory, s), s
     assert on_spark.rows_explained == 69 and in_memory.rows_explained == 69      # the row with a NaN left out
     for s in ("explanations", "faithfulness", "agreement"):
         assert on_spark.sections[s].status == "ok", (s, on_spark.sections[s].reason)

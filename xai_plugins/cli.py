@@ -1,7 +1,7 @@
 """``xai-audit``: write an explanation audit (HTML, PDF, JSON) of a saved tree model.
 
     xai-audit --model model.json --data test.csv --target y --out reports/ [--train train.csv]
-              [--sep ";"] [--protected race sex] [--model-card card.yaml] [--run-id R-42] [--strict]
+              [--sep ";"] [--id-cols id] [--protected race sex] [--model-card card.yaml] [--run-id R-42] [--strict]
               [--fail-on warn | fail | fitness:warn | explanations:fail ...]
               [--threshold faithfulness_pass=0.6 ...]
               [--sections explanations faithfulness ...] [--sigma 0.1 0.3 1.0] [--trust-pickle]
@@ -9,19 +9,24 @@
 
 Every audit setting is a flag derived from :class:`~xai_plugins.report.options.AuditOptions` (same
 names, same defaults as :func:`xai_plugins.report.audit`). Everything the command line names is
-checked before any computation: the output folder is writable, the model file is a model, the data
-files are readable with ``--sep``, the target column fits the model's task, and the ``--protected``
-columns exist. A section or method that fails is printed to stderr as a one-line warning; with
-``--strict`` the exit status is then 1. ``--strict`` checks that the audit was computed in full, not
-what it found: the two verdicts (model fitness, explanation reliability) are in the report and under
-the JSON's ``verdict`` key. ``--fail-on LEVEL`` reads them: the exit status is 1 when either verdict is
-at or worse than LEVEL (``warn`` or ``fail``), one stderr line per verdict that trips it;
+checked before any computation: the output folder is writable and no output file is one of the input
+files (``--model model.json --out .`` would name the report ``model.json``: refused), the model file is
+a model, the data files (CSV read with ``--sep``, or parquet: ``.parquet`` / ``.pq``) are readable, the
+target column fits the model's task, and the ``--protected`` and ``--id-cols`` columns exist
+(``--id-cols``: row identifiers, dropped from the features). After the files written, stdout shows the
+two verdicts (model fitness, explanation reliability), one line each with the criterion that decided it
+(``--quiet`` removes only the progress bars). A section or method that fails is printed to stderr as a
+one-line warning; with ``--strict`` the exit status is then 1. ``--strict`` checks that the audit was
+computed in full, not what it found: the two verdicts are in the report and under the JSON's
+``verdict`` key. ``--fail-on LEVEL`` reads them: the exit status is 1 when either verdict is at or
+worse than LEVEL (``warn`` or ``fail``), one stderr line per verdict that trips it;
 ``--fail-on fitness:LEVEL`` or ``explanations:LEVEL`` gates on one verdict only (repeat the flag to
 combine); an audit without a verdict trips every gate. Beside the HTML, JSON and PDF, each run writes
-``<stem>.manifest.json``: the SHA-256 of every input file (model, data, training data, model card)
-and output file, and the audit's content hashes of the model and data (see
-:mod:`xai_plugins.report.manifest`). ``--threshold NAME=VALUE`` changes one of the verdict's thresholds (the
-names, defaults and rationales are listed in the report's verdict section).
+``<stem>.manifest.json``: the SHA-256 of every input file (model, data, training data, model card;
+hashed before anything is written) and output file, the ``--id-cols``, and the audit's content hashes
+of the model and data (see :mod:`xai_plugins.report.manifest`). ``--threshold NAME=VALUE`` changes one
+of the verdict's thresholds (the names, defaults, valid ranges and rationales are listed in the report's
+verdict section and :data:`~xai_plugins.report.verdict.THRESHOLD_RANGES`).
 
 With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
 ``client``): ``--data`` may be a glob of parquet or CSV files, read with ``dask.dataframe`` on the
@@ -29,7 +34,8 @@ workers, and every complete test row gets the per-row methods and the PGI² scor
 and ``--time-budget`` are ignored for the row count). With ``--spark-master`` (e.g. ``local[2]``,
 ``spark://host:7077``, ``yarn``) it runs on Spark the same way: a SparkSession is started with that
 master, ``--data`` (a glob of parquet or CSV files, or a folder) is read by Spark, and the session is
-stopped at the end (needs xai_plugins[spark] and Java 17).
+stopped at the end (needs xai_plugins[spark] and Java 17); its Python workers run this interpreter
+(``PYSPARK_PYTHON``, unless set).
 
 The model is an XGBoost JSON/UBJSON file, or — only with ``--trust-pickle``, because unpickling
 runs arbitrary code — a pickled / joblib scikit-learn, XGBoost or LightGBM model. With no
@@ -54,10 +60,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import OutputPathError, XaiError, XaiWarning
+from .errors import MissingExtraError, OutputPathError, XaiError, XaiWarning
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 XGBOOST_SUFFIXES = (".json", ".ubj")
+#: data files read as parquet (in memory with pandas, or on a cluster); any other file is read as CSV
+PARQUET_SUFFIXES = (".parquet", ".pq")
+#: the flag that names an input file of each role of :func:`input_files`
+INPUT_FLAGS = {"model": "--model", "test data": "--data", "training data": "--train", "model card": "--model-card"}
 #: exit statuses: success, a failed section or method under --strict or a --fail-on gate tripped, a user error
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: ``--fail-on`` scopes: the Verdict attributes a gate reads ("" = both, i.e. the worst of the two)
@@ -89,11 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
         "a Pipeline with a categorical feature).")
     files = parser.add_argument_group("files")
     files.add_argument("--model", help="XGBoost .json/.ubj model, or .pkl/.joblib with --trust-pickle")
-    files.add_argument("--data", help="CSV of the test data (features + target column, and any --protected "
-                       "columns); with --scheduler, a glob of parquet (.parquet/.pq or a folder) or CSV files")
+    files.add_argument("--data", help="CSV or parquet (.parquet/.pq) file of the test data (features + target "
+                       "column, and any --protected and --id-cols columns); with --scheduler or --spark-master, a glob "
+                       "of parquet (.parquet/.pq or a folder) or CSV files")
     files.add_argument("--target", help="name of the target column in --data (and --train)")
-    files.add_argument("--train", help="CSV of the training data (same columns): noise scale, AcME, MCR")
+    files.add_argument("--train", help="CSV or parquet file of the training data (same columns): noise scale, AcME, "
+                       "MCR")
     files.add_argument("--sep", default=",", help="column separator of the CSV files (default: ',')")
+    files.add_argument("--id-cols", nargs="+", default=[], metavar="COL",
+                       help="columns of --data (and --train) that identify rows: dropped from the features, named "
+                            "in the report and the manifest (default: none)")
     files.add_argument("--out", default="reports", help="output folder (default: reports/)")
     files.add_argument("--trust-pickle", action="store_true",
                        help="allow loading a pickled/joblib model (unpickling runs arbitrary code)")
@@ -148,7 +163,9 @@ def load_model(path, trust_pickle: bool = False):
 
             return joblib.load(path)
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a user error here
-            raise CLIError(f"cannot read model file {path.name}: {type(exc).__name__}: {exc}") from exc
+            raise CLIError(f"cannot read model file {path.name}: it is not a readable pickled / joblib model, the "
+                           f"file is damaged or not a pickle ({type(exc).__name__}: {exc}); save the fitted model "
+                           "again with joblib.dump(model, path)") from exc
     if suffix in XGBOOST_SUFFIXES:
         return _load_xgboost(path)
     raise CLIError(f"unknown model format {suffix!r} for {path.name}: use XGBoost .json/.ubj, or "
@@ -195,13 +212,40 @@ def _native_message(exc: Exception) -> str:
     return re.sub(r"^\[[0-9:]+\] \S+: ", "", text)
 
 
-def read_table(path, target: str, label: str, sep: str = ",") -> tuple[pd.DataFrame, pd.Series]:
-    """Features and target of a CSV; :class:`CLIError` when unreadable, apparently read with the
-    wrong ``sep``, or without the target column."""
+def read_table(path, target: str, label: str, sep: str = ",", id_cols=()) -> tuple[pd.DataFrame, pd.Series]:
+    """Features and target of a data file, without its ``id_cols``.
+
+    Parameters
+    ----------
+    path : path-like
+        A parquet file (:data:`PARQUET_SUFFIXES`, read in memory with pandas) or a CSV file.
+    target : str
+        The target column.
+    label : str
+        The flag that named the file, for the messages ("--data", "--train").
+    sep : str
+        The CSV column separator.
+    id_cols : sequence of str
+        Row-identifier columns to drop (``--id-cols``).
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.Series)
+        The other columns and the target.
+
+    Raises
+    ------
+    CLIError
+        When the file is unreadable, apparently read with the wrong ``sep``, or lacks the target or an id column.
+    """
+    parquet = Path(path).suffix.lower() in PARQUET_SUFFIXES
     try:
-        frame = pd.read_csv(path, sep=sep)
-    except (OSError, ValueError) as exc:
-        raise CLIError(f"cannot read {label} {str(path)!r}: {exc}") from exc
+        frame = pd.read_parquet(path) if parquet else pd.read_csv(path, sep=sep)
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"cannot read {label} {str(path)!r} as CSV: it is not UTF-8 text ({exc.reason}); a parquet "
+                       f"file must be named {' or '.join(PARQUET_SUFFIXES)}") from exc
+    except (OSError, ValueError, ImportError) as exc:     # pyarrow's errors are ValueErrors / OSErrors
+        raise CLIError(f"cannot read {label} {str(path)!r}{' as parquet' if parquet else ''}: {exc}") from exc
     if target not in frame.columns:
         if len(frame.columns) == 1:
             other = next((s for s in (";", "\t", "|", ",") if s != sep and s in str(frame.columns[0])), None)
@@ -210,7 +254,8 @@ def read_table(path, target: str, label: str, sep: str = ",") -> tuple[pd.DataFr
                                f"contains {other!r}: pass --sep {shlex.quote(other)}")
         shown = ", ".join(map(str, frame.columns[:20])) + (" ..." if len(frame.columns) > 20 else "")
         raise CLIError(f"target column {target!r} is not in {label} {Path(path).name} (columns: {shown})")
-    return frame.drop(columns=[target]), frame[target]
+    check_columns(frame, id_cols, f"{label} {Path(path).name}", "--id-cols")
+    return frame.drop(columns=[target, *id_cols]), frame[target]
 
 
 def check_target(model, forest, y: pd.Series, label: str, what: str) -> None:
@@ -235,14 +280,38 @@ def check_columns(frame, columns, label: str, flag: str) -> None:
         raise CLIError(f"{flag} column(s) {missing} not in {label} (columns: {shown})")
 
 
-def check_out(out: Path, stems, pdf: bool = True) -> None:
-    """Check, before any computation, that every file the run will write (``stem``.html/.json/.pdf
-    under ``out``) can be written, by trying (see
-    :func:`~xai_plugins.report.options.check_output_paths`, which leaves nothing behind)."""
+def check_out(out: Path, stems, pdf: bool = True, inputs=()) -> None:
+    """Check, before any computation, that every file the run will write can be written.
+
+    Parameters
+    ----------
+    out : Path
+        The output folder.
+    stems : iterable of str
+        The audits' file stems (see :func:`output_paths`).
+    pdf : bool
+        Whether the PDF is written.
+    inputs : iterable of (str, path-like)
+        The input files ((role, path) pairs, see :func:`input_files`): no output may be one of them.
+
+    Raises
+    ------
+    CLIError
+        When an output file is an input file (writing the report would destroy it: ``--model model.json
+        --out .`` names the report ``model.json``), or cannot be written (tried for real by
+        :func:`~xai_plugins.report.options.check_output_paths`, which leaves nothing behind).
+    """
     from .report.options import check_output_paths
 
+    paths = output_paths(Path(out), stems, pdf)
+    for path in paths:
+        for role, source in inputs:
+            if path.exists() and os.path.samefile(path, source):
+                raise CLIError(f"the output file {str(path)!r} is the {role} file {str(source)!r} "
+                               f"({INPUT_FLAGS[role]}): writing the report would overwrite it; choose another "
+                               "--out folder")
     try:
-        check_output_paths(output_paths(Path(out), stems, pdf))
+        check_output_paths(paths)
     except OutputPathError as exc:
         raise CLIError(str(exc)) from exc
 
@@ -270,12 +339,16 @@ def connect(address: str):
 
 
 def start_spark(master: str):
-    """A SparkSession with ``master`` (its console progress bar off, the audit shows its own);
+    """A SparkSession with ``master`` (its console progress bar off, the audit shows its own) whose Python
+    workers run this interpreter: ``PYSPARK_PYTHON`` is set to :data:`sys.executable` unless already set
+    (Spark would otherwise start ``python3`` from the PATH, which may lack xai_plugins; Spark's scripts use
+    it for ``PYSPARK_DRIVER_PYTHON`` too when that is unset, and this process is the driver already).
     :class:`CLIError` when pyspark is missing or Spark does not start."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
         raise CLIError('--spark-master needs pyspark: pip install "xai_plugins[spark]" (and Java 17)') from exc
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     try:
         return (SparkSession.builder.master(master).appName("xai-audit")
                 .config("spark.ui.showConsoleProgress", "false").getOrCreate())
@@ -283,19 +356,19 @@ def start_spark(master: str):
         raise CLIError(f"cannot start Spark with master {master!r}: {exc}") from exc
 
 
-def read_cluster_table(pattern: str, target: str, sep: str = ",", spark=None):
-    """The test data of a glob of parquet or CSV files, read on the cluster: with ``spark`` (a
-    SparkSession) a Spark DataFrame holding the target column and the target's name, else a lazy
-    dask DataFrame of the features and the target's dask Series; and a description of the files for
-    the appendix. :class:`CLIError` when nothing matches or the target column is missing. Parquet: a
-    .parquet/.pq pattern or a folder; CSV otherwise."""
+def read_cluster_table(pattern: str, target: str, sep: str = ",", spark=None, id_cols=()):
+    """The test data of a glob of parquet or CSV files, read on the cluster, without its ``id_cols``: with
+    ``spark`` (a SparkSession) a Spark DataFrame holding the target column and the target's name, else a
+    lazy dask DataFrame of the features and the target's dask Series; and a description of the files for
+    the appendix. :class:`CLIError` when nothing matches or the target column or an id column is missing.
+    Parquet: a .parquet/.pq pattern or a folder; CSV otherwise."""
     import glob
 
     remote = "://" in pattern
     files = [] if remote else sorted(glob.glob(pattern)) if not os.path.isdir(pattern) else [pattern]
     if not remote and not files:
         raise CLIError(f"--data {pattern!r} matches no file")
-    parquet = pattern.rstrip("/*").lower().endswith((".parquet", ".pq")) or (not remote and os.path.isdir(pattern))
+    parquet = pattern.rstrip("/*").lower().endswith(PARQUET_SUFFIXES) or (not remote and os.path.isdir(pattern))
     try:
         if spark is not None:
             paths = files or [pattern]
@@ -310,6 +383,8 @@ def read_cluster_table(pattern: str, target: str, sep: str = ",", spark=None):
     if target not in frame.columns:
         shown = ", ".join(map(str, frame.columns[:20])) + (" ..." if len(frame.columns) > 20 else "")
         raise CLIError(f"target column {target!r} is not in --data {pattern} (columns: {shown})")
+    check_columns(frame, id_cols, f"--data {pattern}", "--id-cols")
+    frame = frame.drop(*id_cols) if spark is not None else frame.drop(columns=list(id_cols))
     size = sum(os.path.getsize(f) for f in files if os.path.isfile(f))
     described = (f"{pattern} ({'parquet' if parquet else 'CSV'}, {len(files)} file(s), {size:,} bytes: "
                  f"{', '.join(Path(f).name for f in files[:10])}{' ...' if len(files) > 10 else ''})"
@@ -326,8 +401,9 @@ def align_features(forest, X: pd.DataFrame, label: str, keep=()) -> pd.DataFrame
     features (text columns) keeps its columns as read, labels and all, so that the report (and a
     protected attribute among them) speaks of the labels."""
     extra = [c for c in keep if c not in (forest.feature_names or ())]
+    X = _read_as_labels(forest, X, label)
     try:
-        rows, names = forest.rows(X.drop(columns=extra), what=label, allow_nan=True)
+        rows, names = forest.rows(X.drop(columns=extra), what=label, allow_nan=True, incomplete_ok=True)
     except XaiError as exc:
         raise CLIError(str(exc)) from exc
     labelled = forest.category_labels is not None and set(names) <= set(X.columns)
@@ -335,13 +411,41 @@ def align_features(forest, X: pd.DataFrame, label: str, keep=()) -> pd.DataFrame
     return pd.concat([aligned, X[extra]], axis=1) if extra else aligned
 
 
+def _read_as_labels(forest, X: pd.DataFrame, label: str) -> pd.DataFrame:
+    """``X`` with each categorical feature's column read as labels of the model's training categories.
+
+    A data file has no pandas ``category`` dtype: a column that the model (LightGBM, XGBoost) was fitted on as
+    ``category`` comes back as text or numbers, and numbers there are labels, not codes. Each such column
+    becomes a ``category`` column whose categories are the training ones, followed by the labels the model
+    never saw (which the model then routes, or refuses, as its own predict does with unseen categories);
+    such labels are warned about (:class:`~xai_plugins.errors.XaiWarning`), with their row counts."""
+    names = list(forest.feature_names or ())
+    for j, known in enumerate(forest.category_labels or ()):
+        if known is None or hasattr(known, "codes") or j >= len(names) or names[j] not in X.columns:
+            continue
+        column = X[names[j]]
+        values = column.astype(str).where(column.notna()) if all(isinstance(k, str) for k in known) else column
+        present = pd.unique(values.dropna())
+        unseen = [v for v in present if v not in set(known)]
+        if unseen:
+            counts = values.value_counts()
+            shown = ", ".join(f"{getattr(v, 'item', lambda: v)()!r} ({counts[v]} rows)" for v in unseen[:5])
+            shown += " ..." if len(unseen) > 5 else ""
+            warnings.warn(f"{label} column {names[j]!r} holds label(s) the model was not trained on: {shown}; "
+                          "the model treats them as it treats unseen categories", XaiWarning, stacklevel=2)
+        if not isinstance(column.dtype, pd.CategoricalDtype) and not forest.numeric_labels:
+            X = X.assign(**{names[j]: pd.Categorical(values, categories=[*known, *unseen])})
+    return X
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "audit"
 
 
-def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=()) -> list:
-    """Write ``stem``.html/.json (and .pdf) under ``out``, then their manifest with the SHA-256 of
-    ``inputs`` ((role, path) pairs, see :func:`input_files`) and of each output; returns the paths written."""
+def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=(), id_columns=()) -> list:
+    """Write ``stem``.html/.json (and .pdf) under ``out``, then their manifest with the ``inputs`` (entries
+    of :func:`~xai_plugins.report.manifest.hash_inputs`, hashed before the run), the SHA-256 of each output
+    and the ``id_columns``; returns the paths written."""
     from .report.manifest import content_hashes, write_manifest
 
     *reports, manifest = output_paths(out, [stem], pdf)
@@ -350,7 +454,7 @@ def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=()) -> li
         result.to_json(reports[1])
         if pdf:
             result.to_pdf(reports[2], html=html)          # the same HTML, not rendered again
-        write_manifest(manifest, inputs, reports, content_hashes(result))
+        write_manifest(manifest, inputs, reports, content_hashes(result), id_columns)
     except OSError as exc:   # checked before computing; this is a change on disk since then
         raise CLIError(f"cannot write the report: {exc}") from exc
     return [*reports, manifest]
@@ -398,20 +502,21 @@ def _flagged(message: str) -> str:
     return message
 
 
-def prepare_files(args, argv, spark=None) -> dict:
-    """Load and check everything the command line names, before any computation: the output folder,
-    the model, the data (with ``--sep``; read by ``spark``, a SparkSession, when given), the target
-    column against the model's task, the ``--protected`` columns, the model card and the positive
-    class. Returns the audit's arguments."""
+def prepare_files(args, argv, inputs, spark=None) -> dict:
+    """Load and check everything the command line names, before any computation: the model, the data
+    (with ``--sep``; read by ``spark``, a SparkSession, when given), the target column against the
+    model's task, the ``--protected`` and ``--id-cols`` columns, the model card and the positive class.
+    ``inputs``: the input files' manifest entries (:func:`~xai_plugins.report.manifest.hash_inputs`), whose
+    digests the report's provenance cites. Returns the audit's arguments."""
     from .forest import import_model
-    from .report.manifest import sha256_file
 
-    check_out(Path(args.out), [_slug(Path(args.model).stem)], pdf=not args.no_pdf)
+    digest = {entry["path"]: entry["sha256"] for entry in inputs}
     model = load_model(args.model, args.trust_pickle)
     try:
         forest = import_model(model)
     except (XaiError, ValueError) as exc:
         raise CLIError(f"cannot audit {Path(args.model).name}: {_native_message(exc)}") from exc
+    check_id_columns(args.id_cols, args.target, forest)
     card = getattr(args, "model_card", None)
     if card is not None and not Path(card).is_file():
         raise CLIError(f"--model-card file {card!r} does not exist")
@@ -423,22 +528,24 @@ def prepare_files(args, argv, spark=None) -> dict:
         except XaiError as exc:
             raise CLIError(f"--model-card: {exc}") from exc
     protected = tuple(getattr(args, "protected", ()))
-    provenance = {"model file": f"{Path(args.model).name} (sha256 {sha256_file(args.model)})"}
+    provenance = {"model file": f"{Path(args.model).name} (sha256 {digest[args.model]})"}
     if args.scheduler or spark is not None:
-        X, y, provenance["test files"] = read_cluster_table(args.data, args.target, args.sep, spark)
+        X, y, provenance["test files"] = read_cluster_table(args.data, args.target, args.sep, spark, args.id_cols)
         check_columns(X, protected, "--data", "--protected")
     else:
-        X, y = read_table(args.data, args.target, "--data", args.sep)
+        X, y = read_table(args.data, args.target, "--data", args.sep, args.id_cols)
         check_columns(X, protected, f"--data {Path(args.data).name}", "--protected")
         check_target(model, forest, y, f"--data {Path(args.data).name}", "y_test")
         X = align_features(forest, X, "--data", keep=protected)
-        provenance["test file"] = f"{Path(args.data).name} (sha256 {sha256_file(args.data)})"
+        provenance["test file"] = f"{Path(args.data).name} (sha256 {digest[args.data]})"
     X_train = y_train = None
     if args.train:
-        X_train, y_train = read_table(args.train, args.target, "--train", args.sep)
+        X_train, y_train = read_table(args.train, args.target, "--train", args.sep, args.id_cols)
         check_target(model, forest, y_train, f"--train {Path(args.train).name}", "y_train")
         X_train = align_features(forest, X_train, "--train", keep=[c for c in protected if c in X_train.columns])
-        provenance["training file"] = f"{Path(args.train).name} (sha256 {sha256_file(args.train)})"
+        provenance["training file"] = f"{Path(args.train).name} (sha256 {digest[args.train]})"
+    if args.id_cols:
+        provenance["id columns (not features)"] = ", ".join(args.id_cols)
     fixed = {"provenance": provenance, "positive_class": _positive_class(model, getattr(args, "positive_class", None))}
     if not hasattr(args, "title"):
         fixed["title"] = f"Explanation audit of {Path(args.model).name}"
@@ -446,14 +553,32 @@ def prepare_files(args, argv, spark=None) -> dict:
             "options": audit_options(args, argv, **fixed)}
 
 
-def run_files(args, argv) -> list:
-    """Audit the model and data files named on the command line; returns the Audit and its paths."""
-    from .report import audit
+def check_id_columns(id_cols, target: str, forest) -> None:
+    """:class:`CLIError` when an ``--id-cols`` column is the target or a feature of the model (an id column
+    is dropped from the features)."""
+    features = [c for c in id_cols if c in (forest.feature_names or ())]
+    if target in id_cols or features:
+        raise CLIError(f"--id-cols {' '.join(map(shlex.quote, id_cols))}: "
+                       + (f"{target!r} is the target column" if target in id_cols
+                          else f"{features} are features of the model")
+                       + "; --id-cols names the columns that identify rows, which the model does not read")
 
+
+def run_files(args, argv) -> list:
+    """Audit the model and data files named on the command line; returns the Audit and its paths. Checks
+    the output paths first (none may be an input file), then hashes the input files for the manifest,
+    before anything is computed or written."""
+    from .report import audit
+    from .report.manifest import hash_inputs
+
+    stem = _slug(Path(args.model).stem)
+    files = input_files(args)
+    check_out(Path(args.out), [stem], pdf=not args.no_pdf, inputs=files)
+    inputs = hash_inputs(files)
     client = None
     try:
         client = start_spark(args.spark_master) if args.spark_master else None
-        prepared = prepare_files(args, argv, client)
+        prepared = prepare_files(args, argv, inputs, client)
         client = connect(args.scheduler) if args.scheduler else client
         result = audit(**prepared, client=client, n_jobs=args.n_jobs)
     except ValueError as exc:
@@ -461,8 +586,8 @@ def run_files(args, argv) -> list:
     finally:
         if client is not None:
             (client.stop if args.spark_master else client.close)()
-    return [(result, write_audit(result, Path(args.out), _slug(Path(args.model).stem), pdf=not args.no_pdf,
-                                 inputs=input_files(args)))]
+    return [(result, write_audit(result, Path(args.out), stem, pdf=not args.no_pdf, inputs=inputs,
+                                 id_columns=args.id_cols))]
 
 
 def _positive_class(model, value):
@@ -480,9 +605,10 @@ def _positive_class(model, value):
 
 def demo_models(random_state: int = 0) -> list:
     """(name, title, model, X_test, y_test, X_train, y_train) of the three demo audits: 100-tree random
-    forests grown with bootstrap=False (so MCR applies) on scikit-learn's embedded data sets, and a
+    forests grown with bootstrap=False (so MCR applies) on scikit-learn's embedded data sets (the diabetes
+    data in its original units, so that the protected ``sex`` has its codes 1 and 2 as groups), and a
     Pipeline (one-hot encoded ``sex`` as text, the other columns as they are, gradient boosting) on the
-    diabetes data in its original units: a model with a categorical feature."""
+    diabetes data: a model with a categorical feature."""
     from sklearn.compose import ColumnTransformer
     from sklearn.datasets import load_breast_cancer, load_diabetes
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor
@@ -490,8 +616,11 @@ def demo_models(random_state: int = 0) -> list:
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
+    def diabetes(return_X_y, as_frame):
+        return load_diabetes(return_X_y=return_X_y, as_frame=as_frame, scaled=False)
+
     def diabetes_with_sex_as_text(return_X_y, as_frame):
-        X, y = load_diabetes(return_X_y=return_X_y, as_frame=as_frame, scaled=False)
+        X, y = diabetes(return_X_y, as_frame)
         return X.assign(sex=X["sex"].map(DEMO_SEX_LABELS)), y
 
     pipeline = Pipeline([("encode", ColumnTransformer([("sex", OneHotEncoder(), ["sex"])], remainder="passthrough",
@@ -500,7 +629,7 @@ def demo_models(random_state: int = 0) -> list:
                                                              random_state=random_state))])
     out = []
     for name, title, loader, estimator in (
-        (DEMO_STEMS[0], "Demo: diabetes progression (random forest regressor)", load_diabetes,
+        (DEMO_STEMS[0], "Demo: diabetes progression (random forest regressor)", diabetes,
          RandomForestRegressor(n_estimators=100, max_depth=4, max_features=0.5, bootstrap=False,
                                random_state=random_state, n_jobs=1)),
         (DEMO_STEMS[1], "Demo: breast cancer diagnosis (random forest classifier)",
@@ -547,6 +676,17 @@ def report_problems(result, strict: bool) -> int:
     return EXIT_FAILED if strict and result.failed else EXIT_OK
 
 
+def print_verdict(result) -> None:
+    """Print the audit's two verdicts on stdout: its title, then one line per verdict with its status and
+    the criterion that decided it (the verdict objects' ``str``), or that no verdict was computed."""
+    if result.verdict is None:
+        print(f"{result.title}: no verdict was computed (see the report's verdict section)")
+        return
+    print(f"{result.title}:")
+    for judgement in result.verdict.judgements:
+        print(f"  {judgement}")
+
+
 def verdict_gate(result, fail_on) -> int:
     """The exit status of the ``--fail-on`` gates (values of :data:`FAIL_ON`): EXIT_FAILED, with one
     stderr line per verdict that is at or worse than a gate's level, or when the audit has no verdict;
@@ -591,9 +731,14 @@ def warnings_as_lines() -> Iterator[None]:
 
 def main(argv=None) -> int:
     """Entry point of ``xai-audit``; returns the exit status (0 ok, 1 a failure under ``--strict`` or a
-    verdict that trips a ``--fail-on`` gate, 2 user error)."""
+    verdict that trips a ``--fail-on`` gate, 2 user error or a missing extra, e.g. ``report`` for the
+    command itself, said in one stderr line)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    try:
+        parser = build_parser()     # imports the report: needs the 'report' extra, even for --help
+    except MissingExtraError as exc:
+        print(f"xai-audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
     given = {"--model": args.model, "--data": args.data, "--target": args.target}
     try:
@@ -601,21 +746,23 @@ def main(argv=None) -> int:
             if args.scheduler and args.spark_master:
                 raise CLIError("--scheduler (Dask) and --spark-master (Spark) exclude each other: give one")
             if not any(given.values()):
-                if args.train:
-                    raise CLIError("--train needs --model, --data and --target")
+                for flag, value in (("--train", args.train), ("--id-cols", args.id_cols)):
+                    if value:
+                        raise CLIError(f"{flag} needs --model, --data and --target")
                 results = run_demo(args, argv)
             elif not all(given.values()):
                 raise CLIError(f"{', '.join(k for k, v in given.items() if not v)} missing: --model, --data and "
                                "--target go together (or give none of them for the demo)")
             else:
                 results = run_files(args, argv)
-    except CLIError as exc:
+    except (CLIError, MissingExtraError) as exc:
         print(f"xai-audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     status = EXIT_OK
     for result, paths in results:
         for path in paths:
             print(f"wrote {path}")
+        print_verdict(result)
         status = max(status, report_problems(result, getattr(args, "strict", False)),
                      verdict_gate(result, args.fail_on))
     return status

@@ -42,8 +42,53 @@ with needs("interpret", "The InterpretML explainers"):
 
 
 class AttributionExplanation(FeatureValueExplanation):
-    """An InterpretML explanation of xai_plugins scores: ``data(None)`` the overall bar chart,
-    ``data(i)`` one row (local) or one feature's dependence curve (global)."""
+    """An InterpretML explanation of xai_plugins scores.
+
+    What the explainers of this module return (a subclass of InterpretML's
+    ``FeatureValueExplanation``): ``data(None)`` the overall bar chart, ``data(i)`` one row
+    (local) or one feature's dependence curve (global); ``visualize(key)`` is a plotly figure,
+    and ``interpret.show`` / ``interpret.preserve`` accept it.
+
+    Parameters
+    ----------
+    explanation_type : {"global", "local"}
+        The kind of explanation.
+    internal_obj : dict
+        The JSON-ready data behind it: ``{"overall": ..., "specific": [...]}``.
+    feature_names : list of str or None, default None
+        The feature names.
+    feature_types : list of str or None, default None
+        InterpretML's type of each feature ("continuous", "nominal").
+    name : str or None, default None
+        The explanation's name, shown by ``interpret.show``.
+    selector : pandas.DataFrame or None, default None
+        One row per explanation entry (rows of a local explanation, features of a global one).
+
+    Attributes
+    ----------
+    explanation_type : str
+        "global" or "local".
+    feature_names, feature_types, name, selector
+        As given.
+
+    See Also
+    --------
+    xai_plugins.interpret.PG2Explainer : Returns it.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.interpret import AttributionExplanation, LocalMDIExplainer
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> local = LocalMDIExplainer(model, X).explain_local(X[:3], y[:3])
+    >>> isinstance(local, AttributionExplanation), local.explanation_type
+    (True, 'local')
+    >>> row = local.data(0)                       # the first row's scores
+    >>> len(row["names"]), len(row["scores"])
+    (10, 10)
+    """
 
 
 def _pick_output(values: np.ndarray, output_names, output) -> np.ndarray:
@@ -130,11 +175,72 @@ class _AttributionExplainer(ExplainerMixin):
 
 
 class PG2Explainer(_AttributionExplainer):
-    """Greybox: greedy PG² gains of a tree ensemble (see :class:`xai_plugins.shap.PG2Explainer`).
+    """Greybox InterpretML explainer: greedy PG² gains of a tree ensemble.
 
-    ``data`` is the background: it sets σ in feature standard deviations (``sigma_units="std"``,
-    the default when data is given; ``"raw"`` keeps σ in feature units) and is explained by
-    :meth:`explain_global`.
+    The values of :class:`xai_plugins.shap.PG2Explainer`: each feature's growth of the exact
+    squared prediction gap when it joins the row's greedy PG² order. ``explain_local(X, y=None,
+    name=None)`` gives those scores per row (``y`` shown alongside); ``explain_global(name=None)``
+    the mean score per feature over ``data`` (at most ``max_global_rows`` rows, sampled with
+    ``random_state``), with each feature's scores against its values as its curve. Both return an
+    :class:`AttributionExplanation`. Registered as ``interpret.ext.greybox.PG2Explainer``
+    (entry point ``interpret_ext_greybox``).
+
+    Parameters
+    ----------
+    model : fitted tree ensemble
+        A model :func:`xai_plugins.import_model` supports.
+    data : array-like, DataFrame or None, default None
+        The background: it sets σ in feature standard deviations (``sigma_units="std"``) and is
+        explained by ``explain_global`` (which needs it).
+    sigma : float or array-like of shape (d,), default 0.3
+        The noise scale.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        Any frozen scipy continuous distribution (or one per feature) instead of Gaussian noise.
+    sigma_units : {"std", "raw"}, default "std"
+        "std": σ in the standard deviations of ``data`` (when data is given); "raw": σ in feature
+        units.
+    output : int, str or None, default None
+        For a model with k outputs, the output shown (a class name or index); two-class models
+        default to the positive class.
+    max_global_rows : int, default 200
+        Most rows of ``data`` the global explanation averages over.
+    random_state : int or None, default 0
+        Seed of the sample of ``data`` rows.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+
+    Attributes
+    ----------
+    forest : Forest
+        The imported model.
+    model, data, output, max_global_rows, random_state
+        As given (``data`` as data).
+
+    Raises
+    ------
+    InputError
+        ``sigma_units`` other than "std" or "raw"; ``explain_global`` without ``data``.
+    UnsupportedModelError
+        A model that cannot be imported.
+
+    See Also
+    --------
+    xai_plugins.shap.PG2Explainer : The same values as a ``shap.Explanation``.
+    xai_plugins.greedy_pg2_ranking : The ranking behind them.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.interpret import PG2Explainer
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> explainer = PG2Explainer(model, X, sigma=0.3)
+    >>> overall = explainer.explain_global().data()      # mean greedy PG² gain per feature
+    >>> len(overall["names"]), len(overall["scores"])
+    (10, 10)
+    >>> len(explainer.explain_local(X[:3], y[:3]).data(0)["scores"])
+    10
     """
 
     explainer_type = "specific"
@@ -153,8 +259,62 @@ class PG2Explainer(_AttributionExplainer):
 
 
 class LocalMDIExplainer(_AttributionExplainer):
-    """Greybox: local MDI of a scikit-learn tree model (see :mod:`xai_plugins.mdi`); the global
-    explanation is mean |local MDI| over ``data`` (= global MDI on the training data)."""
+    """Greybox InterpretML explainer: local MDI of a scikit-learn tree model.
+
+    ``explain_local(X, y=None, name=None)`` gives :func:`xai_plugins.local_mdi` per row;
+    ``explain_global(name=None)`` the mean local MDI over ``data`` (= global MDI on the training
+    data of a forest grown without bootstrap; at most ``max_global_rows`` rows, sampled with
+    ``random_state``). Both return an :class:`AttributionExplanation`. Registered through the
+    ``interpret_ext_greybox`` entry point.
+
+    Parameters
+    ----------
+    model : fitted scikit-learn tree model
+        A model that stores node impurities (scikit-learn decision trees, random forests, extra
+        trees, gradient boosting).
+    data : array-like, DataFrame or None, default None
+        Background rows of the global explanation (which needs them).
+    max_global_rows : int, default 200
+        Most rows of ``data`` the global explanation averages over.
+    random_state : int or None, default 0
+        Seed of the sample of ``data`` rows.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+
+    Attributes
+    ----------
+    forest : Forest
+        The imported model.
+    model, data, max_global_rows, random_state
+        As given (``data`` as data).
+
+    Raises
+    ------
+    UnsupportedModelError
+        A model that stores no node impurities.
+    InputError
+        ``explain_global`` without ``data``.
+
+    See Also
+    --------
+    xai_plugins.local_mdi : The scores as an array.
+    xai_plugins.shap.LocalMDIExplainer : The same values as a ``shap.Explanation``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> from xai_plugins.interpret import LocalMDIExplainer
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, bootstrap=False,
+    ...                               random_state=0).fit(X, y)
+    >>> explainer = LocalMDIExplainer(model, X, max_global_rows=len(X))
+    >>> scores = explainer.explain_global().data()["scores"]
+    >>> bool(np.allclose(scores, xp.global_mdi(model)))     # the global MDI
+    True
+    """
 
     explainer_type = "specific"
 
@@ -165,11 +325,59 @@ class LocalMDIExplainer(_AttributionExplainer):
 
 
 class AcMEExplainer(_AttributionExplainer):
-    """Blackbox: AcME (see :class:`xai_plugins.acme.AcME`). The global explanation is AcME's own
-    (quantile grid around the mean/mode baseline; the curves are the standardized effects per
-    grid value); local ones are AcME local importances. ``task=None`` infers it from the model
-    (a classifier is explained per class probability); ``output`` (index or class label) picks
-    the class shown, two-class models default to the positive one."""
+    """Blackbox InterpretML explainer: AcME importances of any model.
+
+    The global explanation (``explain_global(name=None)``) is AcME's own (quantile grid around the
+    mean/mode baseline; the curves are the standardized effects per grid value); local ones
+    (``explain_local(X, y=None, name=None)``) are AcME local importances. Both return an
+    :class:`AttributionExplanation`. Registered through the ``interpret_ext_blackbox`` entry
+    point.
+
+    Parameters
+    ----------
+    model : fitted model
+        Any model with ``predict`` (regression) or ``predict_proba`` (classification).
+    data : array-like or DataFrame
+        The background data that defines the quantile grid.
+    n_quantiles : int, default 50
+        Grid points per numeric feature (Q >= 2).
+    task : {"regression", "classification"} or None, default None
+        None infers it from the model (a classifier is explained per class probability).
+    output : int, str or None, default None
+        The class shown (index or class label); two-class models default to the positive one.
+    **acme_options
+        Other keyword arguments of :class:`xai_plugins.acme.AcME`.
+
+    Attributes
+    ----------
+    acme : AcME
+        The fitted AcME object.
+    model, data, output
+        As given.
+
+    Raises
+    ------
+    InputError
+        Settings or background data AcME cannot use.
+
+    See Also
+    --------
+    xai_plugins.acme.AcME : The explainer behind it.
+    xai_plugins.shap.AcMEExplainer : The same values as a ``shap.Explanation``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.interpret import AcMEExplainer
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> explainer = AcMEExplainer(model, X, n_quantiles=5)
+    >>> len(explainer.explain_global().data()["scores"])
+    10
+    >>> len(explainer.explain_local(X[:2]).data(1)["scores"])
+    10
+    """
 
     explainer_type = "blackbox"
 
@@ -189,3 +397,6 @@ class AcMEExplainer(_AttributionExplainer):
         curves = [(shown[g.grid.segment(j)], effects[g.grid.segment(j)]) for j in range(len(g.feature_names))]
         return _global_explanation(g.feature_names, feature_types(g.grid.categorical, len(g.feature_names)),
                                    importances, curves, name or "AcMEExplainer (global)")
+
+
+__all__ = ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "AttributionExplanation"]

@@ -53,9 +53,71 @@ def require_impurities(model) -> Forest:
 
 
 def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
-    """(n, d) local MDI of every row of ``X`` (NaN follows each node's missing-value direction),
-    columns in the model's feature order. An engine's ``X`` (dask...) gives a lazy (n, d) result
-    (:func:`local_mdi_block` on each block)."""
+    r"""Local Mean Decrease of Impurity (local MDI) of every row of ``X``.
+
+    Local MDI of feature j at a sample x (Sutera et al., "From global to local MDI",
+    Definition 1), averaged over the T trees:
+
+    .. math::
+
+        \mathrm{LMDI}_j(x) = \frac{1}{T} \sum_{t=1}^{T}
+            \sum_{\substack{n \in \mathrm{path}_t(x) \\ n \text{ splits on } j}}
+            \left[ i(n) - i(c_t(n, x)) \right],
+
+    where i(n) is the raw impurity the tree was grown with (scikit-learn ``tree_.impurity``:
+    Gini, entropy in bits, variance / Friedman MSE) and c_t(n, x) the child of n that x follows.
+    Its mean over the training set of a forest grown without bootstrap is the forest's
+    unnormalised global MDI.
+
+    Parameters
+    ----------
+    model : fitted scikit-learn tree model or Forest
+        A model that stores node impurities: scikit-learn decision trees, random forests, extra
+        trees and gradient boosting (or a scikit-learn Pipeline in front of one).
+    X : array-like of shape (n, d) or DataFrame
+        The rows (a DataFrame is aligned by column name to the model's features, an array is read
+        positionally). NaN follows each node's missing-value direction. A row engine's collection
+        (dask...) gives a lazy (n, d) result (``local_mdi_block`` on each block).
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+
+    Returns
+    -------
+    ndarray of shape (n, d)
+        Local MDI of each row, columns in the model's feature order (one value per feature: a
+        node has one impurity, so there is no per-class local MDI).
+
+    Raises
+    ------
+    UnsupportedModelError
+        A model that stores no node impurities (XGBoost, LightGBM, HistGradientBoosting):
+        refused rather than recomputed from data, so that the numbers always describe the trees
+        the model actually grew.
+    FeatureMismatchError
+        DataFrame columns that cannot be aligned to the model's features.
+    InputTypeError
+        Data or ``n_jobs`` of the wrong type.
+
+    See Also
+    --------
+    xai_plugins.global_mdi : The forest's MDI, or the mean of local MDI over rows.
+    xai_plugins.shap.LocalMDIExplainer : Local MDI as a ``shap.Explanation``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, bootstrap=False,
+    ...                               random_state=0).fit(X, y)
+    >>> lmdi = xp.local_mdi(model, X)
+    >>> lmdi.shape
+    (442, 10)
+    >>> bool(np.allclose(lmdi.mean(axis=0), xp.global_mdi(model)))   # no bootstrap: the MDI
+    True
+    """
     engine = engine_for(X)
     if engine.lazy:
         forest = require_impurities(model)
@@ -171,33 +233,97 @@ def _warn_if_resampled(model, stacklevel: int) -> None:
 
 
 def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) -> np.ndarray:
-    """(d,) global MDI, unnormalised, in the model's feature order.
+    r"""Global Mean Decrease of Impurity (MDI), unnormalised, in the model's feature order.
 
-    - ``X`` None: from the trees alone, the mean over trees of
-      Σ_n w(n)/w(root) (i(n) - w(left)/w(n) i(left) - w(right)/w(n) i(right)) per split feature
-      (what ``compute_feature_importances(normalize=False)`` gives): the forest's MDI;
-    - ``X`` given: the (``sample_weight``-weighted) mean of :func:`local_mdi` over its rows; with
-      the training data of a forest grown without bootstrap this equals the above. For a
-      bootstrap forest (or gradient boosting with ``subsample < 1``) it is not the forest's MDI and
-      an :class:`~xai_plugins.errors.XaiWarning` says so (``local_mdi(model, X).mean(axis=0)``
-      gives the same mean without the warning);
-    - ``in_bag=True`` (scikit-learn RandomForest* / ExtraTrees* only, ``X`` the exact training
-      data in its original row order): each tree averages only over its own bootstrap sample,
-      weighted by in-bag counts, which restores the identity with the trees-only MDI. ``X`` is
-      checked against the trees (every leaf must receive the in-bag weight it was grown with) and
-      refused with :class:`~xai_plugins.errors.InputError` otherwise. A bootstrap forest fitted with
-      ``sample_weight`` or ``class_weight`` ("balanced" or a dict) is accepted and right: scikit-learn
-      ≥ 1.8 draws the bootstrap sample with those weights and grows each tree on the counts alone,
-      so the check passes; a forest without bootstrap fitted with ``sample_weight``,
-      ``class_weight="balanced_subsample"`` and older scikit-learn (weights multiplied into the
-      counts) fail the check. For a
-      forest grown without bootstrap every count is one: ``in_bag=True`` gives the plain mean,
-      after the same check (which then accepts the training rows in any order). Other models are
-      refused with :class:`~xai_plugins.errors.UnsupportedModelError`.
+    Without data, the forest's MDI from the trees alone (Sutera et al., eq. 8-9): the mean over
+    the T trees of the weighted impurity decreases of their splits, per split feature,
 
-    The mean over ``X`` is correctly rounded (exact sums, one rounding: :func:`exact_column_sums`),
-    so it does not depend on the row order or, for a dask ``X`` (a lazy reduction on a row engine, see
-    :mod:`xai_plugins.engines`; ``in_bag`` is not supported there), on the chunking.
+    .. math::
+
+        \mathrm{MDI}_j = \frac{1}{T} \sum_{t=1}^{T} \sum_{n \in t \text{ splits on } j}
+            \frac{w(n)}{w(\mathrm{root})} \left( i(n) - \frac{w(l)}{w(n)} i(l)
+            - \frac{w(r)}{w(n)} i(r) \right),
+
+    (what ``compute_feature_importances(normalize=False)`` gives, l and r the children of n);
+    with data, the (weighted) mean of :func:`xai_plugins.local_mdi` over its rows.
+
+    Parameters
+    ----------
+    model : fitted scikit-learn tree model or Forest
+        A model that stores node impurities (scikit-learn decision trees, random forests, extra
+        trees, gradient boosting).
+    X : array-like of shape (n, d), DataFrame or None, default None
+        None: the MDI from the trees alone. Given: the (``sample_weight``-weighted) mean of
+        :func:`xai_plugins.local_mdi` over its rows; with the training data of a forest grown
+        without bootstrap this equals the above. For a bootstrap forest (or gradient boosting
+        with ``subsample < 1``) it is not the forest's MDI and an ``XaiWarning`` says so
+        (``local_mdi(model, X).mean(axis=0)`` gives the same mean without the warning). A dask
+        ``X`` gives a lazy reduction on its row engine.
+    sample_weight : array-like of shape (n,) or None, default None
+        Weights of the rows of ``X``: finite, non-negative, not all zero (needs ``X``; not with
+        ``in_bag``).
+    in_bag : bool, default False
+        scikit-learn RandomForest* / ExtraTrees* only, ``X`` the exact training data in its
+        original row order: each tree averages only over its own bootstrap sample, weighted by
+        in-bag counts, which restores the identity with the trees-only MDI. ``X`` is checked
+        against the trees (every leaf must receive the in-bag weight it was grown with) and
+        refused otherwise. A bootstrap forest fitted with ``sample_weight`` or ``class_weight``
+        ("balanced" or a dict) is accepted and right: scikit-learn ≥ 1.8 draws the bootstrap
+        sample with those weights and grows each tree on the counts alone, so the check passes; a
+        forest without bootstrap fitted with ``sample_weight``,
+        ``class_weight="balanced_subsample"`` and older scikit-learn (weights multiplied into the
+        counts) fail the check. For a forest grown without bootstrap every count is one:
+        ``in_bag=True`` gives the plain mean, after the same check (which then accepts the
+        training rows in any order). Not supported on a row engine.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        The unnormalised global MDI per feature (lazy for a dask ``X``).
+
+    Raises
+    ------
+    InputError
+        ``sample_weight`` or ``in_bag`` without ``X``; ``sample_weight`` with ``in_bag``; bad
+        ``sample_weight``; with ``in_bag=True``, an ``X`` that is not the forest's training data.
+    UnsupportedModelError
+        A model without node impurities, or ``in_bag=True`` on a model other than a fitted
+        scikit-learn RandomForest* / ExtraTrees*.
+
+    Warns
+    -----
+    XaiWarning
+        When ``X`` is given for a bootstrap forest (or gradient boosting with ``subsample < 1``)
+        without ``in_bag``: the mean of local MDI over ``X`` is not the model's MDI.
+
+    See Also
+    --------
+    xai_plugins.local_mdi : Per-row local MDI.
+
+    Notes
+    -----
+    The mean over ``X`` is correctly rounded (exact sums, one rounding), so it does not depend on
+    the row order or, for a dask ``X`` (a lazy reduction on a row engine), on the chunking.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> mdi = xp.global_mdi(model)                       # from the trees alone
+    >>> mdi.shape
+    (10,)
+    >>> expected = np.mean([t.tree_.compute_feature_importances(normalize=False)
+    ...                     for t in model.estimators_], axis=0)
+    >>> bool(np.allclose(mdi, expected))
+    True
+    >>> bool(np.allclose(xp.global_mdi(model, X, in_bag=True), mdi))   # the bootstrap replayed
+    True
     """
     engine = engine_for(X, sample_weight)
     if engine.lazy:

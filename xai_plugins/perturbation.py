@@ -202,30 +202,36 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
       used / take the default); default P(|e_j| > 1/2) of the feature's noise (see the module docstring).
     - ``labels``: per feature, the category labels of a categorical feature (a Forest's
       ``category_labels``): a ``background`` DataFrame's category / text columns are read as their codes,
-      and its numbers too when ``numeric_labels`` (the Forest's ``numeric_labels``).
+      and its numbers too when ``numeric_labels`` (the Forest's ``numeric_labels``); a category the model
+      refuses (labels with a ``refusal``) is refused there too (a missing value is not: it is never drawn).
     """
     if isinstance(perturbation, Perturbation):      # already validated (e.g. shipped to a row engine's workers)
         return perturbation
     if background is not None and labels is not None:       # category columns read as the model's codes
         from ._validation import category_codes
 
-        background = category_codes(background, names, labels, numeric_labels)
+        background = category_codes(background, names, labels, numeric_labels, "background", missing=False)
     rho_vector = _rho_vector(rho, n_features)
+    labelled = np.array([known is not None for known in labels]) if labels is not None else np.zeros(n_features, bool)
     if rho_vector is not None or background is not None:
-        noise = _numeric_perturbation(n_features, sigma, perturbation, background, names, missing)
+        noise = _numeric_perturbation(n_features, sigma, perturbation, background, names, missing, labelled)
         bg = None
         if background is not None:
-            from ._validation import model_rows
+            from ._validation import check_refused, model_rows
 
             bg, _ = model_rows(background, names, n_features, what="background", allow_nan=True, missing=missing)
+            if numeric_labels and labels is not None:       # codes of categories its model refuses: never drawn
+                check_refused(bg, labels, "background", missing=False)
         return Perturbation(noise.sigma, noise.dists, rho=rho_vector, background=bg,
                             sigma_units=noise.sigma_units)
-    return _numeric_perturbation(n_features, sigma, perturbation, background, names, missing)
+    return _numeric_perturbation(n_features, sigma, perturbation, background, names, missing, labelled)
 
 
 def per_feature(value, n_features: int, name: str) -> np.ndarray:
     """``value`` (a number, or one number per feature) as a (n_features,) float64 array; raises
-    :class:`InputTypeError` / :class:`InputError` naming ``name`` otherwise."""
+    :class:`InputTypeError` / :class:`InputError` naming ``name`` otherwise (booleans too: ``True`` is no 1.0)."""
+    if any(isinstance(v, (bool, np.bool_)) for v in np.ravel(np.asarray(value, dtype=object))):
+        raise InputTypeError(f"{name} must be a number or one number per feature, not a boolean; got {value!r}")
     try:
         out = np.array(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -248,8 +254,12 @@ def _rho_vector(rho, n_features: int) -> np.ndarray | None:
     return r
 
 
-def _numeric_perturbation(n_features, sigma, perturbation, background, names, missing) -> Perturbation:
-    """The noise of the numeric features (see :func:`make_perturbation`)."""
+def _numeric_perturbation(n_features, sigma, perturbation, background, names, missing,
+                          labelled: np.ndarray) -> Perturbation:
+    """The noise of the numeric features (see :func:`make_perturbation`). A feature with category labels
+    (``labelled``) has no standard deviation to speak of: its σ is in the units given (its law is the
+    categorical one, or, for a category the model never splits on, any noise, which changes nothing), so a
+    background in which it is constant is no error."""
     if perturbation is None and background is None and isinstance(sigma, (int, float, np.floating)) \
             and not isinstance(sigma, bool) and np.isfinite(sigma) and sigma > 0:
         return _isotropic(int(n_features), float(sigma))
@@ -276,7 +286,7 @@ def _numeric_perturbation(n_features, sigma, perturbation, background, names, mi
             raise InputError(f"background features {empty.tolist()} have no value (every entry is NaN): their "
                              "standard deviation, the unit of sigma, is undefined; impute them or pass a "
                              "background where they are observed")
-        std = np.nanstd(bg, axis=0)
+        std = np.where(labelled, 1.0, np.nanstd(bg, axis=0))
         if np.any(~np.isfinite(std)) or np.any(std <= 0):
             bad = np.flatnonzero(~(std > 0))
             raise InputError(f"background features {bad.tolist()} are constant: sigma in standard-deviation "

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from . import _native
-from ._validation import check_random_state, feature_index, resolve_output
+from ._validation import check_n_samples, check_random_state, feature_index, resolve_output
 from .engines import engine_for
 from .errors import InputError, InputTypeError
 from .exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
@@ -70,13 +70,76 @@ COLUMN_SETS_KEPT = 1024
 
 @dataclass
 class PG2Estimate:
-    """PG² per row: ``value`` (n,) or (n, k) for k outputs, ``stderr`` (zeros when exact),
-    ``method`` actually used, ``n_samples`` (0 when exact), wall ``seconds``, for the exact
-    method the number of leaf-pair terms evaluated, with ``method="auto"`` the ``reason`` for
-    its choice, and ``informative`` (shape of ``value``): False where a sampled value's standard
-    error says nothing about its error (fewer than :data:`MIN_INFORMATIVE_GAPS` nonzero sampled
-    gaps, or all of them equal: a 0 ± 0 from samples that never left x's leaves); True for exact
-    values (None when not recorded: dask Monte Carlo). ``np.asarray(estimate)`` is ``value``."""
+    """PG² per row, as returned by :func:`xai_plugins.pg2`.
+
+    Holds the estimate of PG²(x, S) = E[(f(x′) − f(x))²] for every explained row, its standard
+    error and how it was computed. ``np.asarray(estimate)`` is ``value``.
+
+    Parameters
+    ----------
+    value : ndarray of shape (n,) or (n, k)
+        PG² of each row; (n, k) for a model with k outputs.
+    stderr : ndarray, same shape as ``value``
+        Standard error of each value (zeros when exact).
+    method : str
+        The method actually used: "exact", "monte_carlo" or "qmc" (``method="auto"`` records the
+        one it ran).
+    n_samples : int
+        Perturbed samples per row (0 when exact).
+    seconds : float
+        Wall-clock seconds of the computation.
+    pair_terms : int, default 0
+        For the exact method, the number of leaf-pair terms evaluated.
+    reason : str, default ''
+        With ``method="auto"``, why it chose ``method`` (the cost model's two estimates); ""
+        otherwise.
+    informative : ndarray of bool or None, default None
+        Same shape as ``value``: False where a sampled value's standard error says nothing about
+        its error (fewer than ``MIN_INFORMATIVE_GAPS`` = 10 nonzero sampled gaps, or all of them
+        equal: a 0 ± 0 from samples that never left x's leaves); True for exact values (filled in
+        when ``method == "exact"`` and None is given); None when not recorded (dask Monte Carlo).
+
+    Attributes
+    ----------
+    value : ndarray of shape (n,) or (n, k)
+        PG² per row (and output).
+    stderr : ndarray
+        Standard errors (zeros when exact).
+    method : str
+        Method used.
+    n_samples : int
+        Samples per row (0 when exact).
+    seconds : float
+        Wall-clock seconds.
+    pair_terms : int
+        Leaf-pair terms evaluated by the exact method.
+    reason : str
+        Why ``method="auto"`` chose ``method``.
+    informative : ndarray of bool or None
+        Where a standard error is informative.
+
+    See Also
+    --------
+    xai_plugins.pg2 : Computes it.
+    xai_plugins.GreedyRanking : The result of the greedy PG² ranking.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> est = xp.pg2(model, X[:20], S=[2, 8], sigma=0.3)
+    >>> est.method, est.value.shape, est.n_samples
+    ('exact', (20,), 0)
+    >>> bool(np.all(est.stderr == 0)), bool(est.informative.all())
+    (True, True)
+    >>> bool(np.array_equal(np.asarray(est), est.value))
+    True
+    """
 
     value: np.ndarray
     stderr: np.ndarray
@@ -104,10 +167,45 @@ class PG2Estimate:
 
 @dataclass
 class GreedyRanking:
-    """Greedy PG² ranking of ``n`` rows: ``ranking`` (n, d) feature indices in the model's feature
-    order, most important first, and ``pg2_path`` (n, d) with ``pg2_path[i, k] =
-    PG²(x_i, ranking[i, :k+1])`` (PG² is not monotone in S, so the path need not rise).
-    ``np.asarray(result)`` is ``ranking``."""
+    """Greedy PG² ranking of ``n`` rows, as returned by :func:`xai_plugins.greedy_pg2_ranking`.
+
+    ``np.asarray(result)`` is ``ranking``; ``len(result)`` is the number of rows.
+
+    Parameters
+    ----------
+    ranking : ndarray of int of shape (n, d)
+        Feature indices in the model's feature order, most important first.
+    pg2_path : ndarray of shape (n, d)
+        ``pg2_path[i, k] = PG²(x_i, ranking[i, :k+1])`` (PG² is not monotone in S, so the path
+        need not rise).
+
+    Attributes
+    ----------
+    ranking : ndarray of int of shape (n, d)
+        Per-row feature order, most important first.
+    pg2_path : ndarray of shape (n, d)
+        PG² of each prefix of the ranking.
+
+    See Also
+    --------
+    xai_plugins.greedy_pg2_ranking : Computes it.
+    xai_plugins.pgi2 : Scores a ranking by exact PGI².
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> result = xp.greedy_pg2_ranking(model, X[:5], sigma=0.3)
+    >>> result.ranking.shape, result.pg2_path.shape, len(result)
+    ((5, 10), (5, 10), 5)
+    >>> bool(np.array_equal(np.asarray(result), result.ranking))
+    True
+    """
 
     ranking: np.ndarray
     pg2_path: np.ndarray
@@ -241,10 +339,10 @@ def _squeeze(forest: Forest, values: np.ndarray) -> np.ndarray:
     return values[..., 0] if forest.n_outputs == 1 else values
 
 
-def _prepare(model, X, allow_nan=True):
+def _prepare(model, X):
     """The imported model and ``X`` as rows in its feature order (DataFrames aligned by name)."""
     forest = import_model(model)
-    X, names = forest.rows(X, allow_nan=allow_nan)
+    X, names = forest.rows(X)
     return forest, X, names
 
 
@@ -302,7 +400,7 @@ def _check_perturbed_finite(X, mask, missing=float("nan"), categories=None):
     nan = np.isnan(X)
     if not nan.any():
         return
-    bad = nan & (mask != 0)
+    bad = nan & (mask != 0)          # (n, d), mask (n, d) or (1, d): pgi2 / greedy perturb every feature
     if categories is not None:
         bad &= categories == 0
     if bad.any():
@@ -313,31 +411,146 @@ def _check_perturbed_finite(X, mask, missing=float("nan"), categories=None):
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
         rtol=0.01, random_state=None, prune=True, verbose=True, n_jobs=None, rho=None) -> PG2Estimate:
-    """PG²(x, S) = E[(f(x') - f(x))²] for every row x of ``X``.
+    r"""Squared prediction gap PG² of every row of ``X`` when the features ``S`` are perturbed.
 
-    ``X``: an array, or a DataFrame whose columns are aligned by name to the model's features.
-    ``S``: the perturbed features, in the model's feature order — indices and/or feature names
-    shared by all rows, a boolean mask (d,), or one set per row: a boolean (n, d) mask, an (n, k)
-    index array, or a list of n index/name lists.
-    ``sigma`` / ``perturbation`` / ``background`` / ``rho``: the noise, see :func:`make_perturbation`
-    (``rho``: categorical features' probability of a redraw from the category frequencies).
-    ``method``: "exact" (closed form in C), "monte_carlo" (``n_samples`` perturbed copies per row
-    through the model's own predictor), "qmc" (scrambled Halton points mapped through the inverse
-    CDF, 8 independent scramblings for the standard error), or "auto": the cheaper of the exact
-    algorithm and a Monte Carlo estimate whose relative standard error is ``rtol`` (its sample
-    count from a pilot of :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows),
-    by the cost model of :func:`auto_method`; the estimate's ``method`` and ``reason`` say which
-    ran and why.
-    ``random_state``: row i draws its noise from its own generator (:func:`row_seed`), so a seeded
-    estimate of a row does not depend on the other rows or on how a dask ``X`` is chunked.
-    ``prune``: the exact method leaves out the leaf pairs that provably cannot change any value
-    by more than :data:`PRUNE_RTOL` of it (relative); ``False`` sums every pair.
-    ``verbose``: a progress bar when the exact call is estimated to take over
-    :data:`PROGRESS_AFTER` seconds.
+    For each row x (Gajewski et al., eq. 2):
 
-    A collection of a row engine (a dask array / DataFrame ``X``...) gives a lazy estimate whose
-    ``compute()`` equals this result bitwise (:func:`pg2_block` on each block; see
-    :mod:`xai_plugins.engines`).
+    .. math::
+
+        \mathrm{PG}^2(x, S) = \mathbb{E}\left[(f(x') - f(x))^2\right],
+
+    where x'_j = x_j + ε_j for j in S and x'_j = x_j otherwise, with independent noise ε_j (Gaussian of
+    standard deviation ``sigma``, or ``perturbation``) and f the model's output in its Forest's
+    ``output_space``: the regression output, the margin (log-odds / softmax logits) of boosted classifiers,
+    the class probabilities of random forests.
+    The exact value is computed in closed form by the C core over the ensemble's leaf pairs.
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        An XGBoost, LightGBM, CatBoost or scikit-learn tree model (or Pipeline) that
+        :func:`xai_plugins.import_model` supports, or a :class:`xai_plugins.Forest`.
+    X : array-like of shape (n, d) or DataFrame
+        The rows: an array, read in the model's column order, or a DataFrame whose columns are
+        aligned by name to the model's features. A row engine's collection (a dask array /
+        DataFrame, a Spark DataFrame) gives a lazy result.
+    S : sequence of int or str, array of bool, or one set per row
+        The perturbed features, in the model's feature order: indices and/or feature names shared
+        by all rows, a boolean mask (d,), or one set per row: a boolean (n, d) mask, an (n, k)
+        index array, or a list of n index/name lists.
+    sigma : float or array-like of shape (d,), default 0.3
+        Standard deviation of the Gaussian noise, finite and > 0, scalar or per feature; with
+        ``background`` it is in units of each feature's standard deviation there.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        A continuous distribution (one for all features, or one per feature) replacing the
+        Gaussian (``sigma`` is then ignored), or the result of
+        :func:`xai_plugins.binary_perturbation`.
+    background : array-like or DataFrame or None, default None
+        Background data: ``sigma`` becomes relative to its per-feature standard deviations, and
+        categorical features are redrawn from its category frequencies.
+    method : {"exact", "monte_carlo", "qmc", "auto"}, default "exact"
+        "exact": closed form in C. "monte_carlo": ``n_samples`` perturbed copies per row through
+        the model's own predictor. "qmc": scrambled Halton points mapped through the inverse CDF,
+        8 independent scramblings for the standard error. "auto": the cheaper of the exact
+        algorithm and a Monte Carlo estimate whose relative standard error is ``rtol``, by a cost
+        model (its sample count from a pilot of 256 samples on up to 8 rows); the estimate's
+        ``method`` and ``reason`` say which ran and why.
+    n_samples : int, default 10000
+        Perturbed samples per row for "monte_carlo" and "qmc" (an integer >= 2).
+    rtol : float, default 0.01
+        Relative standard error that ``method="auto"``'s Monte Carlo must reach.
+    random_state : int, numpy.random.SeedSequence, numpy.random.Generator or None, default None
+        Seed of the sampled methods. Row i draws its noise from its own generator (the i-th child
+        of ``SeedSequence(random_state)``), so a seeded estimate of a row does not depend on the
+        other rows or on how a dask ``X`` is chunked. None draws fresh entropy.
+    prune : bool, default True
+        The exact method leaves out the leaf pairs that provably cannot change any value by more
+        than ``PRUNE_RTOL`` = 1e-13 of it (relative); False sums every pair.
+    verbose : bool, default True
+        Show a progress bar when the exact call is estimated to take over 5 seconds.
+    n_jobs : int or None, default None
+        Threads of the C core (scikit-learn convention: None = 1 or the ``joblib.parallel_config``
+        in force, -1 = every core); results do not depend on it.
+    rho : float, array-like of shape (d,) or None, default None
+        For categorical features: the probability that x'_j is redrawn from the category
+        frequencies (scalar or per feature); default ``P(|e_j| > 1/2)`` of the feature's noise,
+        2Φ(−1/(2σ)) for Gaussian noise.
+
+    Returns
+    -------
+    PG2Estimate
+        ``value`` (n,) or (n, k) for k outputs, ``stderr``, ``method``, ``n_samples``,
+        ``seconds``, ``pair_terms``, ``reason`` and ``informative``. On a lazy row engine, a lazy
+        estimate whose ``compute()`` equals the in-memory result bitwise.
+
+    Raises
+    ------
+    InputError
+        Unknown ``method``, ``n_samples`` < 2, ``sigma`` <= 0 or not finite, NaN (or the model's
+        ``missing=`` sentinel) in a perturbed numeric feature, empty data or wrong sizes.
+    FeatureMismatchError
+        DataFrame columns that cannot be aligned to the model's features.
+    InputTypeError
+        Data or arguments of the wrong type (text columns, complex data, ``n_jobs="x"``).
+    InputIndexError
+        A feature index in ``S`` out of range.
+    UnsupportedModelError
+        A model type, objective or split kind that cannot be imported.
+    NotFittedError
+        An unfitted model.
+
+    Warns
+    -----
+    NoiseScaleWarning
+        When a Gaussian σ is at least 100 times the range of a perturbed feature's split
+        thresholds and the rows' values: PG² then no longer depends on σ.
+
+    See Also
+    --------
+    xai_plugins.pgi2 : Mean PG² over the prefixes of a ranking.
+    xai_plugins.greedy_pg2_ranking : The feature order that greedily maximises PG².
+    xai_plugins.binary_perturbation : Flip noise for 0/1 features.
+    xai_plugins.PG2Estimate : The result.
+
+    Notes
+    -----
+    The exact value is a sum over pairs of leaves of every two trees; with ``prune=True`` a proven
+    bound drops the pairs of the least weighty leaves while keeping every value within 1e-13
+    (relative) of the all-pairs sum. For boosted classifiers PG² is exact on the margin;
+    probabilities have no leaf-pair form (use ``method="monte_carlo"``). A collection of a row
+    engine (a dask array / DataFrame ``X``...) is computed block by block by the same code
+    (``pg2_block`` on each block; see ``xai_plugins.engines``), and the lazy estimate's
+    ``compute()`` equals this result bitwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> est = xp.pg2(model, X[:20], S=[2, 8], sigma=0.3)
+    >>> est.method, est.value.shape
+    ('exact', (20,))
+    >>> float(xp.pg2(model, X[:1], S=[]).value[0])      # perturbing nothing changes nothing
+    0.0
+
+    A seeded Monte Carlo estimate agrees within its standard error:
+
+    >>> mc = xp.pg2(model, X[:20], [2, 8], sigma=0.3, method="monte_carlo",
+    ...             n_samples=2000, random_state=0)
+    >>> mc.method, mc.stderr.shape
+    ('monte_carlo', (20,))
+    >>> bool(np.all(np.abs(mc.value - est.value) <= 5 * mc.stderr + 1e-9))
+    True
+
+    ``method="auto"`` says which method it ran and why:
+
+    >>> auto = xp.pg2(model, X[:20], [2, 8], method="auto", rtol=0.01)
+    >>> auto.method in ("exact", "monte_carlo"), auto.reason.startswith("auto")
+    (True, True)
     """
     engine = engine_for(X, S)
     if engine.lazy:
@@ -359,8 +572,7 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         values, terms = _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs)
         values = _squeeze(forest, values)
         return PG2Estimate(values, np.zeros_like(values), "exact", 0, time.perf_counter() - start, terms, reason)
-    if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
-        raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+    n_samples = check_n_samples(n_samples)
     check_noise_scale(split_boundaries(forest), noise, np.flatnonzero(masks.any(axis=0)), X)
     mean, stderr, nonzero = _sampled_pg2(forest, X, masks, noise, int(n_samples), method, row_seed(random_state))
     informative = _informative(stderr, nonzero, masks)
@@ -495,7 +707,7 @@ def _batched(n_rows: int, seconds: float, verbose: bool, what: str, call) -> tup
     arrays and counts; the batches' arrays are concatenated and their counts added."""
     if not verbose or seconds <= PROGRESS_AFTER or n_rows < 2:
         return call(0, n_rows)
-    from tqdm.auto import tqdm
+    from ._extras import tqdm
 
     step = max(1, -(-n_rows // 50))
     parts = []
@@ -613,22 +825,115 @@ def _check_ranking(ranking, n_rows: int, n_features: int, names=None) -> np.ndar
 
 def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True, verbose=True,
          n_jobs=None, rho=None, sampled_from=None, n_samples=2000, random_state=None) -> np.ndarray:
-    """Exact PGI²(x, π) = (1/d) Σ_k PG²(x, π[1..k]) per row; ``ranking`` is (d,) or (n, d)
-    feature indices in the model's feature order (or feature names).
+    r"""Exact PGI² of a feature ranking of every row of ``X``.
 
-    Returns (n,) for single-output models, (n, k) otherwise. ``ranking`` may also stack m
-    rankings of the same rows, (m, n, d), to score several explanations at once: the result
-    gains a leading axis of length m, and a prefix set that several rankings of a row share (the
-    full set always, often the first few) is computed once. ``prune`` and ``verbose`` as for
-    :func:`pg2`.
+    PGI² (Gajewski et al., eq. 3) is the mean squared prediction gap over the prefixes of the
+    ranking π, most important feature first:
 
-    ``sampled_from`` (in memory only): the prefix sets of at least this many features — the dearest
-    for the exact method, whose reachable leaf pairs grow with the set — are estimated by Monte Carlo
-    with ``n_samples`` draws through the model's own predictor instead (row i's sets draw from
-    :func:`row_seed` ``random_state``'s child i, each set from its own child of that), the others
-    computed exactly; None: every set exact.
+    .. math::
 
-    An engine's ``X`` and/or ``ranking`` (dask...) gives a lazy result (:func:`pgi2_block` on each block).
+        \mathrm{PGI}^2(x, \pi) = \frac{1}{d} \sum_{k=1}^{d} \mathrm{PG}^2(x, \{\pi(1), \dots, \pi(k)\}).
+
+    A ranking whose top features move the prediction the most scores highest.
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        A model :func:`xai_plugins.import_model` supports, or a :class:`xai_plugins.Forest`.
+    X : array-like of shape (n, d) or DataFrame
+        The rows (a DataFrame is aligned by column name to the model's features). A row engine's
+        collection (dask...) gives a lazy result.
+    ranking : array-like of shape (d,), (n, d) or (m, n, d), or GreedyRanking
+        Feature indices (or feature names) in the model's feature order, most important first:
+        one ranking for every row (d,), one per row (n, d), or m stacked rankings of the same rows
+        (m, n, d) to score several explanations at once. Each ranking row must be a permutation
+        of 0..d-1. A row engine's ranking gives a lazy result.
+    sigma : float or array-like of shape (d,), default 0.3
+        Gaussian noise scale, as for :func:`xai_plugins.pg2`.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        Noise distribution(s) instead of the Gaussian, as for :func:`xai_plugins.pg2`.
+    background : array-like or DataFrame or None, default None
+        Background data (``sigma`` in its standard deviations), as for :func:`xai_plugins.pg2`.
+    prune : bool, default True
+        Certified pruning of the leaf-pair sums, as for :func:`xai_plugins.pg2`.
+    verbose : bool, default True
+        Progress bar on long calls, as for :func:`xai_plugins.pg2`.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+    rho : float, array-like or None, default None
+        Categorical features' redraw probability, as for :func:`xai_plugins.pg2`.
+    sampled_from : int or None, default None
+        In memory only: the prefix sets of at least this many features (the dearest for the exact
+        method, whose reachable leaf pairs grow with the set) are estimated by Monte Carlo with
+        ``n_samples`` draws through the model's own predictor instead, the others computed
+        exactly; None: every set exact.
+    n_samples : int, default 2000
+        Monte Carlo draws per sampled set (an integer >= 2).
+    random_state : int, numpy.random.SeedSequence, numpy.random.Generator or None, default None
+        Seed of the sampled sets: row i's sets draw from the i-th child of
+        ``SeedSequence(random_state)``, each set from its own child of that.
+
+    Returns
+    -------
+    ndarray of shape (n,) or (n, k)
+        PGI² of each row: (n,) for single-output models, (n, k) otherwise. A stacked ranking
+        (m, n, d) adds a leading axis of length m. Lazy on a row engine.
+
+    Raises
+    ------
+    InputError
+        A ranking of the wrong shape or whose rows are not permutations of 0..d-1, NaN (or the
+        model's ``missing=`` sentinel) in a numeric feature of ``X`` (every feature is perturbed; a
+        categorical one's missing value is an atom of its law, as in :func:`xai_plugins.pg2`),
+        ``n_samples`` < 2, ``sampled_from`` on a row engine, or bad noise settings.
+    InputTypeError
+        A ranking that does not hold integer indices or feature names, a non-integer
+        ``sampled_from``.
+    FeatureMismatchError
+        DataFrame columns that cannot be aligned to the model's features.
+    UnsupportedModelError
+        A model that cannot be imported.
+
+    See Also
+    --------
+    xai_plugins.pg2 : PG² of one feature set.
+    xai_plugins.greedy_pg2_ranking : A ranking with high PGI².
+    xai_plugins.mean_pgi2 : Correctly rounded mean PGI² over the rows.
+    xai_plugins.faithfulness : PGI² of the ranking by ``|attribution|`` of any explanation.
+
+    Notes
+    -----
+    With a stacked ranking, a prefix set that several rankings of a row share (the full set
+    always, often the first few) is computed once. An engine's ``X`` and/or ``ranking`` (dask...)
+    gives a lazy result (``pgi2_block`` on each block).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> ranking = xp.greedy_pg2_ranking(model, X[:20], sigma=0.3).ranking
+    >>> scores = xp.pgi2(model, X[:20], ranking, sigma=0.3)
+    >>> scores.shape
+    (20,)
+
+    PGI² is the mean PG² over the ranking's prefixes:
+
+    >>> prefixes = [xp.pg2(model, X[:1], ranking[0, :k + 1], sigma=0.3).value[0] for k in range(10)]
+    >>> bool(np.isclose(np.mean(prefixes), scores[0]))
+    True
+
+    Two rankings of the same rows at once (shared prefixes computed once):
+
+    >>> both = xp.pgi2(model, X[:20], np.stack([ranking, ranking[:, ::-1]]), sigma=0.3)
+    >>> both.shape, bool(np.allclose(both[0], scores))
+    ((2, 20), True)
+    >>> bool(both[0].mean() > both[1].mean())      # the greedy order beats its reverse
+    True
     """
     engine = engine_for(X, getattr(ranking, "ranking", ranking))
     if engine.lazy:
@@ -636,8 +941,9 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
             raise InputError("pgi2(sampled_from=...) runs in memory only; on a row engine every set is exact "
                              "(leave sampled_from=None)")
         return _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, n_jobs, rho)
-    forest, X, names = _prepare(model, X, allow_nan=False)
+    forest, X, names = _prepare(model, X)
     d = forest.n_features
+    _check_perturbed_finite(X, np.ones((1, d), dtype=np.uint8), forest.missing_value, forest.n_categories)
     r = _check_ranking(ranking, len(X), d, names)
     stacked = np.ndim(getattr(ranking, "ranking", ranking)) == 3
     m, n = r.shape[:2]
@@ -657,8 +963,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     if sampled_from is not None:
         if isinstance(sampled_from, (bool, np.bool_)) or not isinstance(sampled_from, numbers.Integral):
             raise InputTypeError(f"sampled_from must be an int (a set size) or None; got {sampled_from!r}")
-        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
-            raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+        n_samples = check_n_samples(n_samples)
         every = mask
         sampled = mask.sum(axis=2) >= max(int(sampled_from), 1)         # (n, u): the sets Monte Carlo estimates
         mask = np.where(sampled[:, :, None], 0, mask).astype(np.uint8)   # exact: an empty set costs nothing
@@ -707,22 +1012,95 @@ def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
                        verbose=True, n_jobs=None, rho=None) -> GreedyRanking:
-    """Greedy PG² ranking per row, most important first: step k adds the feature j maximising
-    PG²(x, {π(1..k-1)} ∪ {j}) (summed over outputs, or for ``output`` — an index or name — only);
-    ties go to the lowest feature index (features the model never reaches tie at the end in
-    index order).
+    r"""Greedy PG² ranking of the features of every row of ``X``, most important first.
 
-    Returns a :class:`GreedyRanking`: ``.ranking`` (n, d) feature indices in the model's feature
-    order and ``.pg2_path`` (n, d), ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``; ``prune`` and
-    ``verbose`` as for :func:`pg2` (with pruning, each step first screens its candidates with a
-    looser certified bound and evaluates again only those that could still be the best, so the
-    ranking is the one the all-pairs sums give). An engine's
-    ``X`` (dask...) gives a lazy GreedyRanking (:func:`greedy_block` on each block).
+    Step k adds the feature that most increases the squared prediction gap of the features chosen
+    so far:
+
+    .. math::
+
+        \pi(k) = \operatorname*{arg\,max}_{j} \mathrm{PG}^2(x, \{\pi(1), \dots, \pi(k-1)\} \cup \{j\}),
+
+    with PG² summed over the model's outputs (or taken for ``output`` only). Ties go to the
+    lowest feature index (features the model never reaches tie at the end in index order).
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        A model :func:`xai_plugins.import_model` supports, or a :class:`xai_plugins.Forest`.
+    X : array-like of shape (n, d) or DataFrame
+        The rows (a DataFrame is aligned by column name to the model's features). A row engine's
+        collection (dask...) gives a lazy result.
+    sigma : float or array-like of shape (d,), default 0.3
+        Gaussian noise scale, as for :func:`xai_plugins.pg2`.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        Noise distribution(s) instead of the Gaussian, as for :func:`xai_plugins.pg2`.
+    background : array-like or DataFrame or None, default None
+        Background data (``sigma`` in its standard deviations), as for :func:`xai_plugins.pg2`.
+    output : int, str or None, default None
+        Rank on this output only (an index or name: a class label, an output name); None sums PG²
+        over the outputs.
+    prune : bool, default True
+        As for :func:`xai_plugins.pg2`. With pruning, each step first screens its candidates with
+        a looser certified bound and evaluates again only those that could still be the best, so
+        the ranking is the one the all-pairs sums give.
+    verbose : bool, default True
+        Progress bar on long calls, as for :func:`xai_plugins.pg2`.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+    rho : float, array-like or None, default None
+        Categorical features' redraw probability, as for :func:`xai_plugins.pg2`.
+
+    Returns
+    -------
+    GreedyRanking
+        ``.ranking`` (n, d): feature indices in the model's feature order, most important first;
+        ``.pg2_path`` (n, d): ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. An engine's ``X``
+        (dask...) gives a lazy GreedyRanking (``greedy_block`` on each block).
+
+    Raises
+    ------
+    InputError
+        NaN (or the model's ``missing=`` sentinel) in a numeric feature of ``X`` (every feature is
+        perturbed; a categorical one's missing value is an atom of its law, as in :func:`pg2`), empty
+        data or bad noise settings.
+    FeatureMismatchError
+        DataFrame columns that cannot be aligned to the model's features.
+    InputIndexError
+        An ``output`` index out of range.
+    UnsupportedModelError
+        A model that cannot be imported.
+
+    See Also
+    --------
+    xai_plugins.GreedyRanking : The result.
+    xai_plugins.pgi2 : Scores the ranking.
+    xai_plugins.shap.PG2Explainer : The greedy PG² gains as a ``shap.Explanation``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> result = xp.greedy_pg2_ranking(model, X[:5], sigma=0.3)
+    >>> result.ranking.shape, result.pg2_path.shape
+    ((5, 10), (5, 10))
+    >>> bool(np.all(np.sort(result.ranking, axis=1) == np.arange(10)))   # a permutation per row
+    True
+    >>> first_two = result.ranking[0, :2]
+    >>> bool(np.isclose(result.pg2_path[0, 1], xp.pg2(model, X[:1], first_two, sigma=0.3).value[0]))
+    True
     """
     engine = engine_for(X)
     if engine.lazy:
         return _greedy_on(engine, model, X, sigma, perturbation, background, output, prune, n_jobs, rho)
-    forest, X, _ = _prepare(model, X, allow_nan=False)
+    forest, X, _ = _prepare(model, X)
+    _check_perturbed_finite(X, np.ones((1, forest.n_features), dtype=np.uint8), forest.missing_value,
+                            forest.n_categories)
     noise = make_perturbation(forest.n_features, sigma, perturbation, background, names=forest.feature_names,
                               missing=forest.missing_value, labels=forest.category_labels,
                               numeric_labels=forest.numeric_labels, rho=rho)
@@ -747,16 +1125,69 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
 # --------------------------------------------------------------------------------------------
 
 def binary_perturbation(model, background, sigma=0.3, *, perturbation=None, rho=None, features=None) -> Perturbation:
-    """The noise of :func:`~xai_plugins.perturbation.make_perturbation` (``sigma`` in the background's
-    standard deviations, or ``perturbation``; categorical features as always) in which each numeric
-    feature whose ``background`` holds exactly two values {a, b} — a 0/1 indicator — is perturbed
-    by the flip law instead of additive noise: x'_j keeps x_j with probability 1 - ρ_j, else is a or
-    b with their frequencies in ``background``. ρ_j: ``rho`` (scalar or per feature) or the default of
-    categorical features, P(|e_j| > 1/2) for the feature's noise in the units given (0.096 for σ = 0.3).
-    ``features`` (names or indices): only these, each of which must hold two values (default: every
-    numeric feature that does). Pass the result as ``perturbation=`` to :func:`pg2`, :func:`pgi2`,
-    :func:`greedy_pg2_ranking`, the explainers, on any row engine: PG² stays exact (each table entry is
-    a sum over the two atoms, read as the model reads them). Explained rows must hold a or b there."""
+    """Noise in which every 0/1 feature is perturbed by flipping it, for PG² and its relatives.
+
+    The noise of :func:`xai_plugins.pg2` (``sigma`` in the background's standard deviations, or
+    ``perturbation``; categorical features as always) in which each numeric feature whose
+    ``background`` holds exactly two values {a, b} (a 0/1 indicator) is perturbed by the flip law
+    instead of additive noise: x′_j keeps x_j with probability 1 − ρ_j, else is a or b with their
+    frequencies in ``background``. PG² stays exact under it (each table entry is a sum over the
+    two atoms, read as the model reads them).
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        A model :func:`xai_plugins.import_model` supports, or a :class:`xai_plugins.Forest`.
+    background : array-like of shape (N, d) or DataFrame
+        Background data (required): the two values of a binary feature and their frequencies come
+        from it, and ``sigma`` is in its standard deviations.
+    sigma : float or array-like of shape (d,), default 0.3
+        Gaussian noise scale of the other features, in the background's standard deviations.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        Noise distribution(s) of the other features instead of the Gaussian.
+    rho : float, array-like of shape (d,) or None, default None
+        ρ_j, scalar or per feature; default that of categorical features, ``P(|e_j| > 1/2)`` for the
+        feature's noise in the units given (0.096 for σ = 0.3).
+    features : int, str, sequence of them, or None, default None
+        Names or indices of the features given the flip law, each of which must hold two values in
+        ``background``; default every numeric feature that does.
+
+    Returns
+    -------
+    Perturbation
+        Pass it as ``perturbation=`` to :func:`xai_plugins.pg2`, :func:`xai_plugins.pgi2`,
+        :func:`xai_plugins.greedy_pg2_ranking`, the explainers, on any row engine; its ``binary``
+        maps each flipped feature to its two values and their frequencies.
+
+    Raises
+    ------
+    InputError
+        ``background`` is None, or a feature named in ``features`` does not hold exactly two
+        values in it (or is categorical).
+    UnsupportedModelError
+        A model that cannot be imported.
+
+    See Also
+    --------
+    xai_plugins.pg2 : Takes the result as ``perturbation=``.
+
+    Notes
+    -----
+    Explained rows must hold a or b in the flipped features.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)       # column 1 (sex) holds two values
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> noise = xp.binary_perturbation(model, X, sigma=0.3)
+    >>> sorted(noise.binary)
+    [1]
+    >>> xp.pg2(model, X[:5], S=[1, 2], perturbation=noise).value.shape
+    (5,)
+    """
     forest = import_model(model)
     if background is None:
         raise InputError("binary_perturbation needs background data: the two values of a binary feature and their "
@@ -883,8 +1314,7 @@ def _pg2_on(engine, model, X, S, sigma, perturbation, background, method, n_samp
     if method == "exact":
         shipped = engine.ship_forest(forest)
     else:
-        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 2:
-            raise InputError(f"n_samples must be an integer >= 2; got {n_samples!r}")
+        n_samples = check_n_samples(n_samples)
         root = row_seed(random_state)
         shipped = engine.ship_forest(forest, with_model=True)
     out = engine.map_rows(pg2_block, rows, shipped, per_row, 3 * k + 1, S=shared_S, method=method,
@@ -924,8 +1354,8 @@ def _pgi2_on(engine, model, X, ranking, sigma, perturbation, background, prune, 
     ndim = len(ranking.shape) if hasattr(ranking, "shape") else np.ndim(ranking)
     if ndim not in (1, 2, 3):
         raise InputError(f"ranking must have shape ({d},), (n, {d}) or (m, n, {d}); got {ndim} dimensions")
-    rows, names = engine.rows(X, forest.feature_names, d, lambda x: forest.rows(x, allow_nan=False),
-                              like=(ranking, 1 if ndim == 3 else 0), forest=forest)
+    rows, names = engine.rows(X, forest.feature_names, d, forest.rows, like=(ranking, 1 if ndim == 3 else 0),
+                              forest=forest)
     noise = noise_args(forest, sigma, perturbation, background, rho)
     m, per_row, shared = (ranking.shape[0] if ndim == 3 else 0), [], None
     if ndim == 1 and not engine.handles(ranking):
@@ -970,10 +1400,67 @@ def _mean_finish(total, k):
 
 
 def mean_pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, n_jobs=None):
-    """Mean PGI² over the rows of ``X``: correctly rounded (exact sum, one rounding), so the same
-    float in memory and on any engine, for any blocking. In memory: a float (or (k,) array); on a
-    lazy engine (dask...) a lazy scalar (or (k,) array) reduced per block without collecting rows.
-    ``ranking`` as in :func:`pgi2`, not stacked."""
+    r"""Mean PGI² of a ranking over the rows of ``X``, correctly rounded.
+
+    .. math::
+
+        \frac{1}{n} \sum_{i=1}^{n} \mathrm{PGI}^2(x_i, \pi_i)
+
+    computed with an exact sum and one rounding, so it is the same float in memory and on any row
+    engine, for any blocking. On a lazy engine (dask, Spark) it is reduced per block without
+    collecting rows.
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        A model :func:`xai_plugins.import_model` supports, or a :class:`xai_plugins.Forest`.
+    X : array-like of shape (n, d), DataFrame or a row engine's collection
+        The rows (a DataFrame is aligned by column name to the model's features).
+    ranking : array-like of shape (d,) or (n, d), or GreedyRanking
+        As in :func:`xai_plugins.pgi2`, not stacked: one ranking per row.
+    sigma : float or array-like of shape (d,), default 0.3
+        Gaussian noise scale, as for :func:`xai_plugins.pg2`.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        Noise distribution(s) instead of the Gaussian.
+    background : array-like or DataFrame or None, default None
+        Background data (``sigma`` in its standard deviations).
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+
+    Returns
+    -------
+    float or ndarray of shape (k,)
+        In memory: a float (or a (k,) array for k outputs); on a lazy engine (dask...) a lazy
+        scalar (or (k,) array).
+
+    Raises
+    ------
+    InputError
+        A stacked (m, n, d) ranking, or any input :func:`xai_plugins.pgi2` refuses.
+    UnsupportedModelError
+        A model that cannot be imported.
+
+    See Also
+    --------
+    xai_plugins.pgi2 : PGI² per row.
+    xai_plugins.distributed.random_rankings : Random rankings, the baseline PGI² is compared with.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> ranking = xp.greedy_pg2_ranking(model, X[:20], sigma=0.3)
+    >>> mean = xp.mean_pgi2(model, X[:20], ranking, sigma=0.3)
+    >>> isinstance(mean, float)
+    True
+    >>> bool(np.isclose(mean, xp.pgi2(model, X[:20], ranking, sigma=0.3).mean()))
+    True
+    """
     forest = import_model(model)
     k = forest.n_outputs
     r = getattr(ranking, "ranking", ranking)

@@ -39,34 +39,106 @@ ADDITIVITY_RTOL = 1e-4
 
 def faithfulness(model, explanation, sigma=0.3, *, X=None, output=None, perturbation=None, background=None,
                  n_jobs=None) -> np.ndarray:
-    """Exact PGI² of the ranking by |value| of each row of ``explanation``.
+    r"""Faithfulness of any feature attribution: exact PGI² of its ranking by magnitude.
 
-    ``explanation`` is a ``shap.Explanation`` (its ``data`` are the rows unless ``X`` is given),
-    an :class:`~xai_plugins.attributions.Attribution`, or an (n, d[, k]) array with ``X``.
-    ``sigma``/``perturbation``/``background`` define the noise as in :func:`xai_plugins.pg2`.
+    Each row's features are ranked by ``|attribution|`` (largest first, ties to the lowest feature
+    index) and that ranking π is scored by its exact PGI² (Gajewski et al., eq. 3):
 
+    .. math::
+
+        \mathrm{PGI}^2(x, \pi) = \frac{1}{d} \sum_{k=1}^{d} \mathbb{E}\left[(f(x') - f(x))^2\right],
+        \quad x' = x \text{ with } \pi(1..k) \text{ perturbed by noise,}
+
+    so explanations from any tool (shap's own ``TreeExplainer`` included) can be compared:
+    higher is more faithful.
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        The explained model (one :func:`xai_plugins.import_model` supports).
+    explanation : shap.Explanation, Attribution or array-like of shape (n, d) or (n, d, k)
+        A ``shap.Explanation`` (its ``data`` are the rows unless ``X`` is given), an
+        ``xai_plugins.attributions.Attribution``, or an (n, d[, k]) array of attributions with
+        ``X``. Values of a row engine (dask...) give a lazy result.
+    sigma : float or array-like of shape (d,), default 0.3
+        Noise scale, as in :func:`xai_plugins.pg2`.
+    X : array-like of shape (n, d), DataFrame or None, default None
+        The explained rows (required when ``explanation`` carries no data).
+    output : int, str or None, default None
+        A class label / output name or index: score that output alone, (n,). In memory only.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        Noise distribution(s) instead of the Gaussian, as in :func:`xai_plugins.pg2`.
+    background : array-like or DataFrame or None, default None
+        Background data (``sigma`` in its standard deviations), as in :func:`xai_plugins.pg2`.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+
+    Returns
+    -------
+    ndarray of shape (n,) or (n, k)
+        (n,) for a single-output model; (n, k) for k outputs: column c scores the explanation of
+        output c when the explanation has k outputs, else the one ranking on output c; (n,) with
+        ``output``. For boosted classifiers the model output is the margin, which is also what
+        shap's ``TreeExplainer`` explains by default. Lazy on a row engine.
+
+    Raises
+    ------
+    ExplanationMismatchError
+        An additive explanation (one with ``base_values``, as TreeSHAP's) that does not add up to
+        this model's output (the margin, or for boosted classifiers its probability) on its first
+        8 rows within a relative 1e-4: it explains another model or output.
+    InputError
+        An explanation without data and no ``X``, row counts or outputs that do not match, values
+        that are not (n, d) or (n, d, k), NaN values (they have no rank).
+    FeatureMismatchError
+        Feature names that cannot be matched to the model's features.
+
+    See Also
+    --------
+    xai_plugins.pgi2 : PGI² of given rankings.
+    xai_plugins.greedy_pg2_ranking : A ranking with high PGI², the reference.
+    xai_plugins.distributed.random_rankings : Random rankings, the baseline.
+
+    Notes
+    -----
     Feature columns are matched to the model's features by name (the explanation's
-    ``feature_names``, else a DataFrame ``X``'s columns) and positionally otherwise.
+    ``feature_names``, else a DataFrame ``X``'s columns) and positionally otherwise. Attribution
+    values and/or ``X`` of a row engine (dask...) give a lazy result (``faithfulness_block`` on
+    each block; ``output`` and the additivity check are in memory only).
 
-    Returns (n,) for a single-output model; (n, k) for k outputs — column c scores the
-    explanation of output c when the explanation has k outputs, else the one ranking on output c;
-    ``output`` (a class label / output name or index) gives that column alone, (n,).
-    For boosted classifiers the model output is the margin, which is also what shap's
-    ``TreeExplainer`` explains by default.
+    Examples
+    --------
+    >>> import shap
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> tree_shap = shap.TreeExplainer(model)(X[:20])
+    >>> scores = xp.faithfulness(model, tree_shap, sigma=0.3)
+    >>> scores.shape
+    (20,)
 
-    An additive explanation (one with ``base_values``, as TreeSHAP's) must add up to this model's
-    output (the margin, or for boosted classifiers its probability) on its first
-    :data:`ADDITIVITY_ROWS` rows, within :data:`ADDITIVITY_RTOL`; otherwise it explains another
-    model or output and :class:`~xai_plugins.errors.ExplanationMismatchError` is raised.
+    Plain arrays are scored as given (here local MDI of the same rows):
 
-    Attribution values and/or ``X`` of a row engine (dask...) give a lazy result
-    (:func:`faithfulness_block` on each block; ``output`` and the additivity check are in memory only).
+    >>> xp.faithfulness(model, xp.local_mdi(model, X[:20]), X=X[:20], sigma=0.3).shape
+    (20,)
+
+    SHAP values of another model are refused, not scored:
+
+    >>> other = RandomForestRegressor(n_estimators=5, max_depth=2, random_state=1).fit(X, y)
+    >>> xp.faithfulness(other, tree_shap)
+    Traceback (most recent call last):
+    ...
+    xai_plugins.errors.ExplanationMismatchError: the explanation does not add up to this model's output: ...
     """
     engine = engine_for(X, getattr(explanation, "values", explanation))
     if engine.lazy:
         return _faithfulness_on(engine, model, explanation, sigma, X, perturbation, background, n_jobs)
     forest = import_model(model)
     values = np.asarray(getattr(explanation, "values", explanation), dtype=np.float64)
+    _check_no_nan(values)
     if X is None:
         X = getattr(explanation, "data", None)
         if X is None:
@@ -88,6 +160,17 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, output=None, perturba
     else:
         return own_output_pgi2(forest, X, ranking, **noise)
     return scores if c is None or scores.ndim == 1 else scores[:, c]
+
+
+def _check_no_nan(values: np.ndarray) -> None:
+    """Refuse NaN attribution values: a ranking by |value| is undefined for them (argsort would silently put
+    them last, and the ranking's PGI² would be scored as if they were the least important)."""
+    nan = np.isnan(values)
+    if nan.any():
+        row, feature = np.argwhere(nan)[0][:2]
+        raise InputError(f"the explanation has {int(nan.sum())} NaN attribution value(s) (the first: row {row}, "
+                         f"feature {feature}): a ranking by |value| is undefined for them. Explain those rows again "
+                         "(a NaN attribution usually comes from a failed explainer or NaN inputs), or leave them out")
 
 
 def _check_additive(forest, values, base, X) -> None:
@@ -213,10 +296,40 @@ def random_ranking_block(seed, start, X, *, d) -> np.ndarray:
 
 
 def random_rankings(X, random_state=None):
-    """One uniformly random feature order per row of ``X`` (in memory or a row engine's rows): row
-    i gets ``argsort`` of the i-th row of ``np.random.default_rng(random_state).random((n, d))``,
+    """One uniformly random feature order per row of ``X``: the baseline rankings of PGI².
+
+    Row i gets ``argsort`` of the i-th row of ``np.random.default_rng(random_state).random((n, d))``,
     so any blocking gives the in-memory draw bitwise (lazily on a lazy engine).
-    ``random_state``: an int, a SeedSequence, a Generator (one integer drawn from it) or None."""
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d) or a row engine's rows
+        The rows (only their number and width are used); in memory or on a row engine (dask...).
+    random_state : int, numpy.random.SeedSequence, numpy.random.Generator or None, default None
+        An int, a SeedSequence, a Generator (one integer drawn from it) or None (fresh entropy).
+
+    Returns
+    -------
+    ndarray of int of shape (n, d)
+        One permutation of 0..d-1 per row (lazy on a lazy engine).
+
+    See Also
+    --------
+    xai_plugins.pgi2 : Scores the rankings.
+    xai_plugins.mean_pgi2 : Their mean PGI².
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xai_plugins.distributed import random_rankings
+    >>> r = random_rankings(np.zeros((3, 4)), random_state=0)
+    >>> r.shape
+    (3, 4)
+    >>> bool(np.all(np.sort(r, axis=1) == np.arange(4)))
+    True
+    >>> bool(np.array_equal(r, np.argsort(np.random.default_rng(0).random((3, 4)), axis=1)))
+    True
+    """
     seed = random_state
     if not (seed is None or isinstance(seed, (int, np.integer, np.random.SeedSequence))):
         seed = int(np.random.default_rng(seed).integers(2 ** 63))

@@ -55,9 +55,9 @@ Categorical features must be numerically coded (as the model sees them); their b
 mode (the smallest level on ties) and their grid is their distinct levels, labelled with evenly
 spaced levels in [0, 1] for the colour scale.
 
-Modules: :mod:`._grid` (baselines and the perturbation grid), :mod:`._effects` (standardized
-effects and importances), :mod:`._scoring` (the model's scoring function), :mod:`._explainer`
-(:class:`AcME`, the estimator shell), :mod:`._results` (:class:`AcMEGlobal`, :class:`AcMELocal`
+Modules: ``._grid`` (baselines and the perturbation grid), ``._effects`` (standardized
+effects and importances), ``._scoring`` (the model's scoring function), ``._explainer``
+(:class:`AcME`, the estimator shell), ``._results`` (:class:`AcMEGlobal`, :class:`AcMELocal`
 and their plots).
 """
 

@@ -23,37 +23,106 @@ _ROWS_PER_CALL = 1 << 16        # default cap on perturbed rows per local predic
 
 
 class AcME:
-    """Accelerated model-agnostic explanations (AcME) of a fitted model.
+    r"""Accelerated model-agnostic explanations (AcME) of a fitted model.
+
+    Global and local feature importances from quantile perturbations of a baseline point
+    (Dandolo et al., §4.1–4.3), plus the paper's what-if plots. For a baseline :math:`x^b` (the
+    column means, the mode for categorical features, for the global explanation; the row itself
+    for a local one) and each feature j, feature j is replaced by the quantiles
+    :math:`x_{j,q}` of its background distribution; with :math:`\hat y_{j,q} = f(z_{j,q})`
+    (paper eq. 2 and 3):
+
+    .. math::
+
+        \Delta_{j,q} = \frac{\hat y_{j,q} - f(x^b)}{\sqrt{\operatorname{var}(\hat y_j)}}
+                       \,(\max \hat y_j - \min \hat y_j), \qquad
+        I_j = \frac{1}{Q_j} \sum_q |\Delta_{j,q}|.
+
+    Every perturbed row goes to the model in one call (global) or one call per batch of rows
+    (local).
 
     Parameters
     ----------
-    model : fitted estimator with ``predict`` (regression) or ``predict_proba`` (classification);
+    model : fitted estimator or None
+        A fitted estimator with ``predict`` (regression) or ``predict_proba`` (classification);
         may be None when ``score_function`` is given.
-    X_background : (N, d) array or DataFrame, numeric, no NaN (nor the model's missing-value
-        sentinel, e.g. XGBoost's ``missing=-999``): the data whose quantiles (and mean or mode)
-        define the perturbations. A DataFrame's columns are aligned by name to the
-        model's feature names (:func:`~xai_plugins._validation.model_rows`); so are the rows
+    X_background : array-like of shape (N, d) or DataFrame
+        Numeric, no NaN (nor the model's missing-value sentinel, e.g. XGBoost's
+        ``missing=-999``): the data whose quantiles (and mean or mode) define the perturbations.
+        A DataFrame's columns are aligned by name to the model's feature names; so are the rows
         given to :meth:`explain_local`.
-    n_quantiles : Q >= 2, grid points per numeric feature.
-    task : None (default: inferred from the model), "regression" (``model.predict``) or
-        "classification" (``model.predict_proba``, one importance per class, outputs named by
-        ``model.classes_``). Inferred as "classification" for a scikit-learn classifier
-        (``sklearn.base.is_classifier``) or, without ``score_function``, any model with a callable
-        ``predict_proba``; "regression" otherwise. ``task="regression"`` on a classifier explains
-        its predicted labels and warns (:class:`~xai_plugins.errors.XaiWarning`).
-    score_function : optional callable ``X -> scores`` of shape (n,) or (n, k) used instead of the
-        model's own method, e.g. ``IsolationForest(...).fit(X).score_samples``.
-    categorical_features : names or indices (in the model's feature order) of numerically coded
-        categorical features. A tree model's own categorical features (LightGBM category columns,
-        a Pipeline's encoded text columns) are categorical without being named: their grid is
-        each category seen in ``X_background`` (not quantiles), their baseline its most frequent
+    n_quantiles : int, default 50
+        Q >= 2, grid points per numeric feature.
+    task : {"regression", "classification"} or None, default None
+        None: inferred from the model. "regression" explains ``model.predict``;
+        "classification" ``model.predict_proba``, one importance per class, outputs named by
+        ``model.classes_``. Inferred as "classification" for a scikit-learn classifier
+        (``sklearn.base.is_classifier``) or, without ``score_function``, any model with a
+        callable ``predict_proba``; "regression" otherwise. ``task="regression"`` on a classifier
+        explains its predicted labels and warns (``XaiWarning``).
+    score_function : callable or None, default None
+        A callable ``X -> scores`` of shape (n,) or (n, k) used instead of the model's own
+        method, e.g. ``IsolationForest(...).fit(X).score_samples``.
+    categorical_features : int, str, sequence of them, or None, default None
+        Names or indices (in the model's feature order) of numerically coded categorical
+        features. A tree model's own categorical features (LightGBM category columns, a
+        Pipeline's encoded text columns) are categorical without being named: their grid is each
+        category seen in ``X_background`` (not quantiles), their baseline its most frequent
         category, and ``X_background`` / the explained rows may hold their labels (text), which
         the model is given back as labels.
-    robust : use quantile levels in [0.05, 0.95] instead of [0, 1].
-    variant : "paper" (eq. 2 and 3, the default) or "reference" (the authors' released code; see
-        the module docstring for the difference).
-    batch_size : rows per predict call in :meth:`explain_local` (default: as many as keep one call
-        under 65 536 perturbed rows).
+    robust : bool, default False
+        Use quantile levels in [0.05, 0.95] instead of [0, 1].
+    variant : {"paper", "reference"}, default "paper"
+        "paper" (eq. 2 and 3) or "reference" (the authors' released code; see the
+        ``xai_plugins.acme`` module docstring for the difference).
+    batch_size : int or None, default None
+        Rows per predict call in :meth:`explain_local` (default: as many as keep one call under
+        65 536 perturbed rows).
+
+    Attributes
+    ----------
+    background_ : ndarray of shape (N, d)
+        The background rows, in the model's feature order.
+    feature_names_ : list of str
+        The feature names, in column order.
+    baseline_ : ndarray of shape (d,)
+        The global baseline :math:`x^b`: column means, the mode (the smallest level on ties) for
+        categorical features.
+    grid_ : Grid
+        The perturbation grid of every feature.
+    model, n_quantiles, task, robust, variant, batch_size
+        The settings (``task`` as inferred).
+
+    Raises
+    ------
+    InputError
+        ``n_quantiles`` < 2, an unknown ``task`` or ``variant``, a bad ``batch_size``, NaN or
+        constant columns in ``X_background``.
+
+    Warns
+    -----
+    XaiWarning
+        ``task="regression"`` on a classifier.
+
+    See Also
+    --------
+    xai_plugins.acme.AcMEGlobal : What :meth:`explain_global` returns.
+    xai_plugins.acme.AcMELocal : What :meth:`explain_local` returns.
+    xai_plugins.shap.AcMEExplainer : AcME local importances as a ``shap.Explanation``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.acme import AcME
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> acme = AcME(model, X, n_quantiles=5)
+    >>> g = acme.explain_global()
+    >>> g.values.shape, list(g.importances.columns)
+    ((10,), ['importance'])
+    >>> acme.explain_local(X.iloc[:3]).values.shape
+    (3, 10)
     """
 
     def __init__(self, model, X_background, n_quantiles: int = 50, task: str | None = None, *,
@@ -83,7 +152,7 @@ class AcME:
             n_features = int(np.shape(X_background)[-1]) if np.ndim(X_background) else 0
         # the model's missing= sentinel (XGBoost) is missing, as NaN is: refused like NaN, never a quantile
         self._missing = model_missing_value(model)
-        model_categorical, self._labels = _model_categories(model)
+        model_categorical, self._labels, self._numeric_labels = _model_categories(model)
         X, self.feature_names_ = model_rows(self._codes(X_background, model_names), model_names,
                                             int(n_features), what="X_background", min_rows=2, missing=self._missing)
         # rows given later are aligned to these names: the model's, else the background's columns
@@ -109,7 +178,7 @@ class AcME:
 
     def _codes(self, X, names):
         """``X`` with the model's labelled categorical columns read as their codes (when it has any)."""
-        return X if self._labels is None else category_codes(X, names, self._labels)
+        return X if self._labels is None else category_codes(X, names, self._labels, self._numeric_labels)
 
     def _check_rows(self, X_rows) -> np.ndarray:
         """``X_rows`` (a DataFrame aligned by column name) as (n, d) rows in the model's feature order;
@@ -144,7 +213,7 @@ class AcME:
 
         A row engine's ``X_rows`` (a dask array / DataFrame...) gives a lazy AcMELocal whose
         ``.compute()`` is bitwise this explanation of the same rows, each block explained on a
-        worker by :func:`acme_block` (this AcME object, with its model, is shipped once)."""
+        worker by ``acme_block`` (this AcME object, with its model, is shipped once)."""
         engine = engine_for(X_rows)
         if engine.lazy:
             return _acme_local_on(engine, self, X_rows)
@@ -167,16 +236,18 @@ class AcME:
                          predictions=squeeze(grid_pred), effects=squeeze(effects), values=squeeze(importances))
 
 
-def _model_categories(model) -> tuple[np.ndarray | None, list | None]:
-    """The categorical features (bool per feature) and category labels (per feature, or None) of a
-    tree model this package imports; (None, None) for any other model."""
+def _model_categories(model) -> tuple[np.ndarray | None, list | None, bool]:
+    """The categorical features (bool per feature), category labels (per feature, or None) and whether the
+    model looks numbers up in its labels (:attr:`~xai_plugins.Forest.numeric_labels`) of a tree model this
+    package imports; (None, None, False) for any other model."""
     if model is None or (library_of(model) is None and not isinstance(model, Forest)):
-        return None, None
+        return None, None, False
     try:
         forest = import_model(model)
     except XaiError:
-        return None, None
-    return (forest.categorical if forest.n_categories is not None else None), forest.category_labels
+        return None, None, False
+    return ((forest.categorical if forest.n_categories is not None else None), forest.category_labels,
+            forest.numeric_labels)
 
 
 def acme_block(acme, start, X) -> np.ndarray:

@@ -22,10 +22,55 @@ class Grid:
     """The perturbation grid of every feature, stored flat (CSR style).
 
     Feature ``j`` owns the grid points ``offsets[j]:offsets[j + 1]`` (``R = offsets[-1]`` in all):
-    ``values`` (R,) are the values substituted for feature ``j``, ``levels`` (R,) their quantile
-    levels in [0, 1], ``feature`` (R,) the owning feature of each point, ``categorical`` (d,) which
-    features use their distinct levels; ``labels`` per feature its category labels (a model's
-    categorical feature: ``values`` are codes, position in the labels) or None.
+    a numeric feature the quantiles of its background distribution, a categorical feature each of
+    its distinct levels. Built by :class:`AcME` (``AcME.grid_``).
+
+    Parameters
+    ----------
+    feature_names : list
+        The d feature names, in column order.
+    categorical : ndarray of bool of shape (d,)
+        Which features use their distinct levels.
+    offsets : ndarray of int of shape (d + 1,)
+        Feature ``j`` owns the grid points ``offsets[j]:offsets[j + 1]``.
+    values : ndarray of shape (R,)
+        The values substituted for feature ``j``.
+    levels : ndarray of shape (R,)
+        Their quantile levels in [0, 1] (evenly spaced levels for a categorical feature's
+        distinct levels).
+    labels : list or None, default None
+        Per feature its category labels (a model's categorical feature: ``values`` are codes,
+        position in the labels) or None.
+
+    Attributes
+    ----------
+    feature : ndarray of int of shape (R,)
+        The owning feature of each point.
+    sizes : ndarray of int of shape (d,)
+        Number of grid points per feature.
+    display_values : ndarray of shape (R,)
+        ``values`` as the user writes them: a labelled feature's codes as its labels.
+    feature_names, categorical, offsets, values, levels, labels
+        As given.
+
+    See Also
+    --------
+    xai_plugins.acme.AcME : Builds it.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.acme import AcME
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> grid = AcME(model, X, n_quantiles=5).grid_
+    >>> grid.sizes.tolist()
+    [5, 5, 5, 5, 5, 5, 5, 5, 5, 5]
+    >>> grid.segment("bmi"), grid.index("bmi")
+    (slice(10, 15, None), 2)
+    >>> grid.levels[grid.segment("bmi")].tolist()
+    [0.0, 0.25, 0.5, 0.75, 1.0]
     """
 
     feature_names: list

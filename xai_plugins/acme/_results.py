@@ -117,16 +117,63 @@ class _Explanation:
 
 @dataclass(frozen=True)
 class AcMEGlobal(_Explanation):
-    """Global AcME explanation (paper §4.1, §4.3).
+    r"""Global AcME explanation (paper §4.1, §4.3), as returned by ``AcME.explain_global``.
 
-    Arrays (``d`` features, ``R`` grid points in all, ``k`` outputs; the last axis is absent for a
-    single-output model):
+    Arrays have ``d`` features, ``R`` grid points in all, ``k`` outputs; the last axis is absent
+    for a single-output model. The importance of feature j is the mean absolute standardized
+    effect over its :math:`Q_j` grid points, :math:`I_j = \frac{1}{Q_j} \sum_q |\Delta_{j,q}|`.
 
-    - ``values`` (d,) or (d, k): importances :math:`I_j` (per class for classification);
-    - ``total`` (d,): ``values`` summed over outputs;
-    - ``baseline`` (d,): :math:`x^b`; ``baseline_prediction`` float or (k,): :math:`f(x^b)`;
-    - ``predictions`` (R,) or (R, k): :math:`f(z_{j,q})` on the flat ``grid`` (see :class:`Grid`);
-    - ``effects`` (R,) or (R, k): standardized effects :math:`\\Delta_{j,q}`.
+    Parameters
+    ----------
+    grid : Grid
+        The perturbation grid (the flat layout of ``predictions`` and ``effects``).
+    output_names : list or None
+        Names of the k outputs (class labels); None for a single-output model.
+    variant : {"paper", "reference"}
+        The AcME variant that computed it.
+    baseline : ndarray of shape (d,)
+        :math:`x^b`.
+    baseline_prediction : float or ndarray of shape (k,)
+        :math:`f(x^b)`.
+    predictions : ndarray of shape (R,) or (R, k)
+        :math:`f(z_{j,q})` on the flat ``grid``.
+    effects : ndarray of shape (R,) or (R, k)
+        Standardized effects :math:`\Delta_{j,q}`.
+    values : ndarray of shape (d,) or (d, k)
+        Importances :math:`I_j` (per class for classification).
+
+    Attributes
+    ----------
+    values : ndarray of shape (d,) or (d, k)
+        Importances :math:`I_j` (per class for classification).
+    importances : pandas.DataFrame
+        Importances sorted in decreasing order: column ``importance`` (the total), plus one per
+        class.
+    total, feature_names
+        ``total`` (d,): ``values`` summed over outputs; ``feature_names``: the feature names, in
+        column order.
+    baseline, baseline_prediction, predictions, effects, grid, output_names, variant
+        As given.
+
+    See Also
+    --------
+    xai_plugins.acme.AcME : Computes it.
+    xai_plugins.acme.AcMELocal : The local explanation.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.acme import AcME
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> g = AcME(model, X, n_quantiles=5).explain_global()
+    >>> g.values.shape, g.effects.shape, g.predictions.shape      # d = 10 features, R = 50 points
+    ((10,), (50,), (50,))
+    >>> g.quantile_table().columns.tolist()
+    ['feature', 'level', 'value', 'prediction', 'effect']
+    >>> g.variable_quantile_matrix("bmi").shape                  # Z_j: the baseline, bmi on its grid
+    (5, 10)
     """
 
     baseline: np.ndarray
@@ -180,20 +227,62 @@ class AcMEGlobal(_Explanation):
 
 @dataclass(frozen=True)
 class AcMELocal(_Explanation):
-    """Local AcME explanations of ``n`` rows (paper §4.2): what-if predictions per grid point.
+    r"""Local AcME explanations of ``n`` rows (paper §4.2): what-if predictions per grid point.
 
-    Arrays (``n`` rows, ``d`` features, ``R`` grid points, ``k`` outputs; the last axis is absent
-    for a single-output model):
+    As returned by ``AcME.explain_local``. Arrays have ``n`` rows, ``d`` features, ``R`` grid
+    points, ``k`` outputs; the last axis is absent for a single-output model.
 
-    - ``values`` (n, d) or (n, d, k): local importances (``variant="paper"``: mean
-      :math:`|\\Delta_{j,q}|` with :math:`x^b` = the row; ``"reference"``: mean :math:`|f(z) - f(x)|`);
-    - ``total`` (n, d): ``values`` summed over outputs;
-    - ``X`` (n, d): the rows; ``row_levels`` (n, d): quantile level of each row's own value;
-    - ``row_predictions`` (n,) or (n, k): :math:`f(x)`;
-    - ``predictions`` (n, R) or (n, R, k): :math:`f` of the row with feature ``j`` set to each grid
-      value of ``grid`` (see :class:`Grid`);
-    - ``effects`` (n, R) or (n, R, k): standardized effects (``"paper"``) or
-      :math:`f(z) - f(x)` (``"reference"``).
+    Parameters
+    ----------
+    grid : Grid
+        The perturbation grid (the flat layout of ``predictions`` and ``effects``).
+    output_names : list or None
+        Names of the k outputs (class labels); None for a single-output model.
+    variant : {"paper", "reference"}
+        The AcME variant that computed it.
+    X : ndarray of shape (n, d)
+        The rows.
+    row_levels : ndarray of shape (n, d)
+        Quantile level of each row's own value.
+    row_predictions : ndarray of shape (n,) or (n, k)
+        :math:`f(x)`.
+    predictions : ndarray of shape (n, R) or (n, R, k)
+        :math:`f` of the row with feature ``j`` set to each grid value of ``grid``.
+    effects : ndarray of shape (n, R) or (n, R, k)
+        Standardized effects (``"paper"``) or :math:`f(z) - f(x)` (``"reference"``).
+    values : ndarray of shape (n, d) or (n, d, k)
+        Local importances (``variant="paper"``: mean :math:`|\Delta_{j,q}|` with :math:`x^b` =
+        the row; ``"reference"``: mean :math:`|f(z) - f(x)|`).
+
+    Attributes
+    ----------
+    values : ndarray of shape (n, d) or (n, d, k)
+        Local importances.
+    importances : pandas.DataFrame
+        Total local importances, one row per explained row, one column per feature.
+    total, feature_names
+        ``total`` (n, d): ``values`` summed over outputs; ``feature_names``: the feature names, in
+        column order.
+    X, row_levels, row_predictions, predictions, effects, grid, output_names, variant
+        As given.
+
+    See Also
+    --------
+    xai_plugins.acme.AcME : Computes it.
+    xai_plugins.acme.AcMEGlobal : The global explanation.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.acme import AcME
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> local = AcME(model, X, n_quantiles=5).explain_local(X.iloc[:3])
+    >>> local.values.shape, local.predictions.shape, local.importances.shape
+    ((3, 10), (3, 50), (3, 10))
+    >>> local.what_if(row=0, feature="bmi").columns.tolist()      # the row, bmi on its grid
+    ['feature', 'level', 'value', 'prediction']
     """
 
     X: np.ndarray

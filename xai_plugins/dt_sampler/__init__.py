@@ -3,10 +3,10 @@
 ``DTSampler(n_branch_nodes, min_accuracy, n_samples, sampler="unigen" | "exact").fit(X, y)``
 exposes ``emergence_probability_`` (DataFrame indexed by original feature name, columns
 ``probability, ci_low, ci_high``), ``tree_fraction_``, ``trees_`` and ``plot()``.
-Modules: :mod:`.binarize` (binary tests), :mod:`.encoding` (the CNF), :mod:`.samplers`
-(UniGen3 / exact enumeration), :mod:`.space` (encode, check and draw the accurate trees),
-:mod:`.tree` (a sampled tree), :mod:`.emergence` (importances and their intervals),
-:mod:`.plots`, :mod:`.estimator` (the scikit-learn estimator shell).
+Modules: ``.binarize`` (binary tests), ``.encoding`` (the CNF), ``.samplers``
+(UniGen3 / exact enumeration), ``.space`` (encode, check and draw the accurate trees),
+``.tree`` (a sampled tree), ``.emergence`` (importances and their intervals),
+``.plots``, ``.estimator`` (the scikit-learn estimator shell).
 """
 
 from .binarize import BinaryTest

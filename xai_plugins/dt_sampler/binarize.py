@@ -15,11 +15,48 @@ DEFAULT_QUANTILES = (0.25, 0.5, 0.75)
 
 @dataclass(frozen=True)
 class BinaryTest:
-    """One binary test: ``x[feature] > threshold``, ``x[feature] == level`` (a categorical feature's
+    """One binary test of DT-Sampler: a threshold, a categorical level, or a 0/1 column.
+
+    The test is ``x[feature] > threshold``, ``x[feature] == level`` (a categorical feature's
     level, one-vs-rest: ``level`` its value in the numeric rows, its code for a text column, and
     ``label`` as shown), or ``x[feature] == 1`` for a 0/1 column.
 
     A row passing the test goes to the right child, a row failing it to the left child.
+
+    Parameters
+    ----------
+    feature : int
+        Index of the tested column.
+    feature_name : str
+        Its name.
+    threshold : float or None
+        The cut point of ``x > threshold``; None when the column is already 0/1, or categorical
+        (``level``).
+    level : float or None, default None
+        A categorical feature's level tested one-vs-rest.
+    label : str or None, default None
+        That level as shown.
+
+    Attributes
+    ----------
+    name : str
+        Readable name, e.g. ``"age > 40.5"``, ``"city = paris"`` or ``"smoker"``.
+
+    See Also
+    --------
+    xai_plugins.dt_sampler.DTSampler : Fits the tests (``tests_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xai_plugins.dt_sampler import BinaryTest
+    >>> test = BinaryTest(feature=0, feature_name="age", threshold=40.5)
+    >>> test.name, test.describe(passed=False)
+    ('age > 40.5', 'age <= 40.5')
+    >>> test.evaluate(np.array([[30.0], [50.0]])).tolist()
+    [0, 1]
+    >>> BinaryTest(1, "city", None, level=2.0, label="paris").name
+    'city = paris'
     """
 
     feature: int

@@ -10,11 +10,46 @@ from scipy import stats
 
 
 def wilson_interval(p, n: int, confidence: float = 0.95):
-    """Wilson score interval for a proportion ``p`` estimated from ``n`` independent trees.
+    r"""Wilson score interval for a proportion ``p`` estimated from ``n`` independent trees.
 
-    ``(p + z^2/2n -+ z sqrt(p(1-p)/n + z^2/4n^2)) / (1 + z^2/n)`` with ``z`` the normal quantile.
-    It is also valid (conservative) for a mean of per-tree shares in [0, 1], whose variance
-    is at most ``p(1-p)``.
+    .. math::
+
+        \frac{p + \frac{z^2}{2n} \mp z \sqrt{\frac{p(1-p)}{n} + \frac{z^2}{4n^2}}}{1 + \frac{z^2}{n}}
+
+    with ``z`` the normal quantile. It is also valid (conservative) for a mean of per-tree
+    shares in [0, 1], whose variance is at most ``p(1-p)``. The interval contains ``p`` by
+    construction (the rounding error at p = 0 and p = 1 is clipped).
+
+    Parameters
+    ----------
+    p : float or array-like of float
+        The proportion(s), in [0, 1].
+    n : int
+        The number of trees.
+    confidence : float, default 0.95
+        The level of the interval.
+
+    Returns
+    -------
+    low : ndarray
+        The interval's lower end, the shape of ``p``, within [0, 1].
+    high : ndarray
+        Its upper end.
+
+    See Also
+    --------
+    xai_plugins.dt_sampler.DTSampler : Gives its emergence probabilities these intervals.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xai_plugins.dt_sampler import wilson_interval
+    >>> low, high = wilson_interval(0.5, n=100)
+    >>> round(float(low), 3), round(float(high), 3)
+    (0.404, 0.596)
+    >>> low, high = wilson_interval([0.0, 1.0], n=10)
+    >>> np.round(low, 3).tolist(), np.round(high, 3).tolist()
+    ([0.0, 0.722], [0.278, 1.0])
     """
     p = np.asarray(p, dtype=float)
     z = stats.norm.ppf(0.5 + confidence / 2)

@@ -126,8 +126,53 @@ def encode_trees(Xb: np.ndarray, y: np.ndarray, n_nodes: int, min_correct: int, 
                  leaf_labels: bool = False, cardinality: str = "mtotalizer") -> TreeEncoding:
     """CNF whose models, projected on the sampling set, are the accurate trees.
 
-    ``Xb`` is the (M, K) 0/1 matrix of binary tests, ``y`` the 0/1 class of each row,
-    ``min_correct`` the number T of rows that must be classified correctly (0 = any tree).
+    The branch-node-only scheme of DT-Sampler (formulas 1-6 of the paper): only the N branch nodes
+    are numbered (level order, root = 0), a binary test sends a row with ``x_r = 0`` left and one
+    with ``x_r = 1`` right, no test is repeated on a root-to-leaf path, and a cardinality
+    constraint asks that at least T rows be classified correctly. Projected on the sampling set
+    (the tree's shape and the tests, plus the leaf classes with ``leaf_labels``), each distinct
+    tree is one solution.
+
+    Parameters
+    ----------
+    Xb : array-like of 0/1 of shape (M, K)
+        The matrix of binary tests.
+    y : array-like of 0/1 of shape (M,)
+        The class of each row.
+    n_nodes : int
+        N, the number of branch nodes.
+    min_correct : int
+        The number T of rows that must be classified correctly (0 = any tree).
+    leaf_labels : bool, default False
+        Add the leaf classes to the sampling set: a tree with its leaf labels is the unit.
+    cardinality : str, default "mtotalizer"
+        The ``pysat.card`` encoding of the accuracy constraint: "seqcounter", "totalizer",
+        "kmtotalizer", "mtotalizer", "cardnetwrk" or "sortnetwrk".
+
+    Returns
+    -------
+    TreeEncoding
+        The CNF (DIMACS-style integer ``clauses``, ``n_vars``), its ``sampling_set`` and the
+        variables needed to ``decode`` a model into a tree.
+
+    Raises
+    ------
+    InputError
+        An unknown ``cardinality``.
+
+    See Also
+    --------
+    xai_plugins.dt_sampler.DTSampler : Encodes, checks and draws the accurate trees.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from xai_plugins.dt_sampler import encode_trees
+    >>> Xb = np.array([[0, 1], [1, 0], [1, 1], [0, 0]])   # 4 rows, 2 binary tests
+    >>> y = np.array([0, 1, 1, 0])                          # test 0 classifies every row
+    >>> cnf = encode_trees(Xb, y, n_nodes=1, min_correct=4)
+    >>> cnf.n_nodes, cnf.n_tests, cnf.min_correct, len(cnf.sampling_set)
+    (1, 2, 4, 1)
     """
     Xb = np.asarray(Xb, dtype=np.uint8)
     y = np.asarray(y, dtype=np.uint8)

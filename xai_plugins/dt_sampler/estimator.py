@@ -26,12 +26,12 @@ LEAF_LABELS = ("majority", "sampled")
 class DTSampler(BaseEstimator):
     """DT-Sampler (Tsuda lab): sample small accurate decision trees uniformly, count feature use.
 
-    The space is every binary decision tree with ``n_branch_nodes`` branch nodes over binary
+    A scikit-learn estimator. The space is every binary decision tree with ``n_branch_nodes`` branch nodes over binary
     tests of the features (no test repeated on a root-to-leaf path) whose leaves, labelled
     with the majority class of the training rows reaching them, classify at least
     ``T = ceil(min_accuracy * n_rows)`` training rows correctly.  A distinct tree is its shape
     plus the test at each branch node (``leaf_labels="sampled"``: plus its leaf classes, any
-    labelling reaching T).  The space is a CNF (see :mod:`.encoding`); ``sampler="unigen"``
+    labelling reaching T).  The space is a CNF (see :func:`encode_trees`); ``sampler="unigen"``
     draws ``n_samples`` almost-uniform independent trees with UniGen3, ``sampler="exact"``
     enumerates the whole space (exact probabilities, for small spaces; ``n_samples`` unused).
 
@@ -57,11 +57,101 @@ class DTSampler(BaseEstimator):
     Binary classification only (the paper's setting): a target with more than two classes
     raises ``ValueError``; fit one sampler per class on a one-vs-rest target instead.
 
-    Other fitted attributes: ``trees_`` (list of :class:`SampledTree`: ``rules()``,
-    ``predict(X)``, ``accuracy``), ``tests_`` (the binary tests), ``classes_``,
-    ``min_correct_`` (T), ``model_count_`` (number of distinct accurate trees: exact, or
-    ApproxMC's estimate for UniGen), ``cnf_stats_`` (variables, clauses, sampling-set
-    size), ``seconds_per_sample_`` and ``fit_time_``.
+    Parameters
+    ----------
+    n_branch_nodes : int, default 5
+        N >= 1, branch nodes of every tree (the tree has N + 1 leaves).
+    min_accuracy : float, default 0.9
+        In [0, 1]: a tree must classify at least ``T = ceil(min_accuracy * n_rows)`` training
+        rows correctly.
+    n_samples : int, default 500
+        Trees drawn by ``sampler="unigen"`` (>= 1; unused by "exact").
+    sampler : {"unigen", "exact"}, default "unigen"
+        "unigen": ``n_samples`` almost-uniform independent trees with UniGen3; "exact": the
+        whole space enumerated (exact probabilities, for small spaces).
+    random_state : int, numpy.random.Generator or None, default None
+        Seed of UniGen's draws.
+    quantiles : sequence of float, default (0.25, 0.5, 0.75)
+        Cut points of each numeric column that is not 0/1 (binary tests ``x > t`` at these
+        quantiles of the column), strictly between 0 and 1.
+    thresholds : dict or None, default None
+        ``{feature name: [t, ...]}``: cut points of those features instead of the quantiles
+        (each must split the training rows).
+    leaf_labels : {"majority", "sampled"}, default "majority"
+        "majority": leaves are labelled with the majority class of the training rows reaching
+        them, and a distinct tree is its shape plus its tests; "sampled": the leaf classes are
+        sampled too (any labelling reaching T).
+    cardinality : str, default "mtotalizer"
+        The ``pysat.card`` encoding of the accuracy constraint: "seqcounter", "totalizer",
+        "kmtotalizer", "mtotalizer", "cardnetwrk" or "sortnetwrk".
+    confidence : float, default 0.95
+        Level of the Wilson intervals, strictly between 0 and 1.
+    time_budget : float or None, default 600.0
+        Seconds the run may take: a run estimated to take longer warns (``TimeBudgetWarning``);
+        None: no check.
+    progress : bool, default True
+        Show a progress bar on runs longer than 2 seconds.
+    categorical_features : int, str, sequence of them, or None, default None
+        Numerically coded columns to treat as categorical (text columns already are).
+
+    Attributes
+    ----------
+    emergence_probability_ : pandas.DataFrame
+        Share of branch nodes testing each feature, with its Wilson interval.
+    tree_fraction_ : pandas.DataFrame
+        Share of trees testing each feature, with its Wilson interval.
+    uniform_probability_ : pandas.Series
+        The ``min_accuracy = 0`` level of each feature.
+    test_emergence_probability_, test_tree_fraction_ : pandas.DataFrame
+        The same per binary test.
+    categories_ : list or None
+        Each feature's levels (None: numeric).
+    trees_ : list of SampledTree
+        The sampled trees (``rules()``, ``predict(X)``, ``accuracy``).
+    tests_ : list of BinaryTest
+        The binary tests.
+    classes_ : ndarray of shape (2,)
+        The two classes.
+    min_correct_ : int
+        T.
+    model_count_ : int
+        Number of distinct accurate trees: exact, or ApproxMC's estimate for UniGen.
+    cnf_stats_ : dict
+        Variables, clauses, sampling-set size.
+    seconds_per_sample_, fit_time_ : float
+        Seconds per sampled tree and of the whole fit.
+    feature_names_in_, n_features_in_
+        As in scikit-learn.
+
+    Raises
+    ------
+    UnsatisfiableError
+        From ``fit``: no tree reaches ``min_accuracy``.
+    InputError
+        From ``fit``: unusable parameters, a target that is not binary, constant columns.
+
+    See Also
+    --------
+    xai_plugins.dt_sampler.SampledTree : One sampled tree.
+    xai_plugins.dt_sampler.wilson_interval : The intervals.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from xai_plugins.dt_sampler import DTSampler
+    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    >>> X, y = X.iloc[:60, :4], y[:60]                 # 60 rows, 4 features: a small space
+    >>> dts = DTSampler(n_branch_nodes=2, min_accuracy=0.8, sampler="exact", progress=False).fit(X, y)
+    >>> dts.emergence_probability_.columns.tolist()
+    ['probability', 'ci_low', 'ci_high']
+    >>> len(dts.trees_) == dts.model_count_, dts.min_correct_      # every accurate tree, T = 48
+    (True, 48)
+    >>> round(float(dts.emergence_probability_["probability"].sum()), 6)   # shares of branch nodes
+    1.0
+    >>> sampled = DTSampler(n_branch_nodes=2, min_accuracy=0.8, n_samples=10, random_state=0,
+    ...                     progress=False).fit(X, y)
+    >>> len(sampled.trees_), sampled.predict(X).shape
+    (10, (60,))
     """
 
     def __init__(self, n_branch_nodes: int = 5, min_accuracy: float = 0.9, n_samples: int = 500,

@@ -6,9 +6,8 @@ import time
 import warnings
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from .._extras import needs, require
+from .._extras import needs, require, tqdm
 from ..errors import InputError, XaiWarning
 
 with needs("dt-sampler", "DT-Sampler"):
@@ -23,11 +22,54 @@ N_CHUNKS, MIN_CHUNK = 20, 10
 
 
 class UnsatisfiableError(InputError):
-    """No tree of the requested size reaches the accuracy threshold on the training data."""
+    """No tree of the requested size reaches the accuracy threshold on the training data.
+
+    Raised by ``DTSampler.fit``: lower ``min_accuracy`` or change ``n_branch_nodes``. An
+    :class:`xai_plugins.errors.InputError` (and so a ``ValueError``).
+
+    See Also
+    --------
+    xai_plugins.dt_sampler.DTSampler : Raises it.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from xai_plugins.dt_sampler import DTSampler
+    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    >>> X, y = X.iloc[:60, :4], y[:60]                 # 60 rows, 4 features: a small space
+    >>> from xai_plugins.dt_sampler import UnsatisfiableError
+    >>> try:
+    ...     DTSampler(n_branch_nodes=1, min_accuracy=1.0, sampler="exact", progress=False).fit(X, y)
+    ... except UnsatisfiableError as exc:
+    ...     print(str(exc).split(" (")[0])
+    no decision tree with 1 branch nodes over 12 binary tests classifies at least 60 of the 60 ...
+    """
 
 
 class TimeBudgetWarning(XaiWarning):
-    """The run is expected to take longer than the ``time_budget`` the user allowed."""
+    """The run is expected to take longer than the ``time_budget`` the user allowed.
+
+    Warned by ``DTSampler.fit`` (and ``emergence_path``) after timing the first sample; the run
+    goes on. An :class:`xai_plugins.errors.XaiWarning`.
+
+    See Also
+    --------
+    xai_plugins.dt_sampler.DTSampler : Its ``time_budget`` parameter.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from xai_plugins.dt_sampler import DTSampler
+    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    >>> X, y = X.iloc[:60, :4], y[:60]                 # 60 rows, 4 features: a small space
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = DTSampler(n_branch_nodes=2, min_accuracy=0.8, n_samples=10, random_state=0,
+    ...                   time_budget=1e-6, progress=False).fit(X, y)
+    >>> [type(w.message).__name__ for w in caught]
+    ['TimeBudgetWarning']
+    """
 
 
 def is_satisfiable(clauses) -> bool:

@@ -17,6 +17,56 @@ class SampledTree:
 
     Leaf classes are either sampled with the tree or, by default, the majority class of the
     training rows reaching the leaf (ties and empty leaves take ``default_class``).
+
+    Parameters
+    ----------
+    structure : TreeStructure
+        The decoded tree: per branch node its children (-1 = leaf), its test and any sampled
+        leaf classes (-1 where not sampled).
+    tests : list of BinaryTest
+        The binary tests the nodes index.
+    classes : ndarray of shape (2,)
+        The class labels.
+    Xb : ndarray of shape (n, n_tests)
+        The training rows' 0/1 test outcomes.
+    y_index : ndarray of int of shape (n,)
+        Each training row's class index.
+    default_class : int
+        Class index of tied and empty leaves.
+
+    Attributes
+    ----------
+    left, right, test : ndarray of int of shape (N,)
+        Per branch node its children (-1 for a leaf) and test index.
+    leaf_class : ndarray of int of shape (N, 2)
+        Class index of the leaf on each side of each node (-1 where that side is a branch).
+    n_correct : int
+        Number of training rows classified correctly.
+    accuracy : float
+        Training accuracy.
+    n_branch_nodes : int
+        Number of branch nodes N (the tree has N + 1 leaves).
+    features : ndarray of int of shape (N,)
+        Original feature index tested at each branch node.
+
+    See Also
+    --------
+    xai_plugins.dt_sampler.DTSampler : Draws them (``trees_``).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from xai_plugins.dt_sampler import DTSampler
+    >>> X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    >>> X, y = X.iloc[:60, :4], y[:60]                 # 60 rows, 4 features: a small space
+    >>> tree = DTSampler(n_branch_nodes=2, min_accuracy=0.8, sampler="exact",
+    ...                  progress=False).fit(X, y).trees_[0]
+    >>> tree.n_branch_nodes, len(tree.rules()), tree.accuracy >= 0.8
+    (2, 3, True)
+    >>> tree.rules()[0]
+    'if mean texture <= 22.05 and mean radius <= 13.07 then 1'
+    >>> tree.predict(X.to_numpy()).shape
+    (60,)
     """
 
     def __init__(self, structure: TreeStructure, tests: list[BinaryTest], classes: np.ndarray,

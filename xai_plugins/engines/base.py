@@ -211,7 +211,8 @@ class RowReader:
     (it runs that method on this small, picklable copy of what it reads: no tree), so a row engine
     that applies it to each block gets the in-memory rows bit for bit."""
 
-    FIELDS = ("feature_names", "n_features", "category_labels", "numeric_labels", "n_categories", "missing_value")
+    FIELDS = ("feature_names", "n_features", "category_labels", "numeric_labels", "n_categories", "missing_value",
+              "input_limits", "nan_refused")
     feature_names: list | None
     category_labels: list | None
 

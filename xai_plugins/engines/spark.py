@@ -3,7 +3,7 @@
 
 - **Rows and their index.** ``X`` is a Spark DataFrame whose columns are the model's features
   (aligned by name, as everywhere; numeric columns read as float64, nulls as NaN; a categorical
-  model's string columns read as its category codes, as in memory: :class:`~.base.RowReader`), or
+  model's string columns read as its category codes, as in memory: ``engines.base.RowReader``), or
   :func:`keyed` ``(df, id_cols)``: a DataFrame whose ``id_cols`` name each row (any sortable,
   non-null, unique combination) and whose other columns are the features. Each row gets a global
   index i (what seeded Monte Carlo draws from: row i uses ``row_seed`` child i, and what
@@ -19,7 +19,7 @@
   once per Python worker process and cached there (its split tables with it); tasks carry the
   broadcast handle only. The row index of a DataFrame without id columns costs a counting job, kept
   while the DataFrame stays cached (``df.cache()``), so repeated calls on it run one job each.
-- **Results.** Per-row results are lazy :class:`SparkColumns` (a Spark DataFrame underneath):
+- **Results.** Per-row results are lazy ``SparkColumns`` (a Spark DataFrame underneath):
   ``.to_spark(name)`` gives a Spark DataFrame keyed by the id columns (or by ``_xai_row`` when
   there are none); ``.compute()`` collects them to numpy in index order. Result objects (a
   ``PG2Estimate``, a ``GreedyRanking``) get the same two methods. Exact reductions (means of
@@ -85,11 +85,57 @@ class SparkRows:
 
 
 def keyed(df, id_cols: Sequence[str] | str) -> SparkRows:
-    """``df`` (a Spark DataFrame) with its rows keyed by ``id_cols``: pass the result as ``X`` to
-    ``xp.pg2``, ``xp.pgi2``, ``xp.greedy_pg2_ranking``, ``xp.local_mdi``, ``xp.global_mdi``,
-    ``xp.faithfulness``. Results come back keyed by these columns, and row i (for seeded Monte
-    Carlo and for ``.compute()``'s order) is the i-th in ascending ``id_cols`` order, whatever the
-    partitioning. The ids must be unique and non-null (checked)."""
+    """A Spark DataFrame with its rows keyed by id columns, to explain on Spark.
+
+    Pass the result as ``X`` to :func:`xai_plugins.pg2`, :func:`xai_plugins.pgi2`,
+    :func:`xai_plugins.greedy_pg2_ranking`, :func:`xai_plugins.local_mdi`,
+    :func:`xai_plugins.global_mdi`, :func:`xai_plugins.faithfulness` (or to
+    :func:`xai_plugins.report.audit`). Results come back keyed by these columns, and row i (for
+    seeded Monte Carlo and for ``.compute()``'s order) is the i-th in ascending ``id_cols`` order,
+    whatever the partitioning. The other columns are the features.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The rows: the id columns and the model's features (aligned by name).
+    id_cols : str or sequence of str
+        The id column(s); the ids must be unique and non-null (checked). Names
+        starting with ``_xai_`` are reserved.
+
+    Returns
+    -------
+    SparkRows
+        ``df`` with its id columns, for the functions above.
+
+    Raises
+    ------
+    InputTypeError
+        ``df`` is not a ``pyspark.sql.DataFrame``.
+    InputError
+        ``id_cols`` that are not distinct columns of ``df``, or names starting with ``_xai_``.
+
+    See Also
+    --------
+    xai_plugins.pg2 : Lazy on Spark rows; ``.to_spark()`` gives a keyed Spark DataFrame.
+
+    Examples
+    --------
+    On a Spark session (not run here: it needs Java and takes seconds to start):
+
+    >>> from pyspark.sql import SparkSession                            # doctest: +SKIP
+    >>> spark = SparkSession.builder.master("local[2]").getOrCreate()   # doctest: +SKIP
+    >>> rows = keyed(spark.read.parquet("rows/*.parquet"), ["id"])      # doctest: +SKIP
+    >>> xp.pg2(model, rows, S=["MedInc"]).to_spark().write.parquet("pg2/")   # doctest: +SKIP
+
+    Anything but a Spark DataFrame is refused:
+
+    >>> import pandas as pd
+    >>> from xai_plugins.engines.spark import keyed
+    >>> keyed(pd.DataFrame({"id": [1, 2], "x": [0.5, 1.5]}), "id")
+    Traceback (most recent call last):
+    ...
+    xai_plugins.errors.InputTypeError: keyed() takes a pyspark.sql.DataFrame; got DataFrame
+    """
     return SparkRows(df, id_cols)
 
 
@@ -803,3 +849,7 @@ def _reduce(o: SparkReduction) -> list:
 
 #: the registered instance
 ENGINE = SparkEngine()
+
+
+#: the public name: the engine itself is reached through :func:`xai_plugins.engines.engine_for`
+__all__ = ["keyed"]

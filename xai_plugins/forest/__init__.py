@@ -6,8 +6,8 @@
   :func:`library_of`, :func:`model_feature_names`, :func:`model_missing_value`);
 - :mod:`.cache`: :func:`import_model` (one import per model and fitted state), :func:`clear_model_cache`;
 - one module per library, each registering its importer when imported: :mod:`.sklearn`,
-  :mod:`.xgboost`, :mod:`.lightgbm`, :mod:`.catboost`, and :mod:`.pipeline` for scikit-learn Pipelines. Every public module of this package that is none of the above is
-  imported here, so a new library is one new module.
+  :mod:`.xgboost`, :mod:`.lightgbm`, :mod:`.catboost`, and :mod:`.pipeline` for scikit-learn Pipelines. Every
+  public module of this package that is none of the above is imported here, so a new library is one new module.
 
 Nothing above this package knows which library a model came from: it asks the registry.
 

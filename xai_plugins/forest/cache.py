@@ -17,26 +17,60 @@ from .registry import BOOSTER_MUTATORS, LibraryImporter, importer, importer_for,
 
 
 def import_model(model: Any) -> Forest:
-    """The :class:`Forest` of a fitted tree ensemble (a Forest is returned as is).
+    """Import a fitted tree ensemble as a :class:`xai_plugins.Forest` (cached per model).
 
+    Every method of the package calls it on the model it is given; a Forest is returned as is.
     A model is imported once: the Forest is cached, keyed on the model object (held weakly) and
     on a fingerprint of its fitted state, so repeated calls on the same model cost microseconds
-    and a changed model is imported again. What the fingerprint sees:
+    and a changed model is imported again.
+
+    Parameters
+    ----------
+    model : fitted model or Forest
+        An XGBoost ``Booster`` / ``XGBRegressor`` / ``XGBClassifier`` (gbtree), a LightGBM
+        ``Booster`` / ``LGBMRegressor`` / ``LGBMClassifier``, a CatBoost model with symmetric
+        trees, a scikit-learn ``DecisionTree*``, ``RandomForest*``, ``ExtraTrees*``,
+        ``GradientBoosting*`` or ``HistGradientBoosting*``, a scikit-learn ``Pipeline`` of
+        supported per-column steps in front of one of these, or a Forest.
+
+    Returns
+    -------
+    Forest
+        The model's immutable Forest (the cached one when the model has not changed).
+
+    Raises
+    ------
+    UnsupportedModelError
+        Other model types, objectives, categorical splits, linear trees or vector leaves, a
+        GradientBoosting ``init`` estimator that is not constant.
+    NotFittedError
+        An unfitted estimator (also scikit-learn's ``NotFittedError``).
+
+    See Also
+    --------
+    xai_plugins.clear_model_cache : Forget every imported model.
+    xai_plugins.Forest : The imported structure.
+
+    Notes
+    -----
+    What the fingerprint sees:
 
     - a refit, warm start or reload that *replaces* the fitted state (scikit-learn's ``tree_``,
       ``estimators_``, ``_predictors``; the wrappers' XGBoost / LightGBM booster), and changes of
       ``n_estimators``, ``learning_rate``, ``n_features_in_`` and LightGBM's ``best_iteration``;
     - every *in-place* change of an XGBoost or LightGBM ``Booster`` made through its own methods:
       on the first import of a model of either library, the methods of its ``Booster`` class that
-      change a model in place (:data:`BOOSTER_MUTATORS`: e.g. XGBoost ``load_model`` (also reached
-      by ``XGBRegressor.load_model``), ``update`` / ``boost`` (the ``refresh`` updater),
-      ``set_param``, ``set_attr``; LightGBM ``model_from_string``, ``set_leaf_output``, ``update``,
-      ``rollback_one_iter``) are wrapped so that each call gives that booster a new generation
-      (a warning raised inside one of them then names the wrapper's line as its location).
+      change a model in place (``xai_plugins.forest.BOOSTER_MUTATORS``: e.g. XGBoost ``load_model``
+      (also reached by ``XGBRegressor.load_model``), ``update`` / ``boost`` (the ``refresh``
+      updater), ``set_param``, ``set_attr``; LightGBM ``model_from_string``, ``set_leaf_output``,
+      ``update``, ``rollback_one_iter``) are wrapped so that each call gives that booster a new
+      generation (a warning raised inside one of them then names the wrapper's line as its
+      location).
 
-    Not seen (call :func:`clear_model_cache` after them): in-place writes into a scikit-learn
-    tree's arrays (``tree_.value[...] = ...``) or into other attributes the importers read, and
-    changes made by calling the libraries' C API directly, bypassing their Python ``Booster``.
+    Not seen (call :func:`xai_plugins.clear_model_cache` after them): in-place writes into a
+    scikit-learn tree's arrays (``tree_.value[...] = ...``) or into other attributes the importers
+    read, and changes made by calling the libraries' C API directly, bypassing their Python
+    ``Booster``.
 
     Missing values: NaN is missing for every model. XGBoost's scikit-learn wrappers also read
     their ``missing=`` sentinel (e.g. -999) as missing; the Forest records it (``missing_value``)
@@ -44,10 +78,26 @@ def import_model(model: Any) -> Forest:
     XGBoost ``Booster`` carries no sentinel (it belongs to the DMatrix): only NaN is missing, so
     replace a sentinel by NaN in the data, or import the fitted ``XGBRegressor`` / ``XGBClassifier``.
 
-    Raises :class:`~xai_plugins.errors.UnsupportedModelError` for other model types, objectives,
-    categorical splits, linear trees or vector leaves, a GradientBoosting ``init`` estimator that
-    is not constant, and :class:`~xai_plugins.errors.NotFittedError` (also scikit-learn's) for an
-    unfitted estimator.
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> forest = xp.import_model(model)
+    >>> forest
+    Forest(sklearn.RandomForestRegressor, 5 trees, ... leaves, 10 features, outputs ['output'] in raw space)
+    >>> xp.import_model(model) is forest          # cached
+    True
+    >>> _ = model.set_params(n_estimators=6).fit(X, y)
+    >>> xp.import_model(model).n_trees            # a refit is imported again
+    6
+    >>> xp.import_model(object())
+    Traceback (most recent call last):
+    ...
+    xai_plugins.errors.UnsupportedModelError: unsupported model type builtins.object; supported: ...
     """
     if isinstance(model, Forest):
         return model
@@ -83,9 +133,30 @@ _WATCHED: set[type] = set()
 
 
 def clear_model_cache() -> None:
-    """Forget every imported model (the next call on a model imports it again): needed only after
-    a change :func:`import_model` does not see (in-place writes into a scikit-learn tree's arrays,
-    the libraries' C API called directly)."""
+    """Forget every imported model: the next call on a model imports it again.
+
+    Needed only after a change :func:`xai_plugins.import_model` does not see: in-place writes into
+    a scikit-learn tree's arrays, the libraries' C API called directly.
+
+    See Also
+    --------
+    xai_plugins.import_model : The cached import.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.tree import DecisionTreeRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = DecisionTreeRegressor(max_depth=2, random_state=0).fit(X, y)
+    >>> forest = xp.import_model(model)
+    >>> model.tree_.value[1] = 0.0             # an in-place write the cache does not see
+    >>> xp.import_model(model) is forest
+    True
+    >>> xp.clear_model_cache()
+    >>> xp.import_model(model) is forest
+    False
+    """
     _CACHE.clear()
 
 

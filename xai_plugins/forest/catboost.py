@@ -34,7 +34,7 @@ import numpy as np
 from .._extras import require
 from ..errors import InputError, ModelStructureError, UnsupportedModelError
 from .layout import Forest, category_bitsets, concat_trees
-from .predictor import ModelPredictor, labelled_rows
+from .predictor import ModelPredictor, labelled_rows, model_input
 from .registry import LibraryImporter, register
 
 _CLASSIFICATION_LOSSES = ("Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll")
@@ -59,24 +59,30 @@ def _int32(value: int) -> int:
     return (int(value) + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
+def category_text(value: Any) -> bytes:
+    """The text CatBoost hashes for a categorical value: a string as is (UTF-8), an integer as ``str(value)``,
+    a bool (Python, numpy or pandas) as ``b"1"`` / ``b"0"`` (CatBoost reads ``True`` as the category ``1``,
+    not ``"True"``), NaN as ``b"nan"``. A real number is refused, as CatBoost refuses it."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bool, np.bool_)):
+        return b"1" if value else b"0"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value)).encode()
+    if isinstance(value, (float, np.floating)) and np.isnan(value) or value is None:
+        return b"nan"
+    raise InputError(f"a CatBoost categorical feature holds {value!r}: CatBoost reads categories as text or "
+                     "integers; pass the column as strings (astype(str)) or integer labels")
+
+
 def category_hash(value: Any) -> int:
     """CatBoost's hash of a categorical value, as a signed 32-bit integer: ``CityHash64`` (v1.0.2, the version
-    in CatBoost's ``util/digest/city``; from the ``clickhouse-cityhash`` package) of its text
-    (a string as is, an integer or a bool as ``str(value)``; NaN as ``"nan"``), cut to 32 bits. A real
-    number is refused, as CatBoost refuses it."""
-    if isinstance(value, (bytes, bytearray)):
-        text = bytes(value)
-    elif isinstance(value, str):
-        text = value.encode("utf-8")
-    elif isinstance(value, (bool, np.bool_, int, np.integer)):
-        text = str(value).encode()
-    elif isinstance(value, (float, np.floating)) and np.isnan(value) or value is None:
-        text = b"nan"
-    else:
-        raise InputError(f"a CatBoost categorical feature holds {value!r}: CatBoost reads categories as text or "
-                         "integers; pass the column as strings (astype(str)) or integer labels")
+    in CatBoost's ``util/digest/city``; from the ``clickhouse-cityhash`` package) of its
+    :func:`category_text`, cut to 32 bits."""
     city = require("clickhouse_cityhash.cityhash", "catboost", "reading a CatBoost model's categorical features")
-    return _int32(city.CityHash64(text))
+    return _int32(city.CityHash64(category_text(value)))
 
 
 class CatBoostCategories(list):
@@ -95,7 +101,11 @@ class CatBoostCategories(list):
     def codes(self, values: Any) -> np.ndarray:
         """The codes of an array of labels (float64; -1 for a label the model never saw)."""
         values = np.asarray(values, dtype=object)
-        _, first, inverse = np.unique(values.astype(str), return_index=True, return_inverse=True)
+        texts = values.astype(str)
+        for word, digit in (("True", "1"), ("False", "0")):      # a bool is the category 1 / 0 (category_text)
+            at = np.flatnonzero(texts == word)
+            texts[at[np.fromiter((isinstance(v, (bool, np.bool_)) for v in values[at]), bool, len(at))]] = digit
+        _, first, inverse = np.unique(texts, return_index=True, return_inverse=True)
         out = np.empty(len(first))
         for k, original in enumerate(values[first]):        # one hash per distinct text
             h = category_hash(original)
@@ -372,7 +382,7 @@ def _raw_predictor(model: Any, labels: list | None) -> ModelPredictor:
     """CatBoost's ``RawFormulaVal`` on rows in the Forest's feature order; the columns of the categorical
     features (``labels`` per feature, or None) turned from codes back into labels CatBoost reads."""
     if labels is None:
-        return ModelPredictor(model, lambda m, X: m.predict(np.asarray(X, dtype=np.float64),
+        return ModelPredictor(model, lambda m, X: m.predict(model_input(X, np.float64),
                                                             prediction_type="RawFormulaVal"))
 
     def predict(m: Any, X: Any) -> Any:

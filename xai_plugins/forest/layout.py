@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._validation import category_codes, check_codes, model_rows
+from .._validation import category_codes, check_codes, check_refused, check_taken, model_rows
 from ..errors import InputError, ModelStructureError
 
 #: what a refusal of categorical splits suggests instead
@@ -25,10 +25,15 @@ CATEGORICAL_INSTEAD = ("one-hot or ordinal encode the column in a scikit-learn P
                        "categorical splits are supported exactly: LightGBM categorical_feature=, XGBoost "
                        "enable_categorical=True, HistGradientBoosting categorical_features=")
 
+#: the largest float64 that float32 does not round to infinity (2**128 - 2**103 rounds to it, ties to even): a model
+#: that casts its inputs to float32 and refuses infinities (scikit-learn's trees) refuses anything beyond it
+FLOAT32_LIMIT = float(np.nextafter(2.0 ** 128 - 2.0 ** 103, 0.0))
+
 _ARRAY_FIELDS = {"left_child": np.int32, "right_child": np.int32, "feature": np.int32, "threshold": np.float64,
                  "missing_left": np.uint8, "tree_offset": np.int64, "tree_target": np.int32,
                  "base_score": np.float64, "impurity": np.float64, "weight": np.float64,
-                 "n_categories": np.int32, "cat_start": np.int64, "cat_bits": np.uint64}
+                 "n_categories": np.int32, "cat_start": np.int64, "cat_bits": np.uint64, "input_limits": np.float64,
+                 "nan_refused": np.bool_}
 
 
 def _read_only(array: ArrayLike, dtype: DTypeLike) -> np.ndarray:
@@ -40,17 +45,147 @@ def _read_only(array: ArrayLike, dtype: DTypeLike) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Forest:
-    """A tree ensemble as flat, read-only arrays (see ``csrc/xai.h`` for the meaning of every field).
+    """A tree ensemble as flat, read-only arrays: what every method of the package works on.
 
-    ``value`` has shape (n_nodes, leaf_width); a tree adds its leaf values to outputs
-    ``tree_target[t] .. tree_target[t] + leaf_width - 1``; the model output is
-    ``base_score + sum`` (boosting) or ``base_score + mean`` (forests) over trees, in
-    ``output_space`` ("raw" regression output, "margin" for boosted classifiers and link-function
-    objectives, "probability" for forest classifiers). ``predict_fn`` is the model's own predictor
-    in that space (it holds the model weakly). Inputs equal to ``missing_value`` (XGBoost's
-    ``missing=`` sentinel; NaN otherwise) are read as NaN, i.e. missing. A Forest is immutable:
+    One structure of arrays over all nodes of all trees (see ``csrc/xai.h`` for the meaning of
+    every field), child ids local to their tree (``tree_offset`` gives each tree's first node),
+    thresholds bit-identical to the model's own. ``value`` has shape (n_nodes, leaf_width); a tree
+    adds its leaf values to outputs ``tree_target[t] .. tree_target[t] + leaf_width - 1``; the
+    model output is ``base_score + sum`` (boosting) or ``base_score + mean`` (forests) over trees,
+    in ``output_space``. Inputs equal to ``missing_value`` (XGBoost's ``missing=`` sentinel; NaN
+    otherwise) are read as NaN, i.e. missing. A Forest is immutable: its arrays are read-only, and
     derived tables (the C struct, PG²'s split boundaries) are cached by the modules that use them,
-    keyed on the Forest.
+    keyed on the Forest. The C core validates the structure once, at construction. Usually built
+    by :func:`xai_plugins.import_model`.
+
+    Parameters
+    ----------
+    left_child, right_child : array-like of int of shape (n_nodes,)
+        Local id (within its tree) of each node's left / right child, -1 for a leaf.
+    feature : array-like of int of shape (n_nodes,)
+        Split feature of each internal node (set to 0 at leaves).
+    threshold : array-like of float of shape (n_nodes,)
+        Split threshold of each internal node, bit-identical to the model's own; not NaN (±inf
+        allowed); set to 0 at leaves.
+    missing_left : array-like of shape (n_nodes,)
+        1 when NaN goes left at the node, else 0.
+    value : array-like of float of shape (n_nodes,) or (n_nodes, leaf_width)
+        Leaf outputs (internal nodes ignored).
+    tree_offset : array-like of int of shape (n_trees + 1,)
+        First node of each tree; ``tree_offset[0] = 0``, ``tree_offset[-1] = n_nodes``.
+    tree_target : array-like of int of shape (n_trees,)
+        First output each tree adds to.
+    base_score : array-like of float of shape (n_outputs,)
+        The model's constant, added to the trees' sum or mean.
+    n_features : int
+        Number of input features d.
+    split_rule : {"le", "lt"}
+        The comparison that sends a row left: ``x <= t`` (scikit-learn, LightGBM) or ``x < t``
+        (XGBoost).
+    input_float32 : bool
+        Whether the model compares float32(x), as scikit-learn and XGBoost do.
+    aggregate : {"sum", "mean"}
+        How the trees are combined: summed (boosting) or averaged (forests).
+    task : {"regression", "classification"}
+        The model's task.
+    output_space : {"raw", "margin", "probability"}
+        "raw" regression output, "margin" for boosted classifiers and link-function objectives,
+        "probability" for forest classifiers.
+    model_type : str
+        Readable name of the model's type (e.g. "sklearn.RandomForestRegressor").
+    impurity : array-like of float of shape (n_nodes,) or None, default None
+        Node impurities (local MDI needs them).
+    weight : array-like of float of shape (n_nodes,) or None, default None
+        Weighted training samples per node (scikit-learn), when known.
+    feature_names : list of str or None, default None
+        The model's feature names.
+    output_names : list of str, default ["output"]
+        Names of the outputs (class labels for classifiers).
+    predict_fn : callable or None, default None
+        The model's own predictor in ``output_space`` (it holds the model weakly).
+    zero_threshold : float, default 0.0
+        Inputs with ``|x| <= zero_threshold`` are read as 0 (LightGBM).
+    objective : str or None, default None
+        The training objective, when the library records one.
+    missing_value : float, default nan
+        Inputs equal to it (in float32) are missing, as NaN is (XGBoost's ``missing=``).
+    n_categories : array-like of int of shape (n_features,) or None, default None
+        Per feature its number of category codes (0: numeric), or None when there are no
+        categorical features.
+    cat_start : array-like of int of shape (n_nodes,) or None, default None
+        Per node the first word of its category bitset in ``cat_bits``.
+    cat_bits : array-like of uint64 or None, default None
+        The category bitsets of the categorical splits: which category codes go left.
+    category_labels : list or None, default None
+        Per feature, the categories the model was trained on (their positions are its codes), or
+        None; a DataFrame's category / text columns are read as these codes.
+    numeric_labels : bool, default False
+        True when the model's own predict reads a number in a categorical column as a label to
+        look up in ``category_labels`` (scikit-learn encoders, HistGradientBoosting), in arrays and
+        DataFrames alike; False when the number is the code itself (LightGBM, XGBoost).
+    max_depth : int or None, default None
+        The deepest root-to-leaf edge count over all trees: worked out from the arrays when None
+        (an importer that reads it from the model passes it; the C validator refuses a tree deeper
+        than it).
+    input_limits : array-like of float of shape (n_features, 2) or None, default None
+        Per feature the smallest and the largest input the model's own predict takes (scikit-learn's
+        trees refuse a value that their float32 cast makes infinite); rows beyond them are refused.
+        None: any finite value.
+    nan_refused : array-like of bool of shape (n_features,) or None, default None
+        The features in which the model's own predict refuses a missing value (scikit-learn's
+        GradientBoosting); rows holding one there are refused. None: NaN is taken everywhere.
+
+    Attributes
+    ----------
+    leaf_width : int
+        Values per node: n_outputs for vector leaves, else 1.
+    n_outputs : int
+        Number of model outputs.
+    n_trees : int
+        Number of trees.
+    n_nodes : int
+        Number of nodes over all trees.
+    n_leaves : int
+        Number of leaves over all trees.
+    split_features : ndarray of bool of shape (n_features,)
+        Features that some internal node splits on.
+    categorical : ndarray of bool of shape (n_features,)
+        The categorical features (set-membership splits).
+
+    Raises
+    ------
+    InputError
+        Arrays of inconsistent sizes.
+    ModelStructureError
+        Trees that are not well-formed (found by the C validator).
+
+    See Also
+    --------
+    xai_plugins.import_model : Builds the Forest of a fitted model, cached.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> forest = xp.import_model(model)
+    >>> forest.n_trees, forest.n_features, forest.output_space, forest.aggregate
+    (5, 10, 'raw', 'mean')
+    >>> bool(np.allclose(forest.predict(X[:5])[:, 0], model.predict(X[:5])))
+    True
+
+    A one-split stump built by hand (x <= 0.5 gives 1, else 2; NaN goes left):
+
+    >>> stump = xp.Forest(left_child=[1, -1, -1], right_child=[2, -1, -1], feature=[0, 0, 0],
+    ...                   threshold=[0.5, 0, 0], missing_left=[1, 0, 0], value=[0.0, 1.0, 2.0],
+    ...                   tree_offset=[0, 3], tree_target=[0], base_score=[0.0], n_features=1,
+    ...                   split_rule="le", input_float32=False, aggregate="sum", task="regression",
+    ...                   output_space="raw", model_type="manual")
+    >>> stump.predict([[0.0], [1.0], [np.nan]])[:, 0].tolist()
+    [1.0, 2.0, 1.0]
     """
 
     left_child: np.ndarray
@@ -83,7 +218,7 @@ class Forest:
     cat_start: np.ndarray | None = None
     cat_bits: np.ndarray | None = None
     #: per feature, the categories the model was trained on (their positions are its codes), or None; a
-    #: DataFrame's category / text columns are read as these codes (:func:`~xai_plugins._validation.category_codes`)
+    #: DataFrame's category / text columns are read as these codes (``xai_plugins._validation.category_codes``)
     category_labels: list | None = None
     #: True when the model's own predict reads a number in a categorical column as a label to look up in
     #: ``category_labels`` (scikit-learn encoders, HistGradientBoosting), in arrays and DataFrames alike;
@@ -92,6 +227,10 @@ class Forest:
     #: the deepest root-to-leaf edge count over all trees: worked out from the arrays when None (an
     #: importer that reads it from the model passes it; the C validator refuses a tree deeper than it)
     max_depth: int | None = None
+    #: per feature the smallest and largest input the model's own predict takes (n_features, 2), or None
+    input_limits: np.ndarray | None = None
+    #: the features where the model's own predict refuses NaN (n_features,), or None
+    nan_refused: np.ndarray | None = None
     leaf_width: int = field(init=False)
     n_outputs: int = field(init=False)
     n_trees: int = field(init=False)
@@ -112,6 +251,10 @@ class Forest:
         if self.n_categories is not None and (len(self.n_categories) != self.n_features or self.cat_start is None
                                               or len(self.cat_start) != n or self.cat_bits is None):
             raise InputError("Forest.n_categories needs one entry per feature, cat_start one per node and cat_bits")
+        if self.input_limits is not None and self.input_limits.shape != (self.n_features, 2):
+            raise InputError(f"Forest.input_limits needs shape ({self.n_features}, 2); got {self.input_limits.shape}")
+        if self.nan_refused is not None and self.nan_refused.shape != (self.n_features,):
+            raise InputError(f"Forest.nan_refused needs shape ({self.n_features},); got {self.nan_refused.shape}")
         for name in ("right_child", "feature", "threshold", "missing_left"):
             if len(getattr(self, name)) != n:
                 raise InputError(f"Forest.{name} has {len(getattr(self, name))} entries, expected {n}")
@@ -151,16 +294,23 @@ class Forest:
         used[self.feature[self.left_child >= 0]] = True
         return used
 
-    def rows(self, X: Any, *, what: str = "X", allow_nan: bool = True) -> tuple[np.ndarray, list[str]]:
+    def rows(self, X: Any, *, what: str = "X", allow_nan: bool = True,
+             incomplete_ok: bool = False) -> tuple[np.ndarray, list[str]]:
         """``X`` as float64 rows in this model's feature order and the feature names (a DataFrame
-        is aligned by column name; see :func:`xai_plugins._validation.model_rows`); entries equal to
-        ``missing_value`` become NaN."""
+        is aligned by column name; see ``xai_plugins._validation.model_rows``); entries equal to
+        ``missing_value`` become NaN. A missing value where the model's own predict refuses one
+        (``nan_refused``) is refused unless ``incomplete_ok`` (a caller that sets incomplete rows aside,
+        as the audit does)."""
         if self.category_labels is not None:
-            X = category_codes(X, self.feature_names, self.category_labels, self.numeric_labels)
+            X = category_codes(X, self.feature_names, self.category_labels, self.numeric_labels, what)
         rows, names = model_rows(X, self.feature_names, self.n_features, what=what, allow_nan=allow_nan,
                                  missing=self.missing_value)
         if self.n_categories is not None:
             check_codes(rows, self.n_categories, what)
+        if self.numeric_labels and self.category_labels is not None:
+            check_refused(rows, self.category_labels, what)
+        if self.input_limits is not None or self.nan_refused is not None:
+            check_taken(rows, self.input_limits, None if incomplete_ok else self.nan_refused, names, what)
         return rows, names
 
     @property
@@ -174,6 +324,28 @@ class Forest:
 
         return _native.predict(self, self.rows(X)[0])
 
+
+class Categories(tuple):
+    """A feature's training categories (a label's position is its code, as in ``Forest.category_labels``)
+    whose model refuses a label outside them, rather than read it as an unseen category: ``refusal`` says
+    who refuses it and what to do (read by :func:`~xai_plugins._validation.category_codes` and
+    :func:`~xai_plugins._validation.check_refused`); ``refuses_missing``: a missing value too (an encoder
+    with ``handle_unknown='error'`` that met none in training); ``refuses_unseen`` False: only a missing
+    value is refused."""
+
+    refusal: str
+    refuses_missing: bool
+
+    refuses_unseen: bool
+
+    def __new__(cls, labels: Any, refusal: str, refuses_missing: bool = False, refuses_unseen: bool = True) \
+            -> Categories:
+        out = super().__new__(cls, labels)
+        out.refusal, out.refuses_missing, out.refuses_unseen = refusal, bool(refuses_missing), bool(refuses_unseen)
+        return out
+
+    def __reduce__(self) -> tuple:
+        return Categories, (tuple(self), self.refusal, self.refuses_missing, self.refuses_unseen)
 
 
 def category_values(rows: np.ndarray, labels: list | None) -> np.ndarray:
@@ -191,6 +363,35 @@ def category_values(rows: np.ndarray, labels: list | None) -> np.ndarray:
         hit = np.flatnonzero(np.isfinite(codes) & (codes >= 0) & (codes < len(known)) & (codes == np.floor(codes)))
         out[hit, j] = np.asarray(list(known), dtype=object)[codes[hit].astype(np.int64)]
     return out
+
+
+class _Unseen:
+    """The label of :func:`code_frame`'s unseen category: equal to no label of any model."""
+
+    def __repr__(self) -> str:
+        return "<unseen category>"
+
+
+_UNSEEN = _Unseen()
+
+
+def code_frame(rows: np.ndarray, names: list, labels: list | None, index: Any = None) -> Any:
+    """``rows`` (category codes in the model's feature order, as :meth:`Forest.rows` gives them) as a DataFrame
+    that :meth:`Forest.rows` reads back to the same rows (a frame's numbers in a labelled column are labels, not
+    codes): each feature with ``labels`` (per feature, or None) a pandas ``category`` column of them, its
+    unseen code (-1) a category that no label equals and NaN missing; the others as numbers (and so the codes
+    of labels with a ``codes`` method: CatBoost reads a float column as its codes)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=names, index=index)
+    for j, known in enumerate(labels or ()):
+        if known is None or hasattr(known, "codes"):
+            continue
+        codes = rows[:, j]
+        at = np.where(np.isnan(codes), -1, np.where((codes >= 0) & (codes < len(known)), codes, len(known)))
+        frame[names[j]] = pd.Categorical.from_codes(at.astype(np.int64),
+                                                    categories=pd.Index([*known, _UNSEEN], dtype=object))
+    return frame
 
 
 def category_frame(rows: np.ndarray, names: list, labels: list | None) -> Any:

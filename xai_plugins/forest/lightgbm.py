@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import UnsupportedModelError
 from .cache import generation
 from .layout import Forest, category_bitsets, preorder
-from .predictor import ModelPredictor
+from .predictor import ModelPredictor, model_input
 from .registry import LibraryImporter, model_feature_names, register
 
 #: LightGBM names the columns of data fitted without names Column_0, Column_1, ...
@@ -191,13 +191,26 @@ def _booster(model: Any) -> Any:
 
 def _lightgbm_labels(booster, n_features: int) -> list | None:
     """Per feature, the categories of the pandas ``category`` column LightGBM was trained on (their
-    positions are the codes the trees compare; ``Booster.pandas_categorical`` lists them for the
-    model's ``categorical_feature`` parameter, in order), or None without any."""
+    positions are the codes the trees compare), or None without any.
+
+    ``Booster.pandas_categorical`` lists the categories of every ``category`` column of the training frame,
+    in column order; the model's ``categorical_feature`` parameter names the features its trees split as
+    categories (by default the unordered ``category`` columns). The two are paired in order, which is right
+    only when they have the same length: otherwise (an ordered ``category`` column, which LightGBM reads as
+    its codes, or an explicit ``categorical_feature``) the model does not store which columns held which
+    categories, and it is refused (:class:`UnsupportedModelError`) rather than read with shifted labels."""
     found = getattr(booster, "pandas_categorical", None)
     if not found:
         return None
     params = booster.model_to_string().rpartition("\n[categorical_feature: ")[2].partition("]")[0]
     features = [int(j) for j in params.split(",") if j.strip()]
+    if len(features) != len(found):
+        raise UnsupportedModelError(
+            f"this LightGBM model was trained on {len(found)} pandas category column(s) but splits "
+            f"{len(features)} feature(s) as categories (an ordered category column, which LightGBM reads as its "
+            "codes, or an explicit categorical_feature): the model does not store which columns held which "
+            "categories. Refit it with unordered categories (pd.Categorical(..., ordered=False)) for the "
+            "columns to split as categories and numeric codes for the others")
     labels: list = [None] * n_features
     for j, categories in zip(features, found):
         labels[j] = list(categories)
@@ -213,7 +226,7 @@ def _raw_predictor(model: Any, header: dict, n_trees: int) -> ModelPredictor:
 
 
 def _lightgbm_raw(model: Any, X: Any, n_iter: int, mean: bool) -> Any:
-    raw = _booster(model).predict(np.asarray(X, dtype=np.float64), raw_score=True, num_iteration=n_iter)
+    raw = _booster(model).predict(model_input(X, np.float64), raw_score=True, num_iteration=n_iter)
     return raw / n_iter if mean else raw
 
 

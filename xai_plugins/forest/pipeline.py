@@ -29,7 +29,7 @@ import numpy as np
 from .._validation import default_feature_names
 from ..errors import UnsupportedModelError
 from .cache import import_model
-from .layout import Forest, category_bitsets
+from .layout import Categories, Forest, category_bitsets
 from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, importer_for, register
 
@@ -93,10 +93,10 @@ class _Column:
         return self(np.asarray(self.atoms, dtype=np.float64))
 
 
-def pipeline_columns(pipeline) -> tuple[list[_Column], object]:
-    """The columns the pipeline's final estimator sees, each as (input column, transform), and the
-    final estimator; raises :class:`UnsupportedModelError` naming a step that is not per-column and
-    monotone."""
+def pipeline_columns(pipeline) -> tuple[list[_Column], Any, bool]:
+    """The columns the pipeline's final estimator sees, each as (input column, transform), the final
+    estimator, and whether it sees them as a scipy sparse matrix (:func:`_sparse_after`); raises
+    :class:`UnsupportedModelError` naming a step that is not per-column and monotone."""
     steps = list(pipeline.steps)
     final = steps[-1][1]
     if final is None or final == "passthrough":
@@ -105,9 +105,28 @@ def pipeline_columns(pipeline) -> tuple[list[_Column], object]:
     if n_inputs is None:
         raise UnsupportedModelError("cannot tell how many input columns the Pipeline takes (is it fitted?)")
     columns = [_Column(j) for j in range(int(n_inputs))]
+    sparse = False
     for name, step in steps[:-1]:
         columns = _through(step, name, columns)
-    return columns, final
+        sparse = _sparse_after(step, sparse)
+    return columns, final, sparse
+
+
+def _sparse_after(step: Any, sparse: bool) -> bool:
+    """Whether ``step`` gives a scipy sparse matrix when it is given one (``sparse``) or not: a OneHotEncoder
+    with ``sparse_output``; a ColumnTransformer as its fitted ``sparse_output_`` says (it stacks its blocks
+    into a sparse matrix below its ``sparse_threshold``, a dense block's zeros left out); a Pipeline as its
+    steps do; any other step keeps the format of its input."""
+    kind = type(step).__name__
+    if kind == "Pipeline":
+        for _, sub in step.steps:
+            sparse = _sparse_after(sub, sparse)
+        return sparse
+    if kind == "ColumnTransformer":
+        return bool(getattr(step, "sparse_output_", False))
+    if kind in ENCODERS:
+        return kind == "OneHotEncoder" and bool(step.sparse_output)
+    return sparse
 
 
 def input_attribute(pipeline: Any, name: str) -> Any:
@@ -142,17 +161,36 @@ def _through(step, name: str, columns: list[_Column]) -> list[_Column]:
     if int(step.n_features_in_) != len(columns):
         raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) takes {step.n_features_in_} columns but "
                                     f"receives {len(columns)}")
-    kept = np.arange(len(columns))
-    statistics = getattr(step, "statistics_", None)
-    if kind == "SimpleImputer" and statistics is not None and not getattr(step, "keep_empty_features", False) \
-            and step.strategy != "constant":
-        kept = np.flatnonzero(~np.isnan(np.asarray(statistics, dtype=np.float64)))  # empty columns dropped
+    kept = np.arange(len(columns)) if kind != "SimpleImputer" else _imputed(step, name)
     return [columns[j].then(_Stage(step, int(j), out)) for out, j in enumerate(kept)]
+
+
+def _imputed(step: Any, name: str) -> np.ndarray:
+    """The input columns a fitted SimpleImputer keeps (one with no value in training is dropped unless
+    ``keep_empty_features``); :class:`UnsupportedModelError` naming the step when it replaces anything but
+    NaN (``missing_values=-1``: a value inside the column, not monotone) or fills text columns."""
+    missing = step.missing_values
+    if not (isinstance(missing, float) and np.isnan(missing)):
+        raise UnsupportedModelError(f"Pipeline step {name!r} (SimpleImputer) replaces missing_values={missing!r}, "
+                                    "a value inside the column (the transform is not monotone); mark missing "
+                                    "values as NaN and leave missing_values=np.nan (the default)")
+    try:
+        statistics = np.asarray(step.statistics_, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise UnsupportedModelError(f"Pipeline step {name!r} (SimpleImputer, strategy={step.strategy!r}) fills "
+                                    f"text columns (with {list(step.statistics_)[:5]}); leave it out and encode "
+                                    "the columns with a OneHotEncoder / OrdinalEncoder, which read a missing "
+                                    "value as a category of its own") from None
+    if getattr(step, "keep_empty_features", False) or step.strategy == "constant":
+        return np.arange(len(statistics))
+    return np.flatnonzero(~np.isnan(statistics))                  # empty columns dropped
 
 
 def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list[_Column]:
     """The columns after a fitted OneHotEncoder (one indicator column per kept category) or
-    OrdinalEncoder (one code column per input): each a categorical column of its input."""
+    OrdinalEncoder (one code column per input): each a categorical column of its input. With
+    ``handle_unknown='error'`` its labels are :class:`~xai_plugins.forest.layout.Categories` that refuse
+    any other label (and a missing value, unless one was a category in training), as the encoder does."""
     if int(step.n_features_in_) != len(columns):
         raise UnsupportedModelError(f"Pipeline step {name!r} ({kind}) takes {step.n_features_in_} columns but "
                                     f"receives {len(columns)}")
@@ -167,6 +205,11 @@ def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list
         categories = list(step.categories_[i])
         missing = [k for k, c in enumerate(categories) if c is None or (isinstance(c, float) and np.isnan(c))]
         labels = tuple(c for k, c in enumerate(categories) if k not in missing)
+        if step.handle_unknown == "error":
+            labels = Categories(labels, f"Pipeline step {name!r} ({kind}, handle_unknown='error') refuses it, as "
+                                "the pipeline's own predict does; pass one of them, or fit the encoder with "
+                                f"handle_unknown={'ignore' if kind == 'OneHotEncoder' else 'use_encoded_value'!r}",
+                                refuses_missing=not missing)
         n = len(labels)
         if kind == "OrdinalEncoder":
             unseen = float(step.unknown_value) if step.handle_unknown == "use_encoded_value" else np.nan
@@ -241,10 +284,14 @@ def switch_points(goes_right: Callable[[np.ndarray], np.ndarray], count: int) ->
 
 
 def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list[str],
-                     predict_fn: Callable | None) -> Forest:
+                     predict_fn: Callable | None, sparse_zeros_missing: bool = False) -> Forest:
     """The Forest over the pipeline's input columns of ``forest`` (the final model's Forest over the
     transformed columns ``columns``): every split x < T on the input column, T the exact switch
-    point, NaN routed where the transform sends it. ``predict_fn``: the pipeline's own predictor."""
+    point, NaN routed where the transform sends it. ``predict_fn``: the pipeline's own predictor.
+    ``sparse_zeros_missing``: the model sees the columns as a sparse matrix and reads its zeros as missing
+    values (XGBoost): a category whose encoded value is 0 goes where the model sends missing values, and a
+    numeric column is refused where its 0 would go elsewhere than its comparison sends it (a single input
+    value routed apart, which no threshold on the input column expresses)."""
     if len(columns) != forest.n_features:
         raise UnsupportedModelError(f"the Pipeline gives {len(columns)} columns but its model takes "
                                     f"{forest.n_features}")
@@ -252,8 +299,8 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
     feature = np.array(forest.feature, dtype=np.int32)
     threshold = np.array(forest.threshold, dtype=np.float64)
     missing_left = np.array(forest.missing_left, dtype=np.uint8)
-    n_categories = np.zeros(len(feature_names), dtype=np.int32)
-    labels: list = [None] * len(feature_names)
+    labels = _input_labels(forest, columns, feature_names)
+    n_categories = np.array([0 if known is None else len(known) for known in labels], dtype=np.int32)
     left_sets: dict[int, np.ndarray] = {}                # categorical node -> which atoms 0 .. K go left
     for j in np.unique(forest.feature[internal]):
         nodes = internal[forest.feature[internal] == j]
@@ -266,18 +313,26 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                 "pipeline made it: encode that input column with an OrdinalEncoder in front of the model, or "
                 "explain the model itself on the transformed columns (pipe[:-1].transform(X))")
         if column.labels is not None:
-            if labels[column.source] not in (None, column.labels):
-                raise UnsupportedModelError(f"input column {feature_names[column.source]!r} is encoded twice, "
-                                            "with different categories")
-            labels[column.source], n_categories[column.source] = column.labels, len(column.labels)
             values = column.atom_values()                    # atoms 0 .. K-1, unseen (K), missing (K + 1)
+            if sparse_zeros_missing:
+                values[values == 0] = np.nan
             left = _goes_left(forest, np.repeat(nodes, len(values)), np.tile(values, len(nodes))).reshape(
                 len(nodes), len(values))
             left_sets.update(zip(nodes.tolist(), left[:, :-1]))
             missing_left[nodes], threshold[nodes] = left[:, -1], 0.0
             continue
+        if sparse_zeros_missing and np.any(_goes_left(forest, nodes, np.zeros(len(nodes)))
+                                           != (forest.missing_left[nodes] != 0)):
+            raise UnsupportedModelError(
+                f"input column {feature_names[column.source]!r} reaches the Pipeline's model "
+                f"({forest.model_type}) in a sparse matrix, whose zeros it reads as missing values: the input value "
+                "that the transform makes 0 goes where missing values go, not where its threshold sends it, which "
+                "no split of the input column expresses; give the model a dense matrix (ColumnTransformer "
+                "sparse_threshold=0, OneHotEncoder sparse_output=False)")
         threshold[nodes] = switch_points(functools.partial(_goes_right, forest, nodes, column), len(nodes))
         filled = column(np.array([np.nan]))[0]
+        if sparse_zeros_missing and filled == 0:
+            filled = np.nan                 # an imputer's fill value 0 is a missing value to the model
         if not np.isnan(filled):       # an imputer: a missing input goes where its fill value goes
             missing_left[nodes] = _goes_left(forest, nodes, np.full(len(nodes), filled))
     numeric_and_categorical = set(feature[internal][[int(node) not in left_sets for node in internal]]) \
@@ -286,7 +341,7 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
         raise UnsupportedModelError(f"input column(s) {sorted(feature_names[j] for j in numeric_and_categorical)} "
                                     "are both encoded as categories and used as numbers")
     categorical: dict[str, Any] = {}
-    if left_sets:
+    if n_categories.any():
         nodes = np.array(sorted(left_sets), dtype=np.int64)
         cat_start, cat_bits = category_bitsets(nodes, [np.flatnonzero(left_sets[n]) for n in nodes.tolist()],
                                                n_categories[feature[nodes]], len(feature))
@@ -298,7 +353,81 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                   task=forest.task, output_space=forest.output_space, model_type=f"Pipeline({forest.model_type})",
                   impurity=forest.impurity, weight=forest.weight, feature_names=feature_names,
                   output_names=forest.output_names, predict_fn=predict_fn, objective=forest.objective,
-                  category_labels=labels if left_sets else None, numeric_labels=True, **categorical)
+                  category_labels=labels if n_categories.any() else None, numeric_labels=True,
+                  input_limits=_input_limits(forest, columns, len(feature_names)),
+                  nan_refused=_nan_refused(forest, columns, len(feature_names)), **categorical)
+
+
+def _input_labels(forest: Forest, columns: list[_Column], feature_names: list[str]) -> list:
+    """Per input column, the labels of the encoder that made categorical columns of it (None: none did), as
+    :class:`~xai_plugins.forest.layout.Categories` where the pipeline refuses some label (the encoder's
+    ``handle_unknown='error'``, or a model that refuses the NaN its encoder gives an unseen or missing
+    category: :func:`_model_refusal`), kept over labels that refuse nothing. Every encoded input column has
+    its labels, split on or not: the pipeline's own predict reads (and may refuse) its labels either way."""
+    labels: list = [None] * len(feature_names)
+    for j, column in enumerate(columns):
+        if column.labels is None:
+            continue
+        if labels[column.source] not in (None, column.labels):
+            raise UnsupportedModelError(f"input column {feature_names[column.source]!r} is encoded twice, "
+                                        "with different categories")
+        if getattr(labels[column.source], "refusal", None) is None:
+            labels[column.source] = _model_refusal(forest, j, column)
+    return labels
+
+
+def _model_refusal(forest: Forest, j: int, column: _Column) -> Any:
+    """The labels of the categorical ``column`` (the model's column ``j``), refusing also the unseen and the
+    missing category where its encoder gives them NaN (OrdinalEncoder ``unknown_value=np.nan``) and the model
+    refuses NaN there (its ``nan_refused``: scikit-learn's GradientBoosting)."""
+    if forest.nan_refused is None or not forest.nan_refused[j]:
+        return column.labels
+    nan = np.isnan(column.atom_values()[-2:])             # the unseen and the missing atom
+    if not nan.any():
+        return column.labels
+    known = column.labels
+    return Categories(known, getattr(known, "refusal", None) or (
+        f"the Pipeline's encoder turns it into NaN, which its model ({forest.model_type}) refuses, as the pipeline's "
+        "own predict does; pass one of them, or have the encoder give a number (OrdinalEncoder unknown_value=-1)"),
+        refuses_missing=nan[1] or getattr(known, "refuses_missing", False),
+        refuses_unseen=nan[0] or getattr(known, "refuses_unseen", False))
+
+
+def _nan_refused(forest: Forest, columns: list[_Column], n_inputs: int) -> np.ndarray | None:
+    """The input columns (numeric) whose NaN reaches the pipeline's model as NaN (no imputer) where the model
+    refuses NaN (its ``nan_refused``), or None when there is none (an encoded column's NaN is its missing
+    category: :func:`_model_refusal`)."""
+    if forest.nan_refused is None:
+        return None
+    refused = np.zeros(n_inputs, dtype=bool)
+    for j, column in enumerate(columns):
+        if column.labels is None and forest.nan_refused[j] and np.isnan(column(np.array([np.nan]))[0]):
+            refused[column.source] = True
+    return refused if refused.any() else None
+
+
+def _input_limits(forest: Forest, columns: list[_Column], n_inputs: int) -> np.ndarray | None:
+    """Per input column, the smallest and largest value the pipeline's model takes once transformed (the
+    model's own ``input_limits`` on its columns, found exactly on the input column by bisection through the
+    monotone transform), or None when the model takes any finite value."""
+    if forest.input_limits is None:
+        return None
+    limits = np.tile([-np.inf, np.inf], (n_inputs, 1))
+    for j, column in enumerate(columns):
+        if column.labels is not None:
+            continue                        # category atoms: 0 / 1 indicators or codes, inside any limit
+        low, high = forest.input_limits[j]
+        if column.stages:
+            first_in, first_above = switch_points(functools.partial(_reaches, column, np.array(
+                [low, np.nextafter(high, np.inf)])), 2)
+            low, high = first_in, np.nextafter(first_above, -np.inf)
+        limits[column.source] = max(limits[column.source, 0], low), min(limits[column.source, 1], high)
+    return limits
+
+
+def _reaches(column: _Column, bounds: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Whether input value x[i], once ``column`` transforms it, is at least bounds[i]."""
+    return column(x) >= bounds
 
 
 def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarray) -> np.ndarray:
@@ -344,7 +473,7 @@ def explained_model(model: Any) -> tuple[Any, Callable[[Any], Any], np.ndarray |
     pipeline = sys.modules.get("sklearn.pipeline")
     if pipeline is None or not isinstance(model, pipeline.Pipeline):
         return model, (lambda X: X), None
-    columns, final = pipeline_columns(model)
+    columns, final, _ = pipeline_columns(model)
     return final, model[:-1].transform, np.array([c.source for c in columns], dtype=np.int64)
 
 
@@ -369,7 +498,7 @@ class PipelineImporter(LibraryImporter):
         return pipeline is not None and issubclass(cls, pipeline.Pipeline)
 
     def to_forest(self, model: Any) -> Forest:
-        columns, final = pipeline_columns(model)
+        columns, final, sparse = pipeline_columns(model)
         inner = import_model(final)
         if not np.isnan(inner.missing_value):
             raise UnsupportedModelError("the Pipeline's model reads a missing= sentinel in its transformed "
@@ -377,7 +506,11 @@ class PipelineImporter(LibraryImporter):
         names = self.feature_names(model)
         names = [str(c) for c in names] if names is not None else \
             default_feature_names(int(input_attribute(model, "n_features_in_")))
-        return compile_pipeline(inner, columns, names, self.predictor(model))
+        library = importer_for(final)
+        if sparse and getattr(library, "sparse_refuses_nan", False):   # e.g. scikit-learn's trees, given sparse rows
+            inner = replace(inner, nan_refused=np.ones(inner.n_features, dtype=bool))
+        return compile_pipeline(inner, columns, names, self.predictor(model),
+                                sparse and getattr(library, "sparse_zeros_missing", False))
 
     def feature_names(self, model: Any) -> Any:
         """The names of the pipeline's input columns (those of its first step that has them)."""
@@ -386,7 +519,7 @@ class PipelineImporter(LibraryImporter):
     def predictor(self, model: Any) -> ModelPredictor:
         """The final model's own predictor applied to the pipeline's transform of the input rows
         (categorical inputs given as codes are turned back into their labels first)."""
-        columns, final = pipeline_columns(model)
+        columns, final, _ = pipeline_columns(model)
         found = importer_for(final)
         if found is None:
             raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")

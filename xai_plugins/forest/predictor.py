@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any, Callable
 
@@ -42,17 +43,30 @@ class ModelPredictor:
 
     def apply(self, model: Any, X: Any) -> np.ndarray:
         """The predictor on the fitted ``model`` given explicitly (this predictor's model, or a copy
-        of it: a Pipeline's final step read from the Pipeline it belongs to)."""
-        X = np.asarray(X, dtype=np.float64)
-        if self._names is not None:
+        of it: a Pipeline's final step read from the Pipeline it belongs to); a scipy sparse ``X`` (what a
+        Pipeline's encoders may give its model) is passed on as it is (:func:`model_input`)."""
+        X = model_input(X, np.float64)
+        if self._names is not None and not _is_sparse(X):
             import pandas as pd
 
             X = pd.DataFrame(X, columns=self._names)
-        return np.asarray(self._predict(model, X), dtype=np.float64).reshape(len(X), -1)
+        return np.asarray(self._predict(model, X), dtype=np.float64).reshape(X.shape[0], -1)
 
 
 def _no_model() -> None:
     return None
+
+
+def _is_sparse(X: Any) -> bool:
+    """Whether ``X`` is a scipy sparse matrix or array (never imports scipy)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(X)
+
+
+def model_input(X: Any, dtype: Any) -> Any:
+    """Rows for a model's own predict, as ``dtype``: a numpy array, or a scipy sparse matrix kept sparse (a
+    model that reads its absent entries as missing values, XGBoost, must get them so)."""
+    return X.astype(dtype) if _is_sparse(X) else np.asarray(X, dtype=dtype)
 
 
 def labelled_rows(X: Any, labels: dict) -> Any:

@@ -38,6 +38,13 @@ class LibraryImporter(abc.ABC):
     supported: str = ""
     #: in-place mutators of :meth:`mutable_class` to watch (see the class docstring)
     mutators: tuple[str, ...] = ()
+    #: whether the library's models read the zeros a scipy sparse matrix leaves out as missing values (XGBoost),
+    #: not as zeros (scikit-learn, LightGBM, CatBoost): a Pipeline that gives its model a sparse matrix is
+    #: compiled accordingly
+    sparse_zeros_missing: bool = False
+    #: whether the library's models refuse NaN in a scipy sparse matrix (scikit-learn's trees take missing values
+    #: in dense rows only)
+    sparse_refuses_nan: bool = False
 
     @abc.abstractmethod
     def owns(self, cls: type) -> bool:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import UnsupportedModelError
-from .layout import CATEGORICAL_INSTEAD, Forest, category_bitsets, concat_trees
+from .layout import CATEGORICAL_INSTEAD, FLOAT32_LIMIT, Forest, category_bitsets, concat_trees
 from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, model_feature_names, register
 
@@ -49,6 +49,7 @@ class SklearnImporter(LibraryImporter):
     HistGradientBoosting* (subclasses included)."""
 
     name = "sklearn"
+    sparse_refuses_nan = True           # missing values are supported in dense rows only
     supported = ("scikit-learn DecisionTree*, RandomForest*, ExtraTrees*, GradientBoosting*, "
                  "HistGradientBoosting*")
 
@@ -60,7 +61,12 @@ class SklearnImporter(LibraryImporter):
         """Trees read from ``tree_`` (forests, GradientBoosting) or ``_predictors`` (HistGradientBoosting)."""
         name = type(model).__name__
         family = _family(model)
-        common = dict(n_features=int(model.n_features_in_), split_rule="le", input_float32=True,
+        n_features = int(model.n_features_in_)      # (their predict refuses what float32 makes infinite)
+        tags = getattr(model, "__sklearn_tags__", None)
+        takes_nan = tags is None or tags().input_tags.allow_nan         # (GradientBoosting refuses NaN)
+        common = dict(n_features=n_features, split_rule="le", input_float32=True,
+                      input_limits=np.tile([-FLOAT32_LIMIT, FLOAT32_LIMIT], (n_features, 1)),
+                      nan_refused=None if takes_nan else np.ones(n_features, dtype=bool),
                       feature_names=model_feature_names(model), model_type=f"sklearn.{name}",
                       predict_fn=self.predictor(model))
         is_clf = hasattr(model, "classes_")
@@ -93,7 +99,7 @@ class SklearnImporter(LibraryImporter):
         else:
             trees, categorical = _hgb_trees(model)
             base = np.asarray(model._baseline_prediction, dtype=np.float64).ravel()
-            common.update(input_float32=False, **categorical)
+            common.update(input_float32=False, input_limits=None, **categorical)
         if is_clf:
             outputs = ["margin"] if len(model.classes_) == 2 else [str(c) for c in model.classes_]
             return concat_trees(trees, base_score=base, aggregate="sum", task="classification",

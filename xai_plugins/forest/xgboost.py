@@ -14,8 +14,8 @@ from .. import _native
 from ..errors import UnsupportedModelError
 from ._ubjson import decode_ubjson
 from .cache import generation
-from .layout import Forest, category_bitsets, preorder
-from .predictor import ModelPredictor
+from .layout import Categories, Forest, category_bitsets, preorder
+from .predictor import ModelPredictor, model_input
 from .registry import LibraryImporter, model_feature_names, register
 
 
@@ -47,6 +47,7 @@ class XGBoostImporter(LibraryImporter):
     supported = "xgboost Booster/XGBRegressor/XGBClassifier (gbtree)"
     mutators = ("load_model", "load_config", "update", "boost", "set_param", "set_attr", "_set_feature_info",
                 "__setstate__")
+    sparse_zeros_missing = True         # a CSR matrix's absent entries are missing values to XGBoost
 
     def owns(self, cls: type) -> bool:
         """A subclass of ``xgboost.Booster`` or ``xgboost.XGBModel`` (False while xgboost is not imported)."""
@@ -157,10 +158,16 @@ def _xgboost_categories(set_splits: list[tuple[int, dict]], offsets: np.ndarray,
     return dict(n_categories=n_categories, cat_start=cat_start, cat_bits=cat_bits)
 
 
+#: why a label outside a feature's stored categories is refused (XGBoost's own predict refuses it)
+_UNSEEN_REFUSAL = ("XGBoost refuses it (\"Found a category not in the training set\"); pass one of them, or NaN for "
+                   "a missing value")
+
+
 def _xgboost_labels(cats: dict | None, n_features: int) -> list | None:
     """Per feature, the training categories XGBoost (3.x) stores with a model fitted on pandas ``category``
     columns (the ``cats`` field: per feature its text labels as UTF-8 bytes and offsets, or its numbers;
-    a category's position is its code), None for a feature without; None when it stores none."""
+    a category's position is its code), as :class:`~xai_plugins.forest.layout.Categories` that refuse any
+    other label, as XGBoost does; None for a feature without; None when it stores none."""
     encoded = (cats or {}).get("enc") or []
     labels: list = [None] * n_features
     for j, enc in enumerate(encoded[:n_features]):
@@ -170,9 +177,10 @@ def _xgboost_labels(cats: dict | None, n_features: int) -> list | None:
         if "offsets" in enc:
             raw = values.astype(np.uint8).tobytes()
             bounds = np.asarray(enc["offsets"], dtype=np.int64)
-            labels[j] = [raw[a:b].decode("utf-8", errors="replace") for a, b in zip(bounds[:-1], bounds[1:])]
+            known = [raw[a:b].decode("utf-8", errors="replace") for a, b in zip(bounds[:-1], bounds[1:])]
         else:
-            labels[j] = values.tolist()
+            known = values.tolist()
+        labels[j] = Categories(known, _UNSEEN_REFUSAL)
     return labels if any(known is not None for known in labels) else None
 
 
@@ -381,7 +389,7 @@ def _xgboost_rounds(model: Any) -> int | None:
 
 def _xgboost_margin(model: Any, X: Any) -> Any:
     rounds = _xgboost_rounds(model)
-    return _booster(model).inplace_predict(np.asarray(X, dtype=np.float32), predict_type="margin",
+    return _booster(model).inplace_predict(model_input(X, np.float32), predict_type="margin",
                                            iteration_range=(0, rounds or 0),
                                            missing=_IMPORTER.missing_value(model))
 

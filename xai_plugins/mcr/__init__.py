@@ -54,11 +54,11 @@ MiB; otherwise a block at a time, recomputed for every feature) and, within
 ``_passes.KEPT_LEAVES_BYTES`` = 1 GiB, the large trees' leaves on the permuted rows, which pass 2
 reuses for the trees it swaps in.
 
-Modules: :mod:`._reliance` (entry points, input checks, one result row per feature),
-:mod:`._tables` (node tables from the imported Forest, training leaves), :mod:`._loss` (losses and
-MR), :mod:`._rashomon` (equivalence classes, ε-neighbourhoods), :mod:`._surrogates` (surrogate
-splits, S±), :mod:`._passes` (pass 1 over permutations, pass 2 per boundary forest),
-:mod:`._parallel` (ordered thread map), :mod:`._result` (:class:`MCRResult`).
+Modules: ``._reliance`` (entry points, input checks, one result row per feature),
+``._tables`` (node tables from the imported Forest, training leaves), ``._loss`` (losses and
+MR), ``._rashomon`` (equivalence classes, ε-neighbourhoods), ``._surrogates`` (surrogate
+splits, S±), ``._passes`` (pass 1 over permutations, pass 2 per boundary forest),
+``._parallel`` (ordered thread map), ``._result`` (:class:`MCRResult`).
 """
 
 from ._reliance import fit_rashomon_forest, model_class_reliance

@@ -28,9 +28,51 @@ def fit_rashomon_forest(X, y, task: str = "classification", n_estimators: int = 
                         n_jobs=None, **params):
     """Fit the reference forest RF-MCR needs: a random forest with ``bootstrap=False``.
 
+    Every tree is grown on all training rows (the paper's "modified random forest", §4.3), so
+    that its partitions, surrogates and training predictions can be recomputed from the data.
     Randomness comes only from the features considered at each split (``max_features``; default
-    ``"sqrt"`` for classification and ``1/3`` for regression, as in Breiman's forests). Extra
-    keyword arguments go to ``RandomForestClassifier`` / ``RandomForestRegressor``.
+    ``"sqrt"`` for classification and ``1/3`` for regression, as in Breiman's forests).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d) or DataFrame
+        The training rows (a DataFrame keeps its column names).
+    y : array-like of shape (n,)
+        The training targets.
+    task : {"classification", "regression"}, default "classification"
+        Fit a ``RandomForestClassifier`` or a ``RandomForestRegressor``.
+    n_estimators : int, default 500
+        Number of trees.
+    random_state : int, numpy.random.RandomState or None, default 0
+        Seed of the forest.
+    n_jobs : int or None, default None
+        Threads of the fit (scikit-learn convention).
+    **params
+        Extra keyword arguments of ``RandomForestClassifier`` / ``RandomForestRegressor``
+        (``bootstrap=True`` is refused).
+
+    Returns
+    -------
+    sklearn.ensemble.RandomForestClassifier or sklearn.ensemble.RandomForestRegressor
+        The fitted bootstrap-free forest.
+
+    Raises
+    ------
+    InputError
+        An unknown ``task``, or ``bootstrap=True``.
+
+    See Also
+    --------
+    xai_plugins.mcr.model_class_reliance : Its MCR ranges.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from xai_plugins.mcr import fit_rashomon_forest
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> forest = fit_rashomon_forest(X, y, task="regression", n_estimators=5, max_depth=3)
+    >>> type(forest).__name__, forest.bootstrap, forest.max_features
+    ('RandomForestRegressor', False, 0.3333333333333333)
     """
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
@@ -49,20 +91,107 @@ def fit_rashomon_forest(X, y, task: str = "classification", n_estimators: int = 
 def model_class_reliance(model, X, y, features=None, groups=None, n_permutations: int = 10,
                          epsilon: float = 0.0, random_state=0, loss: str | Callable = None,
                          reliance: str = "difference", n_jobs=None, progress: bool = True) -> MCRResult:
-    """RF-MCR ranges [MCR-, MCR+] of every feature (or group) of a bootstrap-free forest.
+    r"""Model class reliance ranges [MCR-, MCR+] of every feature (or group) of a random forest.
 
-    ``model`` must have been fitted on exactly ``X, y`` (checked against the trees' node counts).
-    ``loss``: ``"zero_one"`` (default, accuracy drop) or ``"log_loss"`` for classifiers,
-    ``"squared_error"`` (default) or ``"absolute_error"`` for regressors, or a callable
-    ``loss(y_true, y_pred) -> per-row losses`` (y_pred: class probabilities (n, C) or values (n,)).
-    ``reliance``: ``"difference"`` (paper, eq. 1) or ``"ratio"`` (Fisher et al.).
-    ``groups={"name": [cols]}`` permutes each set jointly. Results do not depend on ``n_jobs``.
+    RF-MCR (Smith, Mansilla & Goulding, NeurIPS 2020). Model reliance of a model f on a variable
+    :math:`X_1` (a feature or a group), with :math:`X_2` the other inputs and :math:`\Phi` an
+    unconditional permutation of :math:`X_1`:
 
-    A scikit-learn ``Pipeline`` of per-column transformers and encoders in front of such a forest
-    (fitted on exactly ``X, y``, the pipeline's raw input) is assessed in its input columns: each
+    .. math::
+
+        \mathrm{MR}_{X_1}(f) = \mathbb{E}\,L(f, \langle X_1^\Phi, X_2, Y\rangle)
+                               - \mathbb{E}\,L(f, \langle X_1, X_2, Y\rangle)
+
+    (eq. 1, ``reliance="difference"``; the ratio for ``"ratio"``). Over the ε-Rashomon set
+    :math:`R_\varepsilon(F)` of the reference forest F,
+    :math:`\mathrm{MCR}^{\pm}_{X_1}(F) = \max / \min_{F' \in R_\varepsilon(F)} \mathrm{MR}_{X_1}(F')`
+    (eq. 2-4), estimated from the trees of F itself: surrogate splits (S±) and swaps of
+    predictively equivalent trees (T±) give boundary forests F±_T that predict the training data
+    like F.
+
+    Parameters
+    ----------
+    model : fitted RandomForestClassifier or RandomForestRegressor, or Pipeline
+        A scikit-learn random forest grown with ``bootstrap=False`` (see
+        :func:`fit_rashomon_forest`), fitted on exactly ``X, y`` (checked against the trees'
+        node counts); or a scikit-learn ``Pipeline`` of per-column transformers and encoders in
+        front of such a forest (fitted on exactly ``X, y``, the pipeline's raw input).
+    X : array-like of shape (n, d) or DataFrame
+        The training rows (no NaN).
+    y : array-like of shape (n,)
+        The training targets (labels the forest was fitted on).
+    features : sequence of int or str, or None, default None
+        The features to assess (indices or names); default every feature.
+    groups : dict or None, default None
+        ``{"name": [cols]}``: each set is permuted jointly and reported as one row.
+    n_permutations : int, default 10
+        Seeded shuffles of each feature (>= 1).
+    epsilon : float, default 0.0
+        The Rashomon tolerance ε >= 0: trees whose training predictions differ from a tree's on
+        at most a share ε of the rows (classification, predicted labels) or have MSE <= ε
+        (regression) may be swapped for it; 0: only trees that predict the training data
+        identically.
+    random_state : int, numpy.random.Generator or None, default 0
+        Seed of the permutations.
+    loss : str, callable or None, default None
+        ``"zero_one"`` (default, accuracy drop) or ``"log_loss"`` for classifiers,
+        ``"squared_error"`` (default) or ``"absolute_error"`` for regressors, or a callable
+        ``loss(y_true, y_pred) -> per-row losses`` (y_pred: class probabilities (n, C) or values
+        (n,)).
+    reliance : {"difference", "ratio"}, default "difference"
+        ``"difference"`` (paper, eq. 1) or ``"ratio"`` (Fisher et al.).
+    n_jobs : int or None, default None
+        Threads over the trees; results do not depend on ``n_jobs``.
+    progress : bool, default True
+        Show a progress bar over the features.
+
+    Returns
+    -------
+    MCRResult
+        The table of ranges per feature (or group) and the settings.
+
+    Raises
+    ------
+    UnsupportedModelError
+        A boosting model or another unsupported model type.
+    InputError
+        A forest grown with ``bootstrap=True`` or with several outputs, labels in ``y`` the forest
+        was not fitted on, bad settings (``n_permutations`` < 1, ``epsilon`` < 0, unknown
+        ``reliance``), empty groups, or Pipeline input columns that reach no column of its model.
+    InputTypeError
+        A non-integer ``n_permutations``, ``groups`` that is not a dict.
+    NotFittedError
+        An unfitted model.
+
+    See Also
+    --------
+    xai_plugins.mcr.fit_rashomon_forest : Fits the reference forest.
+    xai_plugins.mcr.MCRResult : The result.
+
+    Notes
+    -----
+    The reported bounds are the extreme reliances over the Rashomon members examined:
+    ``mcr_minus = min(MR(F-_T), MR(F))`` and ``mcr_plus = max(MR(F+_T), MR(F))``; the boundary
+    forests' own reliances are in the table too. A Pipeline is assessed in its input columns: each
     input column is permuted as a whole, a one-hot encoded one with all its one-hot columns moving
     together (the forest's columns coming from one input column form a group), so that the table
     speaks of ``city``, not of ``city_paris``; ``features`` and ``groups`` name input columns.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from xai_plugins.mcr import fit_rashomon_forest, model_class_reliance
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> forest = fit_rashomon_forest(X, y, task="regression", n_estimators=5, max_depth=3,
+    ...                              random_state=0)
+    >>> result = model_class_reliance(forest, X, y, n_permutations=2, progress=False)
+    >>> result.table.shape, result.loss, result.reliance
+    ((10, 11), 'squared_error', 'difference')
+    >>> t = result.table
+    >>> bool(((t.mcr_minus <= t.model_reliance) & (t.model_reliance <= t.mcr_plus)).all())
+    True
+    >>> bool(t.within_rashomon.all())
+    True
     """
     inner, to_inner, sources = explained_model(model)
     if sources is not None:
@@ -70,7 +199,8 @@ def model_class_reliance(model, X, y, features=None, groups=None, n_permutations
                                   n_permutations=n_permutations, epsilon=epsilon, random_state=random_state,
                                   loss=loss, reliance=reliance, n_jobs=n_jobs, progress=progress)
     import pandas as pd
-    from tqdm.auto import tqdm
+
+    from .._extras import tqdm
 
     estimators, is_clf = _check_model(model)
     _check_settings(n_permutations, epsilon, reliance)

@@ -11,14 +11,57 @@ import numpy as np
 class MCRResult:
     """Model class reliance ranges of one reference forest.
 
-    ``table`` is a DataFrame indexed by feature (or group) name with columns ``mcr_minus``,
-    ``model_reliance`` (the reference forest's MR) and ``mcr_plus``, the boundary forests' own
-    reliances ``mr_minus_forest`` / ``mr_plus_forest``, and the Rashomon check: training loss of
-    the reference (``reference_loss``) and of the boundary forests (``loss_minus_forest``,
-    ``loss_plus_forest``), the largest absolute difference between a boundary forest's training
-    predictions and the reference's (``deviation_minus`` / ``deviation_plus``) and
-    ``within_rashomon`` (both boundary forests' training losses within ``epsilon`` of the
-    reference's; exact prediction equality when ``epsilon == 0``).
+    As returned by :func:`xai_plugins.mcr.model_class_reliance`.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Indexed by feature (or group) name with columns ``mcr_minus``, ``model_reliance`` (the
+        reference forest's MR) and ``mcr_plus``, the boundary forests' own reliances
+        ``mr_minus_forest`` / ``mr_plus_forest``, and the Rashomon check: training loss of the
+        reference (``reference_loss``) and of the boundary forests (``loss_minus_forest``,
+        ``loss_plus_forest``), the largest absolute difference between a boundary forest's
+        training predictions and the reference's (``deviation_minus`` / ``deviation_plus``) and
+        ``within_rashomon`` (both boundary forests' training losses within ``epsilon`` of the
+        reference's; exact prediction equality when ``epsilon == 0``).
+    loss : str
+        The loss's name (a callable's ``__name__``).
+    reliance : {"difference", "ratio"}
+        How model reliance compares the losses.
+    epsilon : float
+        The Rashomon tolerance.
+    n_permutations : int
+        Permutations per feature.
+    n_trees : int
+        Trees of the reference forest.
+    n_groups : int
+        Classes of predictively equivalent trees (ε = 0).
+    groups : dict, default {}
+        The groups assessed jointly: name -> its feature names.
+
+    Attributes
+    ----------
+    table, loss, reliance, epsilon, n_permutations, n_trees, n_groups, groups
+        As given.
+
+    See Also
+    --------
+    xai_plugins.mcr.model_class_reliance : Computes it.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from xai_plugins.mcr import fit_rashomon_forest, model_class_reliance
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> forest = fit_rashomon_forest(X, y, task="regression", n_estimators=5, max_depth=3,
+    ...                              random_state=0)
+    >>> result = model_class_reliance(forest, X, y, features=[2, 8], groups={"s1-s2": [4, 5]},
+    ...                               n_permutations=2, progress=False)
+    >>> result.table.index.tolist(), result.n_trees, result.groups
+    (['s1-s2', 'x2', 'x8'], 5, {'s1-s2': ['x4', 'x5']})
+    >>> record = result.to_dict()["features"][0]
+    >>> record["name"], sorted(record)[:3]
+    ('s1-s2', ['deviation_minus', 'deviation_plus', 'loss_minus_forest'])
     """
 
     table: object

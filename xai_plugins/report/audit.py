@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
+from .._extras import tqdm
 from .._validation import check_n_jobs, core_threads
 from ..engines import engine_for
 from ..errors import InputTypeError, NoiseScaleWarning, XaiError
@@ -34,10 +34,68 @@ from .section import plain
 
 @dataclass
 class Audit:
-    """Result of :func:`audit`: ``sections`` (name → :class:`~.section.Section`, in report order),
-    ``methods`` (explainer key → :class:`~.runners.MethodResult`), ``options`` (the
-    :class:`~.options.AuditOptions`), ``parameters`` (the options and the row facts, JSON-ready),
-    ``created`` (UTC) and ``verdict`` (set by the verdict section when there is one)."""
+    """The result of :func:`audit`: every section, explainer result and verdict, and their exports.
+
+    Every number in the report is inspectable (``a.sections["faithfulness"].data["pgi2"]``);
+    :meth:`to_html`, :meth:`to_pdf` and :meth:`to_json` write the report. As a notebook cell's last
+    expression it shows the two verdicts (with what they imply) and every section with its status.
+
+    Parameters
+    ----------
+    title : str
+        The report's title.
+    sections : dict
+        Section name → ``Section`` (its ``title``, ``status``, ``reason``, ``data``...), in
+        report order.
+    methods : dict
+        Explainer key → ``MethodResult`` (its ``status``, ``importance``, ``ranking``...).
+    parameters : dict
+        The options and the row facts, JSON-ready.
+    created : str
+        When the audit was computed (UTC).
+    rows_explained : int, default 0
+        Test rows given the per-row methods and the faithfulness scores (0 when none was computed).
+    options : AuditOptions, default AuditOptions()
+        The settings of the audit.
+    verdict : Verdict or None, default None
+        The two verdicts (``model_fitness``, ``explanation_reliability``); set by the verdict
+        section when there is one.
+    plan : AuditPlan or None, default None
+        The run-time plan made before the sections ran.
+
+    Attributes
+    ----------
+    problems : list of dict
+        Every section or method that failed or warns (``{"what", "status", "reason"}``).
+    failed : bool
+        Whether a section or a method failed (``xai-audit --strict`` then exits with status 1).
+    title, sections, methods, parameters, created, rows_explained, options, verdict, plan
+        As given.
+
+    See Also
+    --------
+    xai_plugins.report.audit : Computes it.
+
+    Examples
+    --------
+    >>> import json
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.report import audit
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X[:300], y[:300])
+    >>> a = audit(model, X[300:], y[300:], X_train=X[:300], y_train=y[:300], sigma=[0.3],
+    ...           explainers=["local_mdi"], sections=["faithfulness"], max_rows=10, mc_pairs=0,
+    ...           progress=False)
+    >>> a.title, a.problems
+    ('Model audit', [])
+    >>> list(a.sections)[:3]
+    ['verdict', 'governance', 'summary']
+    >>> sorted(json.loads(a.to_json()))
+    ['created', 'methods', 'parameters', 'plan', 'rows explained', 'sections', 'title', 'verdict']
+    >>> a.to_html().startswith("<!DOCTYPE html>")
+    True
+    """
 
     title: str
     sections: dict
@@ -48,7 +106,7 @@ class Audit:
     rows_explained: int = 0
     options: AuditOptions = field(default_factory=AuditOptions)
     verdict: object = None
-    #: the run-time plan made before the sections ran (:class:`~.plan.AuditPlan`)
+    #: the run-time plan made before the sections ran (``xai_plugins.report.plan.AuditPlan``)
     plan: AuditPlan | None = None
 
     @property
@@ -65,15 +123,17 @@ class Audit:
     def _repr_html_(self) -> str:
         """The notebook view (Jupyter calls it): the title, the two verdicts with their headlines and
         implications, and every section with its status and reason; every text escaped. The full report
-        is :meth:`to_html`."""
+        is :meth:`to_html`. Its table cells are left-aligned inline (Jupyter's CSS right-aligns them)."""
         from html import escape
+
+        left = "style='text-align:left;vertical-align:top'"
 
         rows = []
         for judgement in getattr(self.verdict, "judgements", ()):
             said = "".join(f"<li>{escape(text)}</li>" for text in judgement.implications)
-            rows.append(f"<tr><th style='text-align:left'>{escape(judgement.name.capitalize())}</th>"
-                        f"<td><b>{escape(judgement.status.upper())}</b></td><td>{escape(judgement.headline)}"
-                        f"{f'<ul>{said}</ul>' if said else ''}</td></tr>")
+            rows.append(f"<tr><th {left}>{escape(judgement.name.capitalize())}</th>"
+                        f"<td {left}><b>{escape(judgement.status.upper())}</b></td><td {left}>"
+                        f"{escape(judgement.headline)}{f'<ul>{said}</ul>' if said else ''}</td></tr>")
         verdicts = (f"<table>{''.join(rows)}</table>" if rows
                     else "<p><b>No verdict</b>: the verdict section was not built (see below).</p>")
         sections = "".join(f"<li>{escape(s.title)}: {escape(s.status)}{f' ({escape(s.reason)})' if s.reason else ''}"
@@ -165,43 +225,138 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
           client=None, **overrides) -> Audit:
     """Audit the explanations of a fitted tree ensemble and return an inspectable :class:`Audit`.
 
-    Every setting is a field of :class:`~.options.AuditOptions` (defaults written there once), given
-    as ``options=`` and/or as keyword overrides (``audit(model, X, y, max_rows=100, sigma=[0.3])``).
-    The main ones: ``sigma`` (noise levels of the faithfulness section, in training standard
-    deviations; the greedy PG² ranking uses the middle one), ``explainers`` (subset of
-    :data:`~.explainers.EXPLAINERS`, or any registered explainer key), ``sections`` (optional sections
-    to compute), ``random_state`` (the root of every random draw: each section draws from its own
-    stream derived from it and the section's name), ``positive_class`` (class explained in the
-    detailed pages; default the last class of a binary model and the most frequent test class of a
-    multi-class one), ``max_rows`` (test rows given the per-row methods: a seeded sample, the same on
-    every machine), ``cost_target`` (estimated seconds of the whole audit before rendering; the run-time plan of
-    :mod:`.plan`, made from the model and the data sizes before any section runs and never from a clock, keeps
-    within it by
-    sampling the dearest PGI² sets by seeded Monte Carlo, then explaining fewer rows, never fewer than the
-    verdict needs; the plan is printed with the progress bar, whose total is the estimated seconds, and recorded
-    in the appendix and the JSON), ``time_budget`` (opt-in: fewer rows when the PG² work would take longer, which
-    makes the report machine-dependent, as it then says), ``binary_sigma`` (σ of 0/1 columns),
-    ``binary_flip`` (default True: two-valued numeric features perturbed by the flip law instead of Gaussian noise),
-    ``protected`` (columns of ``X_test`` / ``X_train`` held apart as protected attributes, which need
-    not be model features), ``model_card``, ``run_id``, ``thresholds`` ({name: value}: the verdicts'
-    thresholds, names, defaults and rationales in :data:`~.verdict.THRESHOLDS`).
+    Builds every section of the report once (summary, model card, calibration, data summary,
+    drift, explanations by method, faithfulness, agreement, Rashomon analysis, fairness,
+    limitations, reproducibility appendix) and the two verdicts (model fitness, explanation
+    reliability). Every setting is a field of :class:`xai_plugins.report.AuditOptions` (defaults
+    written there once), given as ``options=`` and/or as keyword overrides
+    (``audit(model, X, y, max_rows=100, sigma=[0.3])``).
 
-    With ``client`` (a ``distributed.Client``), or a dask DataFrame / array ``X_test``, the audit runs
-    on the Dask cluster; with a Spark DataFrame ``X_test`` (``y_test``: the name of its target column;
-    ``client``: a ``SparkSession``, default the active one) on Spark (see :func:`.runners.prepare`):
-    every per-row explainer and the
-    faithfulness section cover EVERY complete test row (``max_rows`` and ``time_budget`` are ignored,
-    the report says so), with the same numbers as an in-memory audit of the same rows; the data
-    summary, performance metrics, local figures, per-row agreement and the Monte Carlo comparison use
-    a random in-memory sample of ``max_shap_rows`` test rows. ``n_jobs``: threads (scikit-learn convention,
-    -1 = every core). The default None runs the C core's rows and RF-MCR's trees on every core, whose results
-    are the same bits on any thread count, and everything else, the model's own predictor among it, on one
-    thread; an integer applies to everything (``joblib.parallel_config``), and more than one thread then lets
-    a scikit-learn model sum its trees' predictions in thread order, which can change the last bits of its
-    predictions between runs: bit-identical reports need ``n_jobs=None`` or 1.
+    Parameters
+    ----------
+    model : fitted tree ensemble
+        A model :func:`xai_plugins.import_model` supports (XGBoost, LightGBM, CatBoost,
+        scikit-learn, or a scikit-learn Pipeline in front of one).
+    X_test : array-like, DataFrame, dask collection or pyspark.sql.DataFrame
+        The test rows. A dask DataFrame / array runs the audit on the Dask cluster; a Spark
+        DataFrame (or ``keyed(spark_df, id_cols)``) on Spark.
+    y_test : array-like, str or None, default None
+        The test targets; on Spark, the name of the target column of ``X_test``.
+    X_train : array-like, DataFrame or None, default None
+        The training rows (noise levels are in their standard deviations; drift compares them with
+        the test rows); brought into memory.
+    y_train : array-like or None, default None
+        The training targets.
+    options : AuditOptions or None, default None
+        The settings; None: the defaults. Keyword ``overrides`` replace fields of it.
+    client : distributed.Client, pyspark.sql.SparkSession or None, default None
+        Run on this Dask cluster (a ``distributed.Client``) or Spark session (default with Spark
+        data: the active one).
+    n_jobs : int or None, default None
+        Threads (scikit-learn convention, -1 = every core). The default None runs the C core's rows
+        and RF-MCR's trees on every core, whose results are the same bits on any thread count, and
+        everything else, the model's own predictor among it, on one thread; an integer applies to
+        everything (``joblib.parallel_config``), and more than one thread then lets a scikit-learn
+        model sum its trees' predictions in thread order, which can change the last bits of its
+        predictions between runs: bit-identical reports need ``n_jobs=None`` or 1.
+    **overrides
+        Any field of :class:`xai_plugins.report.AuditOptions`; the main ones are under Other
+        Parameters.
+
+    Returns
+    -------
+    Audit
+        Every section (``.sections``), explainer result (``.methods``) and verdict
+        (``.verdict``), exportable to HTML, PDF and JSON.
+
+    Other Parameters
+    ----------------
+    sigma : float or sequence of float
+        Noise levels of the faithfulness section, in training standard deviations; the greedy PG²
+        ranking uses the middle one.
+    explainers : sequence of str
+        Subset of ``xai_plugins.report.EXPLAINERS`` ("shap", "pg2", "local_mdi", "acme",
+        "dt_sampler", "mcr"), or any registered explainer key.
+    sections : sequence of str
+        Optional sections to compute ("explanations", "faithfulness", "agreement", "mcr").
+    random_state : int or None
+        The root of every random draw: each section draws from its own stream derived from it and
+        the section's name.
+    positive_class : object
+        Class explained in the detailed pages; default the last class of a binary model and the
+        most frequent test class of a multi-class one.
+    max_rows : int
+        Test rows given the per-row methods: a seeded sample, the same on every machine.
+    cost_target : float
+        Estimated seconds of the whole audit before rendering. The run-time plan, made from the
+        model and the data sizes before any section runs and never from a clock, keeps within it
+        by sampling the dearest PGI² sets by seeded Monte Carlo, then explaining fewer rows, never
+        fewer than the verdict needs; the plan is printed with the progress bar, whose total is the
+        estimated seconds, and recorded in the appendix and the JSON.
+    time_budget : float or None
+        Opt-in: fewer rows when the PG² work would take longer, which makes the report
+        machine-dependent, as it then says.
+    binary_sigma : float or None
+        σ of 0/1 columns.
+    binary_flip : bool
+        Default True: two-valued numeric features perturbed by the flip law instead of Gaussian
+        noise.
+    protected : sequence of str
+        Columns of ``X_test`` / ``X_train`` held apart as protected attributes, which need not be
+        model features.
+    model_card : str, pathlib.Path or dict
+        The model card (a JSON / YAML file, or a dict).
+    run_id : str or None
+        Your identifier of the run, printed on the report.
+    thresholds : dict
+        ``{name: value}``: the verdicts' thresholds (names, defaults and rationales in
+        ``xai_plugins.report.verdict.THRESHOLDS``).
+
+    Raises
+    ------
+    InputTypeError
+        An unknown option (the options are the fields of ``AuditOptions``), or an option of the
+        wrong type.
+    InputError
+        An option value ``AuditOptions`` refuses, or data the audit cannot use.
+    UnsupportedModelError
+        A model that cannot be imported.
+
+    See Also
+    --------
+    xai_plugins.report.Audit : The result.
+    xai_plugins.report.AuditOptions : Every setting, with its default.
+
+    Notes
+    -----
+    With ``client`` (a ``distributed.Client``), or a dask DataFrame / array ``X_test``, the audit
+    runs on the Dask cluster; with a Spark DataFrame ``X_test`` (``y_test``: the name of its target
+    column; ``client``: a ``SparkSession``, default the active one) on Spark (see
+    ``xai_plugins.report.runners.prepare``): every per-row explainer and the faithfulness section
+    cover EVERY complete test row (``max_rows`` and ``time_budget`` are ignored, the report says so),
+    with the same numbers as an in-memory audit of the same rows; the data summary, performance
+    metrics, local figures, per-row agreement and the Monte Carlo comparison use a random
+    in-memory sample of ``max_shap_rows`` test rows.
 
     A section whose computation raises is marked "failed" with the reason, the summary lists it
     (``Audit.problems``), and the other sections still render.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.report import audit
+    >>> X, y = load_diabetes(return_X_y=True, as_frame=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X[:300], y[:300])
+    >>> a = audit(model, X[300:], y[300:], X_train=X[:300], y_train=y[:300], sigma=[0.3],
+    ...           explainers=["local_mdi"], sections=["faithfulness"], max_rows=10, mc_pairs=0,
+    ...           progress=False)
+    >>> a.rows_explained, a.failed
+    (10, False)
+    >>> a.sections["faithfulness"].status, a.sections["agreement"].status
+    ('ok', 'skipped')
+    >>> a.verdict.model_fitness.status in ("pass", "warn", "fail")
+    True
     """
     unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(AuditOptions)})
     if unknown:

@@ -100,11 +100,13 @@ def calibration_criterion(result: Calibration, what: str, thresholds=None) -> vd
     :func:`~.verdict.grade` on its interval (lower is better) with ``calibration_pass`` / ``calibration_fail``;
     ``what`` names the probability assessed (e.g. "the predicted probability of class 1")."""
     name, kind, t = "Calibration of the predicted probabilities", "calibration", vd.limits(thresholds)
-    status = vd.grade(result.ece, result.ece_ci, t["calibration_pass"], t["calibration_fail"], lower_is_better=True)
+    bounds = (t["calibration_pass"], t["calibration_fail"])
+    status = vd.grade(result.ece, result.ece_ci, *bounds, lower_is_better=True)
     worst = result.table.assign(gap=(result.table["observed frequency"]
                                      - result.table["mean predicted probability"]).abs())["gap"].idxmax()
     row = result.table.loc[worst]
-    explanation = (f"Over {result.rows} test rows, {what}: ECE {result.ece:.3f} ({result.ece_ci}), Brier score "
+    explanation = (f"Over {result.rows} test rows, {what}: ECE {vd.shown(result.ece, bounds, '.3f')} "
+                   f"({result.ece_ci.text(bounds)}), Brier score "
                    f"{result.brier:.3f} ({result.brier_ci}; a constant prediction of the class frequency "
                    f"{result.prevalence:.2f} scores {result.prevalence * (1 - result.prevalence):.3f}). Largest gap in "
                    f"bin {worst}: predicted {row['mean predicted probability']:.2f} on average, observed "
@@ -113,4 +115,5 @@ def calibration_criterion(result: Calibration, what: str, thresholds=None) -> vd
                             "read as probabilities (risks, expected losses) without recalibration.",
                    vd.WARN: "The predicted probabilities are only roughly calibrated (or too few rows to tell): use "
                             "them as scores, and as probabilities only with care."}.get(status, "")
-    return vd.Criterion(name, status, result.ece, result.ece_ci, vd.rule(kind, t), explanation, kind, implication)
+    return vd.Criterion(name, status, result.ece, result.ece_ci, vd.rule(kind, t), explanation, kind, implication,
+                        bounds)

@@ -280,7 +280,7 @@ def _frame(forest, X, label: str, protected=()) -> tuple[pd.DataFrame, pd.DataFr
         features = set(map(str, forest.feature_names or ()))
         extra = [c for c in protected if str(c) not in features]
     groups = X[list(protected)].copy() if protected else None
-    arr, names = forest.rows(X.drop(columns=extra) if extra else X, what=label, allow_nan=True)
+    arr, names = forest.rows(X.drop(columns=extra) if extra else X, what=label, allow_nan=True, incomplete_ok=True)
     return pd.DataFrame(arr, columns=names, index=getattr(X, "index", None)), groups
 
 

@@ -32,10 +32,17 @@ def model_card(ctx) -> dict:
     return card
 
 
+#: why a ROC AUC of the performance table is missing (NaN)
+NO_ROC_AUC = ("ROC AUC is not computed (–) on data lacking the explained class or the other class (a multi-class "
+              "model: any class): it measures how well the predicted probabilities rank rows of one class above the "
+              "others")
+
+
 def performance(ctx) -> pd.DataFrame:
     """Test (and training) metrics: R², RMSE, MAE for regression; accuracy, balanced accuracy,
     ROC AUC and log-loss for classification (ROC AUC of the positive class against the others for
-    a binary model, the one-vs-rest macro average over classes for a multi-class one)."""
+    a binary model, the one-vs-rest macro average over classes for a multi-class one; NaN where the
+    rows lack a class, see :data:`NO_ROC_AUC`)."""
     frames = {"test": (ctx.X_test, ctx.y_test), "training": (ctx.X_train, ctx.y_train)}
     rows = {}
     for name, (X, y) in frames.items():
@@ -59,14 +66,13 @@ def _metrics(ctx, X, y) -> dict:
         classes = list(ctx.model.classes_)
         if len(classes) > 2:
             present = np.isin(classes, np.unique(y))
-            if present.all():
-                out["ROC AUC (one-vs-rest, macro)"] = metrics.roc_auc_score(y, proba, multi_class="ovr",
-                                                                            labels=classes)
+            out["ROC AUC (one-vs-rest, macro)"] = (metrics.roc_auc_score(y, proba, multi_class="ovr", labels=classes)
+                                                   if present.all() else np.nan)
         else:
             target = np.asarray(y) == ctx.positive_class
-            if 0 < target.sum() < len(target):
-                out[f"ROC AUC (class {ctx.positive_class})"] = metrics.roc_auc_score(
-                    target, proba[:, classes.index(ctx.positive_class)])
+            out[f"ROC AUC (class {ctx.positive_class})"] = (
+                metrics.roc_auc_score(target, proba[:, classes.index(ctx.positive_class)])
+                if 0 < target.sum() < len(target) else np.nan)
         out["log-loss"] = metrics.log_loss(y, proba, labels=classes)
     return out
 

@@ -171,8 +171,9 @@ def drift_criterion(table: pd.DataFrame, n_train: int, n_test: int, thresholds=N
     found = "; ".join(f"{label}: {', '.join(names[:6])}" + (f" and {len(names) - 6} more" if len(names) > 6 else "")
                       for label, names in by_label.items() if names)
     p_value = table["p-value (Bonferroni)"].iloc[0]
-    explanation = (f"Largest PSI: {top} ({table['PSI'].iloc[0]:.3f}, {table['test'].iloc[0]} p-value {p_value:.2g} "
-                   "after Bonferroni "
+    bounds = (t["drift_warn"], t["drift_fail"])
+    explanation = (f"Largest PSI: {top} ({vd.shown(table['PSI'].iloc[0], bounds, '.3f')}, {table['test'].iloc[0]} "
+                   f"p-value {vd.shown(p_value, (t['drift_alpha'],), '.2g')} after Bonferroni "
                    f"correction over {len(table)} features); drift by feature — "
                    f"{found or 'none above the thresholds'}. Two samples of one distribution give PSI ≈ "
                    f"{psi_noise(bins, n_train, n_test):.3f} on average here ({bins} bins, {n_train} training and "
@@ -183,4 +184,5 @@ def drift_criterion(table: pd.DataFrame, n_train: int, n_test: int, thresholds=N
                             "other way round; find out why before relying on the model.",
                    vd.WARN: "Some features' distributions shifted between training and test data (or could not be "
                             "confirmed stable): check that the test data represent the intended use."}.get(status, "")
-    return vd.Criterion(name, status, float(table["PSI"].iloc[0]), None, text, explanation, kind, implication)
+    return vd.Criterion(name, status, float(table["PSI"].iloc[0]), None, text, explanation, kind, implication,
+                        bounds)

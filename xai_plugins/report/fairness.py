@@ -328,8 +328,10 @@ class ProxyResult:
 
 def proxy_check(X: pd.DataFrame, groups: pd.Series, encodings: dict, random_state: int = 0) -> ProxyResult:
     """Which features predict the attribute's ``groups``: ``mutual_info_classif`` per feature (rows
-    without a missing value or group; columns with at most :data:`MAX_GROUPS` integer values are
-    treated as discrete), and the ROC AUC (one-vs-rest, macro over groups, for more than two groups)
+    without a missing value or group; a column with at most :data:`MAX_GROUPS` distinct values is discrete,
+    its mutual information computed exactly on the rows' joint frequencies; a continuous column's k-nearest-
+    neighbour estimate, which can overshoot, is capped at the attribute's entropy, the most any feature can
+    share with it), and the ROC AUC (one-vs-rest, macro over groups, for more than two groups)
     of a small random forest (30 trees of depth ≤ 5, single-threaded: it stays fast on a busy machine) in
     stratified k-fold cross-validation (k = 5, or
     the smallest group's size when smaller), from all features and from those that do not encode it
@@ -345,14 +347,15 @@ def proxy_check(X: pd.DataFrame, groups: pd.Series, encodings: dict, random_stat
     if len(values) < 2:
         raise InputError("the proxy check needs at least two groups among the complete rows")
     seeds = np.random.SeedSequence(random_state).generate_state(2)
-    discrete = np.array([data[c].nunique() <= MAX_GROUPS and np.all(data[c] == np.round(data[c]))
-                         for c in data.columns])
-    mi = mutual_info_classif(data.to_numpy(dtype=float), target, discrete_features=discrete,
-                             random_state=int(seeds[0])) / np.log(2)
+    discrete = np.array([data[c].nunique() <= MAX_GROUPS for c in data.columns])
+    values = np.column_stack([pd.factorize(data[c])[0] if few else data[c].to_numpy(dtype=float)
+                              for c, few in zip(data.columns, discrete)])
     p = counts / counts.sum()
     entropy = float(-(p * np.log2(p)).sum())
+    mi = np.minimum(mutual_info_classif(values, target, discrete_features=discrete,
+                                        random_state=int(seeds[0])) / np.log(2), entropy)
     table = pd.DataFrame({"mutual information (bits)": mi,
-                          "share of the attribute's entropy": np.minimum(mi / entropy, 1),
+                          "share of the attribute's entropy": mi / entropy,
                           "encodes the attribute": [encodings.get(c, "") for c in data.columns]},
                          index=pd.Index(data.columns, name="feature"))
     table = table.sort_values("share of the attribute's entropy", ascending=False, kind="stable")

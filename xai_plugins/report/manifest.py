@@ -5,7 +5,8 @@ A reviewer or a CI job checks that a report belongs to the files it names by rec
 (``sha256sum FILE`` prints the same hex digest). Inputs that are not files (data frames passed in
 memory, the demo's data) have no file digest; the manifest then carries the audit's own content hashes
 (the reproducibility appendix: the model's tree arrays and the data's values), which do not depend on
-a file format.
+a file format. The inputs are hashed before any output is written (:func:`hash_inputs`); ``xai-audit``
+also refuses an output path that is one of its input files.
 """
 
 from __future__ import annotations
@@ -34,20 +35,51 @@ def _entry(path, name: str, **extra) -> dict:
     return {**extra, "path": name, "bytes": Path(path).stat().st_size, "sha256": sha256_file(path)}
 
 
-def build_manifest(inputs, outputs, content_hashes: dict | None = None) -> dict:
-    """The manifest as a dict: ``inputs`` ((role, path) pairs, e.g. ("model", "model.json"); the path as
-    given) and ``outputs`` (paths; by file name, since the manifest lies beside them) each with their size
-    and SHA-256, and ``content_hashes`` (label → digest, from the audit's reproducibility appendix)."""
-    return {"format": FORMAT, "algorithm": "sha256",
-            "inputs": [_entry(path, str(path), role=role) for role, path in inputs],
+def hash_inputs(inputs) -> list:
+    """The manifest's entries of the input files, read now: call it before writing any output, so that the
+    digests are those of the files the audit read.
+
+    Parameters
+    ----------
+    inputs : iterable of (str, path-like)
+        (role, path) pairs, e.g. ("model", "model.json"); the path is recorded as given.
+
+    Returns
+    -------
+    list of dict
+        Per input: its role, path, size in bytes and SHA-256.
+    """
+    return [_entry(path, str(path), role=role) for role, path in inputs]
+
+
+def build_manifest(inputs, outputs, content_hashes: dict | None = None, id_columns=()) -> dict:
+    """The manifest as a dict.
+
+    Parameters
+    ----------
+    inputs : list of dict
+        The input files' entries, from :func:`hash_inputs` (computed before the outputs were written).
+    outputs : iterable of path-like
+        The files written, each with its size and SHA-256, by file name (the manifest lies beside them).
+    content_hashes : dict, optional
+        Label → digest, from the audit's reproducibility appendix (see :func:`content_hashes`).
+    id_columns : sequence of str
+        Columns of the data files read as row identifiers, not as features (``xai-audit --id-cols``).
+
+    Returns
+    -------
+    dict
+        The keys "format", "algorithm", "inputs", "outputs", "content hashes" and "id columns".
+    """
+    return {"format": FORMAT, "algorithm": "sha256", "inputs": list(inputs),
             "outputs": [_entry(path, Path(path).name) for path in outputs],
-            "content hashes": dict(content_hashes or {})}
+            "content hashes": dict(content_hashes or {}), "id columns": list(id_columns)}
 
 
-def write_manifest(path, inputs, outputs, content_hashes: dict | None = None) -> Path:
-    """Write :func:`build_manifest` as JSON to ``path`` and return the path."""
+def write_manifest(path, inputs, outputs, content_hashes: dict | None = None, id_columns=()) -> Path:
+    """Write :func:`build_manifest` (same parameters) as JSON to ``path`` and return the path."""
     path = Path(path)
-    text = json.dumps(build_manifest(inputs, outputs, content_hashes), indent=2, ensure_ascii=False)
+    text = json.dumps(build_manifest(inputs, outputs, content_hashes, id_columns), indent=2, ensure_ascii=False)
     path.write_text(text + "\n", encoding="utf-8")
     return path
 

@@ -8,15 +8,19 @@ unit) that the report's parameter table shows, so the reader never sees a Python
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import InputError, InputTypeError, OutputPathError
 from . import explainers as registry
 from .explainers import EXPLAINERS
+from .verdict import THRESHOLDS
 from .verdict import limits as verdict_limits
 
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
@@ -37,22 +41,149 @@ def _option(default, label: str, help: str | None = None, *, factory=None, **cli
 
 
 def _threshold(text: str) -> tuple:
-    """One ``--threshold NAME=VALUE`` as (name, value); :class:`InputError` naming the expected form."""
+    """One ``--threshold NAME=VALUE`` as (name, value); ``argparse.ArgumentTypeError`` (argparse prints its
+    message as it is) naming the expected form."""
     name, sep, value = str(text).partition("=")
     try:
         return name.strip(), float(value)
     except ValueError:
-        raise InputError(f"--threshold takes NAME=VALUE with a number as VALUE; got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"takes NAME=VALUE with a number as VALUE; got {text!r} (the names: "
+                                         f"{', '.join(THRESHOLDS)})") from None
 
 
 @dataclass(frozen=True)
 class AuditOptions:
-    """The settings of one audit (see :func:`~xai_plugins.report.audit` for their meaning).
+    """The settings of one audit: every option of :func:`xai_plugins.report.audit` and ``xai-audit``.
 
     Built once and never changed: ``dataclasses.replace(options, max_rows=100)`` (or
-    :meth:`replace`) gives a modified copy. Every random draw of the audit derives from
-    ``random_state`` and the drawing section's name, so the same inputs and options give the same
-    numbers on any machine; only ``time_budget`` (opt-in) makes the row count machine-dependent.
+    :meth:`replace`) gives a modified copy, validated again. Every random draw of the audit
+    derives from ``random_state`` and the drawing section's name, so the same inputs and options
+    give the same numbers on any machine; only ``time_budget`` (opt-in) makes the row count
+    machine-dependent. ``xai-audit`` derives its flags, types, choices and defaults from these
+    fields (``max_rows`` is ``--max-rows``; ``thresholds`` is ``--threshold NAME=VALUE``), and each
+    field carries the readable label the report's parameter table shows.
+
+    Parameters
+    ----------
+    sigma : float or sequence of float, default (0.1, 0.3, 1.0)
+        Noise levels σ of the faithfulness section, in training standard deviations (positive);
+        the greedy PG² ranking and the Monte Carlo comparison use the middle one.
+    explainers : sequence of str, default ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr")
+        The explanation methods to run (registered explainer keys).
+    sections : sequence of str, default ("explanations", "faithfulness", "agreement", "mcr")
+        The optional sections to compute; the others are cheap and always built.
+    title : str, default "Model audit"
+        The report's title.
+    random_state : int or None, default 0
+        Seed of every random draw.
+    positive_class : object, default None
+        Class explained in the detailed pages (default: the last class of a binary model, the
+        most frequent test class of a multi-class model).
+    max_rows : int, default 50
+        Most test rows given the per-row methods.
+    max_shap_rows : int, default 200
+        Most test rows of TreeSHAP's global importance (and of the in-memory sample of an audit
+        on Dask or Spark).
+    time_budget : float or None, default None
+        Opt-in: seconds for the per-row PG² work, fewer rows when it would take longer (makes the
+        row count depend on the machine's speed).
+    cost_target : float, default 25.0
+        Estimated seconds the run-time plan keeps the whole audit (every section before
+        rendering: greedy ranking, faithfulness, the other explainers, figures) within: beyond
+        it, the dearest PGI² sets by seeded Monte Carlo, then fewer explained rows (never below
+        what the verdict needs); an estimate from the model and data sizes, never a clock (25 is
+        met by the demo audits' plans).
+    binary_sigma : float or None, default None
+        Noise level for 0/1 (binary) columns in training standard deviations, instead of
+        ``sigma`` (default: the same σ as every other feature).
+    binary_flip : bool, default True
+        Perturb each numeric feature with exactly two values (a 0/1 indicator) by the flip law:
+        it keeps its value with probability 1 − ρ, else takes one of the two values with its
+        training frequency, ρ = 2Φ(−1/(2σ)) of its σ (``binary_sigma`` sets that σ); False:
+        Gaussian noise, as every other feature.
+    rho : float or None, default None
+        For categorical features: the probability ρ in [0, 1] that a perturbed category is
+        redrawn from the training data's category frequencies (default: 2Φ(−1/(2σ)) at each σ,
+        the chance that noise of that σ added to a category code changes the category; used only
+        by models with categorical features).
+    n_local : int, default 2
+        Rows shown with local explanations.
+    top_k : int, default 5
+        k of the top-k overlap.
+    acme_quantiles : int, default 30
+        AcME quantile grid points.
+    mc_pairs : int, default 4
+        (row, feature set) pairs of the exact-vs-Monte-Carlo comparison (0: none).
+    mcr_permutations : int, default 5
+        MCR permutations per feature.
+    mcr_epsilon : float, default 0.0
+        Tolerance of the MCR Rashomon set: share of training rows (classifiers) or MSE
+        (regressors) by which swapped trees may differ (0: identical predictions).
+    mcr_fit_forest : bool, default False
+        For a model RF-MCR does not support (boosting, bootstrap forests), fit a bootstrap-free
+        random forest on the training data and report its MCR ranges.
+    dt_sampler_rows : int, default 60
+        Rows DT-Sampler fits its small trees on.
+    dt_sampler_features : int, default 8
+        Features DT-Sampler may split on.
+    dt_sampler_samples : int, default 20
+        Trees DT-Sampler samples.
+    model_card : str, pathlib.Path, dict or None, default None
+        Model card (JSON or YAML file, or a dict): name, version, owner, intended use, data
+        provenance.
+    protected : sequence of str, default ()
+        Protected attribute columns of the data (need not be model features).
+    run_id : str or None, default None
+        Your identifier of this run, printed on the report.
+    thresholds : dict or None, default None
+        ``{name: value}``: verdict thresholds to set (the names, defaults and rationales are listed
+        in the report's verdict section; None: none changed).
+    strict : bool, default False
+        Exit ``xai-audit`` with status 1 when a section or a method failed to compute (it does
+        not read the model-fitness and explanation-reliability verdicts).
+    command_line : str or None, default None
+        The command line, recorded in the appendix (set by ``xai-audit``).
+    provenance : dict or None, default None
+        Provenance of the inputs (e.g. ``{"model file": "model.json (sha256 ...)"}``, set by
+        ``xai-audit`` and the MLflow evaluator), listed in the reproducibility appendix.
+    progress : bool, default True
+        Show progress bars.
+
+    Attributes
+    ----------
+    sigma_ref : float
+        The middle noise level: the greedy PG² ranking and the Monte Carlo comparison use it.
+    limits : dict
+        Every verdict threshold's value: the defaults with ``thresholds`` applied.
+    machine_dependent : bool
+        Whether the report's numbers may depend on the machine's speed (only with
+        ``time_budget``).
+
+    Raises
+    ------
+    InputError
+        A value out of range (σ <= 0, ``max_rows`` < 1, ρ outside [0, 1], unknown explainers,
+        sections or thresholds...).
+    InputTypeError
+        A value of the wrong type (non-numeric σ, a non-integer ``random_state``, a model card
+        that is neither a path nor a dict).
+
+    See Also
+    --------
+    xai_plugins.report.audit : Takes them as ``options=`` or as keyword arguments.
+
+    Examples
+    --------
+    >>> from xai_plugins.report import AuditOptions
+    >>> options = AuditOptions(sigma=[0.3, 1.0, 0.1], max_rows=20)
+    >>> options.sigma, options.sigma_ref, options.machine_dependent
+    ((0.3, 1.0, 0.1), 0.3, False)
+    >>> options.replace(time_budget=60.0).machine_dependent
+    True
+    >>> AuditOptions(sigma=0)
+    Traceback (most recent call last):
+    ...
+    xai_plugins.errors.InputError: sigma must hold positive noise levels; got 0
     """
 
     sigma: tuple = _option((0.1, 0.3, 1.0), "noise levels σ (training standard deviations)",
@@ -133,7 +264,9 @@ class AuditOptions:
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen dataclass
-        sigma = (self.sigma,) if isinstance(self.sigma, numbers.Real) else tuple(self.sigma)
+        sigma = (self.sigma,) if np.ndim(self.sigma) == 0 else tuple(self.sigma)
+        if any(isinstance(s, (bool, np.bool_)) for s in sigma):
+            raise InputTypeError(f"sigma must hold numbers (noise levels), not booleans; got {self.sigma!r}")
         try:
             sigma = tuple(float(s) for s in sigma)
         except (TypeError, ValueError) as exc:
@@ -174,7 +307,7 @@ class AuditOptions:
     @property
     def limits(self) -> dict:
         """Every verdict threshold's value: the defaults with ``thresholds`` applied (see
-        :func:`~xai_plugins.report.verdict.limits`)."""
+        ``xai_plugins.report.verdict.limits``)."""
         return verdict_limits(self.thresholds)
 
     @property
@@ -185,7 +318,7 @@ class AuditOptions:
     def describe(self, cli: bool = False) -> dict:
         """The settings for the report's appendix: readable label → value, with the CLI flag
         (``cli``) or the Python argument in parentheses so the reader can change it; the settings of an
-        explainer that was not asked for (:data:`METHOD_OPTIONS`) are left out."""
+        explainer that was not asked for (``METHOD_OPTIONS``) are left out."""
         out = {}
         for f in dataclasses.fields(self):
             method = METHOD_OPTIONS.get(f.name)
@@ -225,7 +358,6 @@ def default_rho(sigma: float) -> float:
 
 #: options whose flag is not their name (a repeatable flag names one item)
 FLAGS = {"thresholds": "--threshold"}
-
 
 def flag(name: str) -> str:
     """The ``xai-audit`` flag of option ``name``."""

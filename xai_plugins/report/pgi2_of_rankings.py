@@ -8,6 +8,8 @@ moves the prediction more = a more faithful ranking.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -24,54 +26,69 @@ def _column(ctx, values) -> np.ndarray:
     return values if values.ndim == 1 else values[:, ctx.output]
 
 
-def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), binary_sigma=None,
-                persist=None, compute=None, sampled_from=None,
-                n_samples=2000) -> tuple[pd.DataFrame, pd.Series, dict | None]:
-    """Exact PGI² of each ranking (``{method: (n_rows, d) int}``, a row engine's collections like the
-    rows ``X``) at each σ (``binary_sigma``: σ of the 0/1 columns, see
-    :meth:`~.context.AuditContext.sigma_vector`), reduced by the engine without collecting rows.
+@dataclass
+class Scores:
+    """What :func:`pgi2_scores` gives: the long ``table`` (method, sigma, mean, sd, median, rows; see
+    :func:`score_table`), the ``win_rate`` per method at σ_ref, the per-row PGI² ``per_row``
+    ``{(method, σ): (n_rows,)}``, the per-row PG² with every feature perturbed ``every`` ``{σ: (n_rows,)}``
+    and its correctly rounded mean ``scale`` ``{σ: float}`` (the unit of the dimensionless shares); per-row
+    values in the order of the rows."""
 
-    Returns the long table (method, sigma, mean, sd, median, rows; see :func:`score_table`), the win
-    rates at ``sigma_ref`` (methods in ``exclude`` left out) and, when the engine is not lazy (in
-    memory), the per-row values ``{(method, sigma): (n_rows,)}`` (else None). ``persist`` keeps the
-    scores on the engine while they are reduced, ``compute`` computes lazy reductions (default: the
-    engine's). ``sampled_from`` / ``n_samples``: the prefix sets of at least ``sampled_from`` features by
-    Monte Carlo (see :func:`~xai_plugins.prediction_gap.pgi2`), each σ from its own seeded stream."""
+    table: pd.DataFrame
+    win_rate: pd.Series
+    per_row: dict
+    every: dict
+    scale: dict
+
+
+def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), binary_sigma=None, compute=None,
+                sampled_from=None, n_samples=2000) -> Scores:
+    """Exact PGI² of each ranking (``{method: (n_rows, d) int}``, a row engine's collections like the
+    rows ``X``) and PG² with every feature perturbed, at each σ (``binary_sigma``: σ of the 0/1 columns,
+    see :meth:`~.context.AuditContext.sigma_vector`), scored by the engine in one pass over the rows and
+    brought back: one float per row, ranking and σ, which the verdict's bootstrap intervals resample
+    (``compute``: the engine's compute, bound to its client). Every statistic is then computed from
+    those values the same way on every engine (see :class:`Scores`); the methods in ``exclude`` are left
+    out of the win rates. ``sampled_from`` / ``n_samples``: the prefix sets of at least ``sampled_from``
+    features by Monte Carlo (see :func:`~xai_plugins.prediction_gap.pgi2`), each σ from its own seeded
+    stream."""
     engine = engine_for(X, *rankings.values())
-    compute = compute or engine.compute
     methods, d = list(rankings), ctx.n_features
     # (m, n, d): one call per σ, shared prefixes computed once
     packed = engine.map_rows(_side_by_side, X, None, [rankings[m] for m in methods], len(methods) * d)
     stacked = engine.columns(packed, 0, len(methods) * d, shape=(len(methods), d), dtype=np.int64, rows_axis=1)
-    columns, keys = [], []
+    columns, keys, every = [], [], np.arange(d)
     for j, sigma in enumerate(sigmas):
         sampling = {} if sampled_from is None else dict(sampled_from=sampled_from, n_samples=n_samples,
                                                         random_state=ctx.seed(f"faithfulness Monte Carlo {j}"))
         scores = pgi2(ctx.forest, X, stacked, **ctx.noise(sigma, binary_sigma), verbose=ctx.progress, **sampling)
         columns.append(engine.by_rows(scores, X, "the PGI² scores", axis=1))
         keys += [(m, sigma) for m in methods]
-    values = engine.map_rows(_side_by_side, X, ctx.output, columns, len(keys))        # one column block
-    (values,) = persist(values) if persist is not None else (values,)
-    n = engine.n_rows(values)
-    means = column_means(compute(engine.reduce(column_sums, [values]))[0])
+    for j, sigma in enumerate(sigmas):
+        sampling = ({} if sampled_from is None or sampled_from > d else
+                    dict(method="monte_carlo", n_samples=n_samples))
+        scale = pg2(ctx.forest, X, every, **ctx.noise(sigma, binary_sigma), verbose=False,
+                    random_state=ctx.seed(f"faithfulness all features {j}"), **sampling).value
+        columns.append(engine.by_rows(scale, X, "the PG² of every feature"))
+    output = ctx.output if ctx.forest.n_outputs > 1 else None
+    (values,) = (compute or engine.compute)(engine.map_rows(_side_by_side, X, output, columns, len(keys) + len(sigmas)))
+    values = np.asarray(values, dtype=np.float64)
+    n, means = len(values), column_means(column_sums(values))
+    scored = values[:, :len(keys)]
     wins = [j for j, (m, s) in enumerate(keys) if s == sigma_ref and m not in exclude]
-    reductions = [engine.reduce(squared_deviation_sums, [values], means)]
-    if wins:
-        reductions.append(engine.reduce(share_sums, [values], wins))
-    squares, *shares = compute(*reductions)
-    middle = [(n - 1) // 2] if n % 2 else [n // 2 - 1, n // 2]
-    picked = engine.order_statistics(values, [c for c in range(len(keys)) for _ in middle], middle * len(keys),
-                                     compute=lambda x: compute(x)[0])
-    medians = [float(np.mean(picked[c * len(middle):(c + 1) * len(middle)])) for c in range(len(keys))]
-    table = score_table(keys, means, column_sds(squares, n), medians, n, methods, sigmas)
-    win_rate = pd.Series(column_means(shares[0]), index=[keys[j][0] for j in wins]) if wins else pd.Series(dtype=float)
-    per_row = None if engine.lazy else {key: values[:, j] for j, key in enumerate(keys)}
-    return table, win_rate, per_row
+    table = score_table(keys, means, column_sds(squared_deviation_sums(scored, means[:len(keys)]), n),
+                        np.median(scored, axis=0), n, methods, sigmas)
+    win_rate = (pd.Series(column_means(share_sums(scored, wins)), index=[keys[j][0] for j in wins]) if wins
+                else pd.Series(dtype=float))
+    return Scores(table, win_rate, {key: scored[:, j] for j, key in enumerate(keys)},
+                  {s: values[:, len(keys) + j] for j, s in enumerate(sigmas)},
+                  {s: float(means[len(keys) + j]) for j, s in enumerate(sigmas)})
 
 
 def _side_by_side(output, start, X, *blocks) -> np.ndarray:
-    """Per-row blocks side by side (output ``output`` of (b, m, k) blocks: the explained class)."""
-    return pack(*(b[..., output] if b.ndim == 3 else b for b in blocks))
+    """Per-row blocks side by side (``output``: the explained output of a multi-output model's blocks,
+    their last axis; None for a single-output model)."""
+    return pack(*(b if output is None else b[..., output] for b in blocks))
 
 
 def score_table(keys, means, sds, medians, n_rows, methods, sigmas) -> pd.DataFrame:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..engines.base import pack
 from ..errors import InputError
+from ..forest.layout import code_frame
 from .explainers import REGISTRY, Explainer, MethodResult, run
 from .pgi2_of_rankings import column_means, column_sums
 from .section import SKIPPED
@@ -74,9 +75,28 @@ class AuditRows:
         out = self.engine.map_rows(_tile_block, self.X, order, [], order.size)
         return self.engine.columns(out, 0, order.size, dtype=np.int64)
 
+    def random_rankings(self, seed: int):
+        """One uniformly random feature order per explained row (a collection of the engine), drawn
+        from ``seed`` and the row's values (:func:`_random_order_block`): a row's order never depends on
+        where the row is, so the random floor of the same rows is the same in memory and on any engine,
+        for any row order and partitioning (equal rows get equal orders)."""
+        d = int(self.X.shape[1])
+        out = self.engine.map_rows(_random_order_block, self.X, int(seed), [], d)
+        return self.engine.columns(out, 0, d, dtype=np.int64)
+
 
 def _tile_block(order, start, X):
     return np.broadcast_to(order.astype(np.float64), (len(X), order.size))
+
+
+def _random_order_block(seed, start, X) -> np.ndarray:
+    """Per row, a uniformly random permutation drawn from a ``numpy.random.SeedSequence`` keyed by ``seed``
+    and the row's float64 bits (−0.0 read as 0.0): a function of the row's values only, never of ``start``."""
+    bits = np.ascontiguousarray(np.asarray(X, dtype=np.float64) + 0.0).view(np.uint32)
+    out = np.empty((len(bits), bits.shape[1] // 2))
+    for i, row in enumerate(bits):
+        out[i] = np.random.default_rng(np.random.SeedSequence([seed, *row.tolist()])).permutation(out.shape[1])
+    return out
 
 
 def _explainer_block(shipped, start, X, *, widths):
@@ -275,7 +295,8 @@ def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state, p
     picked = np.sort(np.random.default_rng(random_state).permutation(n_rows)[:cl.sample_size])
     fetched = [engine.take(a, picked) for a in ([] if y is None else [y]) + list(apart.values())]
     got = engine.compute(engine.take(rows, picked), *fetched)
-    sample = pd.DataFrame(np.asarray(got[0], dtype=np.float64), columns=names, index=pd.Index(picked, name="row"))
+    sample = code_frame(np.asarray(got[0], dtype=np.float64), names, forest.category_labels,   # read back as codes
+                        index=pd.Index(picked, name="row"))
     for name, values in zip(apart, got[len(got) - len(apart):]):
         sample[name] = np.asarray(values).ravel()
     return cl, sample, None if y is None else np.asarray(got[1]).ravel()

@@ -4,7 +4,8 @@ explained rows.
 
 Pure computation on numbers and per-row arrays: nothing here imports the report. The criteria:
 
-- **predictive adequacy**: the share of the training skill above chance that is lost on the test data;
+- **predictive adequacy**: the share of the training skill above chance that is lost on the test data (not assessed
+  on too few test rows or classes: :func:`scarce_evidence`);
 - **faithfulness** of each explainer, as the normalised score
   F = (PGI²(method) − PGI²(random)) / (PGI²(best found) − PGI²(random)), 0 for a random ranking and 1 for
   the best ranking found on each row among every evaluated ranking (the greedy PG² reference and the
@@ -13,7 +14,8 @@ Pure computation on numbers and per-row arrays: nothing here imports the report.
   resampled together);
 - **agreement** between explainers: mean pairwise Kendall τ of their feature orderings;
 - **stability across σ**: the largest change of any explainer's F between noise levels;
-- **Rashomon sensitivity**: the widest MCR range relative to the model's largest reliance;
+- **Rashomon sensitivity**: the widest MCR range relative to the model's largest reliance (passing when that range
+  is a negligible change in the loss, below a share of the loss of the best constant prediction);
 - **fairness**, when protected attributes are named: whether a disparity, importance-profile or proxy
   threshold of the fairness section is crossed.
 
@@ -73,8 +75,13 @@ THRESHOLDS = {t.name: t for t in (
     Threshold("adequacy_warn", 0.25, "predictive adequacy: largest skill loss L that passes",
               "a tuned ensemble usually keeps at least three quarters of its training skill above chance on new data"),
     Threshold("adequacy_fail", 0.5, "predictive adequacy: skill loss L above which it fails",
-              "beyond half, the training fit is mostly memorised (the diabetes demo: R² 0.71 → 0.31, L = 0.56) and "
-              "the explanations describe that fit, not the population"),
+              "beyond half, most of the skill the model shows on its training data is memorised rather than learnt, "
+              "and the explanations describe that fit, not the population"),
+    Threshold("min_test_rows", 10, "predictive adequacy and calibration: fewest test rows a score needs (a "
+              "classifier: in each of at least two classes) for the criterion to be assessed",
+              "over fewer than 10 rows a class's recall or observed frequency moves in steps of more than 0.1 and a "
+              "bootstrap interval resamples too few distinct rows to hold its level: too little evidence to pass or "
+              "fail a model"),
     Threshold("faithfulness_pass", 0.5, "faithfulness: F at or above which it passes",
               "the ranking recovers at least half of what the best ranking found gains over random rankings"),
     Threshold("faithfulness_fail", 0.25, "faithfulness: F below which it fails",
@@ -94,6 +101,11 @@ THRESHOLDS = {t.name: t for t in (
     Threshold("rashomon_fail", 0.5, "Rashomon sensitivity: R above which it fails",
               "above 0.5 some feature's reliance could move by half of the top feature's among equally good "
               "models, so the importance ranking is partly an arbitrary choice"),
+    Threshold("rashomon_floor", 0.05, "Rashomon sensitivity: widest MCR range, as a share of the training loss of "
+              "the best constant prediction, below which the ranges are negligible and the criterion passes",
+              "scrambling a feature then changes the loss by less than a twentieth of what an uninformative model "
+              "loses (its majority-class error rate, the target's variance): R, a ratio of such changes, is noise "
+              "there and must not drive the verdict"),
     Threshold("calibration_pass", 0.05, "calibration: expected calibration error (ECE) at or below which it passes",
               "probabilities within 5 percentage points of the observed frequencies on average, the resolution of "
               "a 10-bin reliability diagram"),
@@ -128,10 +140,33 @@ THRESHOLDS = {t.name: t for t in (
 )}
 
 
+_INF = float("inf")
+#: the values each threshold of :data:`THRESHOLDS` may take, closed intervals (low, high, the range of the quantity
+#: it bounds): outside it a threshold can never be reached, or is always crossed (checked by :func:`limits`)
+THRESHOLD_RANGES = {
+    **dict.fromkeys(("adequacy_warn", "adequacy_fail"), (0.0, _INF, "a skill loss L ≥ 0")),
+    **dict.fromkeys(("faithfulness_pass", "faithfulness_fail"), (-_INF, 1.0, "F ≤ 1 by construction")),
+    **dict.fromkeys(("agreement_pass", "agreement_fail"), (-1.0, 1.0, "a Kendall τ in [−1, 1]")),
+    **dict.fromkeys(("stability_warn", "stability_fail"), (0.0, _INF, "a change D of F ≥ 0")),
+    **dict.fromkeys(("rashomon_warn", "rashomon_fail"), (0.0, _INF, "a share R of the top reliance ≥ 0")),
+    **dict.fromkeys(("calibration_pass", "calibration_fail"), (0.0, 1.0, "an ECE in [0, 1]")),
+    **dict.fromkeys(("drift_warn", "drift_fail"), (0.0, _INF, "a PSI ≥ 0")),
+    "drift_alpha": (0.0, 1.0, "a significance level, both ends excluded"),
+    **dict.fromkeys(("demographic_parity", "equalized_odds"), (0.0, 1.0, "a difference of rates in [0, 1]")),
+    "mean_prediction_gap": (0.0, _INF, "a gap in standard deviations ≥ 0"),
+    "mae_ratio": (1.0, _INF, "a worst / best ratio ≥ 1"),
+    "importance_profile_distance": (0.0, 1.0, "a total-variation distance in [0, 1]"),
+    "proxy_auc": (0.0, 1.0, "a ROC AUC in [0, 1]"),
+    **dict.fromkeys(("min_group_rows", "min_test_rows"), (2.0, _INF, "a row count ≥ 2")),
+    "rashomon_floor": (0.0, _INF, "a share of a loss ≥ 0"),
+}
+
+
 def limits(thresholds=None) -> dict:
     """Every threshold's value ({name: value}): the defaults of :data:`THRESHOLDS` with ``thresholds`` (a
     mapping of names to numbers) applied. Raises :class:`InputError` on an unknown name or a value that is
-    not a finite number, and when a pass threshold lies on the wrong side of its fail threshold."""
+    not a finite number or outside its range (:data:`THRESHOLD_RANGES`), and when a pass threshold lies on the
+    wrong side of its fail threshold."""
     given = dict(thresholds or {})
     unknown = sorted(set(given) - set(THRESHOLDS))
     if unknown:
@@ -147,10 +182,10 @@ def limits(thresholds=None) -> dict:
                           ("drift_fail", "drift_warn")):
         if out[higher] < out[lower]:
             raise InputError(f"threshold {higher} ({out[higher]:g}) must be at least {lower} ({out[lower]:g})")
-    if not 0 < out["drift_alpha"] < 1:
-        raise InputError(f"threshold drift_alpha is a significance level in (0, 1); got {out['drift_alpha']:g}")
-    if out["min_group_rows"] < 2:
-        raise InputError(f"threshold min_group_rows must be at least 2; got {out['min_group_rows']:g}")
+    for name, value in given.items():
+        low, high, what = THRESHOLD_RANGES[name]
+        if not low <= out[name] <= high or (name == "drift_alpha" and out[name] in (low, high)):
+            raise InputError(f"threshold {name} must lie in [{low:g}, {high:g}] ({what}); got {value!r}")
     return out
 
 
@@ -183,14 +218,38 @@ class ConfidenceInterval:
 
     def __str__(self) -> str:
         """"95% CI [low, high]", or why there is none."""
+        return self.text()
+
+    def text(self, limits=()) -> str:
+        """"95% CI [low, high]" with each bound printed on its side of every threshold of ``limits``
+        (:func:`shown`), or why there is none."""
         if not np.isfinite([self.low, self.high]).all():
             return f"no CI: {self.method}"
-        return f"{self.level:.0%} CI [{self.low:.3g}, {self.high:.3g}]"
+        return f"{self.level:.0%} CI {self.bounds(limits)}"
+
+    def bounds(self, limits=()) -> str:
+        """"[low, high]", each bound printed by :func:`shown` against ``limits``."""
+        return f"[{shown(self.low, limits)}, {shown(self.high, limits)}]"
 
 
 def _finite(value) -> float | None:
     """``value`` as a float, None when it is missing or not finite (JSON has no NaN)."""
     return None if value is None or not np.isfinite(value) else float(value)
+
+
+def shown(value: float, limits=(), spec: str = ".3g") -> str:
+    """``value`` printed with ``spec`` (".3g", ".2f", ...), with more digits where ``spec`` would print it on
+    a threshold of ``limits`` it differs from, or on the other side of one: every number printed beside a
+    rule reads on the side of each threshold that the rule judged (0.2000559 against 0.2: "0.2001", not "0.2")."""
+    value = float(value)
+    if not np.isfinite(value):
+        return f"{value:{spec}}"
+    kind, digits = spec[-1], int(spec[1:-1])
+    for more in range(digits, 18):
+        text = f"{value:.{more}{kind}}"
+        if all(np.sign(float(text) - t) == np.sign(value - t) for t in limits):
+            return text
+    return repr(value)
 
 
 def _rng(random_state) -> np.random.Generator:
@@ -316,7 +375,8 @@ class Criterion:
     quantity with its confidence interval ``ci`` (None where no row-level resampling applies);
     ``threshold_text`` the rule, naming its thresholds; ``explanation`` what was measured, in words;
     ``implication`` what the status means for the reader ("" when it implies nothing). ``kind`` groups the
-    criteria and decides which verdict they join (:data:`VERDICT_OF_KIND`)."""
+    criteria and decides which verdict they join (:data:`VERDICT_OF_KIND`); ``limits`` the thresholds the value
+    is compared with, so that the value and its interval are printed on their side of each (:func:`shown`)."""
 
     name: str
     status: str
@@ -326,18 +386,32 @@ class Criterion:
     explanation: str
     kind: str = ""
     implication: str = ""
+    limits: tuple = ()
 
     @property
     def word(self) -> str:
         """The qualitative word of this criterion's status (see :func:`word`)."""
         return word(self.kind, self.status)
 
+    def __str__(self) -> str:
+        """One line: the name, the status and the first sentence of what was measured."""
+        said = " ".join(self.explanation.split()).removeprefix("Not assessed: ")
+        return f"{self.name} ({self.status}): {said.split('. ', 1)[0].rstrip('.')}"
+
+    @property
+    def shown(self) -> dict:
+        """{"value": the value, "ci": "[low, high]"} as the report prints them beside the rule (:func:`shown`
+        against :attr:`limits`); None where there is none."""
+        value, ci = self.value, self.ci
+        return {"value": None if value is None or not np.isfinite(value) else shown(value, self.limits),
+                "ci": None if ci is None or not np.isfinite([ci.low, ci.high]).all() else ci.bounds(self.limits)}
+
     def to_dict(self) -> dict:
-        """JSON-ready fields."""
+        """JSON-ready fields (``shown``: the value and interval as printed, see :attr:`shown`)."""
         return {"name": self.name, "kind": self.kind, "status": self.status, "word": self.word,
                 "value": _finite(self.value),
                 "ci": None if self.ci is None else self.ci.to_dict(), "threshold": self.threshold_text,
-                "explanation": self.explanation, "implication": self.implication}
+                "explanation": self.explanation, "implication": self.implication, "shown": self.shown}
 
 
 #: how the intervals of the verdict are computed
@@ -393,6 +467,14 @@ class Judgement:
                                           "support individual decisions, within the limitations stated below."}
                 [self.name]]
 
+    def __str__(self) -> str:
+        """One line: the verdict, its status and the criterion that decided it (the worst one, see
+        :class:`Criterion`'s ``str``), with the count of the other criteria that did not pass."""
+        open_ = [c for s in (FAIL, WARN, NOT_ASSESSED) for c in self.by_status(s)]
+        more = f" (and {len(open_) - 1} more not passing)" if len(open_) > 1 else ""
+        reason = str(open_[0]) if open_ else "every criterion passes" if self.criteria else "no criteria"
+        return f"{self.name}: {self.status.upper()} — {reason}{more}"
+
     def to_dict(self) -> dict:
         """JSON-ready: status, headline, question, implications and the names of its criteria."""
         return {"status": self.status, "headline": self.headline, "question": QUESTIONS[self.name],
@@ -437,6 +519,10 @@ class Verdict:
         """The two verdicts' headlines, one after the other."""
         return " ".join(j.headline for j in self.judgements)
 
+    def __str__(self) -> str:
+        """One line: the two verdicts' ``str``, model fitness first."""
+        return "; ".join(map(str, self.judgements))
+
     def to_dict(self) -> dict:
         """JSON-ready: both verdicts, the rule, how the intervals are computed, every criterion, and every
         threshold with its value, default and rationale."""
@@ -474,9 +560,10 @@ def grade(value: float, ci: ConfidenceInterval | None, pass_at: float, fail_at: 
 
 
 def not_assessed(name: str, kind: str, reason: str, threshold_text: str = "") -> Criterion:
-    """A criterion that could not be evaluated (section skipped, failed or not applicable): says why."""
+    """A criterion that could not be evaluated (section skipped, failed or not applicable, too little evidence):
+    says why, in its explanation and in its implication (which the report's first page shows)."""
     return Criterion(name, NOT_ASSESSED, None, None, threshold_text, f"Not assessed: {reason}.", kind,
-                     f"{name} is unknown: the audit cannot vouch for it.")
+                     f"{name}: not assessed — {reason}. The audit cannot vouch for it.")
 
 
 def _r2(y, pred, axis=-1):
@@ -523,6 +610,24 @@ def holdout_score(metric: str, y_true, y_pred, *, n_boot: int = N_BOOT, level: f
     return HoldoutScore(metric, float(score(y_true.astype(float), y_pred.astype(float))), ci, float(chance(y_true)))
 
 
+def scarce_evidence(y, min_rows: float, classification: bool) -> str:
+    """Why the test target ``y`` is too little evidence to judge a score by ("" when it is enough): a regressor's
+    score needs ``min_rows`` test rows (the threshold ``min_test_rows``), a classifier's at least two classes
+    of ``min_rows`` test rows each (rarer classes still count in the score, and widen its interval)."""
+    y = np.asarray(y).ravel()
+    rows = f"{len(y)} test row{'s' * (len(y) != 1)}"
+    if not classification:
+        return "" if len(y) >= min_rows else f"only {rows}, fewer than {min_rows:g} (min_test_rows)"
+    labels, counts = np.unique(y.astype(str), return_counts=True)
+    if np.sum(counts >= min_rows) >= 2:
+        return ""
+    if len(labels) < 2:
+        return (f"the test target holds one class only ({', '.join(labels)}: {rows}); a classifier is judged on at "
+                f"least two classes of {min_rows:g} test rows (min_test_rows) or more")
+    return (f"fewer than two classes have {min_rows:g} test rows (min_test_rows) or more (test rows per class: "
+            + ", ".join(f"{label}: {count}" for label, count in zip(labels, counts)) + ")")
+
+
 def _named(name: str, values: dict) -> str:
     """A threshold's value with its name, as the rules quote it: "0.5 (faithfulness_pass)"."""
     return f"{values[name]:g} ({name})"
@@ -536,7 +641,9 @@ def rule(kind: str, thresholds=None) -> str:
     rules = {
         "predictive adequacy": (f"L = (training − test) / (training − chance): pass if its {level} CI (from the test "
                                 f"score's bootstrap CI) lies ≤ {_named('adequacy_warn', t)}, fail if it lies > "
-                                f"{_named('adequacy_fail', t)} or the test score is at or below chance, else warn"),
+                                f"{_named('adequacy_fail', t)} or the test score is at or below chance, else warn; "
+                                f"not assessed with fewer than {_named('min_test_rows', t)} test rows (a classifier: "
+                                "fewer than two classes of that many test rows)"),
         "faithfulness": (f"F = (PGI² − PGI² random) / (PGI² best ranking found − PGI² random), ≤ 1 by construction: "
                          f"pass if its {level} paired-bootstrap CI lies ≥ {_named('faithfulness_pass', t)}, fail if "
                          f"it lies < {_named('faithfulness_fail', t)}, else warn"),
@@ -546,11 +653,14 @@ def rule(kind: str, thresholds=None) -> str:
         "stability": (f"D = largest change of an explainer's F between noise levels: pass if its {level} "
                       f"paired-bootstrap CI lies ≤ {_named('stability_warn', t)}, fail if it lies > "
                       f"{_named('stability_fail', t)}, else warn"),
-        "Rashomon sensitivity": ("R = widest MCR range / largest model reliance: pass R ≤ "
+        "Rashomon sensitivity": ("R = widest MCR range / largest model reliance: pass when the widest range is below "
+                                 f"{_named('rashomon_floor', t)} × the training loss of the best constant prediction "
+                                 "(a negligible change in the loss, whatever R); else pass R ≤ "
                                  f"{_named('rashomon_warn', t)}, warn R ≤ {_named('rashomon_fail', t)}, fail above"),
         "calibration": (f"ECE of the explained class's predicted probability (10 equal-width bins): pass if its "
                         f"{level} bootstrap CI over test rows lies ≤ {_named('calibration_pass', t)}, fail if it lies "
-                        f"> {_named('calibration_fail', t)}, else warn"),
+                        f"> {_named('calibration_fail', t)}, else warn; not assessed unless the class and the other "
+                        f"classes each have at least {_named('min_test_rows', t)} test rows"),
         "drift": (f"per feature, PSI over the training deciles (missing values a bin of their own) and a two-sample KS "
                   f"test (a categorical feature: PSI over its categories and a χ² test of homogeneity), "
                   f"Bonferroni-corrected over the features: fail when a feature's PSI ≥ "
@@ -576,13 +686,13 @@ def predictive_adequacy(test: HoldoutScore, train: float | None, thresholds=None
     test score is at or below chance, which fails."""
     name, kind, chance, t = "Predictive adequacy", "predictive adequacy", test.chance, limits(thresholds)
     text = rule(kind, t)
-    measured = f"{test.metric} {test.value:.3g} ({test.ci})"
+    measured = f"{test.metric} {shown(test.value, (chance,))} ({test.ci.text((chance,))})"
     useless = "The model's predictions should not be used: it does not predict better than chance."
     if not np.isfinite(test.value):
         return not_assessed(name, kind, f"the test {test.metric} is not finite", text)
     if test.value <= chance:
         return Criterion(name, FAIL, test.value, test.ci, text, f"Test {measured} is at or below chance "
-                         f"({chance:.3g}): the model does not predict the test data.", kind, useless)
+                         f"({chance:.3g}): the model does not predict the test data.", kind, useless, (chance,))
     if train is None or not np.isfinite(train):
         return not_assessed(name, kind, f"no training score to compare the test {measured} with", text)
     if train <= chance:
@@ -591,15 +701,17 @@ def predictive_adequacy(test: HoldoutScore, train: float | None, thresholds=None
     loss = (train - test.value) / (train - chance)
     ci = ConfidenceInterval((train - test.ci.high) / (train - chance), (train - test.ci.low) / (train - chance),
                             test.ci.level, test.ci.method, test.ci.rows)
-    status = grade(loss, ci, t["adequacy_warn"], t["adequacy_fail"])
+    bounds = (t["adequacy_warn"], t["adequacy_fail"])
+    status = grade(loss, ci, *bounds)
     implication = {FAIL: "The model does not generalise: much of its training fit is memorised, so its predictions "
                          "on new data are unreliable and its explanations describe that fit, not the population.",
                    WARN: "The model may not generalise: check its test performance before relying on it."
                    }.get(status, "")
+    percent = shown(100 * max(loss, 0), [100 * b for b in bounds], ".0f")
     return Criterion(name, status, float(loss), ci, text,
-                     f"Test {measured} against training {test.metric} {train:.3g}: L = {loss:.2f} ({ci}), i.e. "
-                     f"{max(loss, 0):.0%} of the skill above chance ({chance:.3g}) on the training data is lost on "
-                     "the test data.", kind, implication)
+                     f"Test {measured} against training {test.metric} {train:.3g}: L = {shown(loss, bounds, '.2f')} "
+                     f"({ci.text(bounds)}), i.e. {percent}% of the skill above chance ({chance:.3g}) on the training "
+                     "data is lost on the test data.", kind, implication, bounds)
 
 
 def explainer_faithfulness(method: str, per_row: dict, sigma: float, *, thresholds=None, n_boot: int = N_BOOT,
@@ -625,11 +737,13 @@ def explainer_faithfulness(method: str, per_row: dict, sigma: float, *, threshol
                          "rankings are closer to random than to the best ranking found.",
                    WARN: f"Explanations by {method} should be used with caution for individual decisions: "
                          "their faithfulness is not established."}.get(status, "")
+    bounds = (t["faithfulness_pass"], t["faithfulness_fail"])
     return Criterion(name, status, score.value, score.ci, text,
-                     f"At σ = {sigma:g} over {score.ci.rows} rows, {method}'s rankings recover F = {score.value:.2f} "
-                     f"({score.ci}) of the PGI² gain over random rankings of the best ranking found per row among "
-                     f"the {len(per_row) - 1} evaluated rankings (the greedy PG² reference is the best on "
-                     f"{greedy_rows:.0%} of the rows).", kind, implication)
+                     f"At σ = {sigma:g} over {score.ci.rows} rows, {method}'s rankings recover "
+                     f"F = {shown(score.value, bounds, '.2f')} ({score.ci.text(bounds)}) of the PGI² gain over random "
+                     f"rankings of the best ranking found per row among the {len(per_row) - 1} evaluated rankings "
+                     f"(the greedy PG² reference is the best on {greedy_rows:.0%} of the rows).", kind, implication,
+                     bounds)
 
 
 def per_row_tau(scores: dict) -> tuple[np.ndarray, dict]:
@@ -684,15 +798,16 @@ def explainer_agreement(scores: dict | None = None, global_tau=None, *, threshol
     weakest = min(finite_pairs, key=lambda pair: finite_pairs[pair])
     features = "" if n_features is None else f" of {n_features} features"
     pair_count = f"{len(pairs)} pair{'s' * (len(pairs) > 1)}"
+    bounds = (t["agreement_pass"], t["agreement_fail"])
     text = (f"Mean Kendall τ over the {pair_count} of {len(methods)} explainers' orderings{features}, {over}: "
-            f"{tau:.2f}" + ("" if ci is None else f" ({ci})") + f". Least agreeing pair: {weakest} "
-            f"(τ = {finite_pairs[weakest]:.2f}).")
+            f"{shown(tau, bounds, '.2f')}" + ("" if ci is None else f" ({ci.text(bounds)})")
+            + f". Least agreeing pair: {weakest} (τ = {finite_pairs[weakest]:.2f}).")
     status = grade(tau, ci, t["agreement_pass"], t["agreement_fail"])
     implication = {FAIL: "The explainers tell conflicting stories about the same model: no single method's ranking "
                          "should be presented as the model's reasoning.",
                    WARN: "The explainers agree only in part: compare methods before presenting one's ranking as the "
                          "model's reasoning."}.get(status, "")
-    return Criterion(name, status, tau, ci, text_rule, text, kind, implication)
+    return Criterion(name, status, tau, ci, text_rule, text, kind, implication, bounds)
 
 
 def sigma_stability(pgi2: dict, *, thresholds=None, n_boot: int = N_BOOT, level: float = CI_LEVEL,
@@ -732,22 +847,26 @@ def sigma_stability(pgi2: dict, *, thresholds=None, n_boot: int = N_BOOT, level:
     order_text = ("The explainers' order by F is the same at every σ." if len(set(orders.values())) == 1 else
                   "The explainers' order by F changes with σ: " + "; ".join(
                       f"σ = {s:g}: {' > '.join(orders[s])}" for s in sigmas) + ".")
+    bounds = (t["stability_warn"], t["stability_fail"])
     text = (f"F per σ ({', '.join(f'{s:g}' for s in sigmas)}) of {len(methods)} explainers; largest change "
-            f"D = {value:.2f} ({ci}), for {moved} (" + ", ".join(f"{scores[s][moved]:.2f}" for s in sigmas) + "). "
-            + order_text)
+            f"D = {shown(value, bounds, '.2f')} ({ci.text(bounds)}), for {moved} ("
+            + ", ".join(f"{scores[s][moved]:.2f}" for s in sigmas) + "). " + order_text)
     status = grade(value, ci, t["stability_warn"], t["stability_fail"])
     implication = {FAIL: f"The faithfulness of {moved} depends on the noise scale σ chosen: its faithfulness grade "
                          "holds only at the σ it was judged at.",
                    WARN: f"The faithfulness of {moved} varies with the noise scale σ."}.get(status, "")
-    return Criterion(name, status, value, ci, text_rule, text, kind, implication)
+    return Criterion(name, status, value, ci, text_rule, text, kind, implication, bounds)
 
 
-def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "", thresholds=None) -> Criterion:
+def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "", thresholds=None,
+                         baseline: tuple[float, str] | None = None) -> Criterion:
     """Rashomon criterion from each feature's model reliance MR_j(f) and its MCR range [MCR−_j, MCR+_j]:
     R = max_j (MCR+_j − MCR−_j) / max_j MR_j(f), graded by the thresholds ``rashomon_warn`` /
     ``rashomon_fail``. No interval: the MCR bounds are themselves estimates over the Rashomon set, not row
     means. ``unit`` says in words what a reliance measures (e.g. "increase in log-loss when the feature is
-    scrambled")."""
+    scrambled"). ``baseline``: (the training loss of the best constant prediction, in the reliances' unit, what
+    it is in words); when the widest range is below ``rashomon_floor`` times it, the ranges are negligible
+    changes in the loss and the criterion passes whatever R, a ratio of negligible quantities."""
     name, kind, t = "Rashomon sensitivity", "Rashomon sensitivity", limits(thresholds)
     text_rule = rule(kind, t)
     features = [str(f) for f in features]
@@ -759,16 +878,26 @@ def rashomon_sensitivity(features, reliance, lower, upper, unit: str = "", thres
     widths = upper - lower
     widest = int(np.nanargmax(widths))
     value = float(widths[widest] / top)
-    status = grade(value, None, t["rashomon_warn"], t["rashomon_fail"])
+    bounds = (t["rashomon_warn"], t["rashomon_fail"])
     text = (f"Widest range: {features[widest]}, reliance between {lower[widest]:.4g} and {upper[widest]:.4g} among "
             f"equally accurate models (the audited model: {reliance[widest]:.4g}); the largest reliance of the model "
-            f"is {top:.4g} ({features[int(np.argmax(reliance))]}), so R = {value:.2f}."
+            f"is {top:.4g} ({features[int(np.argmax(reliance))]}), so R = {shown(value, bounds, '.2f')}."
             + (f" Reliance: {unit}." if unit else ""))
+    negligible = False
+    if baseline is not None:
+        floor = t["rashomon_floor"] * baseline[0]
+        negligible = bool(widths[widest] < floor)
+        text += (f" The widest range, {shown(widths[widest], (floor,), '.4g')}, is "
+                 + ("below" if negligible else "at or above") + f" the floor {shown(floor, (widths[widest],), '.4g')} "
+                 f"({t['rashomon_floor']:g} (rashomon_floor) × {baseline[0]:.4g}, the training {baseline[1]} of the "
+                 "best constant prediction)" + (": equally accurate models differ only by negligible changes in the "
+                                                "loss, so R is not judged." if negligible else "."))
+    status = PASS if negligible else grade(value, None, *bounds)
     implication = {FAIL: f"How much the model relies on {features[widest]} is partly an arbitrary choice among "
                          "equally accurate models: its importance should not be read as a property of the data.",
                    WARN: f"Equally accurate models could rely on {features[widest]} noticeably more or less."
                    }.get(status, "")
-    return Criterion(name, status, value, None, text_rule, text, kind, implication)
+    return Criterion(name, status, value, None, text_rule, text, kind, implication, () if negligible else bounds)
 
 
 @dataclass(frozen=True)
@@ -795,10 +924,11 @@ class Disparity:
         return FAIL if np.isfinite(self.low) and self.low > self.limit else WARN
 
     def __str__(self) -> str:
-        """"attribute: metric value [low, high] vs limit"."""
-        interval = f" (95% interval [{self.low:.3g}, {self.high:.3g}])" if np.isfinite([self.low, self.high]).all() \
-            else ""
-        return f"{self.attribute}: {self.metric} {self.value:.3g}{interval}, limit {self.limit:g}"
+        """"attribute: metric value [low, high] vs limit", each number printed on its side of the limit."""
+        limit = (self.limit,)
+        interval = (f" (95% interval [{shown(self.low, limit)}, {shown(self.high, limit)}])"
+                    if np.isfinite([self.low, self.high]).all() else "")
+        return f"{self.attribute}: {self.metric} {shown(self.value, limit)}{interval}, limit {self.limit:g}"
 
 
 def fairness(attributes, disparities=(), crossed: str = "", insufficient=(), not_assessed_reason: str = "",
@@ -828,5 +958,7 @@ def fairness(attributes, disparities=(), crossed: str = "", insufficient=(), not
                        + " beyond the limit with 95% confidence: it should not be used for decisions about these "
                          "groups without a documented justification.")
     elif status == WARN:
-        implication = "Possible unfairness or too little evidence to judge it: review the fairness section before use."
+        reasons = ([f"possible disparity: {d}" for d in by_status[WARN]] + [crossed] * bool(crossed)
+                   + [f"too little evidence: {text}" for text in insufficient])
+        implication = f"Review the fairness section before use — {'; '.join(reasons)}."
     return Criterion(name, status, None, None, text_rule, text, kind, implication)

@@ -38,6 +38,11 @@ class NotApplicable(Exception):
     """The method does not apply to this model or task; the message says why."""
 
 
+class Unsupported(Exception):
+    """The method applies, but its implementation cannot read this model: it fails (the audit is incomplete and
+    says so); the message says why in the reader's words, and is the method's reason as it is."""
+
+
 @dataclass
 class MethodResult:
     """One explainer's output. ``status``: "ok", "not applicable", "skipped" or "failed".
@@ -178,6 +183,8 @@ def run(key: str, fn, *args, **kwargs) -> MethodResult:
         result = fn(*args, **kwargs)
     except NotApplicable as exc:
         result = MethodResult(key, status="not applicable", reason=str(exc))
+    except Unsupported as exc:
+        result = MethodResult(key, status="failed", reason=str(exc))
     except Exception as exc:  # noqa: BLE001 - the report states the failure instead of aborting
         result = MethodResult(key, status="failed", reason=f"{type(exc).__name__}: {exc}")
     result.seconds = time.perf_counter() - start
@@ -190,5 +197,5 @@ for _name in ("treeshap", "greedy_pg2", "local_mdi", "acme", "dt_sampler", "mcr"
 #: the built-in explainers (the default of ``explainers=``)
 EXPLAINERS = keys()
 
-__all__ = ["EXPLAINERS", "Explainer", "MethodResult", "NotApplicable", "REGISTRY", "by_magnitude", "get", "keys",
-           "name_list", "register", "run"]
+__all__ = ["EXPLAINERS", "Explainer", "MethodResult", "NotApplicable", "REGISTRY", "Unsupported", "by_magnitude", "get",
+           "keys", "name_list", "register", "run"]

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 
 from ..._validation import default_feature_names
-from ...forest import explained_model
+from ...forest import explained_model, import_model, library_of
 from .. import figures
 from ..context import Scorer
-from . import Explainer, by_magnitude, register
+from . import Explainer, Unsupported, by_magnitude, register
 
 #: the last (model, TreeExplainer) of this process: one explainer per audit, not per block
 _TREE_EXPLAINER: list = []
@@ -52,7 +52,15 @@ class TreeSHAP(Explainer):
     per_class = True
 
     def prepare(self, ctx, options):
-        """The model, how to feed it rows, the explained output and the class count."""
+        """The model, how to feed it rows, the explained output and the class count; :class:`Unsupported` for a
+        scikit-learn model with categorical splits (HistGradientBoosting's ``categorical_features``): shap reads
+        scikit-learn trees with its own parser, which takes a category set for a numeric threshold (it fails on
+        text categories and is silently wrong on category codes). XGBoost, LightGBM and CatBoost categorical
+        splits it reads."""
+        inner = explained_model(ctx.model)[0]
+        if library_of(inner) == "sklearn" and import_model(inner).categorical.any():
+            raise Unsupported("shap's TreeExplainer cannot read this model's categorical splits (it reads a "
+                              "scikit-learn model's category sets as numeric thresholds)")
         scorer = ctx.scorer()
         return ctx.model, Scorer(None, ctx.output, scorer.columns, scorer.labels), len(ctx.classes)
 

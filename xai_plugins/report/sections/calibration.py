@@ -44,17 +44,23 @@ def build(ctx, results, options):
     what = f"the predicted probability of class {ctx.positive_class}"
     if len(ctx.classes) > 2:
         what += " (one class against the others)"
-    result = calibration.assess(np.asarray(ctx.y_test) == ctx.positive_class, proba[:, column],
-                                random_state=ctx.rng("calibration"))
-    criterion = calibration.calibration_criterion(result, what, t)
+    target = np.asarray(ctx.y_test) == ctx.positive_class
+    result = calibration.assess(target, proba[:, column], random_state=ctx.rng("calibration"))
+    scarce = vd.scarce_evidence(np.where(target, f"class {ctx.positive_class}", "the other classes"),
+                                t["min_test_rows"], True)
+    criterion = (vd.not_assessed(section.title, NAME, f"too little evidence: {scarce}", vd.rule(NAME, t)) if scarce
+                 else calibration.calibration_criterion(result, what, t))
     on_sample = "" if ctx.cluster is None else \
         f" (a random sample of {result.rows} of the {ctx.cluster.n_rows} test rows)"
     section.data = {"assessed": what, "test rows": result.rows, "on sample": on_sample,
                     "Brier score": result.brier, "Brier score CI": result.brier_ci.to_dict(),
                     "ECE": result.ece, "ECE CI": result.ece_ci.to_dict(), "class frequency": result.prevalence,
                     "Brier score of the class frequency": result.prevalence * (1 - result.prevalence),
-                    "ECE interval": str(result.ece_ci), "Brier score interval": str(result.brier_ci),
-                    "status": criterion.status, "word": criterion.word, "reliability": result.table}
+                    "ECE shown": vd.shown(result.ece, criterion.limits, ".3f"),
+                    "ECE interval": result.ece_ci.text(criterion.limits), "Brier score interval": str(result.brier_ci),
+                    "status": criterion.status, "word": criterion.word, "reliability": result.table,
+                    "result": (f"not assessed in the model-fitness verdict ({scarce})" if scarce else
+                               f"{criterion.word} ({criterion.status} in the model-fitness verdict)")}
     section.raw["criterion"] = criterion
     section.figures.append(figures.reliability_diagram(
         f"Reliability diagram of {what} over {result.rows} test rows{on_sample}: each point is one of "

@@ -140,8 +140,9 @@ def _performance(ctx, out, labels, predictions, seed) -> None:
             else "regression output")
     out["blocks"].append(Table(f"{out['name']}: group sizes and predictive performance per group on the test data "
                                f"({what}; fairlearn MetricFrame).", perf.by_group))
-    shown["95% interval"] = [f"[{fmt(a)}, {fmt(b)}]" if np.isfinite(a) else "–"
-                             for a, b in zip(shown["ci_low"], shown["ci_high"])]
+    shown["95% interval"] = [f"[{against(a, limit)}, {against(b, limit)}]" if np.isfinite(a) else "–"
+                             for a, b, limit in zip(shown["ci_low"], shown["ci_high"], shown["threshold"])]
+    shown["value"] = [against(v, limit) for v, limit in zip(shown["value"], shown["threshold"])]
     shown = shown.rename(columns={"threshold": "limit"})[
         (["groups"] if judged is not perf else []) + ["value", "95% interval", "limit"]]
     basis = (f"; the verdict judges the groups of at least {min_rows:g} rows." if judged is not perf and judged
@@ -168,35 +169,43 @@ def _disparity_findings(ctx, out, perf, judged, scope) -> None:
     for disparity in out["disparities"]:
         if disparity.status in (vd.FAIL, vd.WARN):
             certain = "with its whole interval" if disparity.status == vd.FAIL else "(not certain: warn)"
-            out["disparity warnings"].append(f"{disparity.metric}{scope} {fmt(disparity.value)} is above "
-                                             f"{fmt(disparity.limit)} {certain}")
+            out["disparity warnings"].append(f"{disparity.metric}{scope} {against(disparity.value, disparity.limit)} "
+                                             f"is above {fmt(disparity.limit)} {certain}")
     if ctx.task == "classification":
         out["findings"].append(
             f"Share of rows predicted as class {ctx.positive_class}: " + ", ".join(
                 f"{g}: {fmt(r, 3)}" for g, r in perf.by_group["selection rate"].items()) +
-            f"; the demographic-parity difference{scope} is {fmt(d.loc['demographic parity difference', 'value'])} "
+            f"; the demographic-parity difference{scope} is "
+            f"{against(d.loc['demographic parity difference', 'value'], limits['demographic parity difference'])} "
             f"(limit {fmt(limits['demographic parity difference'])}).")
         if "equalized odds difference" in d.index:
             out["findings"].append(
                 f"The largest gap between groups{scope} in the true-positive or false-positive rate "
-                f"(equalized-odds difference) is {fmt(d.loc['equalized odds difference', 'value'])} (limit "
+                f"(equalized-odds difference) is "
+                f"{against(d.loc['equalized odds difference', 'value'], limits['equalized odds difference'])} (limit "
                 f"{fmt(limits['equalized odds difference'])}).")
     else:
+        gap, ratio = "mean prediction gap (sd of predictions)", "MAE ratio (worst / best group)"
         out["findings"].append(
             "Mean prediction per group: " + ", ".join(
                 f"{g}: {fmt(v)}" for g, v in perf.by_group["mean prediction"].items()) +
-            f"; the gap{scope} is {fmt(d.loc['mean prediction gap (sd of predictions)', 'value'])} standard "
-            f"deviations of the predictions (limit "
-            f"{fmt(limits['mean prediction gap (sd of predictions)'])}).")
-        if "MAE ratio (worst / best group)" in d.index:
+            f"; the gap{scope} is {against(d.loc[gap, 'value'], limits[gap])} standard deviations of the predictions "
+            f"(limit {fmt(limits[gap])}).")
+        if ratio in d.index:
             out["findings"].append(
                 f"The worst-served group's mean absolute error{scope} is "
-                f"{fmt(d.loc['MAE ratio (worst / best group)', 'value'])} times the best-served group's (warning "
-                f"above {fmt(limits['MAE ratio (worst / best group)'])}).")
+                f"{against(d.loc[ratio, 'value'], limits[ratio])} times the best-served group's (warning above "
+                f"{fmt(limits[ratio])}).")
     if ctx.y_test is None:
         out["findings"].append("Error rates per group need the test target, which was not given.")
     out["findings"].extend(note[0].upper() + note[1:] + ("; the verdict leaves them out." if judged is not perf
                                                          else ".") for note in perf.notes)
+
+
+def against(value, limit, digits: int = 4) -> str:
+    """``value`` with ``digits`` significant digits, more where fewer would print it on the other side of
+    ``limit`` (or on it): the number beside a limit reads as it was judged (:func:`..verdict.shown`)."""
+    return vd.shown(value, (limit,) if np.isfinite(limit) else (), f".{digits}g")
 
 
 def importance_order() -> list:
@@ -246,13 +255,14 @@ def _importances(ctx, results, out, labels) -> None:
     for method, row in summary.iterrows():
         if row["exceeded"]:
             out["warnings"].append(f"the {method} importance profiles of {row['groups compared']} differ by "
-                                   f"{fmt(row['importance profile distance'])} (above "
+                                   f"{against(row['importance profile distance'], row['threshold'])} (above "
                                    f"{fmt(row['threshold'])})")
     distances = summary["importance profile distance"].dropna()
     if len(distances):
         out["findings"].append(
             "Explanations per group: the largest difference between two groups' importance profiles is "
-            f"{fmt(distances.max())} ({distances.idxmax()}; 0 = the same features matter in the same proportions, "
+            f"{against(distances.max(), limits['importance profile distance'])} ({distances.idxmax()}; 0 = the same "
+            "features matter in the same proportions, "
             f"1 = entirely different features; warning above {fmt(limits['importance profile distance'])}).")
     else:
         out["findings"].append(f"Explanations per group: no two groups have {fair.MIN_EXPLAINED_ROWS} explained "
@@ -387,12 +397,13 @@ def _proxies(out, X, labels, where, encodings, seed) -> None:
             + ("; every one of them carries little of it." if shares[proxy.top()].max() < 0.1 else "."))
     if proxy.auc:
         text += (" A small random-forest classifier predicts the group with a cross-validated ROC AUC of "
-                 + "; ".join(f"{fmt(v, 3)} from {k}" for k, v in proxy.auc.items())
+                 + "; ".join(f"{against(v, limits['proxy AUC'], 3)} from {k}" for k, v in proxy.auc.items())
                  + f" ({proxy.folds}-fold; 0.5 = no better than chance; warning above "
                    f"{fmt(limits['proxy AUC'])}).")
     else:
         text += f" {proxy.note[0].upper() + proxy.note[1:]}."
     out["findings"].append(text)
     if indirect is not None and indirect > limits["proxy AUC"]:
-        out["warnings"].append(f"the model features predict it indirectly (AUC {fmt(indirect, 3)} above "
+        out["warnings"].append(f"the model features predict it indirectly (AUC "
+                               f"{against(indirect, limits['proxy AUC'], 3)} above "
                                f"{fmt(limits['proxy AUC'])}; strongest: {', '.join(proxy.top())})")

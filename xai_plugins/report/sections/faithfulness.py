@@ -4,9 +4,10 @@ The greedy PG² ranking adds the feature that raises PG² most at each step: a r
 not a bound: an explainer can beat it on a row), not a contestant; random rankings are the floor.
 ``raw["pgi2"][sigma][key]`` holds the per-row PGI² (shape (rows,)) of each ranking, keyed by method
 key (``"shap"``, ``"local_mdi"``, ``"acme"``, global rankings ``"dt_sampler"`` / ``"mcr"``) plus
-``"greedy"`` (the greedy reference) and ``"random"`` (the floor); ``raw["rows"]`` the explained row positions;
-``raw["labels"]`` each key's display label. On a row engine (Dask, Spark) the per-row values stay there
-and ``raw["pgi2"]`` is empty.
+``"greedy"`` (the greedy reference) and ``"random"`` (the floor), ``raw["pg2 all"][sigma]`` the per-row PG²
+with every feature perturbed; ``raw["rows"]`` the explained row positions in memory (on a row engine, Dask or
+Spark, the per-row values are those of every complete test row, in the engine's row order, scored there and
+brought back: the verdict resamples them); ``raw["labels"]`` each key's display label.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ...prediction_gap import pg2
-from ...ranking_faithfulness import random_rankings
 from .. import explainers, figures
 from .. import pgi2_of_rankings as faith
 from ..render import fmt
@@ -44,24 +43,21 @@ def build(ctx, results, options):
         section.status, section.reason = "not applicable", "no explained rows"
         return section
     rankings, labels = _rankings(methods, on)
-    rankings[FLOOR] = random_rankings(on.X, ctx.seed_int("faithfulness"))
+    rankings[FLOOR] = on.random_rankings(ctx.seed_int("faithfulness"))
     sigmas = list(options.sigma)
     sampled_from, n_samples = planned_sampling(ctx)
-    table, win_rate, per_row = faith.pgi2_scores(ctx, on.X, {labels[k]: v for k, v in rankings.items()}, sigmas,
-                                                 options.sigma_ref, (labels[FLOOR], labels.get(CEILING)),
-                                                 options.binary_sigma, on.keep, on.values, sampled_from, n_samples)
-    section.raw["pgi2"] = {} if per_row is None else {s: {key: per_row[(labels[key], s)] for key in rankings}
-                                                      for s in sigmas}
-    if on.positions is not None:
-        section.raw["pg2 all"] = _pg2_all(ctx, on.positions, sigmas, options.binary_sigma, sampled_from, n_samples)
-    section.raw.update({"rows": rows if on.positions is not None else np.arange(0), "labels": labels})
+    scores = faith.pgi2_scores(ctx, on.X, {labels[k]: v for k, v in rankings.items()}, sigmas, options.sigma_ref,
+                               (labels[FLOOR], labels.get(CEILING)), options.binary_sigma, on.values, sampled_from,
+                               n_samples)
+    table = scores.table
+    section.raw.update({"pgi2": {s: {key: scores.per_row[(labels[key], s)] for key in rankings} for s in sigmas},
+                        "pg2 all": scores.every, "labels": labels,
+                        "rows": rows if on.positions is not None else np.arange(0)})
     best = faith.winners(table, exclude=(labels[FLOOR], labels.get(CEILING)))
-    unit = squared_unit(ctx)
-    section.data = {"rows": n_rows, "sigmas": sigmas, "pgi2": table, "winners": best, "unit": unit,
-                    "greedy reference": labels.get(CEILING), "win rate": win_rate.to_dict(),
-                    "sigma_ref": options.sigma_ref, "method": method_text(ctx, sampled_from, n_samples)}
-    if "pg2 all" in section.raw:
-        section.data["mean PG² all features"] = {s: float(np.mean(v)) for s, v in section.raw["pg2 all"].items()}
+    section.data = {"rows": n_rows, "sigmas": sigmas, "pgi2": table, "winners": best, "unit": squared_unit(ctx),
+                    "greedy reference": labels.get(CEILING), "win rate": scores.win_rate.to_dict(),
+                    "sigma_ref": options.sigma_ref, "method": method_text(ctx, sampled_from, n_samples),
+                    "mean PG² all features": scores.scale}
     _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref,
             None if on.positions is not None else on.engine.describe())
     if ctx.categorical.any():
@@ -134,19 +130,6 @@ def _rtol(n_samples: int) -> float:
     return float(np.sqrt(GAP_CV2 / n_samples))
 
 
-def _pg2_all(ctx, rows, sigmas, binary_sigma, sampled_from=None, n_samples=0) -> dict:
-    """{σ: (rows,) PG² with every feature perturbed}: the scale PGI² is shown against (dimensionless
-    share = mean PGI² / mean PG² with all features perturbed, at the same σ); by seeded Monte Carlo when the
-    plan samples sets of ``sampled_from`` features or more, else exact."""
-    X = ctx.X_test.to_numpy()[rows]
-    every = np.arange(ctx.n_features)
-    sampling = ({} if sampled_from is None or sampled_from > ctx.n_features else
-                dict(method="monte_carlo", n_samples=n_samples))
-    return {s: faith._column(ctx, pg2(ctx.forest, X, every, **ctx.noise(s, binary_sigma), verbose=False,
-                                      random_state=ctx.seed(f"faithfulness all features {j}"), **sampling).value)
-            for j, s in enumerate(sigmas)}
-
-
 def _rankings(methods, on) -> tuple[dict, dict]:
     """Per-row rankings by method key (the greedy PG² one under :data:`CEILING`), global importances
     applied to every row, and each key's display label."""
@@ -181,7 +164,9 @@ def _tables(section, table, shown_methods, sigmas, n_rows, sigma_ref, every_row_
         f"{what} of each method's per-row ranking, in {unit} (the explained output's unit squared): mean ± "
         f"standard deviation over {n_rows} test rows{where}, per noise level σ (in training standard deviations)"
         + ("" if share is None else "; in parentheses, the dimensionless share: mean PGI² / mean PG² with every "
-           "feature perturbed at that σ (100%: as much output change as perturbing all features at once)")
+           "feature perturbed at that σ (100%: as much output change as perturbing all features at once; above 100% "
+           "where perturbing the top-ranked features alone moves the output more than perturbing all, whose effects "
+           "partly cancel: PG² is not monotone in the perturbed set)")
         + ". The greedy PG² ranking is a reference (a heuristic, not a bound) and random rankings the floor; "
         "win rate: share of rows where the "
         "method's ranking scores highest among the explainers (greedy reference and floor excluded).", shown))

@@ -1,12 +1,16 @@
 """Rashomon set and model class reliance (RF-MCR) section.
 
 ``data["table"]`` holds, per feature, the audited model's reliance and the range [MCR−, MCR+] over
-the Rashomon set (columns ``mcr_minus``, ``model_reliance``, ``mcr_plus``, ``width``).
+the Rashomon set (columns ``mcr_minus``, ``model_reliance``, ``mcr_plus``, ``width``); ``data["constant loss"]``
+the training loss of the best constant prediction, in the reliances' unit, and what it is in words (the scale
+the verdict's Rashomon floor is a share of).
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+import numpy as np
 
 from .. import figures
 from ..section import SKIPPED, Table
@@ -17,6 +21,11 @@ FIGURE_FEATURES = 15
 #: readable column names of the MCR table (the reliance is a loss ratio or difference, see ``params``)
 COLUMNS = {"mcr_minus": "lowest reliance (MCR−)", "model_reliance": "this model's reliance",
            "mcr_plus": "highest reliance (MCR+)", "width": "range width"}
+#: per loss of the audit's RF-MCR, the loss of the best constant prediction on a training target and its name:
+#: the majority class's error rate, the target's variance
+CONSTANT_LOSS = {"zero_one": (lambda y: 1 - np.unique(y, return_counts=True)[1].max() / len(y),
+                              "misclassification rate"),
+                 "squared_error": (lambda y: float(np.var(np.asarray(y, dtype=float))), "mean squared error")}
 
 
 @register("mcr", "Rashomon set and model class reliance")
@@ -35,8 +44,10 @@ def build(ctx, results, options):
     table.index.name = "feature"
     table = table.sort_values("model_reliance", ascending=False)
     widest = table.sort_values("width", ascending=False).head(3)
+    constant, loss_name = CONSTANT_LOSS[result.extras["result"].loss]
     section.data = {"table": table, "widest": widest.index.tolist(), "params": result.params,
-                    "Rashomon set": rashomon_scope(result.extras["result"].epsilon)}
+                    "Rashomon set": rashomon_scope(result.extras["result"].epsilon),
+                    "constant loss": (float(constant(np.asarray(ctx.y_train))), loss_name)}
     shown = table.head(FIGURE_FEATURES).index          # the features the model relies on most
     res = dataclasses.replace(result.extras["result"], table=result.extras["result"].table.loc[shown])
 

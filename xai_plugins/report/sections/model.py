@@ -29,6 +29,8 @@ def build(ctx, results, options):
     section.tables.append(Table(f"Predictive performance on the test and training data{overall}.{on_sample}",
                                 performance))
     section.data["performance"] = performance
+    if performance.filter(like="ROC AUC", axis=0).isna().to_numpy().any():
+        section.data["performance note"] = describe.NO_ROC_AUC
     if ctx.task == "classification" and len(ctx.classes) > 2:
         table, shown = describe.per_class(ctx)
         section.data.update({"per class": table, "classes shown": shown})

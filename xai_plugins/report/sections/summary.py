@@ -76,8 +76,9 @@ def _method_rows(methods) -> list:
 def verdict_word(criteria, kind: str) -> str:
     """"word (status, by the verdict's criterion: value and interval)" of each criterion of ``kind``, the
     qualitative word being the verdict's own; "not judged by the verdict" when there is none."""
-    said = [f"{c.word} ({c.status} in the verdict" + ("" if c.value is None or not np.isfinite(c.value) else
-                                                     f": {fmt(c.value)}" + ("" if c.ci is None else f", {c.ci}"))
+    said = [f"{c.word} ({c.status} in the verdict" + ("" if c.shown["value"] is None else
+                                                     f": {c.shown['value']}"
+                                                     + ("" if c.ci is None else f", {c.ci.text(c.limits)}"))
             + ")" for c in criteria if c.kind == kind]
     return "; ".join(said) or "not judged by the verdict"
 

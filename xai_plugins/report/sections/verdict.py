@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn import metrics
 
+from .. import explainers
 from .. import verdict as vd
 from . import new, register, title
 from .mcr import reliance_unit
@@ -31,7 +32,7 @@ def build(ctx, results, options):
     criteria += [c for key in ("calibration", "drift") if (c := _evidence(results.get(key), key, t)) is not None]
     if options.protected:
         criteria.append(_fairness(results.get("fairness"), options.protected, t))
-    criteria += [*_faithfulness(results.get("faithfulness"), options, ctx, t),
+    criteria += [*_faithfulness(results.get("faithfulness"), results.get("explanations"), options, ctx, t),
                  _agreement(results.get("agreement"), results.get("explanations"), ctx.rng("verdict: agreement"), t),
                  _stability(results.get("faithfulness"), ctx.rng("verdict: stability"), t),
                  _rashomon(results.get("mcr"), t)]
@@ -56,6 +57,9 @@ def _adequacy(ctx, rng, t) -> vd.Criterion:
     name, kind = "Predictive adequacy", "predictive adequacy"
     if ctx.y_test is None:
         return vd.not_assessed(name, kind, "no test target was given", vd.rule(kind, t))
+    scarce = vd.scarce_evidence(ctx.y_test, t["min_test_rows"], ctx.task == "classification")
+    if scarce:
+        return vd.not_assessed(name, kind, f"too little evidence: {scarce}", vd.rule(kind, t))
     metric, score = TASK_SCORES[ctx.task]
     try:
         test = vd.holdout_score(metric, ctx.y_test, ctx.model.predict(ctx.model_input(ctx.X_test.to_numpy())),
@@ -90,7 +94,19 @@ def _per_row(section) -> tuple[dict, str | None]:
             for s, by_key in section.raw["pgi2"].items()}, None
 
 
-def _faithfulness(section, options, ctx, t) -> list:
+def _faithfulness(section, explanations, options, ctx, t) -> list:
+    """A faithfulness criterion per explainer that ranked the explained rows, then a "not assessed" one, saying why,
+    per explainer asked for that failed (the audit is incomplete without it; the greedy PG² reference is no
+    contestant)."""
+    kind = "faithfulness"
+    methods = explanations.raw.get("methods", {}) if explanations is not None else {}
+    return _ranked(section, options, ctx, t) + [
+        vd.not_assessed(f"Faithfulness of {m.label}", kind, f"{m.label} did not run: {m.reason}", vd.rule(kind, t))
+        for m in methods.values() if m.status == "failed" and not explainers.get(m.key).reference]
+
+
+def _ranked(section, options, ctx, t) -> list:
+    """The faithfulness criteria of the explainers whose rankings the faithfulness section scored."""
     name, kind = "Faithfulness of the explainers", "faithfulness"
     pgi2, why = _per_row(section)
     if why is not None:
@@ -132,7 +148,8 @@ def _rashomon(section, t) -> vd.Criterion:
                                vd.rule("Rashomon sensitivity", t))
     table = section.data["table"]
     return vd.rashomon_sensitivity(table.index, table["model_reliance"], table["mcr_minus"], table["mcr_plus"],
-                                   reliance_unit(section.data.get("params", {})), thresholds=t)
+                                   reliance_unit(section.data.get("params", {})), thresholds=t,
+                                   baseline=section.data["constant loss"])
 
 
 def _fairness(section, protected, t) -> vd.Criterion:

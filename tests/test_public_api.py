@@ -1,0 +1,45 @@
+"""The public API, written once: what the documentation's API reference lists, module by module.
+
+Each module's ``__all__`` must name exactly these objects (``xai_plugins``: its ``__all__`` less
+``__version__``); ``tests/test_docstring_examples.py`` runs the docstring examples of every one.
+"""
+
+import importlib
+
+import pytest
+
+#: module -> the public names it documents (the API reference), in reading order
+PUBLIC_API = {
+    "xai_plugins": ["Forest", "import_model", "clear_model_cache", "pg2", "pgi2", "greedy_pg2_ranking", "mean_pgi2",
+                    "binary_perturbation", "PG2Estimate", "GreedyRanking", "local_mdi", "global_mdi", "faithfulness",
+                    "XaiError", "UnsupportedModelError"],
+    "xai_plugins.shap": ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "label_plot", "NotAdditive"],
+    "xai_plugins.interpret": ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "AttributionExplanation"],
+    "xai_plugins.acme": ["AcME", "AcMEGlobal", "AcMELocal", "Grid"],
+    "xai_plugins.mcr": ["fit_rashomon_forest", "model_class_reliance", "MCRResult"],
+    "xai_plugins.dt_sampler": ["DTSampler", "SampledTree", "BinaryTest", "TimeBudgetWarning", "UnsatisfiableError",
+                               "encode_trees", "wilson_interval"],
+    "xai_plugins.report": ["audit", "Audit", "AuditOptions"],
+    "xai_plugins.errors": ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError",
+                           "ModelStructureError", "InputTypeError", "UnsupportedModelError", "InputIndexError",
+                           "NotFittedError", "ModelGoneError", "NativeMemoryError", "OutputPathError",
+                           "NotAdditiveError", "MissingExtraError", "XaiWarning", "NoiseScaleWarning"],
+    "xai_plugins.distributed": ["mean_pgi2", "order_statistics", "random_rankings"],
+    "xai_plugins.engines.spark": ["keyed"],
+}
+
+@pytest.mark.parametrize("module_name", list(PUBLIC_API))
+def test_all_lists_exactly_the_public_api(module_name):
+    module = importlib.import_module(module_name)
+    exported = getattr(module, "__all__", None)
+    assert exported is not None, f"{module_name} defines no __all__"
+    exported = [name for name in exported if name != "__version__"] if module_name == "xai_plugins" else exported
+    assert len(set(exported)) == len(exported), f"{module_name}.__all__ repeats a name"
+    assert sorted(exported) == sorted(PUBLIC_API[module_name])
+
+
+@pytest.mark.parametrize("module_name", list(PUBLIC_API))
+def test_every_public_name_exists(module_name):
+    module = importlib.import_module(module_name)
+    missing = [name for name in PUBLIC_API[module_name] if not hasattr(module, name)]
+    assert not missing, f"{module_name} lacks {missing}"
