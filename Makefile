@@ -14,12 +14,17 @@ INSTALL_INPUTS := pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h csrc/*.py
 # .[test] includes .[report]: after `make test`, `make demo` reuses that install
 DEMO_STAMP := $(if $(wildcard $(call STAMP,test)),$(call STAMP,test),$(call STAMP,report))
 
-.PHONY: demo test lint pages docs
+.PHONY: demo test test-fast lint pages docs
 demo: $(DEMO_STAMP)
 	$(PYTHON) -m xai_plugins.cli
 
+# the whole suite on every core (pytest-xdist; one file per worker, so module fixtures start once)
 test: $(call STAMP,test)
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto --dist loadfile
+
+# the edit loop: every test file but the slow ones (tests/conftest.py's SLOW_FILES), fewer hypothesis examples
+test-fast: $(call STAMP,test)
+	$(PYTHON) -m pytest -q -n auto --dist loadfile -m "not slow" --hypothesis-profile fast
 
 # the demo audits' PDF pages as PNG under reports/pages/, to look at before calling a report change done
 pages: demo

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import settings
 from sklearn.datasets import load_diabetes
 from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier, RandomForestRegressor
 
@@ -31,9 +32,29 @@ def pytest_report_header(config):
     return f"xai_plugins {xai_plugins.__version__} from {Path(xai_plugins.__file__).parent}"
 
 
+#: test files that `make test-fast` leaves out (each takes tens of seconds: clusters, whole audits, many
+#: random models); `make test` and CI run them
+SLOW_FILES = frozenset({
+    "test_spark_audit.py", "test_spark.py", "test_doc_examples.py", "test_dask.py",
+    "test_report_determinism.py", "test_mlflow.py", "test_properties.py", "test_audit_categorical.py",
+    "test_pg2_prune.py", "test_fairness.py", "test_categorical_importers.py", "test_report.py",
+    "test_input_fidelity_properties.py", "test_governance.py",
+})
+
+#: `--hypothesis-profile fast` (`make test-fast`): fewer examples where a test does not set its own count
+settings.register_profile("fast", max_examples=10)
+
+
 def pytest_configure(config):
     """Draw figures off screen, whatever the user's default matplotlib backend."""
     plt.switch_backend("Agg")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of :data:`SLOW_FILES` ``slow``."""
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
