@@ -230,7 +230,7 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
 def per_feature(value, n_features: int, name: str) -> np.ndarray:
     """``value`` (a number, or one number per feature) as a (n_features,) float64 array; raises
     :class:`InputTypeError` / :class:`InputError` naming ``name`` otherwise (booleans too: ``True`` is no 1.0)."""
-    if any(isinstance(v, (bool, np.bool_)) for v in np.ravel(np.asarray(value, dtype=object))):
+    if _holds_bool(value):
         raise InputTypeError(f"{name} must be a number or one number per feature, not a boolean; got {value!r}")
     try:
         out = np.array(value, dtype=np.float64)
@@ -242,6 +242,16 @@ def per_feature(value, n_features: int, name: str) -> np.ndarray:
         raise InputError(f"{name} must be a scalar or have one value per feature ({n_features}); got shape "
                          f"{out.shape}")
     return out
+
+
+def _holds_bool(value) -> bool:
+    """Whether ``value`` (a scalar, an array or a sequence) is or holds a boolean."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, (int, float)):
+        return False
+    arr = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
+    return arr.dtype == bool or (arr.dtype == object and any(isinstance(v, (bool, np.bool_)) for v in arr.ravel()))
 
 
 def _rho_vector(rho, n_features: int) -> np.ndarray | None:
