@@ -37,6 +37,16 @@ def test_verdict_objects_print_as_one_line():
     assert all("\n" not in str(o) for o in (verdict, *verdict.judgements, *verdict.criteria))
 
 
+def test_a_criterion_line_ends_at_a_sentence_not_at_an_abbreviation():
+    """"i.e." is no end of sentence: the line kept "L = 0.58 ..., i.e" and dropped the rest of the sentence."""
+    from xai_plugins.report.verdict import Criterion
+
+    said = "Test R² 0.336 against training R² 0.809: L = 0.58, i.e. the model keeps 42% of its skill. Second."
+    criterion = Criterion("Predictive adequacy", "warn", 0.58, None, "", said)
+    assert str(criterion) == ("Predictive adequacy (warn): Test R² 0.336 against training R² 0.809: L = 0.58, i.e. "
+                              "the model keeps 42% of its skill")
+
+
 def test_the_demo_prints_each_audits_verdicts(capsys, monkeypatch, tmp_path):
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     X = X.iloc[:, :3]

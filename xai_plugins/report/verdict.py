@@ -31,6 +31,7 @@ becomes a qualitative word ("strong", "faithful", ...).
 from __future__ import annotations
 
 import numbers
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -396,7 +397,8 @@ class Criterion:
     def __str__(self) -> str:
         """One line: the name, the status and the first sentence of what was measured."""
         said = " ".join(self.explanation.split()).removeprefix("Not assessed: ")
-        return f"{self.name} ({self.status}): {said.split('. ', 1)[0].rstrip('.')}"
+        first = re.split(r"(?<=\.)\s+(?=[A-Z])", said, maxsplit=1)[0]      # "i.e. the ..." is no sentence end
+        return f"{self.name} ({self.status}): {first.rstrip('.')}"
 
     @property
     def shown(self) -> dict:
