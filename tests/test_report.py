@@ -54,7 +54,7 @@ def test_every_section_is_present_and_computed(report):
     assert list(a.sections) == list(RENDER_ORDER)
     for key, section in a.sections.items():
         assert title(key) in html
-        expected = "skipped" if key == "fairness" else "ok"          # no protected attribute named
+        expected = "skipped" if key in ("fairness", "regulatory") else "ok"   # no protected attribute; not asked for
         assert section.status == expected, (key, section.reason)
     for key in ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr"):
         assert a.methods[key].status == "ok", (key, a.methods[key].reason)
@@ -158,9 +158,9 @@ def test_skipped_sections_and_inapplicable_methods_are_reported():
     a = audit(model, X[300:], y[300:], X_train=X[:300], y_train=y[:300], sections=["explanations", "mcr"],
               explainers=["shap", "local_mdi", "dt_sampler", "mcr"], max_rows=10, progress=False)
     html = a.to_html()
-    for key in ("faithfulness", "agreement"):
+    for key in ("faithfulness", "agreement", "regulatory"):
         assert a.sections[key].status == "skipped"
-    assert html.count("Not computed (skipped by user).") == 2
+    assert html.count("Not computed (skipped by user).") == 3
     assert a.methods["pg2"].status == "skipped"
     assert a.methods["local_mdi"].status == "not applicable"
     assert "regression" in a.methods["dt_sampler"].reason

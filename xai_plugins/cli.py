@@ -6,6 +6,10 @@
               [--threshold faithfulness_pass=0.6 ...]
               [--sections explanations faithfulness ...] [--sigma 0.1 0.3 1.0] [--trust-pickle]
     xai-audit --model model.json --data "test/*.parquet" --target y --scheduler tcp://host:8786
+    xai-audit --model model.json --data test.csv --target y --approval approval.yaml --sign key.pem --signer "J. Doe"
+    xai-audit sign reports/ --key key.pem --signer "J. Doe" [--key-password-env VAR]
+    xai-audit verify reports/ [--public-key key.pub.pem] [--model model.json --data test.csv --train train.csv]
+    xai-audit keygen key.pem
 
 Every audit setting is a flag derived from :class:`~xai_plugins.report.options.AuditOptions` (same
 names, same defaults as :func:`xai_plugins.report.audit`). Everything the command line names is
@@ -27,6 +31,13 @@ hashed before anything is written) and output file, the ``--id-cols``, and the a
 of the model and data (see :mod:`xai_plugins.report.manifest`). ``--threshold NAME=VALUE`` changes one
 of the verdict's thresholds (the names, defaults, valid ranges and rationales are listed in the report's
 verdict section and :data:`~xai_plugins.report.verdict.THRESHOLD_RANGES`).
+
+``--approval approval.yaml`` fills the governance block's decision, conditions, date, approver and role
+(:func:`~xai_plugins.report.governance.load_approval`); ``--sign KEY --signer NAME`` signs each manifest at
+the end of the run. The subcommands ``sign``, ``verify`` and ``keygen`` (first word) sign a folder's
+manifests, check a folder against its manifests and signatures (exit 1 and one line per file that differs),
+and make an Ed25519 key pair to try it out (see :mod:`xai_plugins.report.record`). A key, a password or an
+approval file that cannot be used is refused (exit 2) before any audit work.
 
 With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
 ``client``): ``--data`` may be a glob of parquet or CSV files, read with ``dask.dataframe`` on the
@@ -58,6 +69,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import MissingExtraError, OutputPathError, XaiError, XaiWarning
@@ -67,7 +79,10 @@ XGBOOST_SUFFIXES = (".json", ".ubj")
 #: data files read as parquet (in memory with pandas, or on a cluster); any other file is read as CSV
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: the flag that names an input file of each role of :func:`input_files`
-INPUT_FLAGS = {"model": "--model", "test data": "--data", "training data": "--train", "model card": "--model-card"}
+INPUT_FLAGS = {"model": "--model", "test data": "--data", "training data": "--train", "model card": "--model-card",
+               "approval": "--approval"}
+#: the subcommands: a first word of the command line that is not a flag
+SUBCOMMANDS = ("sign", "verify", "keygen")
 #: exit statuses: success, a failed section or method under --strict or a --fail-on gate tripped, a user error
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: ``--fail-on`` scopes: the Verdict attributes a gate reads ("" = both, i.e. the worst of the two)
@@ -124,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs["action"] = argparse.BooleanOptionalAction if default else "store_true"
         text = f.metadata["help"] if "default" in f.metadata["help"] else f"{f.metadata['help']} (default: {shown})"
         audit.add_argument(flag(f.name), dest=f.name, default=argparse.SUPPRESS, help=text, **kwargs)
+    record = parser.add_argument_group("approval and signature")
+    record.add_argument("--approval", metavar="YAML",
+                        help="the reviewer's approval (YAML/JSON: decision, conditions, date, approver, role), shown "
+                             "in the governance block")
+    _key_flags(record, required=False)
     run = parser.add_argument_group("running")
     run.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
     run.add_argument("--fail-on", action="append", choices=FAIL_ON, metavar="[SCOPE:]LEVEL",
@@ -144,6 +164,89 @@ def build_parser() -> argparse.ArgumentParser:
                           "--data with Spark and run the per-row methods and the faithfulness section on every test "
                           "row (needs xai_plugins[spark] and Java 17)")
     return parser
+
+
+def _key_flags(group, required: bool) -> None:
+    group.add_argument("--sign" if not required else "--key", metavar="KEY", required=required,
+                       help="Ed25519 private key (PEM) that signs each manifest (<stem>.manifest.sig.json)")
+    group.add_argument("--signer", metavar="NAME", required=required, help="who signs, recorded in the signature")
+    group.add_argument("--key-password-env", metavar="VAR",
+                       help="environment variable holding the key's password (never on the command line)")
+
+
+def _password(var: str | None) -> bytes | None:
+    if var is None:
+        return None
+    if var not in os.environ:
+        raise CLIError(f"--key-password-env: the environment variable {var!r} is not set")
+    return os.environ[var].encode("utf-8")
+
+
+def signing_key(path, signer, password_env):
+    """The private key of ``--sign`` / ``--key`` (None without one), loaded before any work; :class:`CLIError`
+    when it is missing, unreadable, encrypted without a password or not an Ed25519 key, or ``--signer`` is
+    missing or empty."""
+    from .report.record import load_private_key
+
+    if path is None:
+        if signer is not None or password_env is not None:
+            raise CLIError("--signer and --key-password-env go with --sign KEY")
+        return None
+    if not (signer or "").strip():
+        raise CLIError("--sign needs --signer NAME: who signs")
+    try:
+        return load_private_key(path, _password(password_env))
+    except XaiError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def subcommand(argv) -> int:
+    """Run ``xai-audit sign | verify | keygen`` (``argv[0]``); the exit status (0 ok, 1 verification failed, 2 user
+    error)."""
+    parser = argparse.ArgumentParser(prog=f"xai-audit {argv[0]}")
+    if argv[0] == "keygen":
+        parser.description = "Write a new Ed25519 key pair: OUT (private, PEM) and OUT-stem.pub.pem (public)."
+        parser.add_argument("out", metavar="OUT.pem")
+        parser.add_argument("--key-password-env", metavar="VAR", help="encrypt the key with this variable's value")
+    else:
+        parser.add_argument("directory", metavar="DIR", help="folder holding the audits' *.manifest.json files")
+    if argv[0] == "sign":
+        parser.description = "Sign every audit manifest in DIR (writes <stem>.manifest.sig.json)."
+        _key_flags(parser, required=True)
+    elif argv[0] == "verify":
+        parser.description = ("Re-hash every file the manifests in DIR list, check their signatures, the PDF's "
+                              "embedded JSON and (given) the input files: exit 1 and one line per difference.")
+        parser.add_argument("--public-key", metavar="PEM", help="the signer's public key (else the embedded one, "
+                            "which is self-asserted)")
+        for role, flag in INPUT_FLAGS.items():
+            parser.add_argument(flag, dest=role.replace(" ", "_"), metavar="PATH",
+                                help=f"check the {role} file against the manifests")
+    args = parser.parse_args(argv[1:])
+    try:
+        from .report import record
+
+        if argv[0] == "keygen":
+            for path in record.generate_key(args.out, _password(args.key_password_env)):
+                print(f"wrote {path}")
+            return EXIT_OK
+        if argv[0] == "sign":
+            key = signing_key(args.key, args.signer, args.key_password_env)
+            for path in record.sign_directory(args.directory, key, args.signer):
+                print(f"wrote {path}")
+            return EXIT_OK
+        public = record.load_public_key(args.public_key) if args.public_key else None
+        inputs = [(role, getattr(args, role.replace(" ", "_"))) for role in INPUT_FLAGS
+                  if getattr(args, role.replace(" ", "_")) is not None]
+        found = record.verify_directory(args.directory, inputs, public)
+    except (CLIError, XaiError) as exc:
+        print(f"xai-audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for line in found.failures:
+        print(f"xai-audit: verify: {line}", file=sys.stderr)
+    for line in found.notes:
+        print(f"note: {line}")
+    print(found.summary())
+    return EXIT_OK if found.ok else EXIT_FAILED
 
 
 def load_model(path, trust_pickle: bool = False):
@@ -429,7 +532,8 @@ def _read_as_labels(forest, X: pd.DataFrame, label: str) -> pd.DataFrame:
         unseen = [v for v in present if v not in set(known)]
         if unseen:
             counts = values.value_counts()
-            shown = ", ".join(f"{getattr(v, 'item', lambda: v)()!r} ({counts[v]} rows)" for v in unseen[:5])
+            shown = ", ".join(f"{v.item() if isinstance(v, np.generic) else v!r} ({counts[v]} rows)"
+                              for v in unseen[:5])
             shown += " ..." if len(unseen) > 5 else ""
             warnings.warn(f"{label} column {names[j]!r} holds label(s) the model was not trained on: {shown}; "
                           "the model treats them as it treats unseen categories", XaiWarning, stacklevel=2)
@@ -468,7 +572,7 @@ def input_files(args) -> list:
 
     data = sorted(glob.glob(args.data)) if args.scheduler or args.spark_master else [args.data]
     named = [("model", args.model), *(("test data", d) for d in data), ("training data", args.train),
-             ("model card", getattr(args, "model_card", None))]
+             ("model card", getattr(args, "model_card", None)), ("approval", args.approval)]
     files = []
     for role, path in named:
         if path is not None and os.path.isdir(path):
@@ -487,6 +591,8 @@ def audit_options(args, argv, **fixed):
     if hasattr(args, "title"):
         given["title"] = args.title
     given.update(fixed)
+    if getattr(args, "approval", None):
+        given["approval"] = args.approval
     try:
         return AuditOptions(progress=not args.quiet, command_line=shlex.join(["xai-audit", *argv]), **given)
     except (XaiError, ValueError, TypeError) as exc:
@@ -710,6 +816,29 @@ def verdict_gate(result, fail_on) -> int:
     return status
 
 
+def check_approval(path) -> None:
+    """:class:`CLIError` for an ``--approval`` file that is missing, unreadable or holds an unknown key or a
+    bad value (see :func:`~xai_plugins.report.governance.load_approval`), before any audit work."""
+    if path is None:
+        return
+    from .report.governance import load_approval
+
+    try:
+        load_approval(path)
+    except XaiError as exc:
+        raise CLIError(f"--approval: {exc}") from exc
+
+
+def sign(manifest, key, signer: str):
+    """Sign the manifest an audit run wrote (:func:`~xai_plugins.report.record.sign_manifest`); its path."""
+    from .report.record import sign_manifest
+
+    try:
+        return sign_manifest(manifest, key, signer)
+    except (XaiError, OSError) as exc:
+        raise CLIError(f"cannot sign {manifest}: {exc}") from exc
+
+
 @contextlib.contextmanager
 def warnings_as_lines() -> Iterator[None]:
     """Print each distinct package warning (:class:`~xai_plugins.errors.XaiWarning`) raised inside
@@ -732,8 +861,11 @@ def warnings_as_lines() -> Iterator[None]:
 def main(argv=None) -> int:
     """Entry point of ``xai-audit``; returns the exit status (0 ok, 1 a failure under ``--strict`` or a
     verdict that trips a ``--fail-on`` gate, 2 user error or a missing extra, e.g. ``report`` for the
-    command itself, said in one stderr line)."""
+    command itself, said in one stderr line). A first word ``sign``, ``verify`` or ``keygen`` runs that
+    subcommand (:func:`subcommand`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return subcommand(argv)
     try:
         parser = build_parser()     # imports the report: needs the 'report' extra, even for --help
     except MissingExtraError as exc:
@@ -745,6 +877,8 @@ def main(argv=None) -> int:
         with warnings_as_lines():
             if args.scheduler and args.spark_master:
                 raise CLIError("--scheduler (Dask) and --spark-master (Spark) exclude each other: give one")
+            key = signing_key(args.sign, args.signer, args.key_password_env)
+            check_approval(args.approval)
             if not any(given.values()):
                 for flag, value in (("--train", args.train), ("--id-cols", args.id_cols)):
                     if value:
@@ -755,6 +889,8 @@ def main(argv=None) -> int:
                                "--target go together (or give none of them for the demo)")
             else:
                 results = run_files(args, argv)
+            if key is not None:
+                results = [(result, [*paths, sign(paths[-1], key, args.signer)]) for result, paths in results]
     except (CLIError, MissingExtraError) as exc:
         print(f"xai-audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -26,7 +26,7 @@ from ..engines import engine_for
 from ..errors import InputTypeError, NoiseScaleWarning, XaiError
 from . import sections as registry
 from .context import derive_seed, make_context
-from .governance import read_model_card
+from .governance import load_approval, read_model_card
 from .options import AuditOptions, check_output_paths
 from .plan import AuditPlan, plan_audit
 from .section import plain
@@ -175,12 +175,23 @@ class Audit:
         """The PDF rendered by weasyprint from the same HTML, with no network access; also written to
         ``path`` when given (checked before rendering: :class:`~xai_plugins.errors.OutputPathError`
         when it cannot be written). ``html``: what :meth:`to_html` returned, when the caller has it (not
-        rendered again)."""
-        from .render import DataOnlyFetcher, html_to_pdf
+        rendered again).
+
+        With ``options.pdf_variant`` (default "pdf/a-3b") an archival PDF/A-3: sRGB output intent, XMP
+        metadata (title, model name and version, audit id, date), tags, a file identifier from the audit's
+        content hashes, and the audit's JSON (the bytes :meth:`to_json` writes, named after ``path``) and the
+        model card embedded as associated files; None: a plain PDF."""
+        from .render import DataOnlyFetcher, audit_attachments, html_to_pdf, pdf_identifier, pdf_metadata
 
         _check_path(path)
         fetcher = DataOnlyFetcher()
-        pdf = html_to_pdf(self.to_html() if html is None else html, fetcher)
+        variant = self.options.pdf_variant
+        extra: dict = {}
+        if variant is not None:
+            name = "audit.json" if path is None else Path(path).with_suffix(".json").name
+            extra = {"variant": variant, "identifier": pdf_identifier(self),
+                     "attachments": audit_attachments(self, name, fetcher), "info": pdf_metadata(self)["custom"]}
+        pdf = html_to_pdf(self.to_html() if html is None else html, fetcher, **extra)
         if fetcher.refused:
             warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=2)
         if path is not None:
@@ -306,6 +317,9 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         model features.
     model_card : str, pathlib.Path or dict
         The model card (a JSON / YAML file, or a dict).
+    approval : str, pathlib.Path or dict
+        The reviewer's approval (a YAML / JSON file, or a dict: decision, conditions, date, approver, role),
+        shown in the governance block.
     run_id : str or None
         Your identifier of the run, printed on the report.
     thresholds : dict
@@ -364,7 +378,9 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                              f"{[f.name for f in dataclasses.fields(AuditOptions)]}")
     options = (options or AuditOptions()).replace(**overrides) if overrides else (options or AuditOptions())
     if options.model_card is not None:
-        read_model_card(options.model_card)          # a bad model card fails before any work
+        read_model_card(options.model_card)          # a bad model card or approval fails before any work
+    if options.approval is not None:
+        load_approval(options.approval)
     start_all = time.perf_counter()
     root = np.random.SeedSequence(options.random_state)
     cl, engine = None, engine_for(X_test, y_test, client)
@@ -452,7 +468,7 @@ def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
     """The options by argument name (JSON-ready) and the facts the run settled (explained rows,
     explained class, greedy PG² σ)."""
     out = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-           if f.name not in ("provenance", "progress", "model_card")}
+           if f.name not in ("provenance", "progress", "model_card", "approval")}
     out.update({"positive_class": ctx.positive_class, "greedy PG² σ": options.sigma_ref,
                 "top_k": min(options.top_k, ctx.n_features)})
     if ctx.categorical.any():

@@ -6,12 +6,15 @@ A model card is a JSON or YAML file (``.json``, ``.yaml``, ``.yml``) or a dict h
 are matched without regard to case, spaces, hyphens or underscores (``intended_use``, "Intended
 use"); keys the card adds are kept and shown as they are; missing required ones are listed and
 warned about (:class:`~xai_plugins.errors.XaiWarning`). An ``approver`` mapping may pre-fill the
-approver's name and role; the decision, its conditions, the date and the signature are always left blank,
-for the reviewer.
+approver's name and role; the decision, its conditions and the date are the reviewer's: left blank, or filled
+from the reviewer's approval (:func:`load_approval`: ``audit(..., approval=...)``, ``xai-audit --approval
+approval.yaml``). The signature field is always left blank (``xai-audit sign`` signs
+the files themselves, see :mod:`xai_plugins.report.record`).
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import re
 import warnings
@@ -35,6 +38,12 @@ APPROVAL_FIELDS = {"Approver name": "name", "Approver role": "role",
 APPROVER_KEYS = ("approver", "approval", "approved_by")
 #: what the report says for a required field the card lacks
 MISSING = "not provided"
+#: keys of an approval file (normalised) -> label of :data:`APPROVAL_FIELDS` it fills
+APPROVAL_FILE_KEYS = {"decision": "Decision", "conditions": "Conditions", "date": "Date of approval",
+                      "approver": "Approver name", "approver_name": "Approver name", "role": "Approver role",
+                      "approver_role": "Approver role"}
+#: the decisions an approval file may record
+DECISIONS = ("approved", "approved with conditions", "rejected")
 
 
 def _key(name) -> str:
@@ -66,26 +75,26 @@ class ModelCard:
                 "approver": dict(self.approver), "missing": list(self.missing)}
 
 
-def _read(path: Path) -> object:
+def _read(path: Path, what: str = "model card") -> object:
     suffix = path.suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
-        raise InputError(f"model card {str(path)!r}: use a .json, .yaml or .yml file")
+        raise InputError(f"{what} {str(path)!r}: use a .json, .yaml or .yml file")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"model card {str(path)!r} does not exist") from None
+        raise InputError(f"{what} {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"model card {str(path)!r} cannot be read: {exc}") from None
+        raise InputError(f"{what} {str(path)!r} cannot be read: {exc}") from None
     if suffix == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError(f"model card {str(path)!r} is not valid JSON: {exc}") from None
-    yaml = require("yaml", "report", "reading a YAML model card (PyYAML)")
+            raise InputError(f"{what} {str(path)!r} is not valid JSON: {exc}") from None
+    yaml = require("yaml", "report", f"reading a YAML {what} (PyYAML)")
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(f"model card {str(path)!r} is not valid YAML: {exc}") from None
+        raise InputError(f"{what} {str(path)!r} is not valid YAML: {exc}") from None
 
 
 def read_model_card(card) -> tuple[str, dict]:
@@ -106,13 +115,16 @@ def read_model_card(card) -> tuple[str, dict]:
     return source, content
 
 
-def load_model_card(card) -> ModelCard:
+def load_model_card(card, approval: dict | None = None) -> ModelCard:
     """The :class:`ModelCard` of ``card``: a path (str or Path) to a JSON / YAML file, a dict, or None
-    (no card: every required field missing, nothing warned). Errors: see :func:`read_model_card`.
-    Warns (:class:`~xai_plugins.errors.XaiWarning`) when required fields are missing.
+    (no card: every required field missing, nothing warned), with the reviewer's ``approval`` (labels of
+    :data:`APPROVAL_FIELDS` → text, from :func:`load_approval`) filling its approval block. Errors: see
+    :func:`read_model_card`. Warns (:class:`~xai_plugins.errors.XaiWarning`) when required fields are missing.
     """
     if card is None:
-        return ModelCard({label: None for label in CARD_FIELDS.values()}, missing=list(CARD_FIELDS.values()))
+        blank = ModelCard({label: None for label in CARD_FIELDS.values()}, missing=list(CARD_FIELDS.values()))
+        blank.approver.update(approval or {})
+        return blank
     source, content = read_model_card(card)
     fields, extra, approver = {label: None for label in CARD_FIELDS.values()}, {}, dict.fromkeys(APPROVAL_FIELDS, "")
     for name, value in content.items():
@@ -126,11 +138,67 @@ def load_model_card(card) -> ModelCard:
                           if _key(k) not in APPROVAL_FIELDS.values()})
         elif key not in CARD_FIELDS:
             extra[str(name)] = value
+    approver.update(approval or {})
     missing = [label for label, value in fields.items() if value is None]
     if missing:
         warnings.warn(f"model card {source!r} lacks {', '.join(missing)}; the report marks them {MISSING!r}",
                       XaiWarning, stacklevel=2)
     return ModelCard(fields, extra, approver, missing, source)
+
+
+def _approval_value(path: str, key: str, value) -> str:
+    if key == "decision":
+        if not isinstance(value, str) or value.strip().lower() not in DECISIONS:
+            raise InputError(f"approval file {path!r}: decision {value!r} is not one of {list(DECISIONS)}")
+        return value.strip().lower()
+    if key == "date":
+        if isinstance(value, _dt.date):
+            return value.isoformat()
+        try:
+            return _dt.date.fromisoformat(str(value).strip()).isoformat()
+        except ValueError:
+            raise InputError(f"approval file {path!r}: date {value!r} is not a date (YYYY-MM-DD)") from None
+    if key == "conditions" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "; ".join(value)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"approval file {path!r}: {key!r} must be a non-empty text; got {value!r}")
+    return value.strip()
+
+
+def load_approval(approval) -> dict:
+    """The reviewer's approval, read from a YAML (or JSON) file, as labels of :data:`APPROVAL_FIELDS` → text.
+
+    Parameters
+    ----------
+    approval : str, pathlib.Path or dict
+        A ``.yaml``, ``.yml`` or ``.json`` file (or, from Python, a dict) holding a mapping with any of the
+        keys ``decision`` (one of :data:`DECISIONS`), ``conditions`` (a text or a list of texts), ``date``
+        (YYYY-MM-DD), ``approver`` (or ``approver_name``)
+        and ``role`` (or ``approver_role``); keys are matched without regard to case,
+        spaces or hyphens.
+
+    Returns
+    -------
+    dict
+        The fields given, e.g. ``{"Decision": "approved", "Approver name": "J. Doe"}``; the signature is
+        never one of them.
+
+    Raises
+    ------
+    InputError
+        When the file is missing, unreadable, not a mapping, holds an unknown key, a decision that is not one of
+        :data:`DECISIONS`, a date that is not a date or an empty value.
+    """
+    path = Path("dict") if isinstance(approval, dict) else Path(approval)
+    content: object = approval if isinstance(approval, dict) else _read(path, "approval file")
+    if not isinstance(content, dict) or not content:
+        raise InputError(f"approval file {str(path)!r} must be a mapping of {sorted(set(APPROVAL_FILE_KEYS))}")
+    normalised = {re.sub(r"[\s\-_]+", "_", str(k).strip().lower()): (k, v) for k, v in content.items()}
+    unknown = [str(k) for key, (k, _) in normalised.items() if key not in APPROVAL_FILE_KEYS]
+    if unknown:
+        raise InputError(f"approval file {str(path)!r}: unknown key(s) {unknown}; the keys are decision, conditions, "
+                         "date, approver and role")
+    return {APPROVAL_FILE_KEYS[key]: _approval_value(str(path), key, value) for key, (_, value) in normalised.items()}
 
 
 def run_facts(*, command_line: str | None, created: str, run_id: str | None, hashes: dict) -> dict:

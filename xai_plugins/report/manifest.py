@@ -6,7 +6,8 @@ A reviewer or a CI job checks that a report belongs to the files it names by rec
 memory, the demo's data) have no file digest; the manifest then carries the audit's own content hashes
 (the reproducibility appendix: the model's tree arrays and the data's values), which do not depend on
 a file format. The inputs are hashed before any output is written (:func:`hash_inputs`); ``xai-audit``
-also refuses an output path that is one of its input files.
+also refuses an output path that is one of its input files. :mod:`xai_plugins.report.record` signs a
+manifest (``xai-audit sign``) and checks a folder against its manifests (``xai-audit verify``).
 """
 
 from __future__ import annotations

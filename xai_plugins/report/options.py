@@ -23,8 +23,12 @@ from .explainers import EXPLAINERS
 from .verdict import THRESHOLDS
 from .verdict import limits as verdict_limits
 
+#: the archival PDF variants (xai_plugins.report.render.PDF_VARIANTS; render needs weasyprint, not imported here)
+PDF_VARIANTS = ("pdf/a-3b", "pdf/a-3u")
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
-OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
+OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr", "regulatory")
+#: the optional sections computed when ``sections`` is not given ("regulatory" joins them with ``strict=True``)
+DEFAULT_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
 #: options that set one explainer only: the report's settings list them only when that explainer was asked for
 METHOD_OPTIONS = {"acme_quantiles": "acme", "mcr_permutations": "mcr", "mcr_epsilon": "mcr", "mcr_fit_forest": "mcr",
                   "dt_sampler_rows": "dt_sampler", "dt_sampler_features": "dt_sampler",
@@ -131,6 +135,9 @@ class AuditOptions:
     model_card : str, pathlib.Path, dict or None, default None
         Model card (JSON or YAML file, or a dict): name, version, owner, intended use, data
         provenance.
+    approval : str, pathlib.Path, dict or None, default None
+        The reviewer's approval (YAML or JSON file, or a dict: decision, conditions, date, approver,
+        role), filling the governance block (``xai-audit --approval``).
     protected : sequence of str, default ()
         Protected attribute columns of the data (need not be model features).
     run_id : str or None, default None
@@ -148,6 +155,10 @@ class AuditOptions:
         ``xai-audit`` and the MLflow evaluator), listed in the reproducibility appendix.
     progress : bool, default True
         Show progress bars.
+    pdf_variant : str or None, default "pdf/a-3b"
+        The archival variant of the PDF report ("pdf/a-3b" or "pdf/a-3u": PDF/A-3 with the audit's JSON
+        and the model card embedded, sRGB output intent, XMP metadata, tags); None (``--pdf-variant
+        none``): a plain PDF.
 
     Attributes
     ----------
@@ -190,7 +201,7 @@ class AuditOptions:
                            "noise levels in training standard deviations", type=float, nargs="+")
     explainers: tuple = _option(EXPLAINERS, "explanation methods", "explainers to run",
                                 nargs="+", choices=EXPLAINERS, metavar="METHOD")
-    sections: tuple = _option(OPTIONAL_SECTIONS, "optional sections computed", "optional sections to compute",
+    sections: tuple = _option(DEFAULT_SECTIONS, "optional sections computed", "optional sections to compute",
                               nargs="+", choices=OPTIONAL_SECTIONS, metavar="SECTION")
     title: str = _option("Model audit", "report title")
     random_state: int | None = _option(0, "random seed", "seed of every random draw", type=int)
@@ -246,6 +257,7 @@ class AuditOptions:
     dt_sampler_samples: int = _option(20, "DT-Sampler sampled trees", "trees DT-Sampler samples", type=int)
     model_card: object = _option(
         None, "model card", "model card (JSON or YAML file): name, version, owner, intended use, data provenance")
+    approval: object = _option(None, "reviewer's approval")
     protected: tuple = _option((), "protected attributes",
                                "protected attribute columns of the data (need not be model features)",
                                nargs="+", metavar="COL")
@@ -261,6 +273,11 @@ class AuditOptions:
     command_line: str | None = _option(None, "command line")
     provenance: dict | None = _option(None, "provenance")
     progress: bool = _option(True, "progress bars")
+    pdf_variant: str | None = _option(
+        "pdf/a-3b", "PDF variant (none: plain PDF)",
+        "archival variant of the PDF report: PDF/A-3 with the audit's JSON and the model card embedded; none: a "
+        "plain PDF (default: pdf/a-3b)", type=lambda text: None if text.lower() == "none" else text,
+        choices=(*PDF_VARIANTS, None), metavar="{pdf/a-3b,pdf/a-3u,none}")
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen dataclass
@@ -292,8 +309,13 @@ class AuditOptions:
                              f"{self.rho!r}")
         if self.random_state is not None and not isinstance(self.random_state, numbers.Integral):
             raise InputTypeError(f"random_state must be an int or None; got {self.random_state!r}")
+        if self.pdf_variant is not None and self.pdf_variant not in PDF_VARIANTS:
+            raise InputError(f"pdf_variant must be one of {list(PDF_VARIANTS)} or None (a plain PDF); got "
+                             f"{self.pdf_variant!r}")
         if self.model_card is not None and not isinstance(self.model_card, (str, Path, dict)):
             raise InputTypeError(f"model_card must be a path or a dict; got {type(self.model_card).__name__}")
+        if self.approval is not None and not isinstance(self.approval, (str, Path, dict)):
+            raise InputTypeError(f"approval must be a path or a dict; got {type(self.approval).__name__}")
 
     def replace(self, **changes) -> "AuditOptions":
         """A copy with ``changes`` applied (validated again)."""
@@ -322,7 +344,7 @@ class AuditOptions:
         out = {}
         for f in dataclasses.fields(self):
             method = METHOD_OPTIONS.get(f.name)
-            if f.name in ("command_line", "provenance", "progress", "title", "model_card") or \
+            if f.name in ("command_line", "provenance", "progress", "title", "model_card", "approval") or \
                     (method is not None and method not in self.explainers):
                 continue
             handle = flag(f.name) if cli else f"{f.name}="

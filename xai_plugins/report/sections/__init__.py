@@ -25,10 +25,10 @@ from ..section import SKIPPED, STATUSES, Section, Table
 
 #: the order sections are built in: every section after the sections it reads
 COMPUTE_ORDER = ("model", "data", "calibration", "drift", "explanations", "faithfulness", "agreement", "mcr",
-                 "fairness", "limitations", "verdict", "summary", "reproducibility", "governance")
+                 "fairness", "limitations", "verdict", "summary", "reproducibility", "governance", "regulatory")
 #: the order sections appear in the report (the verdict and the governance block first)
 RENDER_ORDER = ("verdict", "governance", "summary", "model", "calibration", "data", "drift", "explanations",
-                "faithfulness", "agreement", "mcr", "fairness", "limitations", "reproducibility")
+                "faithfulness", "agreement", "mcr", "fairness", "limitations", "regulatory", "reproducibility")
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import datetime as _dt
 
-from ..governance import MISSING, load_model_card, run_facts
+from ..governance import MISSING, load_approval, load_model_card, run_facts
 from . import new, register
 
 
 @register("governance", "Governance and approval")
 def build(ctx, results, options):
-    """Load ``options.model_card`` (see :func:`~xai_plugins.report.governance.load_model_card`) and
-    gather the run facts; the section warns when the card lacks required fields."""
+    """Load ``options.model_card`` with ``options.approval`` (see
+    :func:`~xai_plugins.report.governance.load_model_card`) and gather the run facts; the section warns when
+    the card lacks required fields."""
     section = new("governance")
-    card = load_model_card(options.model_card)
+    approval = None if options.approval is None else load_approval(options.approval)
+    card = load_model_card(options.model_card, approval)
     reproducibility = results.get("reproducibility")
     hashes = (reproducibility.data.get("hashes", {}) if reproducibility is not None and reproducibility.status == "ok"
               else {"model and data hashes": "not available (the reproducibility appendix was not built)"})
