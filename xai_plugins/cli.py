@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     _key_flags(record, required=False)
     run = parser.add_argument_group("running")
     run.add_argument("--no-pdf", action="store_true", help="write HTML and JSON only")
+    run.add_argument("--deployer-extract", action="store_true",
+                     help="also write the two-page deployer extract (EU AI Act Art. 13): <stem>.deployer.html and "
+                          "<stem>.deployer.pdf (without --no-pdf), listed in the manifest")
     run.add_argument("--fail-on", action="append", choices=FAIL_ON, metavar="[SCOPE:]LEVEL",
                      help="exit with status 1 when a verdict is at or worse than LEVEL (warn or fail); SCOPE "
                           "fitness: or explanations: reads one verdict only (default: both); repeatable. Unlike "
@@ -383,7 +386,7 @@ def check_columns(frame, columns, label: str, flag: str) -> None:
         raise CLIError(f"{flag} column(s) {missing} not in {label} (columns: {shown})")
 
 
-def check_out(out: Path, stems, pdf: bool = True, inputs=()) -> None:
+def check_out(out: Path, stems, pdf: bool = True, inputs=(), deployer: bool = False) -> None:
     """Check, before any computation, that every file the run will write can be written.
 
     Parameters
@@ -396,6 +399,8 @@ def check_out(out: Path, stems, pdf: bool = True, inputs=()) -> None:
         Whether the PDF is written.
     inputs : iterable of (str, path-like)
         The input files ((role, path) pairs, see :func:`input_files`): no output may be one of them.
+    deployer : bool
+        Whether the deployer extract is written.
 
     Raises
     ------
@@ -406,7 +411,7 @@ def check_out(out: Path, stems, pdf: bool = True, inputs=()) -> None:
     """
     from .report.options import check_output_paths
 
-    paths = output_paths(Path(out), stems, pdf)
+    paths = output_paths(Path(out), stems, pdf, deployer)
     for path in paths:
         for role, source in inputs:
             if path.exists() and os.path.samefile(path, source):
@@ -419,13 +424,16 @@ def check_out(out: Path, stems, pdf: bool = True, inputs=()) -> None:
         raise CLIError(str(exc)) from exc
 
 
-def output_paths(out: Path, stems, pdf: bool = True) -> list:
-    """The files ``xai-audit`` writes under ``out``: per stem, the HTML, the JSON, (``pdf``) the PDF and
-    the manifest (last)."""
+def output_paths(out: Path, stems, pdf: bool = True, deployer: bool = False) -> list:
+    """The files ``xai-audit`` writes under ``out``: per stem, the HTML, the JSON, (``pdf``) the PDF, (``deployer``)
+    the deployer extract's HTML (and PDF) and the manifest (last)."""
+    from .report.deployer import SUFFIX as DEPLOYER
     from .report.manifest import SUFFIX
 
+    formats = ("html", "pdf") if pdf else ("html",)
     return [out / name for stem in stems
             for name in [*(f"{stem}.{ext}" for ext in (("html", "json", "pdf") if pdf else ("html", "json"))),
+                         *(f"{stem}{DEPLOYER}.{ext}" for ext in (formats if deployer else ())),
                          f"{stem}{SUFFIX}"]]
 
 
@@ -546,18 +554,24 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "audit"
 
 
-def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=(), id_columns=()) -> list:
-    """Write ``stem``.html/.json (and .pdf) under ``out``, then their manifest with the ``inputs`` (entries
-    of :func:`~xai_plugins.report.manifest.hash_inputs`, hashed before the run), the SHA-256 of each output
-    and the ``id_columns``; returns the paths written."""
+def write_audit(result, out: Path, stem: str, pdf: bool = True, inputs=(), id_columns=(),
+                deployer: bool = False) -> list:
+    """Write ``stem``.html/.json (and .pdf) under ``out``, with ``deployer`` the deployer extract
+    ``stem``.deployer.html (and .pdf), then their manifest with the ``inputs`` (entries of
+    :func:`~xai_plugins.report.manifest.hash_inputs`, hashed before the run), the SHA-256 of each output and the
+    ``id_columns``; returns the paths written."""
     from .report.manifest import content_hashes, write_manifest
 
-    *reports, manifest = output_paths(out, [stem], pdf)
+    *reports, manifest = output_paths(out, [stem], pdf, deployer)
     try:
         html = result.to_html(reports[0])
         result.to_json(reports[1])
         if pdf:
             result.to_pdf(reports[2], html=html)          # the same HTML, not rendered again
+        if deployer:
+            extract = result.to_deployer_html(reports[3 if pdf else 2], report=reports[2 if pdf else 0].name)
+            if pdf:
+                result.to_deployer_pdf(reports[4], html=extract)
         write_manifest(manifest, inputs, reports, content_hashes(result), id_columns)
     except OSError as exc:   # checked before computing; this is a change on disk since then
         raise CLIError(f"cannot write the report: {exc}") from exc
@@ -679,7 +693,7 @@ def run_files(args, argv) -> list:
 
     stem = _slug(Path(args.model).stem)
     files = input_files(args)
-    check_out(Path(args.out), [stem], pdf=not args.no_pdf, inputs=files)
+    check_out(Path(args.out), [stem], pdf=not args.no_pdf, inputs=files, deployer=args.deployer_extract)
     inputs = hash_inputs(files)
     client = None
     try:
@@ -693,7 +707,7 @@ def run_files(args, argv) -> list:
         if client is not None:
             (client.stop if args.spark_master else client.close)()
     return [(result, write_audit(result, Path(args.out), stem, pdf=not args.no_pdf, inputs=inputs,
-                                 id_columns=args.id_cols))]
+                                 id_columns=args.id_cols, deployer=args.deployer_extract))]
 
 
 def _positive_class(model, value):
@@ -754,7 +768,7 @@ def run_demo(args, argv) -> list:
     """Write the demo audits to ``args.out``; returns each Audit with its paths."""
     from .report import audit
 
-    check_out(Path(args.out), DEMO_STEMS, pdf=not args.no_pdf)
+    check_out(Path(args.out), DEMO_STEMS, pdf=not args.no_pdf, deployer=args.deployer_extract)
     results = []
     client = (connect(args.scheduler) if args.scheduler
               else start_spark(args.spark_master) if args.spark_master else None)
@@ -766,7 +780,8 @@ def run_demo(args, argv) -> list:
             options = audit_options(args, argv, **fixed)
             result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, options=options, client=client,
                            n_jobs=args.n_jobs)
-            results.append((result, write_audit(result, Path(args.out), name, pdf=not args.no_pdf)))
+            results.append((result, write_audit(result, Path(args.out), name, pdf=not args.no_pdf,
+                                                deployer=args.deployer_extract)))
     finally:
         if client is not None:
             (client.stop if args.spark_master else client.close)()

@@ -1,7 +1,8 @@
 """Gather an audit: build every registered section once and keep the results inspectable.
 
 :func:`audit` computes; :class:`Audit` holds the sections (``.sections``, ``.methods``), exports
-them (``to_dict``/``to_json``) and renders them (``to_html``/``to_pdf``, see :mod:`.render`).
+them (``to_dict``/``to_json``) and renders them (``to_html``/``to_pdf``, see :mod:`.render`; the two-page deployer
+extract: ``to_deployer_html``/``to_deployer_pdf``, see :mod:`.deployer`).
 Nothing here recomputes an explanation: the sections (:mod:`.sections`) call the package's
 explainers and metrics.
 """
@@ -192,6 +193,44 @@ class Audit:
             extra = {"variant": variant, "identifier": pdf_identifier(self),
                      "attachments": audit_attachments(self, name, fetcher), "info": pdf_metadata(self)["custom"]}
         pdf = html_to_pdf(self.to_html() if html is None else html, fetcher, **extra)
+        if fetcher.refused:
+            warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=2)
+        if path is not None:
+            _write(path, pdf)
+        return pdf
+
+    def to_deployer_html(self, path=None, report: str | None = None) -> str:
+        """The two-page deployer extract (:mod:`.deployer`: accuracy with its interval, what degrades it, which
+        explainers may be shown to deployers, the input ranges, the verdicts) as self-contained HTML; also written
+        to ``path`` when given (checked first). ``report``: the full report's file name it points to (default:
+        ``path``'s name without ``.deployer``, e.g. ``x.deployer.html`` → ``x.html``)."""
+        from .deployer import deployer_content, report_name
+        from .render import render_deployer_html
+
+        _check_path(path)
+        html = render_deployer_html(self, deployer_content(self, report_name(path) if report is None else report))
+        if path is not None:
+            _write(path, html.encode("utf-8"))
+        return html
+
+    def to_deployer_pdf(self, path=None, html: str | None = None, report: str | None = None) -> bytes:
+        """The deployer extract as PDF, by the machinery of :meth:`to_pdf` (with ``options.pdf_variant``, default
+        "pdf/a-3b": a PDF/A-3 embedding the audit's JSON, named after the full report, e.g. ``x.json`` for
+        ``x.deployer.pdf``); also written to ``path`` when given (checked first). ``html``: what
+        :meth:`to_deployer_html` returned, when the caller has it; ``report``: as there (default ``x.pdf``)."""
+        from .deployer import report_name
+        from .render import DataOnlyFetcher, audit_attachments, deployer_identifier, html_to_pdf, pdf_metadata
+
+        _check_path(path)
+        fetcher = DataOnlyFetcher()
+        variant = self.options.pdf_variant
+        extra: dict = {}
+        if variant is not None:
+            name = "audit.json" if path is None else Path(report_name(path)).with_suffix(".json").name
+            extra = {"variant": variant, "identifier": deployer_identifier(self),
+                     "attachments": audit_attachments(self, name, fetcher), "info": pdf_metadata(self)["custom"]}
+        source = self.to_deployer_html(report=report_name(path) if report is None else report) if html is None else html
+        pdf = html_to_pdf(source, fetcher, **extra)
         if fetcher.refused:
             warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=2)
         if path is not None:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .._extras import require
 from ..errors import InputError, InputTypeError
+from .deployer import SUFFIX as DEPLOYER_SUFFIX
 from .manifest import FORMAT, SUFFIX, sha256_file
 
 #: the signature file's name after the audit's stem
@@ -313,7 +314,7 @@ def embedded_files(pdf) -> dict | None:
 
 def _check_embedded_json(directory: Path, entry: dict, out: Verification) -> None:
     pdf = directory / entry["path"]
-    json_name = pdf.with_suffix(".json").name
+    json_name = f"{pdf.stem.removesuffix(DEPLOYER_SUFFIX)}.json"     # a deployer extract embeds the report's JSON
     try:
         found = embedded_files(pdf)
     except Exception as exc:  # noqa: BLE001 - a damaged PDF: pikepdf / pypdf errors

@@ -99,6 +99,15 @@ def render_html(audit, template: str = "audit.html") -> str:
                                                        meta=pdf_metadata(audit))
 
 
+def render_deployer_html(audit, content: dict) -> str:
+    """The deployer extract as one HTML document (``templates/deployer.html``, the report's CSS inlined):
+    ``content`` from :func:`~.deployer.deployer_content`, the audit id and metadata from :func:`pdf_metadata`."""
+    meta = pdf_metadata(audit)
+    meta["description"] = "Deployer extract of the " + meta["description"][0].lower() + meta["description"][1:]
+    return environment().get_template("deployer.html").render(audit=audit, d=content, css=_load("audit.css"),
+                                                              meta=meta)
+
+
 def html_to_pdf(html: str, fetcher: DataOnlyFetcher | None = None, *, variant: str | None = None,
                 identifier: bytes | None = None, attachments=(), tags: bool | None = None,
                 info: dict | None = None) -> bytes:
@@ -151,6 +160,12 @@ def pdf_identifier(audit) -> bytes:
     """The PDF's permanent file identifier (the first string of /ID): the first 32 hex digits of
     :func:`content_digest`, so the same audit content gives the same identifier."""
     return content_digest(audit)[:32].encode("ascii")
+
+
+def deployer_identifier(audit) -> bytes:
+    """The deployer extract's permanent file identifier: like :func:`pdf_identifier`, from the audit's
+    :func:`content_digest`, but distinct from the full report's."""
+    return hashlib.sha256(f"deployer extract {content_digest(audit)}".encode("ascii")).hexdigest()[:32].encode("ascii")
 
 
 def _card_fields(audit) -> dict:

@@ -595,6 +595,17 @@ class HoldoutScore:
     ci: ConfidenceInterval
     chance: float
 
+    @property
+    def text(self) -> str:
+        """"R² 0.437 (95% CI [0.297, 0.558])": the score and its interval as the verdict prints them, each number
+        on its side of chance (:func:`shown`)."""
+        return f"{self.metric} {shown(self.value, (self.chance,))} ({self.ci.text((self.chance,))})"
+
+    def to_dict(self) -> dict:
+        """JSON-ready: metric, value, interval, chance and :attr:`text`."""
+        return {"metric": self.metric, "value": _finite(self.value), "ci": self.ci.to_dict(),
+                "chance": _finite(self.chance), "text": self.text}
+
 
 def holdout_score(metric: str, y_true, y_pred, *, n_boot: int = N_BOOT, level: float = CI_LEVEL,
                   random_state=None) -> HoldoutScore:
@@ -688,7 +699,7 @@ def predictive_adequacy(test: HoldoutScore, train: float | None, thresholds=None
     test score is at or below chance, which fails."""
     name, kind, chance, t = "Predictive adequacy", "predictive adequacy", test.chance, limits(thresholds)
     text = rule(kind, t)
-    measured = f"{test.metric} {shown(test.value, (chance,))} ({test.ci.text((chance,))})"
+    measured = test.text
     useless = "The model's predictions should not be used: it does not predict better than chance."
     if not np.isfinite(test.value):
         return not_assessed(name, kind, f"the test {test.metric} is not finite", text)

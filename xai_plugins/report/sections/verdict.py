@@ -28,7 +28,8 @@ def build(ctx, results, options):
     """Every criterion of :mod:`..verdict` from the built sections; each interval draws from its own
     stream of the audit's seed."""
     t = options.limits
-    criteria = [_adequacy(ctx, ctx.rng("verdict: predictive adequacy"), t)]
+    adequacy, test = _adequacy(ctx, ctx.rng("verdict: predictive adequacy"), t)
+    criteria = [adequacy]
     criteria += [c for key in ("calibration", "drift") if (c := _evidence(results.get(key), key, t)) is not None]
     if options.protected:
         criteria.append(_fairness(results.get("fairness"), options.protected, t))
@@ -39,6 +40,7 @@ def build(ctx, results, options):
     verdict = vd.Verdict.from_criteria(criteria, t)
     section = new("verdict")
     section.data = verdict.to_dict()
+    section.data["test score"] = None if test is None else test.to_dict()     # the deployer extract's accuracy
     section.raw["verdict"] = verdict
     return section
 
@@ -53,13 +55,14 @@ def _unavailable(section, what: str) -> str | None:
     return f"the {what} section was {'not computed' if section.status == 'skipped' else section.status}{reason}"
 
 
-def _adequacy(ctx, rng, t) -> vd.Criterion:
+def _adequacy(ctx, rng, t) -> tuple[vd.Criterion, vd.HoldoutScore | None]:
+    """The predictive-adequacy criterion and the test score it judged (None when none was computed)."""
     name, kind = "Predictive adequacy", "predictive adequacy"
     if ctx.y_test is None:
-        return vd.not_assessed(name, kind, "no test target was given", vd.rule(kind, t))
+        return vd.not_assessed(name, kind, "no test target was given", vd.rule(kind, t)), None
     scarce = vd.scarce_evidence(ctx.y_test, t["min_test_rows"], ctx.task == "classification")
     if scarce:
-        return vd.not_assessed(name, kind, f"too little evidence: {scarce}", vd.rule(kind, t))
+        return vd.not_assessed(name, kind, f"too little evidence: {scarce}", vd.rule(kind, t)), None
     metric, score = TASK_SCORES[ctx.task]
     try:
         test = vd.holdout_score(metric, ctx.y_test, ctx.model.predict(ctx.model_input(ctx.X_test.to_numpy())),
@@ -69,8 +72,8 @@ def _adequacy(ctx, rng, t) -> vd.Criterion:
             train = float(score(ctx.y_train, ctx.model.predict(ctx.model_input(ctx.X_train.to_numpy()))))
     except Exception as exc:  # noqa: BLE001 - e.g. the model's predict refusing missing values: said in the verdict
         return vd.not_assessed(name, kind, f"the model's predictions failed ({type(exc).__name__}: {exc})",
-                               vd.rule(kind, t))
-    return vd.predictive_adequacy(test, train, t)
+                               vd.rule(kind, t)), None
+    return vd.predictive_adequacy(test, train, t), test
 
 
 def _evidence(section, key: str, t) -> vd.Criterion | None:
