@@ -128,3 +128,17 @@ def test_the_output_check_covers_the_extract(tmp_path, data, capsys, monkeypatch
     (tmp_path / "out" / "model.deployer.pdf").mkdir(parents=True)     # the extract the run would write is a folder
     assert _cli(tmp_path, data, "--deployer-extract") == 2
     assert "model.deployer.pdf" in capsys.readouterr().err
+
+
+def test_a_global_method_is_matched_to_its_named_criterion(tiny):
+    """A global method's criterion is "Faithfulness of DT-Sampler (global)": the extract listed DT-Sampler and
+    MCR as having no faithfulness criterion while page 1 of the same audit graded them."""
+    import dataclasses
+
+    from xai_plugins.report.deployer import _explainers
+
+    criteria = [dataclasses.replace(c, name=c.name + " (global)") if c.name == "Faithfulness of local MDI" else c
+                for c in tiny.verdict.criteria]
+    graded = next(c for c in criteria if c.name == "Faithfulness of local MDI (global)")
+    row = next(r for r in _explainers(tiny, criteria) if r["label"] == "local MDI")
+    assert row["status"] == graded.status and "no faithfulness criterion" not in row["reason"]

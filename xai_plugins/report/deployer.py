@@ -151,7 +151,8 @@ def _explainers(audit, criteria) -> list:
         if m.status == "skipped":
             continue
         label = getattr(m, "label", key)
-        c = faith.get(f"Faithfulness of {label}")
+        named = f"Faithfulness of {label}"        # "Faithfulness of DT-Sampler (global)" for a global method
+        c = faith.get(named) or next((v for k, v in faith.items() if k.startswith(named + " (")), None)
         if c is None and registry.get(key).reference:
             out.append({"label": label, "show": False, "status": "not assessed",
                         "reason": "the reference ranking the others are judged against; its own faithfulness is "
