@@ -202,8 +202,8 @@ class Audit:
     def to_deployer_html(self, path=None, report: str | None = None) -> str:
         """The two-page deployer extract (``xai_plugins.report.deployer``: accuracy with its interval, what
         degrades it, which explainers may be shown to deployers, the input ranges, the verdicts) as self-contained
-        HTML; also written to ``path`` when given (checked first). ``report``: the full report's file name it points to (default:
-        ``path``'s name without ``.deployer``, e.g. ``x.deployer.html`` → ``x.html``)."""
+        HTML; also written to ``path`` when given (checked first). ``report``: the full report's file name it
+        points to (default: ``path``'s name without ``.deployer``, e.g. ``x.deployer.html`` → ``x.html``)."""
         from .deployer import deployer_content, report_name
         from .render import render_deployer_html
 
