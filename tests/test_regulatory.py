@@ -122,14 +122,18 @@ def test_every_quote_has_text_and_a_citation(block):
 
 
 def test_switched_on_by_sections_or_strict():
+    """Listed in ``sections``, or by default with ``strict``; the options then name it, so the appendix and
+    the JSON's parameters say it was asked for (they did not when ``strict`` alone switched it on)."""
     assert "regulatory" not in AuditOptions().sections
     assert "regulatory" in AuditOptions(sections=["regulatory"]).sections
+    assert "regulatory" in AuditOptions(strict=True).sections
+    assert "regulatory" not in AuditOptions(strict=True, sections=["explanations"]).sections   # an explicit choice
     from types import SimpleNamespace
 
     from xai_plugins.report.sections.regulatory import build
 
     off = build(None, {}, SimpleNamespace(sections=(), strict=False))
-    on = build(None, {}, SimpleNamespace(sections=(), strict=True))
+    on = build(None, {}, SimpleNamespace(sections=("regulatory",), strict=False))
     assert off.status == "skipped" and on.status == "ok"
     assert all(i["status"] == "gap" for i in on.data["items"])
 

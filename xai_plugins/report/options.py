@@ -292,7 +292,10 @@ class AuditOptions:
             raise InputError(f"sigma must hold positive noise levels; got {self.sigma!r}")
         set_("sigma", sigma)
         set_("explainers", _choices(self.explainers, registry.keys(), "explainers"))
-        set_("sections", _choices(self.sections, OPTIONAL_SECTIONS, "sections"))
+        sections = _choices(self.sections, OPTIONAL_SECTIONS, "sections")
+        if self.strict and sections == DEFAULT_SECTIONS:          # a strict audit maps itself to the regulations
+            sections = (*sections, "regulatory")
+        set_("sections", sections)
         set_("protected", _choices(self.protected, None, "protected"))
         set_("thresholds", _thresholds(self.thresholds))
         for name in ("max_rows", "max_shap_rows", "acme_quantiles", "mcr_permutations", "dt_sampler_rows",

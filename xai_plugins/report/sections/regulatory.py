@@ -7,8 +7,8 @@ evidence (verdict criteria by kind, sections by key) and what must be completed 
 grades each item from *this* audit: evidence that was not computed or not assessed (a skipped section, a "not
 assessed" criterion) is a gap, never an answer.
 
-Optional: built when ``"regulatory"`` is listed in ``sections=`` / ``--sections``, and by default with ``strict=True``
-/ ``--strict``. Computed last (it reads every other section and the verdict).
+Optional: built when ``"regulatory"`` is in ``sections=`` / ``--sections`` (which ``strict=True`` / ``--strict`` adds
+to the default sections). Computed last (it reads every other section and the verdict).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def dangling(items=None) -> list:
 
 
 def _enabled(options) -> bool:
-    return "regulatory" in options.sections or bool(options.strict)
+    return "regulatory" in options.sections
 
 
 @register("regulatory", "Regulatory mapping")
