@@ -111,7 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xai-audit", description="Audit the explanations of a tree-ensemble model (HTML + PDF report). "
         "Without arguments: demo audits of three models on scikit-learn's diabetes and breast-cancer data (the third "
-        "a Pipeline with a categorical feature).")
+        "a Pipeline with a categorical feature).",
+        epilog="Filing an audit: 'xai-audit keygen KEY.pem' makes an Ed25519 key pair, 'xai-audit sign DIR --key KEY "
+        "--signer NAME' signs the manifests in DIR, 'xai-audit verify DIR' re-hashes and checks them (each with "
+        "--help).")
     files = parser.add_argument_group("files")
     files.add_argument("--model", help="XGBoost .json/.ubj model, or .pkl/.joblib with --trust-pickle")
     files.add_argument("--data", help="CSV or parquet (.parquet/.pq) file of the test data (features + target "
