@@ -90,7 +90,7 @@ def _per_row(section) -> tuple[dict, str | None]:
     if why is not None:
         return {}, why
     if not section.raw.get("pgi2"):
-        return {}, "the per-row PGI² scores stay on the row engine (Dask, Spark) that computed them"
+        return {}, "the faithfulness section scored no row"
     labels = section.raw.get("labels", {})
     keep = (vd.RANDOM, vd.GREEDY)
     return {s: {(k if k in keep else labels.get(k, k)): np.asarray(v, dtype=float) for k, v in by_key.items()}
