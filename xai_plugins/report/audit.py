@@ -182,19 +182,11 @@ class Audit:
         metadata (title, model name and version, audit id, date), tags, a file identifier from the audit's
         content hashes, and the audit's JSON (the bytes :meth:`to_json` writes, named after ``path``) and the
         model card embedded as associated files; None: a plain PDF."""
-        from .render import DataOnlyFetcher, audit_attachments, html_to_pdf, pdf_identifier, pdf_metadata
+        from .render import audit_pdf
 
         _check_path(path)
-        fetcher = DataOnlyFetcher()
-        variant = self.options.pdf_variant
-        extra: dict = {}
-        if variant is not None:
-            name = "audit.json" if path is None else Path(path).with_suffix(".json").name
-            extra = {"variant": variant, "identifier": pdf_identifier(self),
-                     "attachments": audit_attachments(self, name, fetcher), "info": pdf_metadata(self)["custom"]}
-        pdf = html_to_pdf(self.to_html() if html is None else html, fetcher, **extra)
-        if fetcher.refused:
-            warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=2)
+        name = "audit.json" if path is None else Path(path).with_suffix(".json").name
+        pdf = audit_pdf(self, self.to_html() if html is None else html, name)
         if path is not None:
             _write(path, pdf)
         return pdf
@@ -219,20 +211,12 @@ class Audit:
         ``x.deployer.pdf``); also written to ``path`` when given (checked first). ``html``: what
         :meth:`to_deployer_html` returned, when the caller has it; ``report``: as there (default ``x.pdf``)."""
         from .deployer import report_name
-        from .render import DataOnlyFetcher, audit_attachments, deployer_identifier, html_to_pdf, pdf_metadata
+        from .render import audit_pdf
 
         _check_path(path)
-        fetcher = DataOnlyFetcher()
-        variant = self.options.pdf_variant
-        extra: dict = {}
-        if variant is not None:
-            name = "audit.json" if path is None else Path(report_name(path)).with_suffix(".json").name
-            extra = {"variant": variant, "identifier": deployer_identifier(self),
-                     "attachments": audit_attachments(self, name, fetcher), "info": pdf_metadata(self)["custom"]}
+        name = "audit.json" if path is None else Path(report_name(path)).with_suffix(".json").name
         source = self.to_deployer_html(report=report_name(path) if report is None else report) if html is None else html
-        pdf = html_to_pdf(source, fetcher, **extra)
-        if fetcher.refused:
-            warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=2)
+        pdf = audit_pdf(self, source, name, document="deployer extract")
         if path is not None:
             _write(path, pdf)
         return pdf

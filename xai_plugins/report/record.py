@@ -295,20 +295,10 @@ def _check_signature(manifest: Path, public_key, out: Verification) -> None:
         out.notes.append(f"{path.name}: signed by {record['signer']} at {record['signed at']}, checked against {who}")
 
 
-def embedded_files(pdf) -> dict | None:
-    """The files embedded in a PDF, name → bytes (with pikepdf when installed, else pypdf); None when
-    neither is installed."""
-    from importlib.util import find_spec
+def embedded_files(pdf) -> dict:
+    """The files embedded in a PDF, name → bytes (read with pypdf, a dependency of the ``report`` extra)."""
+    from pypdf import PdfReader
 
-    if find_spec("pikepdf") is not None:
-        import pikepdf
-
-        with pikepdf.open(pdf) as document:
-            return {name: spec.get_file().read_bytes() for name, spec in document.attachments.items()}
-    try:
-        from pypdf import PdfReader
-    except ImportError:
-        return None
     return {name: contents[0] for name, contents in PdfReader(pdf).attachments.items() if contents}
 
 
@@ -317,12 +307,10 @@ def _check_embedded_json(directory: Path, entry: dict, out: Verification) -> Non
     json_name = f"{pdf.stem.removesuffix(DEPLOYER_SUFFIX)}.json"     # a deployer extract embeds the report's JSON
     try:
         found = embedded_files(pdf)
-    except Exception as exc:  # noqa: BLE001 - a damaged PDF: pikepdf / pypdf errors
+    except Exception as exc:  # noqa: BLE001 - a damaged PDF: pypdf's errors
         out.failures.append(f"{pdf}: cannot be read as a PDF ({type(exc).__name__}: {exc})")
         return
-    if found is None:
-        out.notes.append(f"{pdf.name}: embedded JSON not checked (needs pikepdf or pypdf)")
-    elif json_name not in found:
+    if json_name not in found:
         out.notes.append(f"{pdf.name}: embeds no {json_name}; embedded JSON check skipped")
     elif not (directory / json_name).is_file() or found[json_name] != (directory / json_name).read_bytes():
         out.embedded += 1

@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import numbers
+import warnings
 from importlib import resources
 from pathlib import Path
 
@@ -156,16 +157,14 @@ def content_digest(audit) -> str:
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()
 
 
-def pdf_identifier(audit) -> bytes:
+def pdf_identifier(audit, document: str | None = None) -> bytes:
     """The PDF's permanent file identifier (the first string of /ID): the first 32 hex digits of
-    :func:`content_digest`, so the same audit content gives the same identifier."""
-    return content_digest(audit)[:32].encode("ascii")
-
-
-def deployer_identifier(audit) -> bytes:
-    """The deployer extract's permanent file identifier: like :func:`pdf_identifier`, from the audit's
-    :func:`content_digest`, but distinct from the full report's."""
-    return hashlib.sha256(f"deployer extract {content_digest(audit)}".encode("ascii")).hexdigest()[:32].encode("ascii")
+    :func:`content_digest`, so the same audit content gives the same identifier; another ``document`` made
+    from the same audit (e.g. "deployer extract") gets its own, derived from the same digest."""
+    digest = content_digest(audit)
+    if document is not None:
+        digest = hashlib.sha256(f"{document} {digest}".encode("utf-8")).hexdigest()
+    return digest[:32].encode("ascii")
 
 
 def _card_fields(audit) -> dict:
@@ -202,6 +201,24 @@ def pdf_metadata(audit) -> dict:
             "generator": f"xai_plugins {__version__}",
             "created": None if created is None else created.strftime("%Y-%m-%dT%H:%MZ"),
             "custom": {k: str(v) for k, v in custom.items() if v is not None}}
+
+
+def audit_pdf(audit, html: str, json_name: str, document: str | None = None) -> bytes:
+    """PDF bytes of ``html``, one of ``audit``'s documents, made as ``audit.options.pdf_variant`` says: with a
+    PDF/A variant, its identifier (:func:`pdf_identifier` of ``document``), the audit's JSON embedded as
+    ``json_name`` with the model card (:func:`audit_attachments`) and the document information of
+    :func:`pdf_metadata`; without one, a plain PDF. Warns (``RuntimeWarning``) when the renderer was refused a
+    URL."""
+    fetcher = DataOnlyFetcher()
+    variant = audit.options.pdf_variant
+    extra: dict = {}
+    if variant is not None:
+        extra = {"variant": variant, "identifier": pdf_identifier(audit, document),
+                 "attachments": audit_attachments(audit, json_name, fetcher), "info": pdf_metadata(audit)["custom"]}
+    pdf = html_to_pdf(html, fetcher, **extra)
+    if fetcher.refused:
+        warnings.warn(f"the PDF renderer refused to fetch {fetcher.refused}", RuntimeWarning, stacklevel=3)
+    return pdf
 
 
 def audit_attachments(audit, json_name: str = "audit.json", fetcher: DataOnlyFetcher | None = None) -> list:
