@@ -24,6 +24,8 @@ from types import ModuleType
 
 from .errors import MissingExtraError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def missing_extra(extra: str, feature: str, error: BaseException) -> MissingExtraError:
     """The :class:`~xai_plugins.errors.MissingExtraError` (an :class:`ImportError`) saying that ``feature``

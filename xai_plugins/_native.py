@@ -19,6 +19,8 @@ import numpy as np
 from ._validation import core_workers
 from .errors import InputError, InputIndexError, ModelStructureError, NativeMemoryError, UnsupportedModelError, XaiError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 try:
     from . import _core
 except ImportError as exc:  # pragma: no cover - depends on the build

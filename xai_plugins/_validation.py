@@ -460,10 +460,7 @@ def check_is_fitted(model) -> None:
         pass  # not a scikit-learn estimator: the importer decides
 
 
-__all__ = ["is_dask", "model_rows", "feature_order", "feature_index",
-           "resolve_output", "check_matrix", "frame_values", "check_target", "check_n_jobs", "core_threads",
-           "core_workers", "check_random_state", "check_is_fitted",
-           "default_feature_names"]
+__all__: list[str] = []      # internal module: the public names are in the API reference
 
 
 def category_codes(X, names, labels: list, numeric_labels: bool = False, what: str = "X", *, missing: bool = True):

@@ -74,6 +74,8 @@ import pandas as pd
 
 from .errors import MissingExtraError, OutputPathError, XaiError, XaiWarning
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
 XGBOOST_SUFFIXES = (".json", ".ubj")
 #: data files read as parquet (in memory with pandas, or on a cluster); any other file is read as CSV

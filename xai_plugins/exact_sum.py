@@ -12,6 +12,8 @@ import numpy as np
 
 from .errors import InputError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: exact sums are integers in units of 2^-SUM_SCALE_BITS (the smallest float64 is 2^-1074,
 #: and frexp's 53-bit mantissas bring another 2^-53)
 SUM_SCALE_BITS = 1127

@@ -43,6 +43,8 @@ import pandas as pd
 from ._extras import needs
 from .errors import InputError, UnsupportedModelError, XaiError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 with needs("mlflow", "the MLflow evaluator xai_audit"):
     from mlflow.models.evaluation.artifacts import JsonEvaluationArtifact, TextEvaluationArtifact
     from mlflow.models.evaluation.base import EvaluationArtifact, EvaluationResult, ModelEvaluator

@@ -9,6 +9,8 @@ import numpy as np
 
 from ..errors import InputError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: Default cut points: the quartiles of each non-binary column.
 DEFAULT_QUANTILES = (0.25, 0.5, 0.75)
 

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def wilson_interval(p, n: int, confidence: float = 0.95):
     r"""Wilson score interval for a proportion ``p`` estimated from ``n`` independent trees.

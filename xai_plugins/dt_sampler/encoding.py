@@ -44,6 +44,8 @@ import numpy as np
 from .._extras import needs
 from ..errors import InputError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 with needs("dt-sampler", "DT-Sampler"):
     from pysat.card import CardEnc, EncType
     from pysat.formula import IDPool

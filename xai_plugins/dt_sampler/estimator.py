@@ -19,6 +19,8 @@ from .plots import plot_emergence, plot_emergence_path
 from .samplers import UnsatisfiableError
 from .space import draw_trees
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 SAMPLERS = ("unigen", "exact")
 LEAF_LABELS = ("majority", "sampled")
 

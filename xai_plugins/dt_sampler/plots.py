@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def plot_emergence(table, uniform, n_trees: int, n_branch_nodes: int, min_accuracy: float, confidence: float,
                    ax=None):

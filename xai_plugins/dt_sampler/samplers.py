@@ -10,6 +10,8 @@ import numpy as np
 from .._extras import needs, require, tqdm
 from ..errors import InputError, XaiWarning
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 with needs("dt-sampler", "DT-Sampler"):
     from pysat.solvers import Solver
 

@@ -12,6 +12,8 @@ from .encoding import encode_trees
 from .samplers import UnsatisfiableError, enumerate_projected, is_satisfiable, unigen_samples
 from .tree import SampledTree
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 @dataclass(frozen=True)
 class TreeDraw:

@@ -7,6 +7,8 @@ import numpy as np
 from .binarize import BinaryTest, apply_tests
 from .encoding import TreeStructure
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 class SampledTree:
     """One decision tree drawn by :class:`~xai_plugins.dt_sampler.DTSampler`.

@@ -9,6 +9,8 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 # UBJSON number markers -> big-endian struct and numpy codes (the format stores numbers big-endian)
 _UBJ_NUMBERS = {ord(marker): code for marker, code in
                 {"i": ">b", "U": ">B", "I": ">h", "l": ">i", "L": ">q", "d": ">f", "D": ">d"}.items()}

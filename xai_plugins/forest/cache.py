@@ -15,6 +15,8 @@ from ..errors import UnsupportedModelError
 from .layout import Forest
 from .registry import BOOSTER_MUTATORS, LibraryImporter, importer, importer_for, supported_models
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def import_model(model: Any) -> Forest:
     """Import a fitted tree ensemble as a :class:`xai_plugins.Forest` (cached per model).

@@ -37,6 +37,8 @@ from .layout import Forest, category_bitsets, concat_trees
 from .predictor import ModelPredictor, labelled_rows, model_input
 from .registry import LibraryImporter, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 _CLASSIFICATION_LOSSES = ("Logloss", "CrossEntropy", "MultiClass", "MultiClassOneVsAll")
 _MASK64 = (1 << 64) - 1
 _CTR_MULT = 0x4906ba494954cb65                     # CatBoost's CalcHash(a, b) = M * (a + M * b) mod 2^64

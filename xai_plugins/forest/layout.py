@@ -19,6 +19,8 @@ from numpy.typing import ArrayLike, DTypeLike
 from .._validation import category_codes, check_codes, check_refused, check_taken, model_rows
 from ..errors import InputError, ModelStructureError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: what a refusal of categorical splits suggests instead
 CATEGORICAL_INSTEAD = ("one-hot or ordinal encode the column in a scikit-learn Pipeline (OneHotEncoder / "
                        "OrdinalEncoder in front of the model: explained in the input column), or use a model whose "

@@ -15,6 +15,8 @@ from .layout import Forest, category_bitsets, preorder
 from .predictor import ModelPredictor, model_input
 from .registry import LibraryImporter, model_feature_names, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: LightGBM names the columns of data fitted without names Column_0, Column_1, ...
 _DEFAULT_NAME = "Column_{}"
 

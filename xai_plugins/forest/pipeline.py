@@ -33,6 +33,8 @@ from .layout import Categories, Forest, category_bitsets
 from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, importer_for, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: Transformers that act on each column alone and monotonely (non-decreasing), by class name
 PER_COLUMN_MONOTONE = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "SimpleImputer")
 #: Encoders whose input columns become categorical features (set-membership splits), by class name

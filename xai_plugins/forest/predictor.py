@@ -11,6 +11,8 @@ import numpy as np
 from ..errors import ModelGoneError
 from .registry import model_feature_names
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 class ModelPredictor:
     """The fitted model's own predictor in a Forest's output space: ``predictor(X) -> (n, k)``.

@@ -18,6 +18,8 @@ import numpy as np
 from ..errors import InputError, InputTypeError
 from .layout import Forest
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 if TYPE_CHECKING:
     from .predictor import ModelPredictor
 

@@ -14,6 +14,8 @@ from .layout import CATEGORICAL_INSTEAD, FLOAT32_LIMIT, Forest, category_bitsets
 from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, model_feature_names, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def _sklearn_tree(est: Any, value: Any, target: int = 0) -> dict:
     """One fitted scikit-learn tree as the per-tree arrays of :func:`concat_trees`."""

@@ -18,6 +18,8 @@ from .layout import Categories, Forest, category_bitsets, preorder
 from .predictor import ModelPredictor, model_input
 from .registry import LibraryImporter, model_feature_names, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def _parse_floats(text: Any) -> np.ndarray:
     """XGBoost 3.x stores base_score as a string such as "[1.5213348E2]" or "5E-1"."""

@@ -14,6 +14,8 @@ import numpy as np
 
 from ..errors import InputError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: loss names per task; the first is the default
 LOSSES = {"classification": ("zero_one", "log_loss"), "regression": ("squared_error", "absolute_error")}
 PROB_FLOOR = 1e-15

@@ -7,6 +7,8 @@ from contextlib import contextmanager
 
 from .._validation import core_workers
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 class OrderedMap:
     """``fn(item)`` for every item, run by an executor's threads in batches of ``4 * workers`` and

@@ -27,6 +27,8 @@ import numpy as np
 from .. import _native
 from ._loss import model_reliance
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: trees per unit of parallel work; partial sums are formed per block and added in block order
 TREE_BLOCK = 16
 _VARIANTS = ("plus", "minus")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 class RashomonSwaps:
     """The trees each tree may be swapped for: its equivalence class, or with ``neighbours``

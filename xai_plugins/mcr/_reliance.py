@@ -23,6 +23,8 @@ from ._rashomon import RashomonSwaps, neighbourhoods
 from ._result import MCRResult
 from ._tables import ForestTables
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def fit_rashomon_forest(X, y, task: str = "classification", n_estimators: int = 500, random_state=0,
                         n_jobs=None, **params):

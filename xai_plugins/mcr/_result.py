@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 @dataclass
 class MCRResult:

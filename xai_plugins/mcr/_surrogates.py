@@ -17,6 +17,8 @@ import numpy as np
 
 from .. import _native
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 @dataclass(frozen=True)
 class TransformedForest:

@@ -11,6 +11,8 @@ from .. import _native
 from ..errors import InputError
 from ._surrogates import SurrogateSplits
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: the training leaves of every tree (int32, T x n) are kept across features when they fit in this
 #: many bytes; otherwise they are recomputed for every feature, a block of trees at a time
 LEAF_CACHE_BYTES = 256 * 2**20

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: what the extract's file names add to the report's stem: ``<stem>.deployer.html``, ``<stem>.deployer.pdf``
 SUFFIX = ".deployer"
 #: the statuses of a criterion that let an explainer be shown to deployers

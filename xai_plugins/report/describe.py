@@ -14,6 +14,8 @@ from sklearn import metrics
 from ..forest import library_of
 from ..perturbation import category_atoms
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 PACKAGES = ("xai_plugins", "numpy", "scipy", "pandas", "scikit-learn", "xgboost", "lightgbm", "shap", "matplotlib",
             "jinja2", "weasyprint", "fairlearn", "python-sat", "pyunigen")
 

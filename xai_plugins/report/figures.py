@@ -20,6 +20,8 @@ from matplotlib import transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: a compact, print-friendly style shared by every audit figure
 STYLE = {"font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
          "legend.fontsize": 7, "axes.spines.top": False, "axes.spines.right": False}

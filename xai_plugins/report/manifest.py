@@ -16,6 +16,8 @@ import hashlib
 import json
 from pathlib import Path
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: the manifest's file name after the audit's stem
 SUFFIX = ".manifest.json"
 #: what a manifest's "format" key says, so a reader can tell the layout it reads

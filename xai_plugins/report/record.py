@@ -30,6 +30,8 @@ from ..errors import InputError, InputTypeError
 from .deployer import SUFFIX as DEPLOYER_SUFFIX
 from .manifest import FORMAT, SUFFIX, sha256_file
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: the signature file's name after the audit's stem
 SIG_SUFFIX = ".manifest.sig.json"
 #: what a signature file's "format" key says

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from .._extras import needs
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 with needs("report", "The audit report"):
     import jinja2
     import pydyf
