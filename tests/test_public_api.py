@@ -1,18 +1,29 @@
 """The public API, written once: what the documentation's API reference lists, module by module.
 
-Each module's ``__all__`` must name exactly these objects (``xai_plugins``: its ``__all__`` less
-``__version__``); ``tests/test_docstring_examples.py`` runs the docstring examples of every one.
+The convention, one for the whole package: every module defines ``__all__``; the modules below list
+exactly these objects (``xai_plugins``: its ``__all__`` less ``__version__``), every other module is
+internal and its ``__all__`` is empty (its names may change without notice, even where other modules
+of the package import them). ``tests/test_docstring_examples.py`` runs the docstring examples of every
+public object, and ``docs/api/index.rst`` documents each of them.
 """
 
+import ast
 import importlib
+import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 
+import xai_plugins
+
+ROOT = Path(__file__).resolve().parents[1]
+
 #: module -> the public names it documents (the API reference), in reading order
 PUBLIC_API = {
-    "xai_plugins": ["Forest", "import_model", "clear_model_cache", "pg2", "pgi2", "greedy_pg2_ranking", "mean_pgi2",
-                    "binary_perturbation", "PG2Estimate", "GreedyRanking", "local_mdi", "global_mdi", "faithfulness",
-                    "XaiError", "UnsupportedModelError"],
+    "xai_plugins": ["Forest", "import_model", "load_model", "clear_model_cache", "pg2", "pgi2", "greedy_pg2_ranking",
+                    "mean_pgi2", "binary_perturbation", "PG2Estimate", "GreedyRanking", "local_mdi", "global_mdi",
+                    "faithfulness", "XaiError", "UnsupportedModelError"],
     "xai_plugins.shap": ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "label_plot", "NotAdditive"],
     "xai_plugins.interpret": ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "AttributionExplanation"],
     "xai_plugins.acme": ["AcME", "AcMEGlobal", "AcMELocal", "Grid"],
@@ -43,3 +54,55 @@ def test_every_public_name_exists(module_name):
     module = importlib.import_module(module_name)
     missing = [name for name in PUBLIC_API[module_name] if not hasattr(module, name)]
     assert not missing, f"{module_name} lacks {missing}"
+
+
+def _modules() -> list[str]:
+    names = ["xai_plugins"]
+    for info in pkgutil.walk_packages(xai_plugins.__path__, "xai_plugins."):
+        origin = importlib.util.find_spec(info.name).origin or ""
+        if origin.endswith(".py"):          # not the compiled core, not the templates' data package
+            names.append(info.name)
+    return names
+
+
+def _declared_all(module_name: str):
+    """The ``__all__`` a module's source assigns (None when it assigns none), read without importing it."""
+    spec = importlib.util.find_spec(module_name)
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return node.value
+    return None
+
+
+@pytest.mark.parametrize("module_name", _modules())
+def test_every_module_says_what_it_exports(module_name):
+    value = _declared_all(module_name)
+    assert value is not None, f"{module_name} defines no __all__ (internal modules: __all__: list[str] = [])"
+    if module_name not in PUBLIC_API:
+        assert isinstance(value, ast.List) and not value.elts, (
+            f"{module_name} is not in the API reference, so its __all__ must be empty; "
+            f"add its names to PUBLIC_API and docs/api/index.rst to make them public")
+
+
+def test_the_api_reference_documents_exactly_the_public_api():
+    text = (ROOT / "docs" / "api" / "index.rst").read_text(encoding="utf-8")
+    documented, module = set(), None
+    for line in text.splitlines():
+        if m := re.match(r"\.\. currentmodule:: (\S+)", line):
+            module = m.group(1)
+        elif m := re.match(r"   ([A-Za-z_][\w.]*)$", line):
+            full = f"{module}.{m.group(1)}"
+            owner, _, name = full.rpartition(".")
+            documented.add((owner, name))
+    public = {(module_name, name) for module_name, names in PUBLIC_API.items() for name in names}
+
+    def obj(owner, name):
+        return getattr(importlib.import_module(owner), name)
+
+    shown = {id(obj(*where)) for where in documented}      # a re-export (xp.XaiError) is documented where it lives
+    assert sorted(w for w in public - documented if id(obj(*w)) not in shown) == [], \
+        "public but not in docs/api/index.rst"
+    assert sorted(documented - public) == [], "in docs/api/index.rst but not public"

@@ -16,6 +16,7 @@ __version__ = "0.1.0"  # the one place the version is written: pyproject.toml re
 _LAZY = {
     "Forest": "forest",
     "import_model": "forest",
+    "load_model": "forest.files",
     "pg2": "prediction_gap",
     "pgi2": "prediction_gap",
     "greedy_pg2_ranking": "prediction_gap",

@@ -48,8 +48,9 @@ master, ``--data`` (a glob of parquet or CSV files, or a folder) is read by Spar
 stopped at the end (needs xai_plugins[spark] and Java 17); its Python workers run this interpreter
 (``PYSPARK_PYTHON``, unless set).
 
-The model is an XGBoost JSON/UBJSON file, or — only with ``--trust-pickle``, because unpickling
-runs arbitrary code — a pickled / joblib scikit-learn, XGBoost or LightGBM model. With no
+The model is a file in its library's own format, told by its content: XGBoost JSON/UBJSON, a LightGBM
+``model.txt``, a CatBoost ``.cbm`` or JSON model, a scikit-learn model or Pipeline saved with skops; or —
+only with ``--trust-pickle``, because unpickling runs arbitrary code — a pickled / joblib model. With no
 arguments it writes demo audits of three models trained on scikit-learn's embedded diabetes
 (regression, with ``sex`` audited as a protected attribute) and breast-cancer (classification)
 data, the third a scikit-learn Pipeline that one-hot encodes the diabetes data's ``sex`` as a text
@@ -60,7 +61,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import re
 import shlex
@@ -73,11 +73,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import MissingExtraError, OutputPathError, XaiError, XaiWarning
+from .forest.files import load_model as read_model
+from .forest.files import native_message
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
 
-PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
-XGBOOST_SUFFIXES = (".json", ".ubj")
 #: data files read as parquet (in memory with pandas, or on a cluster); any other file is read as CSV
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: the flag that names an input file of each role of :func:`input_files`
@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--signer NAME' signs the manifests in DIR, 'xai-audit verify DIR' re-hashes and checks them (each with "
         "--help).")
     files = parser.add_argument_group("files")
-    files.add_argument("--model", help="XGBoost .json/.ubj model, or .pkl/.joblib with --trust-pickle")
+    files.add_argument("--model", help="model file: XGBoost .json/.ubj, LightGBM model.txt, CatBoost .cbm/.json, "
+                       "skops; .pkl/.joblib only with --trust-pickle")
     files.add_argument("--data", help="CSV or parquet (.parquet/.pq) file of the test data (features + target "
                        "column, and any --protected and --id-cols columns); with --scheduler or --spark-master, a glob "
                        "of parquet (.parquet/.pq or a folder) or CSV files")
@@ -258,69 +259,12 @@ def subcommand(argv) -> int:
 
 
 def load_model(path, trust_pickle: bool = False):
-    """Load an XGBoost JSON/UBJSON model (as XGBClassifier or XGBRegressor by its objective) or, with
-    ``trust_pickle``, a pickled / joblib model. Raises :class:`CLIError` with the reason otherwise."""
-    path = Path(path)
-    if not path.is_file():
-        raise CLIError(f"model file {str(path)!r} does not exist")
-    suffix = path.suffix.lower()
-    if suffix in PICKLE_SUFFIXES:
-        if not trust_pickle:
-            raise CLIError(f"refusing to load {path.name}: unpickling a file can run arbitrary code. "
-                           "Pass --trust-pickle only if you trust where it came from, or save the model as "
-                           "XGBoost JSON")
-        try:
-            import joblib
-
-            return joblib.load(path)
-        except Exception as exc:  # noqa: BLE001 - any unpickling failure is a user error here
-            raise CLIError(f"cannot read model file {path.name}: it is not a readable pickled / joblib model, the "
-                           f"file is damaged or not a pickle ({type(exc).__name__}: {exc}); save the fitted model "
-                           "again with joblib.dump(model, path)") from exc
-    if suffix in XGBOOST_SUFFIXES:
-        return _load_xgboost(path)
-    raise CLIError(f"unknown model format {suffix!r} for {path.name}: use XGBoost .json/.ubj, or "
-                   f"{'/'.join(PICKLE_SUFFIXES)} with --trust-pickle")
-
-
-def _load_xgboost(path: Path):
+    """The fitted model saved at ``path`` (:func:`xai_plugins.load_model`: format from the content; a pickle only
+    with ``trust_pickle``). Raises :class:`CLIError` with the reason otherwise."""
     try:
-        import xgboost
-    except ImportError as exc:
-        raise CLIError("reading an XGBoost model needs the xgboost package (pip install xgboost)") from exc
-    if path.suffix.lower() == ".json":
-        _check_xgboost_json(path)
-    try:
-        booster = xgboost.Booster(model_file=str(path))
-        objective = json.loads(booster.save_config())["learner"]["objective"]["name"]
-        model = (xgboost.XGBClassifier if objective.startswith(("binary:", "multi:")) else xgboost.XGBRegressor)()
-        model.load_model(str(path))
-    except Exception as exc:  # noqa: BLE001 - xgboost raises its own error types for corrupt files
-        raise CLIError(f"cannot read model file {path.name} as an XGBoost model: {_native_message(exc)}") from exc
-    return model
-
-
-def _check_xgboost_json(path: Path) -> None:
-    """Refuse a .json file that is not JSON, or JSON that is not an XGBoost model, with a message that
-    says what to do (xgboost's own error would be a C++ cast error and stack trace)."""
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise CLIError(f"cannot read model file {path.name}: it is not UTF-8 text (a binary model must be "
-                       f"saved as .ubj)") from exc
-    except json.JSONDecodeError as exc:
-        raise CLIError(f"cannot read model file {path.name}: it is not valid JSON ({exc})") from exc
-    if not (isinstance(payload, dict) and isinstance(payload.get("learner"), dict)):
-        keys = list(payload)[:5] if isinstance(payload, dict) else type(payload).__name__
-        raise CLIError(f"cannot read model file {path.name}: it is JSON but not an XGBoost model (no \"learner\" "
-                       f"object; found {keys}). Save the fitted model with model.save_model('model.json'), or pass "
-                       f"a pickled scikit-learn / LightGBM model with --trust-pickle")
-
-
-def _native_message(exc: Exception) -> str:
-    """The message of a native library's exception without its C++ stack trace."""
-    text = str(exc).split("Stack trace:")[0].strip()
-    return re.sub(r"^\[[0-9:]+\] \S+: ", "", text)
+        return read_model(path, trust_pickle=trust_pickle)
+    except XaiError as exc:
+        raise CLIError(str(exc)) from exc
 
 
 def read_table(path, target: str, label: str, sep: str = ",", id_cols=()) -> tuple[pd.DataFrame, pd.Series]:
@@ -640,7 +584,7 @@ def prepare_files(args, argv, inputs, spark=None) -> dict:
     try:
         forest = import_model(model)
     except (XaiError, ValueError) as exc:
-        raise CLIError(f"cannot audit {Path(args.model).name}: {_native_message(exc)}") from exc
+        raise CLIError(f"cannot audit {Path(args.model).name}: {native_message(exc)}") from exc
     check_id_columns(args.id_cols, args.target, forest)
     card = getattr(args, "model_card", None)
     if card is not None and not Path(card).is_file():
