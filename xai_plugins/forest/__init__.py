@@ -39,7 +39,7 @@ from .registry import (
     supported_models,
 )
 
-_CORE = {"cache", "files", "layout", "predictor", "registry"}
+_CORE = {"cache", "files", "layout", "parity", "predictor", "registry"}
 for _module in pkgutil.iter_modules(__path__):
     if not _module.name.startswith("_") and _module.name not in _CORE:
         importlib.import_module(f"{__name__}.{_module.name}")      # registers its library's importer

@@ -499,6 +499,13 @@ class PipelineImporter(LibraryImporter):
         pipeline = sys.modules.get("sklearn.pipeline")
         return pipeline is not None and issubclass(cls, pipeline.Pipeline)
 
+    def runtime(self, model: Any) -> tuple[str, float]:
+        """The Pipeline's own predict: scikit-learn's, in front of its final model's runtime (and precision)."""
+        final = model.steps[-1][1]
+        found = importer_for(final)
+        inner, unit = found.runtime(final) if found is not None else (type(final).__name__, 2.0 ** -53)
+        return f"a scikit-learn {sys.modules['sklearn'].__version__} Pipeline in front of {inner}", unit
+
     def to_forest(self, model: Any) -> Forest:
         columns, final, sparse = pipeline_columns(model)
         inner = import_model(final)

@@ -11,6 +11,7 @@ and the model's own predictor.
 from __future__ import annotations
 
 import abc
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,6 +76,14 @@ class LibraryImporter(abc.ABC):
     def predictor(self, model: Any) -> ModelPredictor:
         """The model's own predictor in its Forest's output space."""
         raise NotImplementedError
+
+    def runtime(self, model: Any) -> tuple[str, float]:
+        """``(description, unit roundoff)`` of the runtime that scores ``model`` in production: the library and
+        its version, and the precision in which its predictor sums the trees (2**-53 for float64; a float32
+        runtime such as XGBoost's overrides it). The parity certificate (:mod:`.parity`) reads it."""
+        module = sys.modules.get(self.name)
+        version = getattr(module, "__version__", "") if module is not None else ""
+        return f"{self.name} {version}".strip(), 2.0 ** -53
 
     def mutable_class(self) -> type | None:
         """The class whose :attr:`mutators` change a fitted model in place (imported on the first import

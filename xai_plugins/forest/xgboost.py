@@ -49,6 +49,10 @@ class XGBoostImporter(LibraryImporter):
     supported = "xgboost Booster/XGBRegressor/XGBClassifier (gbtree)"
     mutators = ("load_model", "load_config", "update", "boost", "set_param", "set_attr", "_set_feature_info",
                 "__setstate__")
+
+    def runtime(self, model: Any) -> tuple[str, float]:
+        """XGBoost sums its trees and returns its predictions in float32."""
+        return super().runtime(model)[0], 2.0 ** -24
     sparse_zeros_missing = True         # a CSR matrix's absent entries are missing values to XGBoost
 
     def owns(self, cls: type) -> bool:

@@ -1,0 +1,116 @@
+"""The parity certificate: the Forest scores as the model's own runtime on the given rows and beside every split
+threshold, within the runtime's rounding; a misread threshold or comparison is caught."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import make_column_transformer
+from sklearn.ensemble import GradientBoostingClassifier, HistGradientBoostingClassifier, RandomForestRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+import xai_plugins as xp
+from xai_plugins.errors import InputError
+from xai_plugins.forest import registry
+from xai_plugins.forest.parity import certify
+
+xgboost = pytest.importorskip("xgboost")
+lightgbm = pytest.importorskip("lightgbm")
+catboost = pytest.importorskip("catboost")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(400, 5))
+    y = X[:, 0] + X[:, 1] * X[:, 2] + 0.5 * rng.normal(size=400)
+    return X, y
+
+
+MODELS = {
+    "rf": lambda X, y: RandomForestRegressor(n_estimators=20, max_depth=6, random_state=0).fit(X, y),
+    "gb-classifier": lambda X, y: GradientBoostingClassifier(n_estimators=30, random_state=0).fit(X, y > 0),
+    "hgb-classifier": lambda X, y: HistGradientBoostingClassifier(max_iter=30, random_state=0).fit(X, y > 0),
+    "xgb-regressor": lambda X, y: xgboost.XGBRegressor(n_estimators=100, max_depth=5).fit(X, y),
+    "xgb-multiclass": lambda X, y: xgboost.XGBClassifier(n_estimators=30, max_depth=4).fit(X, np.digitize(y, [-1, 1])),
+    "lgbm-regressor": lambda X, y: lightgbm.LGBMRegressor(n_estimators=60, verbose=-1).fit(X, y),
+    "catboost": lambda X, y: catboost.CatBoostRegressor(iterations=60, depth=4, verbose=0, random_seed=0).fit(X, y),
+}
+
+
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_every_library_passes_its_own_runtime(data, kind):
+    X, y = data
+    model = MODELS[kind](X, y)
+    certificate = certify(model, X[:100])
+    assert certificate.passed, str(certificate)
+    assert certificate.rows == 100 and certificate.threshold_rows > 0
+    assert certificate.thresholds_checked == certificate.thresholds
+    assert certificate.max_abs_diff <= certificate.tolerance
+    assert certificate.runtime.split()[0] in ("sklearn", "xgboost", "lightgbm", "catboost")
+    assert "passed" in str(certificate) and certificate.to_dict()["passed"] is True
+
+
+def test_the_tolerance_is_the_runtimes_rounding(data):
+    X, y = data
+    exact = certify(MODELS["lgbm-regressor"](X, y), X[:50])           # LightGBM sums in float64
+    single = certify(MODELS["xgb-regressor"](X, y), X[:50])           # XGBoost in float32
+    assert exact.tolerance < 1e-10 < single.tolerance < 1e-2
+    assert single.max_abs_diff > 0         # float32 rounding is seen, and is within the bound
+
+
+def test_a_pipeline_is_certified_in_its_input_columns():
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300), "c": rng.choice(list("xyz"), 300)})
+    y = frame["a"] + (frame["c"] == "x") + 0.3 * rng.normal(size=300)
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["c"]), (StandardScaler(), ["a", "b"])),
+                         RandomForestRegressor(n_estimators=10, random_state=0)).fit(frame, y)
+    certificate = certify(pipe, frame[:60])
+    assert certificate.passed and "Pipeline in front of sklearn" in certificate.runtime
+
+
+def _misreading(importer, node_of):
+    """An importer whose Forest has one threshold misread (moved halfway to its neighbour split's value)."""
+    original = importer.to_forest
+
+    def to_forest(model):
+        forest = original(model)
+        threshold = forest.threshold.copy()
+        node = node_of(forest)
+        threshold[node] = np.nextafter(threshold[node], np.inf) + 0.05
+        return dataclasses.replace(forest, threshold=threshold)
+
+    return to_forest
+
+
+@pytest.mark.parametrize("kind", ["rf", "lgbm-regressor", "xgb-regressor"])
+def test_a_misread_threshold_fails_the_certificate(data, kind, monkeypatch):
+    X, y = data
+    model = MODELS[kind](X, y)
+    library = registry.importer_for(model)
+    xp.clear_model_cache()
+    monkeypatch.setattr(library, "to_forest", _misreading(library, lambda f: int(np.flatnonzero(f.left_child >= 0)[0])))
+    certificate = certify(model, X[:100])
+    xp.clear_model_cache()
+    assert not certificate.passed and certificate.failed_rows > 0
+    assert certificate.max_abs_diff > certificate.tolerance
+    assert "FAILED" in str(certificate)
+
+
+def test_many_thresholds_are_sampled_up_to_the_cap(data):
+    X, y = data
+    model = MODELS["rf"](X, y)
+    capped = certify(model, X[:20], max_thresholds=50)
+    assert capped.thresholds_checked == 50 < capped.thresholds and capped.threshold_rows <= 150
+    assert capped == certify(model, X[:20], max_thresholds=50)          # seeded
+
+
+def test_a_forest_without_its_model_or_rows_is_refused(data):
+    X, y = data
+    forest = xp.import_model(MODELS["rf"](X, y))
+    with pytest.raises(InputError, match="carries none"):
+        certify(dataclasses.replace(forest, predict_fn=None), X[:5])
+    with pytest.raises(InputError):
+        certify(forest, X[:0])
