@@ -12,7 +12,7 @@ from pathlib import Path
 from cffi import FFI
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ["forest.c", "pg2.c", "pg2_grid.c", "local_mdi.c", "reroute.c", "surrogates.c"]
+SOURCES = ["forest.c", "pg2.c", "pg2_grid.c", "local_mdi.c", "reroute.c", "surrogates.c", "treeshap.c"]
 
 
 def cdef_block(header: str) -> str:

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 13
+#define XAI_ABI_VERSION 14
 
 /* cffi-cdef-begin */
 enum {
@@ -264,6 +264,20 @@ int xai_scatter_add(double *target, int64_t n_target, int32_t width, const int64
 int xai_surrogates(const xai_forest *forest, int32_t tree, const float *X, int64_t n_rows, const int32_t *leaf,
                    const uint8_t *wanted, int64_t capacity, int32_t *node, int32_t *feature, double *threshold,
                    uint8_t *flipped, int64_t *count);
+/* Exact Shapley values of the model output (margin space), one player per input feature (a categorical
+ * feature's set splits and NaN routing included), out[(i * n_outputs + o) * (n_features + 1) + j] for
+ * feature j and output o of row i, and at j = n_features the base value, so that for every row and output
+ * the n_features values and the base value add up to the model's output (up to rounding).
+ * xai_treeshap_path: path-dependent TreeSHAP (Lundberg et al. 2020, Algorithm 2), the value of a coalition
+ * being the expectation of the output down each tree with the node covers cover[n_nodes] as weights (every
+ * cover finite and > 0, else XAI_E_VALUE with the node in xai_last_error; additivity needs each internal
+ * node's cover to be its children's sum); the base value is that expectation with no feature known.
+ * xai_treeshap_interventional: interventional TreeSHAP, the value of a coalition S being the output at
+ * (x_S, z_rest) averaged over the background rows background[n_background * n_features] (n_background >= 1);
+ * the base value is the mean output over the background. Forests deeper than 4096 levels: XAI_E_UNSUPPORTED. */
+int xai_treeshap_path(const xai_forest *forest, const double *cover, const double *X, int64_t n_rows, double *out);
+int xai_treeshap_interventional(const xai_forest *forest, const double *X, int64_t n_rows, const double *background,
+                                int64_t n_background, double *out);
 /* cffi-cdef-end */
 
 /* Shared by the .c files, not part of the Python-facing API. */

@@ -257,3 +257,33 @@ def test_scatter_add_adds_row_by_row_and_checks_indices():
     with pytest.raises(InputError):
         _native.scatter_add(target, rows, values[:3])
     assert lib.xai_scatter_add(ffi.NULL, 1, 1, ffi.NULL, ffi.NULL, 0) == lib.XAI_E_SIZE
+
+
+def test_treeshap_checks_its_arguments_and_covers_in_c(two_trees):
+    s = _native.c_forest(two_trees).ptr
+    X = np.zeros((2, two_trees.n_features))
+    out = np.empty((2, two_trees.n_outputs, two_trees.n_features + 1))
+    cover = np.ones(two_trees.n_nodes)
+    ptr = _native._ptr
+    assert lib.xai_treeshap_path(s, ptr("double *", cover), ptr("double *", X), 2, ptr("double *", out)) == lib.XAI_OK
+    assert lib.xai_treeshap_path(s, ffi.NULL, ptr("double *", X), 2, ptr("double *", out)) == lib.XAI_E_SIZE
+    assert lib.xai_treeshap_path(s, ptr("double *", cover), ptr("double *", X), -1, ptr("double *", out)) \
+        == lib.XAI_E_SIZE
+    assert lib.xai_treeshap_path(ffi.NULL, ptr("double *", cover), ptr("double *", X), 2, ptr("double *", out)) \
+        == lib.XAI_E_SIZE
+    for bad in (-1.0, np.inf, np.nan):                       # a cover must be finite and >= 0: the node is named
+        wrong = cover.copy()
+        wrong[1] = bad
+        assert lib.xai_treeshap_path(s, ptr("double *", wrong), ptr("double *", X), 2, ptr("double *", out)) \
+            == lib.XAI_E_VALUE
+        tree, node = ffi.new("int64_t *"), ffi.new("int64_t *")
+        lib.xai_last_error(tree, node, ffi.NULL)
+        assert (tree[0], node[0]) == (0, 1)
+    with pytest.raises(InputError, match="cover must have one entry per node"):
+        _native.treeshap(two_trees, X, cover=cover[:-1])
+    assert lib.xai_treeshap_interventional(s, ptr("double *", X), 2, ptr("double *", X), 0, ptr("double *", out)) \
+        == lib.XAI_E_SIZE
+    assert lib.xai_treeshap_interventional(s, ptr("double *", X), 2, ffi.NULL, 2, ptr("double *", out)) \
+        == lib.XAI_E_SIZE
+    assert lib.xai_treeshap_interventional(s, ptr("double *", X), 2, ptr("double *", X), 2, ffi.NULL) \
+        == lib.XAI_E_SIZE

@@ -30,6 +30,8 @@ _LAZY = {
     "faithfulness": "ranking_faithfulness",
     "mean_pgi2": "prediction_gap",
     "binary_perturbation": "prediction_gap",
+    "tree_shap": "treeshap",
+    "TreeSHAPValues": "treeshap",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 13
+ABI_VERSION = 14
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -253,6 +253,31 @@ def local_mdi(forest, X, tree_weight=None, n_jobs=None) -> np.ndarray:
                                  _ptr("double *", out[a:b])), "local MDI", a)
 
     _run_chunks(len(X), n_jobs, work, chunks_per_worker=1)  # one chunk per thread: blocks as large as can be
+    return out
+
+
+def treeshap(forest, X, *, cover=None, background=None, n_jobs=None) -> np.ndarray:
+    """(n, n_outputs, d + 1) exact TreeSHAP values (the base value last): path-dependent with ``cover``
+    (n_nodes,) > 0, or interventional against ``background`` (m, d) rows; see ``csrc/xai.h``."""
+    s = c_forest(forest).ptr
+    out = np.empty((len(X), forest.n_outputs, forest.n_features + 1))
+    if cover is not None:
+        cover = np.ascontiguousarray(cover, dtype=np.float64)
+        if cover.shape != (forest.n_nodes,):
+            raise InputError(f"cover must have one entry per node ({forest.n_nodes}); got shape {cover.shape}")
+
+        def work(a, b):
+            _check(lib.xai_treeshap_path(s, _ptr("double *", cover), _ptr("double *", X[a:b]), b - a,
+                                         _ptr("double *", out[a:b])), "path-dependent TreeSHAP", a)
+    else:
+        background = np.ascontiguousarray(background, dtype=np.float64)
+
+        def work(a, b):
+            _check(lib.xai_treeshap_interventional(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", background),
+                                                   len(background), _ptr("double *", out[a:b])),
+                   "interventional TreeSHAP", a)
+
+    _run_chunks(len(X), n_jobs, work)
     return out
 
 

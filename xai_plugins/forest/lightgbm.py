@@ -70,6 +70,9 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
     categorical = _lightgbm_categories(header, trees, kind, feature[is_inner], threshold[is_inner])
     value = np.zeros(offsets[-1])
     value[~is_inner] = _lightgbm_numbers(trees, "leaf_value", np.float64)
+    count = np.zeros(offsets[-1])                         # training rows per node: path-dependent TreeSHAP's weights
+    count[is_inner] = _lightgbm_numbers(trees, "internal_count", np.float64)
+    count[~is_inner] = _lightgbm_numbers(trees, "leaf_count", np.float64)
     order, offsets, left, right = preorder(left, right, offsets)
     per_iteration = int(header.get("num_tree_per_iteration", "1"))
     if categorical is not None:
@@ -79,7 +82,7 @@ def _lightgbm_forest(text: str) -> tuple[dict, dict]:
         categorical = dict(n_categories=n_categories, cat_start=start[order], cat_bits=cat_bits)
     return header, dict(**(categorical or {}), left_child=left, right_child=right, feature=feature[order],
                         threshold=threshold[order],
-                        missing_left=missing_left[order], value=value[order], tree_offset=offsets,
+                        missing_left=missing_left[order], value=value[order], weight=count[order], tree_offset=offsets,
                         tree_target=np.arange(len(trees)) % per_iteration)
 
 

@@ -204,7 +204,8 @@ def _hgb_trees(model: Any) -> tuple[list[dict], dict]:
                                                            [K] if nodes["missing_go_to_left"][node] else [])))
             trees.append(dict(left=np.where(leaf, -1, nodes["left"]), right=np.where(leaf, -1, nodes["right"]),
                               feature=feature, threshold=np.where(is_cat, 0.0, nodes["num_threshold"]),
-                              missing_left=nodes["missing_go_to_left"], value=nodes["value"], target=k))
+                              missing_left=nodes["missing_go_to_left"], value=nodes["value"], target=k,
+                              weight=nodes["count"].astype(np.float64)))
             offset += len(nodes)
     if labels is None:
         return trees, {}

@@ -81,12 +81,13 @@ class XGBoostImporter(LibraryImporter):
         missing_left = nodes.pop("default_left")[order]
         cond = nodes.pop("split_conditions")[order].astype(np.float64)
         cond[nodes.pop("split_type")[order] != 0] = 0.0
+        cover = nodes.pop("sum_hessian")[order].astype(np.float64)      # path-dependent TreeSHAP's node weights
         del order
         threshold = cond.copy()
         threshold[left < 0] = 0.0
         forest_arrays = dict(left_child=left, right_child=right, feature=feature, threshold=threshold,
                              missing_left=missing_left, value=cond, tree_offset=offsets,
-                             tree_target=tree_info, **categorical)
+                             tree_target=tree_info, weight=cover, **categorical)
         task = "classification" if objective.startswith(("binary:", "multi:")) else "regression"
         if task == "classification":
             outputs = ["margin"] if n_outputs == 1 else [f"class_{k}" for k in range(n_outputs)]
@@ -191,11 +192,12 @@ def _xgboost_labels(cats: dict | None, n_features: int) -> list | None:
 
 
 #: per-node arrays of XGBoost's trees that the import does not read (left out while decoding)
-_UNUSED_TREE_ARRAYS = frozenset({"loss_changes", "sum_hessian", "base_weights", "parents"})
+_UNUSED_TREE_ARRAYS = frozenset({"loss_changes", "base_weights", "parents"})
 #: per-node arrays of XGBoost's trees that the import reads, and the dtype each is gathered in
 #: (thresholds and leaf values are float32 in the model: widened only once renumbered)
 _NODE_ARRAYS = {"left_children": np.int32, "right_children": np.int32, "split_indices": np.int32,
-                "split_conditions": np.float32, "default_left": np.uint8, "split_type": np.uint8}
+                "split_conditions": np.float32, "default_left": np.uint8, "split_type": np.uint8,
+                "sum_hessian": np.float32}
 #: a tree's arrays that list its categorical splits' category sets
 _CATEGORY_ARRAYS = ("categories", "categories_nodes", "categories_segments", "categories_sizes")
 
