@@ -32,6 +32,8 @@ _LAZY = {
     "binary_perturbation": "prediction_gap",
     "tree_shap": "treeshap",
     "TreeSHAPValues": "treeshap",
+    "which_shap": "which_shap",
+    "WhichSHAP": "which_shap",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
