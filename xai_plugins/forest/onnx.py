@@ -276,8 +276,8 @@ def _check_behind(graph: Any, ensemble: Any, front: set) -> None:
 def _apply(steps: tuple, x: np.ndarray, float32: bool) -> np.ndarray:
     """Column values ``x`` (float64) through ``steps`` as onnxruntime computes them (float32 arithmetic
     where the tensor is float), starting from a float (``float32``) or double graph input."""
-    v = x.astype(np.float32) if float32 else x.copy()
     with np.errstate(over="ignore", invalid="ignore"):
+        v = x.astype(np.float32) if float32 else x.copy()
         for step in steps:
             if step[0] == "cast":
                 v = v.astype(np.float32 if step[1] == _FLOAT else np.float64)

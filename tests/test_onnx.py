@@ -1,0 +1,301 @@
+"""ONNX-ML tree ensembles imported as a Forest (xai_plugins/forest/onnx.py), checked against onnxruntime.
+
+Oracles: onnxruntime itself (its scores before the post-transform, on random rows, rows on every threshold and
+one ulp either side, rows with NaN), a float32 / float64 sum of the Forest's leaves in onnxruntime's order (the
+routing is then bit-identical), the original Python model's exact PG², and a Monte Carlo PG² through
+onnxruntime's session.
+"""
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+skl2onnx = pytest.importorskip("skl2onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from sklearn.ensemble import (  # noqa: E402
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+import xai_plugins as xp  # noqa: E402
+from xai_plugins.errors import UnsupportedModelError  # noqa: E402
+from xai_plugins.forest import _onnx_trees, import_model  # noqa: E402
+from xai_plugins.forest.onnx import OnnxModel, parity  # noqa: E402
+
+D = 4
+RNG = np.random.default_rng(0)
+X_FIT = RNG.normal(size=(300, D)).astype(np.float32)
+Y_FIT = X_FIT[:, 0] + X_FIT[:, 1] ** 2 + 0.3 * X_FIT[:, 2] * X_FIT[:, 3]
+X_INT = np.round(Y_FIT * 2)                       # integer targets: fully grown forests get float32-exact leaves
+X_EVAL = RNG.normal(size=(200, D))
+S = [0, 2]
+
+
+def _skl(model):
+    return skl2onnx.to_onnx(model, X_FIT[:1])
+
+
+def _onnxmltools(model):
+    from onnxmltools import convert_lightgbm, convert_xgboost
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    convert = convert_xgboost if type(model).__module__.startswith("xgboost") else convert_lightgbm
+    return convert(model, initial_types=[("input", FloatTensorType([None, D]))])
+
+
+def _fitted(name):
+    """(original model, its OnnxModel) for ``name``."""
+    y2, y3 = (Y_FIT > 1).astype(int), np.digitize(Y_FIT, [0.5, 1.5])
+    if name.startswith(("xgb", "lgb")):
+        lib = pytest.importorskip("xgboost" if name.startswith("xgb") else "lightgbm")
+        pytest.importorskip("onnxmltools")
+        kw = dict(n_estimators=6, max_depth=3) if name.startswith("xgb") else dict(n_estimators=6, num_leaves=8,
+                                                                                       verbose=-1)
+        kind = {"xgb": ("XGBRegressor", "XGBClassifier"), "lgb": ("LGBMRegressor", "LGBMClassifier")}[name[:3]]
+        target = {"reg": Y_FIT, "clf2": y2, "clf3": y3}[name[4:]]
+        cls = getattr(lib, kind[0] if name.endswith("reg") else kind[1])
+        X = X_FIT.copy()
+        X[::7, 1] = np.nan                                  # missing values: the models learn where NaN goes
+        model = cls(**kw).fit(X, target)
+        return model, OnnxModel(_onnxmltools(model))
+    model = {"rf_reg": lambda: RandomForestRegressor(4, random_state=0).fit(X_FIT, X_INT),
+             "rf_clf2": lambda: RandomForestClassifier(4, random_state=0).fit(X_FIT, y2),
+             "rf_clf3": lambda: RandomForestClassifier(4, random_state=0).fit(X_FIT, y3),
+             "gb_reg": lambda: GradientBoostingRegressor(n_estimators=6, max_depth=3, random_state=0).fit(X_FIT, Y_FIT),
+             "gb_clf2": lambda: GradientBoostingClassifier(n_estimators=6, max_depth=3, random_state=0).fit(X_FIT, y2),
+             "pipe": lambda: make_pipeline(StandardScaler(), RandomForestRegressor(4, max_depth=6, random_state=0))
+             .fit(X_FIT, Y_FIT)}[name]()
+    return model, OnnxModel(_skl(model))
+
+
+SKLEARN = ["rf_reg", "rf_clf2", "rf_clf3", "gb_reg", "gb_clf2", "pipe"]
+BOOSTERS = ["xgb_reg", "xgb_clf2", "xgb_clf3", "lgb_reg", "lgb_clf2", "lgb_clf3"]
+
+
+@functools.lru_cache(maxsize=None)
+def fitted(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _fitted(name)
+
+
+# --- oracles -----------------------------------------------------------------------------------------------
+
+def _leaf_sum(forest, X, dtype):
+    """The Forest's outputs summed tree by tree in ``dtype`` (onnxruntime's order and type), base added last,
+    from a Python walk of its arrays (numeric splits)."""
+    rows = forest.rows(X)[0]
+    if forest.input_float32:
+        rows = rows.astype(np.float32).astype(np.float64)
+    total = np.zeros((len(rows), forest.n_outputs), dtype=dtype)
+    n = np.arange(len(rows))
+    for t in range(forest.n_trees):
+        base, node = forest.tree_offset[t], np.zeros(len(rows), dtype=np.int64)
+        while True:
+            g = base + node
+            inner = forest.left_child[g] >= 0
+            if not inner.any():
+                break
+            x, thr = rows[n, forest.feature[g]], forest.threshold[g]
+            with np.errstate(invalid="ignore"):
+                left = np.where(np.isnan(x), forest.missing_left[g] == 1, x <= thr if forest.split_rule == "le" else x < thr)
+            node = np.where(inner, np.where(left, forest.left_child[g], forest.right_child[g]), node)
+        total = (total + forest.value[base + node].astype(dtype)).astype(dtype)
+    if forest.aggregate == "mean":
+        total = (total / dtype(forest.n_trees)).astype(dtype)
+    return (total + forest.base_score.astype(dtype)).astype(dtype)
+
+
+def _graph_thresholds(model):
+    node = model._plan.node
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if node.op_type == "TreeEnsemble":
+        return np.asarray(attrs["nodes_featureids"]), numpy_helper.to_array(attrs["nodes_splits"]).astype(np.float64)
+    values = attrs.get("nodes_values_as_tensor")
+    values = numpy_helper.to_array(values) if values is not None else np.asarray(attrs["nodes_values"])
+    inner = np.array([m != b"LEAF" for m in attrs["nodes_modes"]])
+    return np.asarray(attrs["nodes_featureids"])[inner], values[inner].astype(np.float64)
+
+
+def threshold_rows(model, forest, limit=400):
+    """Rows with one column set exactly on a threshold of the graph or of the Forest, and one float32 (and
+    float64) ulp either side."""
+    features, values = _graph_thresholds(model)
+    features = np.array([model._plan.columns[int(j)][0] for j in features], dtype=np.int64)
+    inner = forest.left_child >= 0
+    features = np.concatenate((features, forest.feature[inner]))
+    values = np.concatenate((values, forest.threshold[inner]))
+    keep = np.isfinite(values)
+    pick = RNG.choice(np.flatnonzero(keep), size=min(limit, keep.sum()), replace=False)
+    rows = []
+    for i, (j, t) in enumerate(zip(features[pick], values[pick])):
+        t32 = np.float32(t)
+        for v in (t, t32, np.nextafter(t32, np.float32(-np.inf)), np.nextafter(t32, np.float32(np.inf)),
+                  np.nextafter(t, -np.inf), np.nextafter(t, np.inf)):
+            row = X_EVAL[i % len(X_EVAL)].copy()
+            row[int(j)] = v
+            rows.append(row)
+    return np.array(rows)
+
+
+def nan_rows():
+    X = X_EVAL.copy()
+    X[RNG.random(X.shape) < 0.25] = np.nan
+    return X
+
+
+def _check_parity(model, forest, X):
+    """Forest vs onnxruntime on ``X``: the float32 sum of the Forest's leaves equals onnxruntime's scores to the
+    bit (same routing); the Forest's float64 prediction within float32 rounding of them. Returns max |Δ|."""
+    ort = forest.predict_fn(X)
+    dtype = np.float32 if _onnx_trees._ensemble_dtype(model._plan) == np.float32 else np.float64
+    legacy = model._plan.node.op_type != "TreeEnsemble"             # legacy operators output float32
+    emulated = _leaf_sum(forest, X, dtype).astype(np.float32 if legacy else dtype).astype(np.float64)
+    direct = slice(1, None) if (model._plan.labels is not None and forest.n_outputs == 2 and
+                                model._plan.transform == "NONE" and len(model._plan.labels) == 2) else slice(None)
+    np.testing.assert_array_equal(emulated[:, direct], ort[:, direct])
+    scale = np.abs(forest.value).max(axis=0).sum() * forest.n_trees + np.abs(forest.base_score).max() + 1
+    gap = parity(model, forest, X)
+    assert gap <= 8 * np.finfo(np.float32).eps * scale
+    return gap
+
+
+@pytest.mark.parametrize("name", SKLEARN + BOOSTERS)
+def test_parity_with_onnxruntime(name):
+    """Random rows, rows on every threshold and one ulp either side, rows with NaN: the Forest routes each
+    row as onnxruntime does (bit-identical float32 sums) and predicts its scores within float32 rounding."""
+    _, model = fitted(name)
+    forest = import_model(model)
+    for X in (X_EVAL, threshold_rows(model, forest), nan_rows()):
+        _check_parity(model, forest, X)
+
+
+#: original model -> rtol of its exact PG² against the ONNX model's: 1e-12 where the converted graph is the same
+#: function (scikit-learn forests with float32-exact leaves: skl2onnx moves each threshold to the float32 that
+#: routes float32(x) as scikit-learn does; XGBoost: float32 thresholds and leaves already). Otherwise the ONNX
+#: model stores float32 leaves (GradientBoosting: learning_rate * value; LightGBM: float64 leaves and thresholds
+#: rounded to float32) or scales in float32 (skl2onnx's Scaler for StandardScaler): a slightly different model
+PG2_RTOL = {"rf_reg": 1e-12, "rf_clf2": 1e-12, "rf_clf3": 1e-12, "xgb_reg": 1e-12, "xgb_clf2": 1e-12,
+            "xgb_clf3": 1e-12, "gb_reg": 1e-5, "gb_clf2": 1e-5, "pipe": 1e-5, "lgb_reg": 1e-4, "lgb_clf2": 1e-4,
+            "lgb_clf3": 1e-4}
+
+
+@pytest.mark.parametrize("name", SKLEARN + BOOSTERS)
+def test_pg2_matches_original_model(name):
+    """Exact PG² of the ONNX model equals the original Python model's (rtol 1e-12 where the graph is the same
+    function, see PG2_RTOL), output by output."""
+    original, model = fitted(name)
+    X = X_EVAL[:30]
+    ours, theirs = xp.pg2(model, X, S, verbose=False).value, xp.pg2(original, X, S, verbose=False).value
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, rtol=PG2_RTOL[name], atol=1e-300)
+    if PG2_RTOL[name] > 1e-12:
+        assert not np.array_equal(ours, theirs)            # the float32 rounding the tolerance allows is real
+
+
+@pytest.mark.parametrize("name", ["gb_reg", "xgb_clf3", "lgb_clf2", "pipe"])
+def test_pg2_within_monte_carlo_of_onnxruntime(name):
+    """Exact PG² within 4 standard errors of a Monte Carlo estimate (4000 draws per row) through onnxruntime's
+    session itself."""
+    _, model = fitted(name)
+    forest = import_model(model)
+    X, n = X_EVAL[:5], 4000
+    exact = xp.pg2(model, X, S, sigma=0.3, verbose=False).value.reshape(len(X), -1)
+    rng = np.random.default_rng(1)
+    session = model._session("margin")
+    for i, x in enumerate(X):
+        rows = np.repeat(x[None, :], n + 1, axis=0)
+        rows[1:, S] += rng.normal(scale=0.3, size=(n, len(S)))
+        out = session.run(None, model._feed(rows))[model._plan.score_output].astype(np.float64).reshape(n + 1, -1)
+        out = out[:, 1:] if forest.n_outputs == 1 and out.shape[1] == 2 else out
+        gaps = (out[1:] - out[0]) ** 2
+        mean, se = gaps.mean(axis=0), gaps.std(axis=0, ddof=1) / np.sqrt(n)
+        # (+ 1e-4 of the largest PG²: an output that a rare switch moves, unseen in n draws, has se 0)
+        assert np.all(np.abs(exact[i] - mean) <= 4 * se + 1e-4 * exact.max()), (exact[i], mean, se)
+
+
+# --- double precision and TreeEnsemble (ai.onnx.ml opset 5), converted here from the legacy graphs ----------
+
+def _attrs(node):
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _model(node, dtype, ml_opset, width=D, outputs=("Y",)):
+    elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", elem, [None, width])],
+                              [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml",
+                                                                                                     ml_opset)])
+
+
+def to_double(proto, nudge=1e-9):
+    """The regressor of ``proto`` with a double input and double tensors (thresholds moved off the float32
+    grid by ``nudge``, relative): ai.onnx.ml opset 3."""
+    node = next(n for n in proto.graph.node if n.op_type == "TreeEnsembleRegressor")
+    attrs = _attrs(node)
+    for name in ("nodes_values", "target_weights", "base_values"):
+        if name in attrs:
+            value = np.asarray(attrs.pop(name), dtype=np.float64)
+            attrs[name + "_as_tensor"] = numpy_helper.from_array(value * (1 + nudge) if name == "nodes_values"
+                                                                 else value + nudge)
+    node = helper.make_node("TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", **attrs)
+    return _model(node, np.float64, 3)
+
+
+def to_v5(proto, dtype):
+    """The regressor of ``proto`` as one TreeEnsemble node (opset 5; base values dropped) over ``dtype``."""
+    a = _attrs(next(n for n in proto.graph.node if n.op_type == "TreeEnsembleRegressor"))
+    leaf = np.array([m == b"LEAF" for m in a["nodes_modes"]])
+    key = {(t, n): i for i, (t, n) in enumerate(zip(a["nodes_treeids"], a["nodes_nodeids"]))}
+    inner_at = {i: k for k, i in enumerate(np.flatnonzero(~leaf))}
+    leaf_at = {i: k for k, i in enumerate(np.flatnonzero(leaf))}
+    weights = np.zeros(len(leaf_at))
+    for t, n, w in zip(a["target_treeids"], a["target_nodeids"], a["target_weights"]):
+        weights[leaf_at[key[(t, n)]]] += w
+    inner = np.flatnonzero(~leaf)
+    true = [key[(a["nodes_treeids"][i], a["nodes_truenodeids"][i])] for i in inner]
+    false = [key[(a["nodes_treeids"][i], a["nodes_falsenodeids"][i])] for i in inner]
+    modes = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+    _, roots = np.unique(a["nodes_treeids"], return_index=True)
+    node = helper.make_node(
+        "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1, aggregate_function=1, post_transform=0,
+        tree_roots=[inner_at[int(r)] for r in sorted(roots)],
+        nodes_featureids=[a["nodes_featureids"][i] for i in inner],
+        nodes_modes=numpy_helper.from_array(np.array([modes.index(a["nodes_modes"][i].decode()) for i in inner],
+                                                     dtype=np.uint8)),
+        nodes_splits=numpy_helper.from_array(np.array([a["nodes_values"][i] for i in inner], dtype=dtype)),
+        nodes_truenodeids=[leaf_at[c] if leaf[c] else inner_at[c] for c in true],
+        nodes_trueleafs=[int(leaf[c]) for c in true],
+        nodes_falsenodeids=[leaf_at[c] if leaf[c] else inner_at[c] for c in false],
+        nodes_falseleafs=[int(leaf[c]) for c in false],
+        nodes_missing_value_tracks_true=[a.get("nodes_missing_value_tracks_true", [0] * len(leaf))[i] for i in inner],
+        leaf_targetids=[0] * len(weights), leaf_weights=numpy_helper.from_array(weights.astype(dtype)))
+    return _model(node, dtype, 5)
+
+
+@pytest.mark.parametrize("name", ["rf_reg", "xgb_reg", "lgb_reg"])
+@pytest.mark.parametrize("kind", ["double", "v5_float", "v5_double"])
+def test_double_tensors_and_tree_ensemble_v5(name, kind):
+    """Double tensors (``*_as_tensor``, thresholds off the float32 grid) and TreeEnsemble opset 5 over float and
+    double: the Forest compares in the graph's type, so the sums in that type match onnxruntime to the bit
+    (double: up to the float32 output of the legacy operator)."""
+    _, model = fitted(name)
+    proto = {"double": lambda: to_double(model.proto),
+             "v5_float": lambda: to_v5(model.proto, np.float32),
+             "v5_double": lambda: to_v5(model.proto, np.float64)}[kind]()
+    converted = OnnxModel(proto)
+    forest = import_model(converted)
+    assert forest.input_float32 == (kind == "v5_float")
+    for X in (X_EVAL, threshold_rows(converted, forest), nan_rows()):
+        _check_parity(converted, forest, X)
+    if kind == "v5_double":              # double sums, double output: the Forest's float64 sum is onnxruntime's
+        assert parity(converted, forest, X_EVAL) <= 4 * np.finfo(np.float64).eps * np.abs(forest.value).sum()
