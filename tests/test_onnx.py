@@ -299,3 +299,215 @@ def test_double_tensors_and_tree_ensemble_v5(name, kind):
         _check_parity(converted, forest, X)
     if kind == "v5_double":              # double sums, double output: the Forest's float64 sum is onnxruntime's
         assert parity(converted, forest, X_EVAL) <= 4 * np.finfo(np.float64).eps * np.abs(forest.value).sum()
+
+
+# --- hand-built graphs: every node mode, NaN tracking, the operators in front, refusals ---------------------
+
+MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
+
+
+def stump(mode, t=0.5, track=0, dtype=np.float32, width=1, **extra):
+    """One split on column 0 (true: 1.0, false: 2.0) of a TreeEnsembleRegressor over ``width`` columns."""
+    node = helper.make_node(
+        "TreeEnsembleRegressor", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1, nodes_treeids=[0, 0, 0],
+        nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0], nodes_modes=[mode, "LEAF", "LEAF"],
+        nodes_values=[t, 0.0, 0.0], nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+        nodes_missing_value_tracks_true=[track, 0, 0], target_treeids=[0, 0], target_nodeids=[1, 2],
+        target_ids=[0, 0], target_weights=[1.0, 2.0], **extra)
+    return _model(node, dtype, 1, width=width)
+
+
+def stump_v5(mode, values, track=0, dtype=np.float32):
+    """One TreeEnsemble (opset 5) split on column 0 (true: 1.0, false: 2.0); ``values``: its threshold, or the
+    set of BRANCH_MEMBER."""
+    member = mode == 6
+    node = helper.make_node(
+        "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1, aggregate_function=1, post_transform=0,
+        tree_roots=[0], nodes_featureids=[0], nodes_modes=numpy_helper.from_array(np.array([mode], dtype=np.uint8)),
+        nodes_splits=numpy_helper.from_array(np.array([0.0 if member else values], dtype=dtype)),
+        nodes_truenodeids=[0], nodes_trueleafs=[1], nodes_falsenodeids=[1], nodes_falseleafs=[1],
+        nodes_missing_value_tracks_true=[track], leaf_targetids=[0, 0],
+        leaf_weights=numpy_helper.from_array(np.array([1.0, 2.0], dtype=dtype)),
+        **({"membership_values": numpy_helper.from_array(np.array(values + [np.nan], dtype=dtype))} if member else {}))
+    return _model(node, dtype, 5, width=1)
+
+
+def _around(t):
+    t32 = np.float32(t)
+    values = [t, t32, np.nextafter(t32, np.float32(-1e9)), np.nextafter(t32, np.float32(1e9)),
+              np.nextafter(t, -np.inf), np.nextafter(t, np.inf), -3.0, 0.0, 3.0, np.nan]
+    return np.array(values, dtype=np.float64).reshape(-1, 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("track", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_node_mode(mode, track, dtype):
+    """Each comparison, NaN tracked or not, in float and double graphs: the Forest's routes are onnxruntime's on
+    the threshold, one ulp either side and NaN (EQ / NEQ as two thresholds)."""
+    model = OnnxModel(stump(mode, 0.1, track, dtype))
+    forest = import_model(model)
+    X = _around(0.1)
+    np.testing.assert_array_equal(forest.predict(X), forest.predict_fn(X))
+    assert forest.input_float32 == (dtype == np.float32)
+    assert forest.n_leaves == (3 if mode in ("BRANCH_EQ", "BRANCH_NEQ") else 2)
+    assert sorted(set(forest.predict(X)[:, 0])) == [1.0, 2.0]          # both sides are reached
+
+
+@pytest.mark.parametrize("mode", range(6))
+def test_every_node_mode_tree_ensemble_v5(mode):
+    model = OnnxModel(stump_v5(mode, 0.1, track=1))
+    forest = import_model(model)
+    X = _around(0.1)
+    np.testing.assert_array_equal(forest.predict(X), forest.predict_fn(X))
+
+
+@pytest.mark.parametrize("track", [0, 1])
+def test_branch_member_is_a_categorical_split(track):
+    """BRANCH_MEMBER (opset 5): a set split of category codes; an unseen code goes false, NaN as tracked."""
+    model = OnnxModel(stump_v5(6, [1.0, 3.0], track=track))
+    forest = import_model(model)
+    assert forest.categorical.tolist() == [True] and forest.n_categories.tolist() == [4]
+    X = np.array([[0.0], [1.0], [2.0], [3.0], [4.0], [7.0], [-1.0], [np.nan]])
+    np.testing.assert_array_equal(forest.predict(X), forest.predict_fn(X))
+    np.testing.assert_array_equal(forest.predict(X)[:, 0], [2, 1, 2, 1, 2, 2, 2, 1 if track else 2])
+
+
+def _front_model(*nodes, inputs=(("X", TensorProto.DOUBLE, 2),), classifier=False):
+    """Nodes in front of a two-column tree ensemble (LEQ on column 0, GT on column 1) reading tensor "Z"."""
+    ensemble = helper.make_node(
+        "TreeEnsembleRegressor", ["Z"], ["Y"], domain="ai.onnx.ml", n_targets=1, nodes_treeids=[0] * 5,
+        nodes_nodeids=list(range(5)), nodes_featureids=[0, 1, 0, 0, 0],
+        nodes_modes=["BRANCH_LEQ", "BRANCH_GT", "LEAF", "LEAF", "LEAF"], nodes_values=[0.3, -0.2, 0, 0, 0],
+        nodes_truenodeids=[1, 2, 0, 0, 0], nodes_falsenodeids=[4, 3, 0, 0, 0],
+        nodes_missing_value_tracks_true=[1, 0, 0, 0, 0], target_treeids=[0] * 3, target_nodeids=[2, 3, 4],
+        target_ids=[0] * 3, target_weights=[1.0, 2.0, 4.0], base_values=[0.5])
+    graph = helper.make_graph(list(nodes) + [ensemble], "g",
+                              [helper.make_tensor_value_info(n, t, [None, w]) for n, t, w in inputs],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None, 1])])
+    return OnnxModel(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                             helper.make_opsetid("ai.onnx.ml", 1)]))
+
+
+def _rows_around_forest(forest, n_random=200):
+    X = RNG.normal(size=(n_random, forest.n_features))
+    inner = forest.left_child >= 0
+    extra = []
+    for j, t in zip(forest.feature[inner], forest.threshold[inner]):
+        for v in (t, np.nextafter(np.float32(t), np.float32(-np.inf)), np.nextafter(np.float32(t), np.float32(np.inf)),
+                  np.nextafter(t, -np.inf), np.nextafter(t, np.inf), np.nan):
+            row = X[len(extra) % n_random].copy()
+            row[j] = v
+            extra.append(row)
+    return np.vstack((X, extra))
+
+
+def test_imputer_cast_scaler_compiled_into_input_columns():
+    """Cast double -> float, Imputer (NaN -> fill), Scaler with a negative scale: the thresholds move to the input
+    columns (the negative scale swaps the sides), NaN goes where the fill value goes; routes identical."""
+    model = _front_model(
+        helper.make_node("Cast", ["X"], ["C"], to=TensorProto.FLOAT, name="cast"),
+        helper.make_node("Imputer", ["C"], ["I"], domain="ai.onnx.ml", imputed_value_floats=[0.25, 5.0],
+                         replaced_value_float=float("nan"), name="imputer"),
+        helper.make_node("Scaler", ["I"], ["Z"], domain="ai.onnx.ml", offset=[0.1, 1.0], scale=[3.0, -0.7],
+                         name="scaler"))
+    forest = import_model(model)
+    assert forest.input_float32 and forest.n_features == 2
+    X = _rows_around_forest(forest)
+    np.testing.assert_array_equal(forest.predict(X), forest.predict_fn(X))
+    assert len(np.unique(forest.predict(X))) == 3
+
+
+def test_named_columns_through_concat_name_the_features():
+    """One float input per column, joined by Concat: the features are named after the inputs."""
+    model = _front_model(helper.make_node("Concat", ["a", "b"], ["Z"], axis=1, name="concat"),
+                         inputs=(("a", TensorProto.FLOAT, 1), ("b", TensorProto.FLOAT, 1)))
+    forest = import_model(model)
+    assert model.feature_names == ["a", "b"] == forest.feature_names
+    X = _rows_around_forest(forest)
+    np.testing.assert_array_equal(forest.predict(X), forest.predict_fn(X))
+    assert xp.pg2(model, X[:3], ["b"], verbose=False).value.shape == (3,)
+
+
+@pytest.mark.parametrize("op, domain", [("Abs", ""), ("Normalizer", "ai.onnx.ml")])
+def test_operator_in_front_refused_by_name(op, domain):
+    with pytest.raises(UnsupportedModelError, match=f"operator {op} \\(odd_step\\) in front of the tree ensemble is "
+                                                    "not supported"):
+        import_model(_front_model(helper.make_node(op, ["X"], ["Z"], domain=domain, name="odd_step")))
+
+
+def test_operator_behind_refused_by_name():
+    proto = stump("BRANCH_LEQ")
+    proto.graph.node.append(helper.make_node("Abs", ["Y"], ["W"], name="after"))
+    with pytest.raises(UnsupportedModelError, match=r"operator Abs \(after\) beside or behind the tree ensemble"):
+        OnnxModel(proto)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (dict(post_transform="PROBIT"), "PROBIT"), (dict(aggregate_function="MIN"), "MIN"),
+    (dict(aggregate_function="MAX"), "MAX")])
+def test_unsupported_attributes_refused(extra, match):
+    with pytest.raises(UnsupportedModelError, match=match):
+        import_model(OnnxModel(stump("BRANCH_LEQ", **extra)))
+
+
+def test_imputer_of_a_value_and_member_set_of_non_codes_refused():
+    with pytest.raises(UnsupportedModelError, match=r"Imputer \(imp\).*not monotone"):
+        import_model(_front_model(helper.make_node("Imputer", ["X"], ["Z"], domain="ai.onnx.ml", name="imp",
+                                                   imputed_value_floats=[0.0], replaced_value_float=-1.0)))
+    with pytest.raises(UnsupportedModelError, match="BRANCH_MEMBER"):
+        import_model(OnnxModel(stump_v5(6, [0.5, 2.0])))
+
+
+def test_average_aggregate_is_the_mean():
+    model = OnnxModel(stump("BRANCH_LEQ", aggregate_function="AVERAGE", base_values=[0.25]))
+    forest = import_model(model)
+    assert forest.aggregate == "mean"
+    X = _around(0.5)
+    np.testing.assert_array_equal(forest.predict(X), forest.predict_fn(X))
+
+
+# --- a corrupted import is caught; the model object --------------------------------------------------------
+
+def test_corrupted_threshold_is_caught_by_parity(monkeypatch):
+    """One threshold moved by one float32 ulp: parity on the rows around the thresholds sees it."""
+    _, good = fitted("xgb_reg")
+    model = OnnxModel(good.proto)
+    numeric = _onnx_trees._numeric
+
+    def corrupt(*args, **kwargs):
+        low, threshold, nan_low = numeric(*args, **kwargs)
+        threshold = threshold.copy()
+        threshold[0] = np.nextafter(np.float32(threshold[0]), np.float32(np.inf))
+        return low, threshold, nan_low
+
+    monkeypatch.setattr(_onnx_trees, "_numeric", corrupt)
+    forest = import_model(model)
+    X = threshold_rows(model, forest, limit=10_000)
+    assert parity(model, forest, X) > 1e-3
+    assert parity(good, import_model(good), X) < 1e-5
+
+
+def test_model_object(tmp_path):
+    """Loaded from a path, bytes or a ModelProto; weakly referenced; predict / predict_proba through onnxruntime."""
+    import weakref
+
+    from xai_plugins.errors import ModelGoneError
+
+    original, model = fitted("rf_clf3")
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.proto.SerializeToString())
+    for loaded in (OnnxModel.load(path), OnnxModel(str(path)), OnnxModel(path.read_bytes())):
+        assert loaded.n_features_in_ == D and loaded.classes_.tolist() == [0, 1, 2]
+    assert repr(model).startswith("OnnxModel(TreeEnsembleClassifier (ai.onnx.ml opset 1), 4 features, classes [0, 1")
+    np.testing.assert_array_equal(model.predict(X_EVAL), original.predict(X_EVAL.astype(np.float32)))
+    np.testing.assert_allclose(model.predict_proba(X_EVAL), original.predict_proba(X_EVAL.astype(np.float32)),
+                               atol=1e-6)
+    temporary = OnnxModel(model.proto)
+    forest = import_model(temporary)
+    ref = weakref.ref(temporary)
+    del temporary
+    assert ref() is None
+    with pytest.raises(ModelGoneError):
+        forest.predict_fn(X_EVAL[:2])
+    assert xp.forest.library_of(model) == "onnx"
