@@ -107,7 +107,8 @@ def _leaf_sum(forest, X, dtype):
                 break
             x, thr = rows[n, forest.feature[g]], forest.threshold[g]
             with np.errstate(invalid="ignore"):
-                left = np.where(np.isnan(x), forest.missing_left[g] == 1, x <= thr if forest.split_rule == "le" else x < thr)
+                below = x <= thr if forest.split_rule == "le" else x < thr
+                left = np.where(np.isnan(x), forest.missing_left[g] == 1, below)
             node = np.where(inner, np.where(left, forest.left_child[g], forest.right_child[g]), node)
         total = (total + forest.value[base + node].astype(dtype)).astype(dtype)
     if forest.aggregate == "mean":

@@ -20,6 +20,7 @@ LEQ, LT, GTE, GT, EQ, NEQ, MEMBER, LEAF = range(8)
 _AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")
 _MAX_CODE = 1 << 24                   # the Forest's largest number of categories (csrc/xai.h)
 _MAX_DEPTH = 4000
+_FLOAT = 1                            # onnx.TensorProto.FLOAT
 
 
 @dataclass
@@ -193,23 +194,36 @@ def _numeric(apply: Callable, mode: np.ndarray, t: np.ndarray, track: np.ndarray
     return low, threshold.astype(np.float64), nan_low
 
 
+def apply_steps(steps: tuple, x: np.ndarray, float32: bool) -> np.ndarray:
+    """Column values ``x`` (float64) through ``steps`` as onnxruntime computes them (float32 arithmetic
+    where the tensor is float), starting from a float (``float32``) or double graph input."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = x.astype(np.float32) if float32 else x.copy()
+        for step in steps:
+            if step[0] == "cast":
+                v = v.astype(np.float32 if step[1] == _FLOAT else np.float64)
+            elif step[0] == "scaler":
+                v = (v.astype(np.float32) - np.float32(step[1])) * np.float32(step[2])
+            elif step[0] == "imputer":
+                v = np.where(np.isnan(v), v.dtype.type(step[1]), v)
+    return v
+
+
 def _float32_columns(plan: Any, columns: list[int]) -> bool:
     """Whether the ensemble's ``columns`` see float32(x) of the input (a float graph input, or a Cast to float /
     Scaler on the way); UnsupportedModelError when some do and others compare the double itself."""
-    seen = {plan.input_type == 1 or any(s[0] == "scaler" or s == ("cast", 1) for s in plan.columns[j][1])
+    seen = {plan.input_type == _FLOAT or any(s[0] == "scaler" or s == ("cast", _FLOAT) for s in plan.columns[j][1])
             for j in columns}
     if len(seen) > 1:
         raise UnsupportedModelError("the ONNX graph compares some input columns in float32 and others in double; "
                                     "cast them all to one type in front of the tree ensemble")
-    return seen.pop() if seen else plan.input_type == 1
+    return seen.pop() if seen else plan.input_type == _FLOAT
 
 
 def _ensemble_dtype(plan: Any) -> type:
     """onnxruntime's threshold and sum type: the type of the tensor the ensemble reads."""
-    from .onnx import _apply
-
     steps = plan.columns[0][1] if plan.columns else ()
-    return _apply(steps, np.zeros(1), plan.input_type == 1).dtype.type
+    return apply_steps(steps, np.zeros(1), plan.input_type == _FLOAT).dtype.type
 
 
 def binary_single(plan: Any) -> bool:
@@ -289,8 +303,6 @@ def _categorical(plan: Any, rows: list, members: np.ndarray, n_features: int) ->
 def ensemble_forest(plan: Any, predict_fn: Any) -> Forest:
     """The Forest of ``plan``'s tree-ensemble node over the graph's input columns (see the module docstring of
     :mod:`xai_plugins.forest.onnx`)."""
-    from .onnx import _apply
-
     dtype = _ensemble_dtype(plan)
     table, aggregate = _table(plan, dtype)
     emitter = _Emitter(table)
@@ -300,18 +312,19 @@ def ensemble_forest(plan: Any, predict_fn: Any) -> Forest:
     mode = np.array([r[1] for r in rows], dtype=np.int64)
     if np.any((mode != LEAF) & ((feature < 0) | (feature >= len(plan.columns)))):
         raise UnsupportedModelError(f"the ONNX tree ensemble splits on a column beyond its {len(plan.columns)} inputs")
-    threshold = np.array([r[2] for r in rows], dtype=np.float64).astype(dtype)
+    threshold: np.ndarray = np.array([r[2] for r in rows], dtype=np.float64).astype(dtype)
     track = np.array([r[3] for r in rows], dtype=bool)
     true, false = np.array([r[4] for r in rows]), np.array([r[5] for r in rows])
     numeric = (mode != LEAF) & (mode != MEMBER)
     float32 = _float32_columns(plan, np.unique(feature[numeric]).tolist())
     rule = "le" if np.isin(mode[numeric], (LEQ, GT)).sum() * 2 >= numeric.sum() else "lt"
     left, right = np.where(mode == LEAF, -1, true), np.where(mode == LEAF, -1, false)
-    out_threshold, missing_left = np.zeros(len(rows)), track.astype(np.uint8)
+    out_threshold: np.ndarray = np.zeros(len(rows))
+    missing_left = track.astype(np.uint8)
     source = np.zeros(len(rows), dtype=np.int64)
     for j in np.unique(feature[numeric]):
         at = np.flatnonzero(numeric & (feature == j))
-        apply = functools.partial(_apply, plan.columns[int(j)][1], float32=plan.input_type == 1)
+        apply = functools.partial(apply_steps, plan.columns[int(j)][1], float32=plan.input_type == _FLOAT)
         low, out_threshold[at], nan_low = _numeric(apply, mode[at], threshold[at], track[at], float32, rule)
         left[at], right[at] = np.where(low, true[at], false[at]), np.where(low, false[at], true[at])
         missing_left[at], source[at] = nan_low, plan.columns[int(j)][0]

@@ -45,6 +45,7 @@ import numpy as np
 
 from .._extras import require
 from ..errors import InputTypeError, UnsupportedModelError
+from ._onnx_trees import binary_single, ensemble_forest
 from .layout import Forest
 from .predictor import ModelPredictor
 from .registry import LibraryImporter, register
@@ -244,7 +245,7 @@ def _trace(name: str, producers: dict, widths: dict, width: int) -> tuple[list, 
 
 
 def _step(node: Any, attrs: dict, j: int) -> tuple:
-    """One column's step of a front node, as a hashable tuple for :func:`_apply`."""
+    """One column's step of a front node, as a hashable tuple for ``_onnx_trees.apply_steps``."""
     if node.op_type == "Identity":
         return ("identity",)
     if node.op_type == "Cast":
@@ -271,21 +272,6 @@ def _check_behind(graph: Any, ensemble: Any, front: set) -> None:
         if node.op_type not in _BEHIND:
             raise UnsupportedModelError(f"operator {node.op_type} ({node.name}) beside or behind the tree ensemble is "
                                         f"not supported; supported behind it: {', '.join(_BEHIND)}")
-
-
-def _apply(steps: tuple, x: np.ndarray, float32: bool) -> np.ndarray:
-    """Column values ``x`` (float64) through ``steps`` as onnxruntime computes them (float32 arithmetic
-    where the tensor is float), starting from a float (``float32``) or double graph input."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        v = x.astype(np.float32) if float32 else x.copy()
-        for step in steps:
-            if step[0] == "cast":
-                v = v.astype(np.float32 if step[1] == _FLOAT else np.float64)
-            elif step[0] == "scaler":
-                v = (v.astype(np.float32) - np.float32(step[1])) * np.float32(step[2])
-            elif step[0] == "imputer":
-                v = np.where(np.isnan(v), v.dtype.type(step[1]), v)
-    return v
 
 
 def _drop_behind(proto: Any, plan: _Plan, keep: Any) -> Any:
@@ -339,8 +325,6 @@ class OnnxImporter(LibraryImporter):
 
     def to_forest(self, model: Any) -> Forest:
         """The Forest of the model's tree ensemble over the graph's input columns."""
-        from ._onnx_trees import ensemble_forest
-
         return ensemble_forest(model._plan, self.predictor(model))
 
     def feature_names(self, model: Any) -> Any:
@@ -357,14 +341,7 @@ def _margin(plan: _Plan, model: OnnxModel, X: Any) -> np.ndarray:
     its Forest has one output)."""
     scores = model.decision_function(X)
     return scores[:, 1:] if plan.labels is not None and len(plan.labels) == 2 and scores.shape[1] == 2 and \
-        _single_output(plan) else scores
-
-
-def _single_output(plan: _Plan) -> bool:
-    """Whether a binary classifier's Forest has one output (one score with a post-transform)."""
-    from ._onnx_trees import binary_single
-
-    return binary_single(plan)
+        binary_single(plan) else scores
 
 
 def parity(model: OnnxModel, forest: Forest, X: Any) -> float:
