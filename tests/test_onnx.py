@@ -68,6 +68,8 @@ def _fitted(name):
         model = cls(**kw).fit(X, target)
         return model, OnnxModel(_onnxmltools(model))
     model = {"rf_reg": lambda: RandomForestRegressor(4, random_state=0).fit(X_FIT, X_INT),
+             "rf_reg2": lambda: RandomForestRegressor(4, random_state=0).fit(X_FIT, np.c_[X_INT, -2 * X_INT]),
+             "rf_str": lambda: RandomForestClassifier(4, random_state=0).fit(X_FIT, np.array(["lo", "mid", "hi"])[y3]),
              "rf_clf2": lambda: RandomForestClassifier(4, random_state=0).fit(X_FIT, y2),
              "rf_clf3": lambda: RandomForestClassifier(4, random_state=0).fit(X_FIT, y3),
              "gb_reg": lambda: GradientBoostingRegressor(n_estimators=6, max_depth=3, random_state=0).fit(X_FIT, Y_FIT),
@@ -77,7 +79,7 @@ def _fitted(name):
     return model, OnnxModel(_skl(model))
 
 
-SKLEARN = ["rf_reg", "rf_clf2", "rf_clf3", "gb_reg", "gb_clf2", "pipe"]
+SKLEARN = ["rf_reg", "rf_reg2", "rf_clf2", "rf_clf3", "rf_str", "gb_reg", "gb_clf2", "pipe"]
 BOOSTERS = ["xgb_reg", "xgb_clf2", "xgb_clf3", "lgb_reg", "lgb_clf2", "lgb_clf3"]
 
 
@@ -185,9 +187,10 @@ def test_parity_with_onnxruntime(name):
 #: routes float32(x) as scikit-learn does; XGBoost: float32 thresholds and leaves already). Otherwise the ONNX
 #: model stores float32 leaves (GradientBoosting: learning_rate * value; LightGBM: float64 leaves and thresholds
 #: rounded to float32) or scales in float32 (skl2onnx's Scaler for StandardScaler): a slightly different model
-PG2_RTOL = {"rf_reg": 1e-12, "rf_clf2": 1e-12, "rf_clf3": 1e-12, "xgb_reg": 1e-12, "xgb_clf2": 1e-12,
-            "xgb_clf3": 1e-12, "gb_reg": 1e-5, "gb_clf2": 1e-5, "pipe": 1e-5, "lgb_reg": 1e-4, "lgb_clf2": 1e-4,
-            "lgb_clf3": 1e-4}
+PG2_RTOL = {**dict.fromkeys(["rf_reg", "rf_reg2", "rf_str", "rf_clf2", "rf_clf3", "xgb_reg", "xgb_clf2", "xgb_clf3"],
+                            1e-12),
+            **dict.fromkeys(["gb_reg", "gb_clf2", "pipe"], 1e-5),
+            **dict.fromkeys(["lgb_reg", "lgb_clf2", "lgb_clf3"], 1e-4)}
 
 
 @pytest.mark.parametrize("name", SKLEARN + BOOSTERS)
@@ -233,7 +236,7 @@ def _attrs(node):
 def _model(node, dtype, ml_opset, width=D, outputs=("Y",)):
     elem = TensorProto.FLOAT if dtype == np.float32 else TensorProto.DOUBLE
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", elem, [None, width])],
-                              [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs])
+                              [helper.make_empty_tensor_value_info(o) for o in outputs])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ai.onnx.ml",
                                                                                                      ml_opset)])
 
@@ -512,3 +515,36 @@ def test_model_object(tmp_path):
     with pytest.raises(ModelGoneError):
         forest.predict_fn(X_EVAL[:2])
     assert xp.forest.library_of(model) == "onnx"
+
+
+def _classifier_stump(weights, class_ids, labels, transform, base=()):
+    """One split (x <= 0.5) whose leaves 1 and 2 carry ``weights`` [leaf][k] for ``class_ids``."""
+    kw = {"classlabels_strings" if isinstance(labels[0], str) else "classlabels_int64s": labels}
+    node = helper.make_node(
+        "TreeEnsembleClassifier", ["X"], ["label", "scores"], domain="ai.onnx.ml", nodes_treeids=[0, 0, 0],
+        nodes_nodeids=[0, 1, 2], nodes_featureids=[0, 0, 0], nodes_modes=["BRANCH_LEQ", "LEAF", "LEAF"],
+        nodes_values=[0.5, 0, 0], nodes_truenodeids=[1, 0, 0], nodes_falsenodeids=[2, 0, 0],
+        class_treeids=[0] * 2 * len(class_ids), class_nodeids=[1] * len(class_ids) + [2] * len(class_ids),
+        class_ids=list(class_ids) * 2, class_weights=[w for leaf in weights for w in leaf], post_transform=transform,
+        **({"base_values": list(base)} if base else {}), **kw)
+    return OnnxModel(_model(node, np.float32, 1, width=1, outputs=("label", "scores")))
+
+
+@pytest.mark.parametrize("weights, ids, labels, transform, base, space, n_out", [
+    ([[0.25], [0.75]], [0], [0, 1], "NONE", (), "probability", 2),                # all >= 0: [1 - s, s]
+    ([[-1.5], [2.0]], [0], [0, 1], "NONE", (), "margin", 2),                      # mixed: [-s, s]
+    ([[-1.5], [2.0]], [0], ["no", "yes"], "LOGISTIC", (0.25,), "margin", 1),      # one margin
+    ([[0.1, 0.9], [0.6, 0.4]], [0, 1], [3, 7], "NONE", (), "probability", 2),     # binary as two classes
+    ([[1.0, 0.0, -2.0], [0.0, 3.0, 1.0]], [0, 1, 2], ["a", "b", "c"], "SOFTMAX_ZERO", (0.5, 0.0, -1.0), "margin", 3),
+    ([[1.0, 0.5, -2.0], [0.0, 3.0, 1.0]], [0, 1, 2], [0, 1, 2], "SOFTMAX", (), "margin", 3),
+])
+def test_classifier_conventions(weights, ids, labels, transform, base, space, n_out):
+    """onnxruntime's binary and multiclass conventions: the Forest's outputs are its scores before the
+    post-transform, column for column; the classes are the graph's labels."""
+    model = _classifier_stump(weights, ids, labels, transform, base)
+    forest = import_model(model)
+    assert (forest.output_space, forest.n_outputs) == (space, n_out)
+    assert model.classes_.tolist() == labels
+    X = _around(0.5)
+    np.testing.assert_allclose(forest.predict(X), forest.predict_fn(X), rtol=0, atol=1e-7)
+    assert model.predict(X).shape == (len(X),)
