@@ -517,6 +517,20 @@ def test_model_object(tmp_path):
     assert xp.forest.library_of(model) == "onnx"
 
 
+def test_onnx_header_tells_onnx_files_apart(tmp_path):
+    """The first bytes of converted models say ONNX; those of the other model formats do not."""
+    import pickle
+
+    from xai_plugins.forest.onnx import onnx_header
+
+    for name in ("rf_reg", "xgb_clf2", "lgb_reg"):
+        assert onnx_header(fitted(name)[1].proto.SerializeToString()[:16])
+    assert onnx_header(stump("BRANCH_LT").SerializeToString()[:16])
+    others = [pickle.dumps(fitted("rf_reg")[0]), b'{"learner": {}}', b"CBM1....", b"PK\x03\x04", b"tree\nversion=v4",
+              b"{U\x07learner"]
+    assert not any(onnx_header(head[:16]) for head in others)
+
+
 def _classifier_stump(weights, class_ids, labels, transform, base=()):
     """One split (x <= 0.5) whose leaves 1 and 2 carry ``weights`` [leaf][k] for ``class_ids``."""
     kw = {"classlabels_strings" if isinstance(labels[0], str) else "classlabels_int64s": labels}

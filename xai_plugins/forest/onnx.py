@@ -84,6 +84,16 @@ class OnnxModel:
         The graph's input names when it takes one named column per feature.
     classes_ : ndarray
         The class labels (classifiers only).
+
+    Raises
+    ------
+    UnsupportedModelError
+        A graph without exactly one tree-ensemble node, or with an operator in front of it that is not per
+        column and monotone (named), or behind it other than Identity, Cast, ZipMap.
+
+    Notes
+    -----
+    Treat the wrapped ``proto`` as immutable: the import cache keys on the OnnxModel object.
     """
 
     def __init__(self, model: Any) -> None:
@@ -342,6 +352,18 @@ def _margin(plan: _Plan, model: OnnxModel, X: Any) -> np.ndarray:
     scores = model.decision_function(X)
     return scores[:, 1:] if plan.labels is not None and len(plan.labels) == 2 and scores.shape[1] == 2 and \
         binary_single(plan) else scores
+
+
+#: the tags a serialized ModelProto may hold after its ir_version (fields 2-8, 14, 20, 21: producer, domain,
+#: versions, doc string, graph, opset imports, metadata, training info, functions)
+_NEXT_TAGS = frozenset((0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2, 0xAA))
+
+
+def onnx_header(head: bytes) -> bool:
+    """Whether the first bytes of a file look like a serialized ONNX ModelProto (protobuf has no magic bytes:
+    ``onnx.save`` writes field 1, ir_version, first as tag 0x08 and a small varint, then another ModelProto
+    field); confirm by loading it (:meth:`OnnxModel.load`)."""
+    return len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 0x7F and head[2] in _NEXT_TAGS
 
 
 def parity(model: OnnxModel, forest: Forest, X: Any) -> float:
