@@ -240,7 +240,7 @@ def _outputs(plan: Any, table: _Table) -> tuple[np.ndarray, np.ndarray, list, st
     n = table.weights.shape[1]
     space = "raw" if plan.transform == "NONE" else "margin"
     if plan.labels is None:                                             # a regressor
-        base = base if len(base) == n else (base if n == 1 and len(base) == 1 else np.zeros(n))
+        base = base if len(base) == n else np.zeros(n)         # onnxruntime ignores base values of another size
         return np.eye(n), base, ["output"] if n == 1 else [f"output_{k}" for k in range(n)], space
     names, space = [str(c) for c in plan.labels], "probability" if plan.transform == "NONE" else "margin"
     if n > 2:
