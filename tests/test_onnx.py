@@ -432,6 +432,18 @@ def test_imputer_cast_scaler_compiled_into_input_columns():
     assert len(np.unique(forest.predict(X))) == 3
 
 
+def test_scaler_on_a_double_input_compares_the_double():
+    """A Scaler on a double input computes in double and rounds to float32: the routing depends on the double
+    itself (the Forest compares float64), switch points found exactly."""
+    model = _front_model(helper.make_node("Scaler", ["X"], ["Z"], domain="ai.onnx.ml", offset=[0.1, -0.3],
+                                          scale=[1.7, 0.9], name="scaler"))
+    forest = import_model(model)
+    assert not forest.input_float32
+    X = _rows_around_forest(forest)
+    np.testing.assert_array_equal(forest.predict(X), forest.predict_fn(X))
+    assert not np.array_equal(forest.threshold, np.float32(forest.threshold))     # off the float32 grid
+
+
 def test_named_columns_through_concat_name_the_features():
     """One float input per column, joined by Concat: the features are named after the inputs."""
     model = _front_model(helper.make_node("Concat", ["a", "b"], ["Z"], axis=1, name="concat"),
@@ -517,6 +529,9 @@ def test_model_object(tmp_path):
     np.testing.assert_array_equal(model.predict(X_EVAL), original.predict(X_EVAL.astype(np.float32)))
     np.testing.assert_allclose(model.predict_proba(X_EVAL), original.predict_proba(X_EVAL.astype(np.float32)),
                                atol=1e-6)
+    import pickle
+
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(X_EVAL), model.predict(X_EVAL))
     temporary = OnnxModel(model.proto)
     forest = import_model(temporary)
     ref = weakref.ref(temporary)

@@ -195,25 +195,38 @@ def _numeric(apply: Callable, mode: np.ndarray, t: np.ndarray, track: np.ndarray
 
 
 def apply_steps(steps: tuple, x: np.ndarray, float32: bool) -> np.ndarray:
-    """Column values ``x`` (float64) through ``steps`` as onnxruntime computes them (float32 arithmetic
-    where the tensor is float), starting from a float (``float32``) or double graph input."""
+    """Column values ``x`` (float64) through ``steps`` as onnxruntime computes them, starting from a float
+    (``float32``) or double graph input: a Cast rounds, a Scaler computes ``(x - offset) * scale`` in its
+    input's type with float32 offset and scale and rounds the result to float32, an Imputer fills NaN."""
     with np.errstate(over="ignore", invalid="ignore"):
         v = x.astype(np.float32) if float32 else x.copy()
         for step in steps:
             if step[0] == "cast":
                 v = v.astype(np.float32 if step[1] == _FLOAT else np.float64)
             elif step[0] == "scaler":
-                v = (v.astype(np.float32) - np.float32(step[1])) * np.float32(step[2])
+                v = ((v - v.dtype.type(np.float32(step[1]))) * v.dtype.type(np.float32(step[2]))).astype(np.float32)
             elif step[0] == "imputer":
                 v = np.where(np.isnan(v), v.dtype.type(step[1]), v)
     return v
 
 
+def _float32_input(plan: Any, steps: tuple) -> bool:
+    """Whether a column's routing depends on float32(x) only: a float graph input, or a Cast to float before
+    any step that computes with the double (a Scaler)."""
+    if plan.input_type == _FLOAT:
+        return True
+    for step in steps:
+        if step == ("cast", _FLOAT):
+            return True
+        if step[0] == "scaler":
+            return False
+    return False
+
+
 def _float32_columns(plan: Any, columns: list[int]) -> bool:
-    """Whether the ensemble's ``columns`` see float32(x) of the input (a float graph input, or a Cast to float /
-    Scaler on the way); UnsupportedModelError when some do and others compare the double itself."""
-    seen = {plan.input_type == _FLOAT or any(s[0] == "scaler" or s == ("cast", _FLOAT) for s in plan.columns[j][1])
-            for j in columns}
+    """Whether the ensemble's ``columns`` depend on float32(x) only (:func:`_float32_input`);
+    UnsupportedModelError when some do and others on the double itself."""
+    seen = {_float32_input(plan, plan.columns[j][1]) for j in columns}
     if len(seen) > 1:
         raise UnsupportedModelError("the ONNX graph compares some input columns in float32 and others in double; "
                                     "cast them all to one type in front of the tree ensemble")

@@ -28,10 +28,14 @@ How the attributes map onto the Forest:
   ``ZipMap`` are allowed. Any other operator is refused by name.
 
 Float32: the legacy operators store thresholds and weights as float32 (``*_as_tensor`` doubles where the
-converter wrote them) and onnxruntime compares the input as the graph gives it: a float graph input is
-compared (and its leaf weights summed) in float32. The Forest then has ``input_float32`` True and
-thresholds on the float32 grid, so it routes every row exactly as onnxruntime does; its outputs are
-summed in float64, so they differ from onnxruntime's float32 sums by float32 rounding only.
+converter wrote them) and onnxruntime compares in the type of the tensor the ensemble reads, thresholds and
+weights cast to it: a float graph input is compared (and its leaf weights summed) in float32. The Forest
+then has ``input_float32`` True and thresholds on the float32 grid, so it routes every row exactly as
+onnxruntime does; its outputs are summed in float64, so they differ from onnxruntime's float32 sums by
+float32 rounding only (:func:`parity`). A double input is compared in double (``input_float32`` False),
+unless a Cast to float comes first; a Scaler on a double computes in double and rounds to float32, so
+the routing depends on the double itself. :meth:`OnnxModel.predict` casts the rows to the graph input's
+type, as a caller of onnxruntime must.
 """
 
 from __future__ import annotations
@@ -123,6 +127,10 @@ class OnnxModel:
         classes = f", classes {self.classes_.tolist()}" if hasattr(self, "classes_") else ""
         return f"OnnxModel({kind}, {self.n_features_in_} features{classes}, post_transform {self._plan.transform})"
 
+    def __getstate__(self) -> dict:
+        """Pickled without its onnxruntime sessions (made again on first use)."""
+        return {**self.__dict__, "_sessions": {}}
+
     def _session(self, kind: str) -> Any:
         """The onnxruntime session of the graph as it is ("model") or cut at the ensemble with its
         post-transform set to NONE ("margin"), made once, single-threaded (onnxruntime's sums in tree order)."""
@@ -213,7 +221,7 @@ def _plan(proto: Any) -> _Plan:
     names = [n for n, _ in in_widths] if len(in_widths) > 1 and all(w == 1 for _, w in in_widths) else None
     labels = attrs.get("classlabels_int64s") or attrs.get("classlabels_strings")
     labels = None if not labels else [v.decode() if isinstance(v, bytes) else int(v) for v in labels]
-    transform = attrs.get("post_transform", b"NONE" if opset < 5 or node.op_type != "TreeEnsemble" else 0)
+    transform = attrs.get("post_transform", 0 if node.op_type == "TreeEnsemble" else b"NONE")
     transform = _TRANSFORMS5[transform] if isinstance(transform, int) else transform.decode()
     return _Plan(node, opset, attrs, in_widths, types.pop(), columns, sum(w for _, w in in_widths), names, labels,
                  transform, 1 if node.op_type == "TreeEnsembleClassifier" else 0, front)
@@ -286,7 +294,7 @@ def _check_behind(graph: Any, ensemble: Any, front: set) -> None:
 
 def _drop_behind(proto: Any, plan: _Plan, keep: Any) -> Any:
     """A copy of ``proto`` without the nodes behind the ensemble, its outputs those of the ensemble
-    (``keep(copy, ensemble)`` may change the ensemble node)."""
+    (``keep(ensemble)`` may change the copy's ensemble node)."""
     onnx = _onnx()
     out = onnx.ModelProto()
     out.CopyFrom(proto)
