@@ -72,9 +72,18 @@ def _skops_hgb(X, y, path):
     return model, "skops"
 
 
-SAVERS = {"model.txt": _lightgbm_text, "model.json": _xgboost_json, "model.ubj": _xgboost_ubj,
-          "model.cbm": _catboost_cbm, "catboost.json": _catboost_json, "pipeline.skops": _skops_pipeline,
-          "hgb.skops": _skops_hgb}
+def _onnx_forest(X, y, path):
+    skl2onnx = pytest.importorskip("skl2onnx")
+    model = RandomForestClassifier(n_estimators=8, max_depth=5, random_state=0).fit(X.astype(np.float32), y)
+    proto = skl2onnx.to_onnx(model, X[:1].astype(np.float32), options={"zipmap": False})
+    with open(path, "wb") as handle:
+        handle.write(proto.SerializeToString())
+    return model, "onnx"
+
+
+SAVERS = {"model.onnx": _onnx_forest, "model.txt": _lightgbm_text, "model.json": _xgboost_json,
+          "model.ubj": _xgboost_ubj, "model.cbm": _catboost_cbm, "catboost.json": _catboost_json,
+          "pipeline.skops": _skops_pipeline, "hgb.skops": _skops_hgb}
 
 
 def _margin(model, X):
@@ -107,12 +116,17 @@ def test_a_saved_model_reads_back_as_the_model_that_was_saved(data, tmp_path, fi
     margin = _margin(original, X)
     values = forest.predict(X)
     values = values[:, -1] if values.shape[1] > 1 else values[:, 0]
-    tol = 1e-5 if fmt.startswith("xgboost") else 1e-9           # XGBoost predicts in float32
+    tol = 1e-5 if fmt.startswith(("xgboost", "onnx")) else 1e-9      # XGBoost and onnxruntime sum in float32
     assert np.allclose(values, margin, rtol=0, atol=tol * max(1.0, np.abs(margin).max()))
     on_threshold = X.copy()                      # rows on every split threshold the model uses
     thresholds = [t for t in np.unique(forest.threshold[forest.feature >= 0])][:50]
     for i, t in enumerate(thresholds):
         on_threshold[i % len(X), forest.feature[forest.feature >= 0][0]] = t
+    if fmt == "onnx":           # ONNX stores the leaf values in float32: the same routes, values within its rounding
+        assert np.allclose(forest.predict(on_threshold), reference.predict(on_threshold), rtol=0, atol=1e-6)
+        assert np.allclose(xp.pg2(loaded, X[:20], [0, 2], 0.4).value, xp.pg2(original, X[:20], [0, 2], 0.4).value,
+                           rtol=1e-5, atol=1e-12)
+        return
     assert np.array_equal(forest.predict(on_threshold), reference.predict(on_threshold))
     assert np.array_equal(xp.pg2(loaded, X[:20], [0, 2], 0.4).value, xp.pg2(original, X[:20], [0, 2], 0.4).value)
 
@@ -166,7 +180,7 @@ def test_the_format_is_told_by_content_not_extension(data, tmp_path):
     assert type(xp.load_model(tmp_path / "model.json")).__name__ == "Booster"
 
 
-@pytest.mark.parametrize("filename", ["model.txt", "model.cbm", "pipeline.skops"])
+@pytest.mark.parametrize("filename", ["model.txt", "model.cbm", "pipeline.skops", "model.onnx"])
 def test_xai_audit_reads_each_format_without_trust_pickle(data, tmp_path, filename, capsys):
     X, y = data
     SAVERS[filename](X, y, str(tmp_path / filename))

@@ -30,7 +30,8 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 import xai_plugins as xp  # noqa: E402
 from xai_plugins.errors import UnsupportedModelError  # noqa: E402
 from xai_plugins.forest import _onnx_trees, import_model  # noqa: E402
-from xai_plugins.forest.onnx import OnnxModel, parity  # noqa: E402
+from xai_plugins.forest.onnx import OnnxModel  # noqa: E402
+from xai_plugins.forest.parity import certify  # noqa: E402
 
 D = 4
 RNG = np.random.default_rng(0)
@@ -164,6 +165,11 @@ def nan_rows():
     return X
 
 
+def parity(forest, X) -> float:
+    """max |Forest - onnxruntime's scores before the post-transform| over ``X``."""
+    return float(np.max(np.abs(forest.predict(X) - forest.predict_fn(X)), initial=0.0))
+
+
 def _check_parity(model, forest, X):
     """Forest vs onnxruntime on ``X``: the float32 sum of the Forest's leaves equals onnxruntime's scores to the
     bit (same routing); the Forest's float64 prediction within float32 rounding of them. Returns max |Δ|."""
@@ -175,7 +181,7 @@ def _check_parity(model, forest, X):
                                 model._plan.transform == "NONE" and len(model._plan.labels) == 2) else slice(None)
     np.testing.assert_array_equal(emulated[:, direct], ort[:, direct])
     scale = np.abs(forest.value).max(axis=0).sum() * forest.n_trees + np.abs(forest.base_score).max() + 1
-    gap = parity(model, forest, X)
+    gap = parity(forest, X)
     assert gap <= 8 * np.finfo(np.float32).eps * scale
     return gap
 
@@ -312,7 +318,7 @@ def test_double_tensors_and_tree_ensemble_v5(name, kind):
     for X in (X_EVAL, threshold_rows(converted, forest), nan_rows()):
         _check_parity(converted, forest, X)
     if kind == "v5_double":              # double sums, double output: the Forest's float64 sum is onnxruntime's
-        assert parity(converted, forest, X_EVAL) <= 4 * np.finfo(np.float64).eps * np.abs(forest.value).sum()
+        assert parity(forest, X_EVAL) <= 4 * np.finfo(np.float64).eps * np.abs(forest.value).sum()
 
 
 # --- hand-built graphs: every node mode, NaN tracking, the operators in front, refusals ---------------------
@@ -496,7 +502,8 @@ def test_average_aggregate_is_the_mean():
 # --- a corrupted import is caught; the model object --------------------------------------------------------
 
 def test_corrupted_threshold_is_caught_by_parity(monkeypatch):
-    """One threshold moved by one float32 ulp: parity on the rows around the thresholds sees it."""
+    """One threshold moved by one float32 ulp: parity on the rows around the thresholds sees it, and so does
+    the parity certificate, whose own rows lie on and beside every threshold."""
     _, good = fitted("xgb_reg")
     model = OnnxModel(good.proto)
     numeric = _onnx_trees._numeric
@@ -510,8 +517,11 @@ def test_corrupted_threshold_is_caught_by_parity(monkeypatch):
     monkeypatch.setattr(_onnx_trees, "_numeric", corrupt)
     forest = import_model(model)
     X = threshold_rows(model, forest, limit=10_000)
-    assert parity(model, forest, X) > 1e-3
-    assert parity(good, import_model(good), X) < 1e-5
+    assert parity(forest, X) > 1e-3
+    assert parity(import_model(good), X) < 1e-5
+    certificate = certify(model, X_EVAL[:50])
+    assert not certificate.passed and certificate.runtime.startswith("onnxruntime")
+    assert certify(good, X_EVAL[:50]).passed
 
 
 def test_model_object(tmp_path):

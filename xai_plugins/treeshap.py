@@ -145,5 +145,6 @@ def tree_shap(model, X, *, background=None, method="auto", n_jobs=None) -> TreeS
     values = np.moveaxis(out[:, :, :-1], 1, 2)              # (n, d, k)
     base = out[0, :, -1] if len(out) else np.full(forest.n_outputs, np.nan)
     if forest.n_outputs == 1:
-        values, base = values[:, :, 0], float(base[0])
+        return TreeSHAPValues(values[:, :, 0], float(base[0]), method, forest.feature_names,
+                              list(forest.output_names))
     return TreeSHAPValues(values, base, method, forest.feature_names, list(forest.output_names))

@@ -9,6 +9,8 @@ XGBoost JSON / UBJSON       a JSON object with ``"learner"`` / UBJSON     ``xgbo
 LightGBM text model         ``tree`` then ``version=`` on the first lines ``lightgbm.Booster(model_file=...)``
 CatBoost binary / JSON      ``CBM1`` / a JSON object with                 ``CatBoost().load_model`` (``format="cbm"``
                             ``"oblivious_trees"``                         / ``"json"``)
+ONNX-ML tree ensemble       ``.onnx``, or a ModelProto's first fields     :class:`~.onnx.OnnxModel` (``onnx``;
+                            (:func:`~.onnx.onnx_header`)                  onnxruntime scores it)
 skops                       a zip archive holding ``schema.json``         ``skops.io.load`` with :data:`SKOPS_TRUSTED`
 pickle / joblib             ``.pkl`` / ``.pickle`` / ``.joblib``          ``joblib.load``, only with ``trust_pickle``
 ==========================  ============================================  =========================================
@@ -29,6 +31,7 @@ from typing import Any
 
 from .._extras import require
 from ..errors import InputError, UnsupportedModelError
+from .onnx import OnnxModel, onnx_header
 
 __all__: list[str] = []      # internal module: load_model is public as xai_plugins.load_model
 
@@ -40,7 +43,8 @@ SKOPS_TRUSTED = ("sklearn.tree._tree.Tree", "sklearn.ensemble._hist_gradient_boo
 #: the formats :func:`model_format` tells apart, in words
 FORMATS = {"xgboost-json": "an XGBoost JSON model", "xgboost-ubj": "an XGBoost UBJSON model",
            "lightgbm-text": "a LightGBM text model", "catboost-cbm": "a CatBoost binary model",
-           "catboost-json": "a CatBoost JSON model", "skops": "a skops file", "pickle": "a pickle / joblib file"}
+           "catboost-json": "a CatBoost JSON model", "skops": "a skops file", "onnx": "an ONNX model",
+           "pickle": "a pickle / joblib file"}
 _UBJSON_MARKERS = b"iUIlLdDSHTFZN[{$#"
 
 
@@ -59,6 +63,8 @@ def model_format(path: str | os.PathLike) -> str:
         return "pickle"
     if head.startswith(b"CBM1"):
         return "catboost-cbm"
+    if path.suffix.lower() == ".onnx" or onnx_header(head):
+        return "onnx"
     if head.startswith(b"PK\x03\x04"):
         if _is_skops(path):
             return "skops"
@@ -89,10 +95,11 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
     """The fitted model saved at ``path``, read through its library's own loader, without unpickling.
 
     The format is told by the file's content (:func:`model_format`), not only by its extension: XGBoost
-    JSON / UBJSON, a LightGBM text model (``Booster.save_model``), a CatBoost ``.cbm`` or JSON model, a
-    scikit-learn model or Pipeline saved with skops (only the tree structures of :data:`SKOPS_TRUSTED`
-    beyond skops' own trusted types), or a pickle / joblib file with ``trust_pickle``. The model is
-    returned as its library's object, which every function of the package takes.
+    JSON / UBJSON, a LightGBM text model (``Booster.save_model``), a CatBoost ``.cbm`` or JSON model, an
+    ONNX-ML tree ensemble (skl2onnx, onnxmltools), a scikit-learn model or Pipeline saved with skops (only
+    the tree structures of :data:`SKOPS_TRUSTED` beyond skops' own trusted types), or a pickle / joblib file
+    with ``trust_pickle``. The model is returned as its library's object, which every function of the package
+    takes.
 
     Parameters
     ----------
@@ -106,7 +113,8 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
     -------
     model
         XGBoost files: an ``XGBClassifier`` or ``XGBRegressor`` by their objective; LightGBM: a
-        ``lightgbm.Booster``; CatBoost: a ``catboost.CatBoost``; skops and pickles: the saved object.
+        ``lightgbm.Booster``; CatBoost: a ``catboost.CatBoost``; ONNX: an ``OnnxModel`` (scored by
+        onnxruntime); skops and pickles: the saved object.
 
     Raises
     ------
@@ -150,7 +158,7 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
                              f"the file is damaged or not a pickle ({type(exc).__name__}: {exc}); save the fitted "
                              "model again with joblib.dump(model, path), or in its library's own format") from exc
     reader = {"xgboost-json": _xgboost, "xgboost-ubj": _xgboost, "lightgbm-text": _lightgbm,
-              "catboost-cbm": _catboost, "catboost-json": _catboost, "skops": _skops}[fmt]
+              "catboost-cbm": _catboost, "catboost-json": _catboost, "skops": _skops, "onnx": _onnx}[fmt]
     try:
         return reader(path, fmt)
     except (InputError, UnsupportedModelError):
@@ -188,6 +196,10 @@ def _skops(path: Path, fmt: str):
                                     "of a supported scikit-learn tree model or Pipeline holds only scikit-learn's, "
                                     "numpy's and the tree structures' types")
     return sio.load(str(path), trusted=list(untrusted))
+
+
+def _onnx(path: Path, fmt: str):
+    return OnnxModel.load(path)
 
 
 def _is_skops(path: Path) -> bool:

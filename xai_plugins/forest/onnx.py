@@ -358,6 +358,20 @@ class OnnxImporter(LibraryImporter):
         """onnxruntime's scores before the post-transform, in the Forest's outputs."""
         return ModelPredictor(model, functools.partial(_margin, model._plan))
 
+    def runtime(self, model: Any) -> tuple[str, float]:
+        """onnxruntime, which sums a float graph's trees in float32 and outputs the legacy operators' scores in
+        float32: the parity certificate allows float32 rounding. The gap is rounding only, as the routes are
+        identical: about ``n_trees * 2**-24 * max |partial sum|`` (4e-7 for 6 trees, 4e-6 for 300 XGBoost trees
+        of outputs near 1); a corrupted threshold or weight shows as a leaf value's size on the rows it
+        reroutes."""
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("onnxruntime")
+        except importlib.metadata.PackageNotFoundError:
+            version = "(not installed)"
+        return f"onnxruntime {version}", 2.0 ** -24
+
 
 def _margin(plan: _Plan, model: OnnxModel, X: Any) -> np.ndarray:
     """The model's own output in its Forest's output space (one column of a binary classifier's two where
@@ -377,17 +391,6 @@ def onnx_header(head: bytes) -> bool:
     ``onnx.save`` writes field 1, ir_version, first as tag 0x08 and a small varint, then another ModelProto
     field); confirm by loading it (:meth:`OnnxModel.load`)."""
     return len(head) >= 3 and head[0] == 0x08 and 1 <= head[1] <= 0x7F and head[2] in _NEXT_TAGS
-
-
-def parity(model: OnnxModel, forest: Forest, X: Any) -> float:
-    """max |Forest prediction - onnxruntime's scores before the post-transform| over the rows ``X``.
-
-    The routes are identical, so the gap is rounding only: onnxruntime sums a float graph's weights in float32
-    in tree order (about ``n_trees * 2**-24 * max |partial sum|``: 4e-7 for 6 trees, 4e-6 for 300 XGBoost
-    trees of outputs near 1), a double graph's in float64 (the legacy operators then output float32). A
-    corrupted threshold or weight shows as a leaf value's size on the rows it reroutes (rows on the thresholds
-    and one ulp either side find a one-ulp error)."""
-    return float(np.max(np.abs(forest.predict(X) - _margin(model._plan, model, X)), initial=0.0))
 
 
 register(OnnxImporter())
