@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_API = {
     "xai_plugins": ["Forest", "import_model", "load_model", "clear_model_cache", "pg2", "pgi2", "greedy_pg2_ranking",
                     "mean_pgi2", "binary_perturbation", "PG2Estimate", "GreedyRanking", "local_mdi", "global_mdi",
-                    "faithfulness", "tree_shap", "TreeSHAPValues", "which_shap", "WhichSHAP", "XaiError",
-                    "UnsupportedModelError"],
+                    "faithfulness", "tree_shap", "TreeSHAPValues", "which_shap", "WhichSHAP", "reason_codes",
+                    "ReasonCodes", "XaiError", "UnsupportedModelError"],
     "xai_plugins.shap": ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "label_plot", "NotAdditive"],
     "xai_plugins.interpret": ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "AttributionExplanation"],
     "xai_plugins.acme": ["AcME", "AcMEGlobal", "AcMELocal", "Grid"],

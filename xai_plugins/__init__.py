@@ -34,6 +34,8 @@ _LAZY = {
     "TreeSHAPValues": "treeshap",
     "which_shap": "which_shap",
     "WhichSHAP": "which_shap",
+    "reason_codes": "reason_codes",
+    "ReasonCodes": "reason_codes",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -68,11 +68,13 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from .errors import MissingExtraError, OutputPathError, XaiError, XaiWarning
+from .forest import import_model
 from .forest.files import load_model as read_model
 from .forest.files import native_message
 
@@ -84,7 +86,7 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 INPUT_FLAGS = {"model": "--model", "test data": "--data", "training data": "--train", "model card": "--model-card",
                "approval": "--approval"}
 #: the subcommands: a first word of the command line that is not a flag
-SUBCOMMANDS = ("sign", "verify", "keygen")
+SUBCOMMANDS = ("sign", "verify", "keygen", "reasons")
 #: exit statuses: success, a failed section or method under --strict or a --fail-on gate tripped, a user error
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: ``--fail-on`` scopes: the Verdict attributes a gate reads ("" = both, i.e. the worst of the two)
@@ -210,8 +212,10 @@ def signing_key(path, signer, password_env):
 
 
 def subcommand(argv) -> int:
-    """Run ``xai-audit sign | verify | keygen`` (``argv[0]``); the exit status (0 ok, 1 verification failed, 2 user
-    error)."""
+    """Run ``xai-audit sign | verify | keygen | reasons`` (``argv[0]``); the exit status (0 ok, 1 verification
+    failed or, for reasons, a row not certified under ``--fail-uncertified``, 2 user error)."""
+    if argv[0] == "reasons":
+        return reasons_command(argv[1:])
     parser = argparse.ArgumentParser(prog=f"xai-audit {argv[0]}")
     if argv[0] == "keygen":
         parser.description = "Write a new Ed25519 key pair: OUT (private, PEM) and OUT-stem.pub.pem (public)."
@@ -258,6 +262,74 @@ def subcommand(argv) -> int:
     return EXIT_OK if found.ok else EXIT_FAILED
 
 
+def reasons_command(argv) -> int:
+    """``xai-audit reasons``: certified reason codes of every row of a data file (:func:`xai_plugins.reason_codes`)
+    written as one CSV line per (row, reason) with the row's certificate; a summary on stdout."""
+    parser = argparse.ArgumentParser(
+        prog="xai-audit reasons", description="The top-k reasons of each row's decision, each with its exact PG² "
+        "contribution, and a certificate per row: the PG² of its reasons over that of the best set of as many "
+        "features found by greedy PG² (protected attributes are never reasons).")
+    parser.add_argument("--model", required=True, help="model file (as for the audit)")
+    parser.add_argument("--data", required=True, help="CSV or parquet file of the rows to explain")
+    parser.add_argument("--out", required=True, help="the CSV to write")
+    parser.add_argument("--target", help="a target column in --data to leave out")
+    parser.add_argument("--id-cols", nargs="+", default=[], metavar="COL", help="row-identifier columns, copied "
+                        "into the output")
+    parser.add_argument("--sep", default=",", help="CSV column separator")
+    parser.add_argument("--k", type=int, default=4, help="reasons per row (default 4)")
+    parser.add_argument("--protected", nargs="+", default=[], metavar="COL", help="features never given as reasons")
+    parser.add_argument("--proxy", nargs="+", default=[], metavar="COL=ATTR", help="features known to be proxies of "
+                        "a protected attribute, flagged when they are reasons")
+    parser.add_argument("--background", help="CSV or parquet rows for interventional TreeSHAP (else path-dependent)")
+    parser.add_argument("--sigma", type=float, default=0.3, help="noise scale of PG² (default 0.3)")
+    parser.add_argument("--output", help="the output explained, for a model with several (a class label)")
+    parser.add_argument("--certify-at", type=float, default=0.8, help="the certificate a row needs (default 0.8)")
+    parser.add_argument("--fail-uncertified", action="store_true", help="exit 1 when a row is not certified")
+    parser.add_argument("--trust-pickle", action="store_true", help="allow a pickled / joblib model")
+    args = parser.parse_args(argv)
+    try:
+        with warnings_as_lines():
+            from .reason_codes import reason_codes
+
+            proxies = {}
+            for item in args.proxy:
+                column, sep, attribute = item.partition("=")
+                if not sep or not column or not attribute:
+                    raise CLIError(f"--proxy takes COL=ATTR (a feature and the protected attribute it stands for); "
+                                   f"got {item!r}")
+                proxies[column] = attribute
+            inputs = [Path(p) for p in (args.model, args.data, args.background) if p]
+            if any(Path(args.out).resolve() == p.resolve() for p in inputs if p.exists()):
+                raise CLIError(f"--out {args.out} is one of the input files; name another file")
+            model = load_model(args.model, args.trust_pickle)
+            forest = import_model(model)
+            frame, _ = read_table(args.data, args.target, "--data", args.sep, args.id_cols)
+            ids = pd.read_csv(args.data, sep=args.sep, usecols=args.id_cols) if args.id_cols and \
+                Path(args.data).suffix.lower() not in PARQUET_SUFFIXES else \
+                (pd.read_parquet(args.data, columns=args.id_cols) if args.id_cols else None)
+            X = align_features(forest, frame, "--data")
+            background = None
+            if args.background:
+                bg, _ = read_table(args.background, None, "--background", args.sep)
+                bg = bg.drop(columns=[c for c in (args.target, *args.id_cols) if c and c in bg.columns])
+                background = align_features(forest, bg, "--background")
+            codes = reason_codes(model, X, args.k, background=background, sigma=args.sigma, output=args.output,
+                                 protected=args.protected, proxies=proxies, certify_at=args.certify_at)
+    except (CLIError, XaiError) as exc:
+        print(f"xai-audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    table = codes.reasons.join(codes.rows[["certificate", "certified"]], on="row")
+    if ids is not None:
+        table = pd.concat([ids.iloc[table["row"].to_numpy()].reset_index(drop=True), table], axis=1)
+    table.to_csv(args.out, index=False)
+    summary = codes.summary()
+    print(f"wrote {args.out}: {len(codes.rows)} rows, {len(table)} reasons")
+    for _, line in summary.iterrows():
+        print(f"certified at {line['threshold']:g}: {int(line['certified rows'])} of {len(codes.rows)} rows "
+              f"({100 * line['share']:.1f} %)")
+    return EXIT_FAILED if args.fail_uncertified and not codes.rows["certified"].all() else EXIT_OK
+
+
 def load_model(path, trust_pickle: bool = False):
     """The fitted model saved at ``path`` (:func:`xai_plugins.load_model`: format from the content; a pickle only
     with ``trust_pickle``). Raises :class:`CLIError` with the reason otherwise."""
@@ -267,15 +339,15 @@ def load_model(path, trust_pickle: bool = False):
         raise CLIError(str(exc)) from exc
 
 
-def read_table(path, target: str, label: str, sep: str = ",", id_cols=()) -> tuple[pd.DataFrame, pd.Series]:
+def read_table(path, target: str | None, label: str, sep: str = ",", id_cols=()) -> tuple[pd.DataFrame, Any]:
     """Features and target of a data file, without its ``id_cols``.
 
     Parameters
     ----------
     path : path-like
         A parquet file (:data:`PARQUET_SUFFIXES`, read in memory with pandas) or a CSV file.
-    target : str
-        The target column.
+    target : str or None
+        The target column (None: the file holds none; the target returned is None).
     label : str
         The flag that named the file, for the messages ("--data", "--train").
     sep : str
@@ -301,7 +373,7 @@ def read_table(path, target: str, label: str, sep: str = ",", id_cols=()) -> tup
                        f"file must be named {' or '.join(PARQUET_SUFFIXES)}") from exc
     except (OSError, ValueError, ImportError) as exc:     # pyarrow's errors are ValueErrors / OSErrors
         raise CLIError(f"cannot read {label} {str(path)!r}{' as parquet' if parquet else ''}: {exc}") from exc
-    if target not in frame.columns:
+    if target is not None and target not in frame.columns:
         if len(frame.columns) == 1:
             other = next((s for s in (";", "\t", "|", ",") if s != sep and s in str(frame.columns[0])), None)
             if other is not None:
@@ -310,6 +382,8 @@ def read_table(path, target: str, label: str, sep: str = ",", id_cols=()) -> tup
         shown = ", ".join(map(str, frame.columns[:20])) + (" ..." if len(frame.columns) > 20 else "")
         raise CLIError(f"target column {target!r} is not in {label} {Path(path).name} (columns: {shown})")
     check_columns(frame, id_cols, f"{label} {Path(path).name}", "--id-cols")
+    if target is None:
+        return frame.drop(columns=list(id_cols)), None
     return frame.drop(columns=[target, *id_cols]), frame[target]
 
 
@@ -577,7 +651,6 @@ def prepare_files(args, argv, inputs, spark=None) -> dict:
     model's task, the ``--protected`` and ``--id-cols`` columns, the model card and the positive class.
     ``inputs``: the input files' manifest entries (:func:`~xai_plugins.report.manifest.hash_inputs`), whose
     digests the report's provenance cites. Returns the audit's arguments."""
-    from .forest import import_model
 
     digest = {entry["path"]: entry["sha256"] for entry in inputs}
     model = load_model(args.model, args.trust_pickle)
