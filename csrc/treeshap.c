@@ -32,15 +32,19 @@ typedef struct {
     double zero, one, weight;
 } path_el;
 
+/* The loops below multiply by 1 / (depth + 1) and 1 / one rather than divide (a division costs several
+ * multiplications); the values move by rounding only. */
 static void extend(path_el *path, int32_t depth, double zero, double one, int32_t feature)
 {
+    const double inv = 1.0 / (double)(depth + 1);
     path[depth].feature = feature;
     path[depth].zero = zero;
     path[depth].one = one;
     path[depth].weight = depth == 0 ? 1.0 : 0.0;
     for (int32_t i = depth - 1; i >= 0; i--) {
-        path[i + 1].weight += one * path[i].weight * (i + 1) / (double)(depth + 1);
-        path[i].weight = zero * path[i].weight * (depth - i) / (double)(depth + 1);
+        const double w = path[i].weight * inv;
+        path[i + 1].weight += one * w * (double)(i + 1);
+        path[i].weight = zero * w * (double)(depth - i);
     }
 }
 
@@ -65,18 +69,21 @@ static void unwind(path_el *path, int32_t depth, int32_t at)
 }
 
 /* The sum of the weights of the path with element `at` unwound (without changing the path). */
-static double unwound_sum(const path_el *path, int32_t depth, int32_t at)
+static double unwound_sum(const path_el *path, int32_t depth, int32_t at, const double *recip)
 {
-    const double one = path[at].one, zero = path[at].zero;
+    const double one = path[at].one, zero = path[at].zero, n = (double)(depth + 1);
     double next = path[depth].weight, total = 0.0;
-    for (int32_t i = depth - 1; i >= 0; i--) {
-        if (one != 0.0) {
-            const double w = next * (depth + 1) / ((double)(i + 1) * one);
+    if (one != 0.0) {
+        const double scale = n / one, shrink = zero * recip[depth + 1];
+        for (int32_t i = depth - 1; i >= 0; i--) {
+            const double w = next * scale * recip[i + 1];
             total += w;
-            next = path[i].weight - w * zero * (depth - i) / (double)(depth + 1);
-        } else {
-            total += path[i].weight / (zero * (double)(depth - i) / (double)(depth + 1));
+            next = path[i].weight - w * shrink * (double)(depth - i);
         }
+    } else {
+        const double scale = n / zero;
+        for (int32_t i = depth - 1; i >= 0; i--)
+            total += path[i].weight * scale * recip[depth - i];
     }
     return total;
 }
@@ -91,6 +98,7 @@ static inline double cover_share(const double *cover, int64_t g, int64_t child)
 typedef struct {
     const xai_forest *f;
     const double *cover;
+    const double *recip;  /* recip[k] = 1 / k for k = 1 .. max_depth + 2 */
     const double *x;
     double *phi;          /* [n_outputs * (n_features + 1)] of the current row */
     int32_t target;       /* first output of the current tree */
@@ -110,7 +118,7 @@ static void path_recurse(const path_walk *w, int64_t g, int64_t base, path_el *p
     if (f->left_child[g] < 0) {
         const int32_t D = f->n_features + 1, W = f->leaf_width;
         for (int32_t i = 1; i <= depth; i++) {
-            const double s = unwound_sum(path, depth, i) * (path[i].one - path[i].zero) * w->scale;
+            const double s = unwound_sum(path, depth, i, w->recip) * (path[i].one - path[i].zero) * w->scale;
             for (int32_t o = 0; o < W; o++)
                 w->phi[(size_t)(w->target + o) * D + path[i].feature] += s * f->value[g * W + o];
         }
@@ -178,12 +186,16 @@ static int treeshap_path(const xai_forest *f, const double *cover, const double 
     const int32_t D = f->n_features + 1, K = f->n_outputs;
     const int64_t levels = (int64_t)f->max_depth + 2;
     path_el *space = xai_alloc(levels * (levels + 1) / 2 + levels, sizeof(path_el));
-    double *expected = xai_alloc(K, sizeof(double));
-    if (space == NULL || expected == NULL) {
+    double *expected = xai_alloc(K, sizeof(double)), *recip = xai_alloc(levels + 1, sizeof(double));
+    if (space == NULL || expected == NULL || recip == NULL) {
         free(space);
         free(expected);
+        free(recip);
         return XAI_E_NOMEM;
     }
+    recip[0] = 0.0;
+    for (int64_t k = 1; k <= levels; k++)
+        recip[k] = 1.0 / (double)k;
     const double scale = f->aggregate == XAI_AGGREGATE_MEAN ? xai_mean_scale(f) : 1.0;
     for (int32_t o = 0; o < K; o++)
         expected[o] = f->base_score[o];
@@ -192,7 +204,7 @@ static int treeshap_path(const xai_forest *f, const double *cover, const double 
     for (int64_t i = 0; i < n_rows; i++) {
         double *phi = out + i * K * D;
         memset(phi, 0, (size_t)K * D * sizeof(double));
-        path_walk w = {f, cover, X + i * f->n_features, phi, 0, scale};
+        path_walk w = {f, cover, recip, X + i * f->n_features, phi, 0, scale};
         for (int32_t t = 0; t < f->n_trees; t++) {
             w.target = f->tree_target[t];
             path_recurse(&w, f->tree_offset[t], f->tree_offset[t], space, 0, 1.0, 1.0, -1);
@@ -202,6 +214,7 @@ static int treeshap_path(const xai_forest *f, const double *cover, const double 
     }
     free(space);
     free(expected);
+    free(recip);
     return XAI_OK;
 }
 
