@@ -7,7 +7,10 @@ Models (data: ``make_friedman1`` with its first column duplicated, seed 0):
   on 100,000 rows (about 126,000 nodes a tree: 128 trees make the 16 M-node forest, 500 trees 63 M),
   fitted once and cached by that script (fitting it takes many minutes);
 - ``XGBoost``: ``XGBRegressor(n_estimators=1000, max_depth=6)`` on 20,000 rows;
-- ``LightGBM``: ``LGBMRegressor(n_estimators=1000)`` (31 leaves) on 20,000 rows.
+- ``LightGBM``: ``LGBMRegressor(n_estimators=1000)`` (31 leaves) on 20,000 rows;
+- the XGBoost and LightGBM models converted to ONNX by onnxmltools (when installed): the time of reading the
+  file's bytes into an ``OnnxModel`` and importing it, beside the same model's native import (this build only:
+  the reference build may not read ONNX).
 
 Each build imports each model ``--repeat`` times (the cache cleared before each) in its own
 subprocess, on the same pickled models; the figure is the best CPU time of the process
@@ -49,6 +52,15 @@ def build_models() -> dict:
               "XGBoost 1000 x 6": xgb.XGBRegressor(n_estimators=1000, max_depth=6, random_state=0).fit(X, y),
               "LightGBM 1000 x 31 leaves": lgb.LGBMRegressor(n_estimators=1000, verbose=-1,
                                                               random_state=0).fit(X, y)}
+    try:
+        import onnxmltools
+        from onnxmltools.convert.common.data_types import FloatTensorType
+    except ImportError:
+        return models
+    shape = [("X", FloatTensorType([None, X.shape[1]]))]
+    for name in ("XGBoost 1000 x 6", "LightGBM 1000 x 31 leaves"):
+        convert = onnxmltools.convert_xgboost if name.startswith("XGBoost") else onnxmltools.convert_lightgbm
+        models[f"{name}, ONNX"] = convert(models[name], initial_types=shape).SerializeToString()
     return models
 
 
@@ -56,13 +68,19 @@ def measure(models: dict, repeat: int) -> dict:
     """name -> (best CPU seconds of import_model, nodes) with the xai_plugins on sys.path."""
     from xai_plugins.forest import clear_model_cache, import_model
 
+    try:
+        from xai_plugins.forest.onnx import OnnxModel
+    except ImportError:                                   # a build without the ONNX importer
+        OnnxModel = None
     out = {}
     for name, model in models.items():
+        if isinstance(model, bytes) and OnnxModel is None:
+            continue
         best = float("inf")
         for _ in range(repeat if "100k" not in name else 1):
             clear_model_cache()
             start = time.process_time()
-            forest = import_model(model)
+            forest = import_model(OnnxModel.load(model) if isinstance(model, bytes) else model)
             best = min(best, time.process_time() - start)
         out[name] = (best, forest.n_nodes)
         del forest
