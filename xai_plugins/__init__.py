@@ -32,10 +32,10 @@ _LAZY = {
     "binary_perturbation": "prediction_gap",
     "tree_shap": "treeshap",
     "TreeSHAPValues": "treeshap",
-    "which_shap": "which_shap",
-    "WhichSHAP": "which_shap",
-    "reason_codes": "reason_codes",
-    "ReasonCodes": "reason_codes",
+    "which_shap": "shap_variants",
+    "WhichSHAP": "shap_variants",
+    "reason_codes": "reasons",
+    "ReasonCodes": "reasons",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

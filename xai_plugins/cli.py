@@ -289,7 +289,7 @@ def reasons_command(argv) -> int:
     args = parser.parse_args(argv)
     try:
         with warnings_as_lines():
-            from .reason_codes import reason_codes
+            from .reasons import reason_codes
 
             proxies = {}
             for item in args.proxy:
