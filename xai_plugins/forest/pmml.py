@@ -48,6 +48,7 @@ How PMML constructs map onto the Forest:
 
 from __future__ import annotations
 
+import json
 import os
 import xml.etree.ElementTree as ET
 from fractions import Fraction
@@ -163,9 +164,17 @@ class PMMLModel:
                             columns=self.feature_names)
 
     def _scores(self, X: Any, key: str = "") -> Any:
+        """The evaluator's output columns for the rows ``X``, as a DataFrame. The rows go as JSON written here with
+        every float64 digit (pypmml's own DataFrame path writes 10 significant digits, which moves values near a
+        threshold across it) and missing values as ``null``."""
+        import pandas as pd
+
         frame = self._frame(X)
-        out = self._evaluator(key).predict(frame)
-        return out.reset_index(drop=True)
+        values = frame.to_numpy(dtype=np.float64)
+        data = [[None if np.isnan(v) else float(v) for v in row] for row in values]
+        text = json.dumps({"columns": list(frame.columns), "data": data}, allow_nan=False)
+        out = json.loads(self._evaluator(key).predict(text))
+        return pd.DataFrame(out["data"], columns=out["columns"])
 
     def predict(self, X: Any) -> np.ndarray:
         """The evaluator's prediction (``pypmml``): the value (regression) or the most probable class."""
@@ -203,16 +212,24 @@ def _sub_document(model: PMMLModel, field: str) -> str:
     """A PMML document whose model is the regression segment of ``model``'s chain that outputs ``field``."""
     segment = _chain_segments(model)[0][field]
     root = ET.Element("PMML", {"xmlns": "http://www.dmg.org/PMML-4_4", "version": "4.4"})
-    root.append(model.root.find("Header"))
-    dictionary = ET.fromstring(ET.tostring(model.root.find("DataDictionary")))
+    root.append(_child(model.root, "Header"))
+    dictionary = ET.fromstring(ET.tostring(_child(model.root, "DataDictionary")))
     ET.SubElement(dictionary, "DataField", {"name": "__value__", "optype": "continuous", "dataType": "double"})
     root.append(dictionary)
     copy = ET.fromstring(ET.tostring(segment))
     for part in copy.findall("Output") + copy.findall("Targets"):        # its Targets: applied by the caller
         copy.remove(part)
-    ET.SubElement(copy.find("MiningSchema"), "MiningField", {"name": "__value__", "usageType": "target"})
+    ET.SubElement(_child(copy, "MiningSchema"), "MiningField", {"name": "__value__", "usageType": "target"})
     root.append(copy)
     return ET.tostring(root, encoding="unicode")
+
+
+def _child(element: ET.Element, path: str) -> ET.Element:
+    """The element at ``path`` under ``element`` (InputError when there is none)."""
+    found = element.find(path)
+    if found is None:
+        raise InputError(f"PMML: <{element.tag}> without {path}")
+    return found
 
 
 def _refuse(what: str) -> UnsupportedModelError:
@@ -246,8 +263,9 @@ def _float32(text: str) -> float:
 class _Trees:
     """Builds the Forest's per-tree arrays from PMML TreeModels (see the module docstring)."""
 
-    def __init__(self, model: PMMLModel) -> None:
+    def __init__(self, model: PMMLModel, float_fields: str = "float32") -> None:
         self.model = model
+        self.single = float_fields == "float32"
         self.column = {name: j for j, name in enumerate(model.feature_names)}
         self.classes = [str(c) for c in model.classes_] if hasattr(model, "classes_") else None
         self.refused = np.zeros(model.n_features_in_, dtype=bool)
@@ -286,12 +304,13 @@ class _Trees:
         out = np.zeros(len(self.classes))
         if dists:
             given = all(d.get("probability") is not None for d in dists)
-            weights = [float(d.get("probability") if given else d.get("recordCount")) for d in dists]
+            weights = [float(d.get("probability" if given else "recordCount", "0")) for d in dists]
             total = 1.0 if given else sum(weights)
             for d, w in zip(dists, weights):
-                if d.get("value") not in self.classes:
-                    raise InputError(f"PMML: ScoreDistribution value {d.get('value')!r} is no class of the target")
-                out[self.classes.index(d.get("value"))] = w / total if total else 0.0
+                label = d.get("value", "")
+                if label not in self.classes:
+                    raise InputError(f"PMML: ScoreDistribution value {label!r} is no class of the target")
+                out[self.classes.index(label)] = w / total if total else 0.0
         elif score in self.classes:
             out[self.classes.index(score)] = 1.0
         else:
@@ -323,7 +342,7 @@ class _Trees:
             return self.chain(node, kids, i + 1)
         if predicate.tag != "SimplePredicate":
             raise _refuse(predicate.tag)
-        field, op = predicate.get("field"), predicate.get("operator")
+        field, op = predicate.get("field", ""), predicate.get("operator", "")
         j = self.feature(field, op)
         gate = None
         if self.missing == "lastPrediction" and op not in ("isMissing", "isNotMissing"):
@@ -356,14 +375,14 @@ class _Trees:
         if data.get("optype", "continuous") != "continuous" or kind not in ("float", "double"):
             raise _refuse(f"field {field!r} of optype {data.get('optype')!r} / dataType {kind!r} (continuous float "
                           "or double only)")
-        self.types.add(kind)
+        self.types.add(kind if self.single else "double")
         return self.column[field]
 
     def threshold(self, field: Any, text: Any, op: str) -> float:
         """The threshold t of "x <= t" equivalent to ``x op text`` in the field's precision."""
         if text is None or op not in ("lessOrEqual", "lessThan"):
             raise _refuse(f"SimplePredicate operator={op!r} on {field!r}")
-        single = self.model.fields[field].get("dataType") == "float"
+        single = self.single and self.model.fields[field].get("dataType") == "float"
         t = _float32(text) if single else float(text)
         if np.isnan(t):
             raise InputError(f"PMML: a NaN threshold on {field!r}")
@@ -479,26 +498,33 @@ def _chain_margins(model: PMMLModel) -> list[tuple[str, float, float, float]]:
                 any(p.get("name") not in fields or float(p.get("exponent", 1)) != 1 for p in numeric):
             raise _refuse("a final RegressionTable other than intercept + coefficient * (one chained model)")
         name = numeric[0].get("name") if numeric else None
-        rows.append((table.get("targetCategory"), name, float(numeric[0].get("coefficient")) if numeric else 0.0,
+        rows.append((table.get("targetCategory"), name, float(numeric[0].get("coefficient", "nan")) if numeric else 0.0,
                      float(table.get("intercept", 0.0))))
     if norm == "logit" and len(classes) == 2 and len(rows) == 2 and rows[1][1] is None and rows[0][1] is not None:
         category, name, coefficient, intercept = rows[0]
-        return [(name, coefficient, intercept, 1.0 if category == classes[1] else -1.0)]
+        return [(str(name), coefficient, intercept, 1.0 if category == classes[1] else -1.0)]
     if norm == "softmax" and sorted(str(r[0]) for r in rows) == sorted(classes) and all(r[1] for r in rows):
         by_class = {str(r[0]): r for r in rows}
-        return [(by_class[c][1], by_class[c][2], by_class[c][3], 1.0) for c in classes]
+        return [(str(by_class[c][1]), by_class[c][2], by_class[c][3], 1.0) for c in classes]
     raise _refuse(f"a modelChain whose final RegressionModel has normalizationMethod={norm!r} with {len(rows)} "
                   f"tables for {len(classes)} classes (logit with two classes, or softmax over all)")
 
 
-def pmml_forest(model: PMMLModel, predict_fn: Any = None) -> Forest:
-    """The :class:`Forest` of a :class:`PMMLModel` (see the module docstring for the mapping)."""
+def pmml_forest(model: PMMLModel, predict_fn: Any = None, float_fields: str = "float32") -> Forest:
+    """The :class:`Forest` of a :class:`PMMLModel` (see the module docstring for the mapping).
+
+    ``float_fields``: how ``dataType="float"`` fields are compared: "float32" (the PMML specification, JPMML, and
+    the scikit-learn / XGBoost models the documents come from), or "double" (the input and the threshold's
+    decimal text read as float64, as pypmml 1.5 / PMML4S does): the two differ only on inputs within float32
+    rounding of a threshold."""
+    if float_fields not in ("float32", "double"):
+        raise InputError(f"float_fields must be 'float32' or 'double'; got {float_fields!r}")
     top = model.model_element
     if model.root.find("TransformationDictionary/DerivedField") is not None:
         raise _refuse("TransformationDictionary (DerivedField in front of the model)")
     if model.function_name not in ("regression", "classification"):
         raise _refuse(f"functionName={model.function_name!r}")
-    build = _Trees(model)
+    build = _Trees(model, float_fields)
     classification = model.function_name == "classification"
     method = _segments(top)[0] if top.tag == "MiningModel" else ""
     names: list[str]
