@@ -22,8 +22,9 @@ import pytest
 
 import xai_plugins as xp
 from xai_plugins.errors import InputError, UnsupportedModelError
-from xai_plugins.forest import import_model, library_of, pmml
-from xai_plugins.forest.pmml import PMMLImporter, PMMLModel, _float32, parity_gap, pmml_forest
+from xai_plugins.forest import _pmml_trees, import_model, library_of
+from xai_plugins.forest._pmml_trees import float32_of
+from xai_plugins.forest.pmml import PMMLImporter, PMMLModel, parity_gap, pmml_forest
 
 NAMES = ["x1", "x2", "x3", "x4"]
 RTOL = 1e-12
@@ -47,6 +48,8 @@ def _models():
         RandomForestClassifier,
         RandomForestRegressor,
     )
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
     X, y = _data()
@@ -70,6 +73,7 @@ def _models():
                                         random_state=0).fit(frame_n, y), frame_n),
         "lgbc2": (lightgbm.LGBMClassifier(n_estimators=8, num_leaves=6, min_child_samples=5, verbose=-1,
                                           random_state=0).fit(frame_n, y2), frame_n),
+        "scaled": (make_pipeline(StandardScaler(), DecisionTreeRegressor(max_depth=3)).fit(frame, y), frame),
     }
 
 
@@ -107,6 +111,14 @@ def converted(tmp_path_factory):
     return out
 
 
+def test_a_pipeline_with_a_scaler_is_refused_by_name(converted):
+    """sklearn2pmml writes a StandardScaler as float32 ``Apply`` derived fields in ``LocalTransformations``: refused
+    (its float32 arithmetic would have to be compiled into the thresholds)."""
+    _, model, _ = converted["scaled"]
+    with pytest.raises(UnsupportedModelError, match="LocalTransformations"):
+        import_model(model)
+
+
 @pytest.fixture(scope="module")
 def jpmml():
     """The JPMML evaluator of a PMMLModel's document (jpmml-evaluator), or a skip."""
@@ -132,7 +144,7 @@ def _threshold_rows(model, frame, limit=400):
         if text is None:
             continue
         j = model.feature_names.index(field)
-        t = _float32(text) if model.fields[field].get("dataType") == "float" else float(text)
+        t = float32_of(text) if model.fields[field].get("dataType") == "float" else float(text)
         for value in (t, np.nextafter(t, -np.inf), np.nextafter(t, np.inf)):
             row = base[k % len(base)].copy()
             row[j] = value
@@ -279,7 +291,7 @@ def test_a_corrupted_threshold_is_detected_by_parity(converted, monkeypatch):
     honest = pmml_forest(model, PMMLImporter().predictor(model))
     rows = _threshold_rows(model, frame)
     assert parity_gap(honest, model, rows) <= 1e-12
-    original = pmml._Trees.threshold
+    original = _pmml_trees.Trees.threshold
     state = {"done": False}
 
     def shifted(self, field, text, op):
@@ -288,7 +300,7 @@ def test_a_corrupted_threshold_is_detected_by_parity(converted, monkeypatch):
             state["done"] = True
             return float(np.nextafter(t, -np.inf))
         return t
-    monkeypatch.setattr(pmml._Trees, "threshold", shifted)
+    monkeypatch.setattr(_pmml_trees.Trees, "threshold", shifted)
     corrupted = pmml_forest(model, PMMLImporter().predictor(model))
     rng = np.random.default_rng(3)
     random = pd.DataFrame(rng.normal(size=(200, model.n_features_in_)), columns=model.feature_names)
@@ -331,7 +343,7 @@ def _split(op, value="0.5", field="a"):
 def test_simple_predicates(op, below, at, above, a):
     """Each comparison at, and one ulp (of the field's precision) around, its threshold."""
     doc = _tree(_split(op, "0.1"), a=a)
-    t = _float32("0.1") if a == "float" else 0.1
+    t = float32_of("0.1") if a == "float" else 0.1
     ulp = (lambda v, d: float(np.nextafter(np.float32(v), np.float32(d)))) if a == "float" else np.nextafter
     rows = [[ulp(t, -np.inf), 0, 0], [t, 0, 0], [ulp(t, np.inf), 0, 0]]
     assert _predict(doc, rows).tolist() == [below, at, above]

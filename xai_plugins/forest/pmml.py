@@ -2,7 +2,8 @@
 JPMML converters) -> :class:`~xai_plugins.forest.Forest`, read with the standard library only.
 
 A document is a :class:`PMMLModel` (:meth:`PMMLModel.load`: a path, bytes or text); its own predictor, for
-Monte Carlo estimates and parity checks, is the PMML evaluator ``pypmml`` (extra ``pmml``, needs Java).
+Monte Carlo estimates and parity checks (:func:`parity_gap`), is the PMML evaluator ``pypmml`` (extra ``pmml``,
+needs Java), given the rows as JSON with every float64 digit. The trees are built in :mod:`._pmml_trees`.
 
 How PMML constructs map onto the Forest:
 
@@ -17,17 +18,22 @@ How PMML constructs map onto the Forest:
   ``CompoundPredicate`` with one operand is that operand; other compound predicates, ``SimpleSetPredicate``,
   ``equal`` / ``notEqual`` and fields that are not continuous float / double are refused by name (the Forest
   would read them as categorical set splits, not supported here yet).
-- **Numbers.** A field of ``dataType="float"`` is compared in float32, as the evaluators do: its thresholds
+- **Numbers.** A field of ``dataType="float"`` is compared in float32, as the PMML specification, the
+  reference evaluator JPMML and the scikit-learn / XGBoost models behind such documents do: its thresholds
   are read correctly rounded to float32 (``input_float32=True``); ``double`` fields are compared in float64.
-  A model mixing both is refused. Thresholds and scores are read from the document's decimal text; a
-  ``x-mathContext="float"`` tree (JPMML's XGBoost trees) adds its scores in float32 in the evaluator, the
-  Forest in float64.
+  A model mixing both is refused. pypmml 1.5 (PMML4S) reads float fields and their thresholds as doubles:
+  it differs from the Forest only on inputs within float32 rounding of a threshold, and equals
+  ``pmml_forest(model, float_fields="double")`` everywhere. Thresholds and scores are read from the
+  document's decimal text (JPMML writes round-trip decimals: exact); a ``x-mathContext="float"`` tree
+  (JPMML's XGBoost trees) adds its scores in float32 in JPMML, in float64 in the Forest and pypmml.
 - **Missing values** (``missingValueStrategy`` of a TreeModel, for a predicate on a missing field):
   ``none`` (the predicate is false: the next child), ``defaultChild`` (the node's ``defaultChild`` when it is
   the child being tested, or the last, ``True``, child), ``lastPrediction`` (the parent's score: a node at
   threshold +inf in front sends a missing value to a leaf with that score) map exactly onto NaN routing;
-  ``nullPrediction`` (no prediction) marks the features the trees test as refusing a missing value
-  (``nan_refused``). ``aggregateNodes``, ``weightedConfidence`` are refused by name.
+  ``nullPrediction`` (no prediction, scikit-learn's documents) marks the features the trees test as refusing
+  a missing value (``nan_refused``: such rows are refused, where JPMML gives no prediction when the row's path
+  tests the field). ``aggregateNodes``, ``weightedConfidence`` are refused by name. (pypmml 1.5 evaluates
+  every strategy as ``none``.)
 - **Leaves.** ``score`` for regression; for classification the ``ScoreDistribution`` probabilities
   (``probability`` when given, else ``recordCount`` over the node's total), or the ``score`` class alone.
 - **Ensembles.** ``MiningModel`` segments (each under a ``True`` predicate) combined by ``sum`` /
@@ -42,8 +48,9 @@ How PMML constructs map onto the Forest:
   of ``classes_[1]`` (``P(classes_[1]) = 1 / (1 + exp(-margin))``); with ``softmax``, one output per class
   (``P(k) = softmax(margin)_k``). Each class's ``coefficient * value + intercept`` is folded into its trees'
   leaves and ``base_score``.
-- ``LocalTransformations`` / ``TransformationDictionary`` derived fields, ``MiningField`` replacement of
-  missing values or outliers, and ``Target`` clamping are refused by name.
+- ``LocalTransformations`` / ``TransformationDictionary`` derived fields (sklearn2pmml writes a scaler in a
+  Pipeline as float32 ``Apply`` arithmetic), ``MiningField`` replacement of missing values or outliers, and
+  ``Target`` clamping are refused by name.
 """
 
 from __future__ import annotations
@@ -51,7 +58,6 @@ from __future__ import annotations
 import json
 import os
 import xml.etree.ElementTree as ET
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +65,21 @@ import numpy as np
 
 from .._extras import require
 from ..errors import InputError, UnsupportedModelError
+from ._pmml_trees import (
+    MODELS,
+    Trees,
+    additive,
+    check_schema,
+    child,
+    refuse,
+    segments_of,
+    targets_of,
+)
 from .layout import Forest, concat_trees
 from .predictor import ModelPredictor
 from .registry import LibraryImporter, register
 
 __all__: list[str] = []      # internal module: PMMLModel is reached through xai_plugins.load_model
-
-_MODELS = ("TreeModel", "MiningModel", "RegressionModel", "GeneralRegressionModel", "NeuralNetwork",
-           "SupportVectorMachineModel", "NaiveBayesModel", "Scorecard", "RuleSetModel", "ClusteringModel")
-_ADDITIVE = {"sum": "sum", "weightedSum": "sum", "average": "mean", "weightedAverage": "mean"}
-_SWAPPED = {"greaterThan": "lessOrEqual", "greaterOrEqual": "lessThan"}
 
 
 def _local(tag: str) -> str:
@@ -76,10 +87,24 @@ def _local(tag: str) -> str:
 
 
 class PMMLModel:
-    """A PMML document holding one tree model, parsed with ``xml.etree.ElementTree``.
+    """A PMML document holding one tree model, parsed with ``xml.etree.ElementTree`` (namespaces dropped).
+
+    Weakly referenceable (the import cache holds models weakly) and immutable once read; ``predict``,
+    ``predict_proba`` and ``decision_function`` run the evaluator ``pypmml`` (made on first use).
+
+    Parameters
+    ----------
+    text : str
+        The document (:meth:`load` reads one from a path or bytes). A DOCTYPE / ENTITY declaration is refused.
 
     Attributes
     ----------
+    text : str
+        The document.
+    root : xml.etree.ElementTree.Element
+        Its parsed ``<PMML>`` element.
+    model_element : xml.etree.ElementTree.Element
+        Its one model (``TreeModel``, ``MiningModel``...).
     feature_names : list of str
         The active fields of the model's ``MiningSchema``, in the ``DataDictionary``'s order.
     feature_names_in_ : ndarray of object
@@ -95,7 +120,7 @@ class PMMLModel:
     """
 
     def __init__(self, text: str) -> None:
-        if "<!DOCTYPE" in text[:4096] or "<!ENTITY" in text[:4096]:
+        if "<!DOCTYPE" in text or "<!ENTITY" in text:
             raise InputError("refusing a PMML document with a DOCTYPE / ENTITY declaration (entity expansion)")
         try:
             root = ET.fromstring(text)
@@ -107,7 +132,7 @@ class PMMLModel:
             raise InputError(f"not a PMML document: its root element is <{root.tag}>, not <PMML>")
         self.text, self.root = text, root
         self.version = root.get("version", "")
-        models = [child for child in root if child.tag in _MODELS]
+        models = [child for child in root if child.tag in MODELS]
         if len(models) != 1:
             raise UnsupportedModelError(f"a PMML document with {len(models)} models is not supported (one "
                                         "TreeModel or MiningModel)")
@@ -201,7 +226,7 @@ class PMMLModel:
         columns = []
         fields, _ = _chain_segments(self)
         for name, coefficient, intercept, sign in _chain_margins(self):
-            factor, constant = _targets(fields[name])
+            factor, constant = targets_of(fields[name])
             values = np.asarray(self._scores(X, name).iloc[:, 0], dtype=np.float64) * factor + constant
             rows = len(values)
             columns.append(sign * (coefficient * values + intercept))
@@ -212,274 +237,30 @@ def _sub_document(model: PMMLModel, field: str) -> str:
     """A PMML document whose model is the regression segment of ``model``'s chain that outputs ``field``."""
     segment = _chain_segments(model)[0][field]
     root = ET.Element("PMML", {"xmlns": "http://www.dmg.org/PMML-4_4", "version": "4.4"})
-    root.append(_child(model.root, "Header"))
-    dictionary = ET.fromstring(ET.tostring(_child(model.root, "DataDictionary")))
+    root.append(child(model.root, "Header"))
+    dictionary = ET.fromstring(ET.tostring(child(model.root, "DataDictionary")))
     ET.SubElement(dictionary, "DataField", {"name": "__value__", "optype": "continuous", "dataType": "double"})
     root.append(dictionary)
     copy = ET.fromstring(ET.tostring(segment))
     for part in copy.findall("Output") + copy.findall("Targets"):        # its Targets: applied by the caller
         copy.remove(part)
-    ET.SubElement(_child(copy, "MiningSchema"), "MiningField", {"name": "__value__", "usageType": "target"})
+    ET.SubElement(child(copy, "MiningSchema"), "MiningField", {"name": "__value__", "usageType": "target"})
     root.append(copy)
     return ET.tostring(root, encoding="unicode")
 
 
-def _child(element: ET.Element, path: str) -> ET.Element:
-    """The element at ``path`` under ``element`` (InputError when there is none)."""
-    found = element.find(path)
-    if found is None:
-        raise InputError(f"PMML: <{element.tag}> without {path}")
-    return found
-
-
-def _refuse(what: str) -> UnsupportedModelError:
-    return UnsupportedModelError(f"PMML: {what} is not supported")
-
-
-def _predicate(node: ET.Element) -> ET.Element:
-    """The predicate of a ``Node`` (a one-operand ``CompoundPredicate`` is its operand)."""
-    found = next((child for child in node if child.tag.endswith("Predicate") or child.tag in ("True", "False")),
-                 None)
-    if found is None:
-        raise UnsupportedModelError("PMML: a Node without a predicate")
-    while found.tag == "CompoundPredicate":
-        operands = [c for c in found if c.tag.endswith("Predicate") or c.tag in ("True", "False")]
-        if len(operands) != 1:
-            raise _refuse(f"CompoundPredicate booleanOperator={found.get('booleanOperator')!r} with "
-                          f"{len(operands)} operands")
-        found = operands[0]
-    return found
-
-
-def _float32(text: str) -> float:
-    """``text`` correctly rounded to float32 (ties to even), as a Python float."""
-    exact = Fraction(text)
-    near = np.float32(float(exact))
-    options = [np.nextafter(near, np.float32(-np.inf)), near, np.nextafter(near, np.float32(np.inf))]
-    finite = [c for c in options if np.isfinite(c)]
-    return float(min(finite, key=lambda c: (abs(Fraction(float(c)) - exact), int(c.view(np.uint32)) & 1)))
-
-
-class _Trees:
-    """Builds the Forest's per-tree arrays from PMML TreeModels (see the module docstring)."""
-
-    def __init__(self, model: PMMLModel, float_fields: str = "float32") -> None:
-        self.model = model
-        self.single = float_fields == "float32"
-        self.column = {name: j for j, name in enumerate(model.feature_names)}
-        self.classes = [str(c) for c in model.classes_] if hasattr(model, "classes_") else None
-        self.refused = np.zeros(model.n_features_in_, dtype=bool)
-        self.types: set = set()
-
-    def tree(self, element: ET.Element, scale: float, target: int = 0) -> dict:
-        """The arrays of one TreeModel, leaf values multiplied by ``scale``."""
-        _check_schema(element)
-        self.missing = element.get("missingValueStrategy", "none")
-        if self.missing not in ("none", "defaultChild", "lastPrediction", "nullPrediction"):
-            raise _refuse(f"missingValueStrategy={self.missing!r}")
-        self.no_true = element.get("noTrueChildStrategy", "returnNullPrediction")
-        if self.no_true not in ("returnNullPrediction", "returnLastPrediction"):
-            raise _refuse(f"noTrueChildStrategy={self.no_true!r}")
-        self.nodes: list[list] = []
-        self.scale = scale
-        root = element.find("Node")
-        if root is None or _predicate(root).tag != "True":
-            raise _refuse("a TreeModel whose root Node has a predicate other than True")
-        self.grow(root)
-        left, right, feature, threshold, missing_left, value = zip(*self.nodes)
-        return dict(left=left, right=right, feature=feature, threshold=threshold, missing_left=missing_left,
-                    value=np.array(value, dtype=np.float64), target=target)
-
-    def new(self, value: Any = None) -> int:
-        width = 1 if self.classes is None else len(self.classes)
-        self.nodes.append([-1, -1, 0, 0.0, 0, np.zeros(width) if value is None else value])
-        return len(self.nodes) - 1
-
-    def value(self, node: ET.Element) -> np.ndarray | None:
-        """A node's value (score, or class probabilities) times the scale; None when it has none."""
-        score = node.get("score")
-        if self.classes is None:
-            return None if score is None else np.array([float(score) * self.scale])
-        dists = node.findall("ScoreDistribution")
-        out = np.zeros(len(self.classes))
-        if dists:
-            given = all(d.get("probability") is not None for d in dists)
-            weights = [float(d.get("probability" if given else "recordCount", "0")) for d in dists]
-            total = 1.0 if given else sum(weights)
-            for d, w in zip(dists, weights):
-                label = d.get("value", "")
-                if label not in self.classes:
-                    raise InputError(f"PMML: ScoreDistribution value {label!r} is no class of the target")
-                out[self.classes.index(label)] = w / total if total else 0.0
-        elif score in self.classes:
-            out[self.classes.index(score)] = 1.0
-        else:
-            return None
-        return out * self.scale
-
-    def leaf(self, node: ET.Element, why: str) -> int:
-        value = self.value(node)
-        if value is None:
-            raise InputError(f"PMML: a Node without a score or ScoreDistribution where {why}")
-        return self.new(value)
-
-    def grow(self, node: ET.Element) -> int:
-        """The local id of the subtree of PMML ``node``."""
-        kids = node.findall("Node")
-        return self.leaf(node, "it is a leaf") if not kids else self.chain(node, kids, 0)
-
-    def chain(self, node: ET.Element, kids: list, i: int) -> int:
-        """The subtree that tests ``node``'s children from the ``i``-th on."""
-        if i == len(kids):
-            if self.no_true == "returnLastPrediction":
-                return self.leaf(node, "no child's predicate is true (returnLastPrediction)")
-            raise _refuse("noTrueChildStrategy='returnNullPrediction' where no child's predicate may be true (a "
-                          "null prediction)")
-        predicate = _predicate(kids[i])
-        if predicate.tag == "True":
-            return self.grow(kids[i])
-        if predicate.tag == "False":
-            return self.chain(node, kids, i + 1)
-        if predicate.tag != "SimplePredicate":
-            raise _refuse(predicate.tag)
-        field, op = predicate.get("field", ""), predicate.get("operator", "")
-        j = self.feature(field, op)
-        gate = None
-        if self.missing == "lastPrediction" and op not in ("isMissing", "isNotMissing"):
-            gate = self.new()               # a missing value: the parent's score (right), others on (left)
-            missing_leaf = self.leaf(node, "missingValueStrategy='lastPrediction' may return it")
-            self.nodes[gate][:5] = [gate + 2, missing_leaf, j, np.inf, 0]
-        at = self.new()
-        if op in ("isMissing", "isNotMissing"):
-            threshold, true_left, missing_true = np.inf, op == "isNotMissing", op == "isMissing"
-        else:
-            threshold = self.threshold(field, predicate.get("value"), _SWAPPED.get(op, op))
-            true_left, missing_true = op not in _SWAPPED, self.default_taken(node, kids, i)
-            if self.missing == "nullPrediction":
-                self.refused[j] = True
-        true_id = self.grow(kids[i])
-        false_id = self.chain(node, kids, i + 1)
-        left, right = (true_id, false_id) if true_left else (false_id, true_id)
-        self.nodes[at][:5] = [left, right, j, threshold, int(missing_true == true_left)]
-        return gate if gate is not None else at
-
-    def feature(self, field: str | None, op: str | None) -> int:
-        """The column of a SimplePredicate's field (continuous float / double only)."""
-        if op in ("equal", "notEqual"):
-            raise _refuse(f"SimplePredicate operator={op!r} (on field {field!r})")
-        if field not in self.column:
-            raise _refuse(f"a predicate on {field!r}, which is no active field of the model's MiningSchema (a "
-                          "derived field?)")
-        data = self.model.fields[field]
-        kind = data.get("dataType")
-        if data.get("optype", "continuous") != "continuous" or kind not in ("float", "double"):
-            raise _refuse(f"field {field!r} of optype {data.get('optype')!r} / dataType {kind!r} (continuous float "
-                          "or double only)")
-        self.types.add(kind if self.single else "double")
-        return self.column[field]
-
-    def threshold(self, field: Any, text: Any, op: str) -> float:
-        """The threshold t of "x <= t" equivalent to ``x op text`` in the field's precision."""
-        if text is None or op not in ("lessOrEqual", "lessThan"):
-            raise _refuse(f"SimplePredicate operator={op!r} on {field!r}")
-        single = self.single and self.model.fields[field].get("dataType") == "float"
-        t = _float32(text) if single else float(text)
-        if np.isnan(t):
-            raise InputError(f"PMML: a NaN threshold on {field!r}")
-        if op == "lessThan":
-            t = float(np.nextafter(np.float32(t), np.float32(-np.inf)) if single else np.nextafter(t, -np.inf))
-        return t
-
-    def default_taken(self, node: ET.Element, kids: list, i: int) -> bool:
-        """Whether a missing value goes to the tested child (True) or on to the next (False)."""
-        if self.missing != "defaultChild":
-            return False
-        default = node.get("defaultChild")
-        if default is not None and default == kids[i].get("id"):
-            return True
-        last = i + 2 == len(kids) and _predicate(kids[i + 1]).tag == "True"
-        if default is not None and last and default == kids[i + 1].get("id"):
-            return False
-        raise _refuse(f"defaultChild={default!r} other than the child tested or the last, True, child")
-
-
-def _check_schema(element: ET.Element) -> None:
-    """Refuses what a model's MiningSchema, LocalTransformations and Targets do beyond the Forest."""
-    if element.find("LocalTransformations/DerivedField") is not None:
-        raise _refuse("LocalTransformations (DerivedField in front of the model)")
-    for field in element.findall("MiningSchema/MiningField"):
-        if field.get("missingValueReplacement") is not None:
-            raise _refuse(f"MiningField missingValueReplacement (field {field.get('name')!r})")
-        if field.get("outliers", "asIs") != "asIs":
-            raise _refuse(f"MiningField outliers={field.get('outliers')!r} (field {field.get('name')!r})")
-    for target in element.findall("Targets/Target"):
-        if target.get("min") is not None or target.get("max") is not None or \
-                target.get("castInteger") is not None:
-            raise _refuse("Target min / max / castInteger")
-
-
-def _targets(element: ET.Element) -> tuple[float, float]:
-    """(rescaleFactor, rescaleConstant) of a model's ``Targets`` (1, 0 without)."""
-    target = element.find("Targets/Target")
-    if target is None:
-        return 1.0, 0.0
-    return float(target.get("rescaleFactor", 1.0)), float(target.get("rescaleConstant", 0.0))
-
-
-def _segments(element: ET.Element) -> tuple[str, list]:
-    """(multipleModelMethod, [(weight, model element)]) of a MiningModel, every segment under ``True``."""
-    segmentation = element.find("Segmentation")
-    if segmentation is None:
-        raise InputError("PMML: a MiningModel without Segmentation")
-    out = []
-    for segment in segmentation.findall("Segment"):
-        if _predicate(segment).tag != "True":
-            raise _refuse("a Segment whose predicate is not True")
-        model = next((c for c in segment if c.tag in _MODELS), None)
-        if model is None:
-            raise InputError("PMML: a Segment without a model")
-        out.append((float(segment.get("weight", 1.0)), model))
-    return segmentation.get("multipleModelMethod", ""), out
-
-
-def _additive(build: _Trees, element: ET.Element, scale: float, target: int) -> tuple[list, float, str]:
-    """(trees, constant, aggregate) of a TreeModel or additive MiningModel, its output times ``scale``."""
-    _check_schema(element)
-    factor, constant = _targets(element)
-    if element.tag == "TreeModel":
-        return [build.tree(element, scale * factor, target)], scale * constant, "sum"
-    if element.tag != "MiningModel":
-        raise _refuse(f"{element.tag} inside a MiningModel")
-    method, segments = _segments(element)
-    if method not in _ADDITIVE:
-        raise _refuse(f"Segmentation multipleModelMethod={method!r} (a vote or selection is not a sum of leaf "
-                      "values)")
-    weights = np.array([w for w, _ in segments]) if method.startswith("weighted") else np.ones(len(segments))
-    mean = _ADDITIVE[method] == "mean"
-    if mean:
-        weights = weights * len(segments) / weights.sum()
-    trees, base = [], 0.0
-    for weight, (_, model) in zip(weights, segments):
-        if mean and model.tag != "TreeModel":
-            raise _refuse("a MiningModel nested inside an average")
-        part, part_base, _ = _additive(build, model, scale * factor * weight, target)
-        trees += part
-        base += part_base
-    return trees, (base / len(segments) if mean else base) + scale * constant, _ADDITIVE[method]
-
-
 def _chain_segments(model: PMMLModel) -> tuple[dict, ET.Element]:
     """({output field: regression model}, final RegressionModel) of a ``modelChain`` classifier."""
-    _, segments = _segments(model.model_element)
+    _, segments = segments_of(model.model_element)
     *front, (_, final) = segments
     if final.tag != "RegressionModel" or final.get("functionName") != "classification":
-        raise _refuse(f"a modelChain ending in {final.tag} functionName={final.get('functionName')!r} (a "
+        raise refuse(f"a modelChain ending in {final.tag} functionName={final.get('functionName')!r} (a "
                       "classification RegressionModel only)")
     fields = {}
     for _, element in front:
         outputs = element.findall("Output/OutputField")
         if len(outputs) != 1 or outputs[0].get("feature", "predictedValue") != "predictedValue":
-            raise _refuse("a modelChain segment without one predictedValue OutputField")
+            raise refuse("a modelChain segment without one predictedValue OutputField")
         fields[outputs[0].get("name")] = element
     return fields, final
 
@@ -496,7 +277,7 @@ def _chain_margins(model: PMMLModel) -> list[tuple[str, float, float, float]]:
         numeric = [p for p in predictors if p.tag == "NumericPredictor"]
         if len(numeric) != len(predictors) or len(numeric) > 1 or \
                 any(p.get("name") not in fields or float(p.get("exponent", 1)) != 1 for p in numeric):
-            raise _refuse("a final RegressionTable other than intercept + coefficient * (one chained model)")
+            raise refuse("a final RegressionTable other than intercept + coefficient * (one chained model)")
         name = numeric[0].get("name") if numeric else None
         rows.append((table.get("targetCategory"), name, float(numeric[0].get("coefficient", "nan")) if numeric else 0.0,
                      float(table.get("intercept", 0.0))))
@@ -506,7 +287,7 @@ def _chain_margins(model: PMMLModel) -> list[tuple[str, float, float, float]]:
     if norm == "softmax" and sorted(str(r[0]) for r in rows) == sorted(classes) and all(r[1] for r in rows):
         by_class = {str(r[0]): r for r in rows}
         return [(str(by_class[c][1]), by_class[c][2], by_class[c][3], 1.0) for c in classes]
-    raise _refuse(f"a modelChain whose final RegressionModel has normalizationMethod={norm!r} with {len(rows)} "
+    raise refuse(f"a modelChain whose final RegressionModel has normalizationMethod={norm!r} with {len(rows)} "
                   f"tables for {len(classes)} classes (logit with two classes, or softmax over all)")
 
 
@@ -521,38 +302,38 @@ def pmml_forest(model: PMMLModel, predict_fn: Any = None, float_fields: str = "f
         raise InputError(f"float_fields must be 'float32' or 'double'; got {float_fields!r}")
     top = model.model_element
     if model.root.find("TransformationDictionary/DerivedField") is not None:
-        raise _refuse("TransformationDictionary (DerivedField in front of the model)")
+        raise refuse("TransformationDictionary (DerivedField in front of the model)")
     if model.function_name not in ("regression", "classification"):
-        raise _refuse(f"functionName={model.function_name!r}")
-    build = _Trees(model, float_fields)
+        raise refuse(f"functionName={model.function_name!r}")
+    build = Trees(model, float_fields)
     classification = model.function_name == "classification"
-    method = _segments(top)[0] if top.tag == "MiningModel" else ""
+    method = segments_of(top)[0] if top.tag == "MiningModel" else ""
     names: list[str]
     if method == "modelChain":
-        _check_schema(top)
+        check_schema(top)
         fields, _ = _chain_segments(model)
         build.classes = None
         trees, base = [], []
         for k, (field, coefficient, intercept, sign) in enumerate(_chain_margins(model)):
-            part, constant, aggregate = _additive(build, fields[field], sign * coefficient, k)
+            part, constant, aggregate = additive(build, fields[field], sign * coefficient, k)
             if aggregate != "sum":
-                raise _refuse("a modelChain segment that averages its trees")
+                raise refuse("a modelChain segment that averages its trees")
             trees += part
             base.append(constant + sign * intercept)
         space = "margin"
         names = ["margin"] if len(base) == 1 else [str(c) for c in model.classes_]
     else:
         if top.tag not in ("TreeModel", "MiningModel"):
-            raise _refuse(f"{top.tag} (TreeModel and MiningModel only)")
+            raise refuse(f"{top.tag} (TreeModel and MiningModel only)")
         if classification and (top.find("Targets/Target") is not None or method.startswith(("sum", "weightedSum"))):
-            raise _refuse(f"a classification MiningModel by {method!r} / with Targets")
-        trees, constant, aggregate = _additive(build, top, 1.0, 0)
+            raise refuse(f"a classification MiningModel by {method!r} / with Targets")
+        trees, constant, aggregate = additive(build, top, 1.0, 0)
         width = len(model.classes_) if classification else 1
         base = [0.0] * width if classification else [constant]
         space = "probability" if classification else "raw"
         names = [str(c) for c in model.classes_] if classification else ["output"]
     if len(build.types) > 1:
-        raise _refuse("a model comparing both float and double fields")
+        raise refuse("a model comparing both float and double fields")
     if method == "modelChain":
         aggregate = "sum"
     app = model.root.find("Header/Application")
@@ -590,7 +371,7 @@ class PMMLImporter(LibraryImporter):
     def predictor(self, model: Any) -> ModelPredictor:
         """The evaluator (``pypmml``) in the Forest's output space: ``decision_function`` for a modelChain,
         ``predict_proba`` for other classifiers, ``predict`` for regression."""
-        if model.model_element.tag == "MiningModel" and _segments(model.model_element)[0] == "modelChain":
+        if model.model_element.tag == "MiningModel" and segments_of(model.model_element)[0] == "modelChain":
             return ModelPredictor(model, _decision_function)
         return ModelPredictor(model, _predict_proba if hasattr(model, "classes_") else _predict)
 
