@@ -7,9 +7,12 @@ refused construct.
 
 Tolerances: the documents hold thresholds and leaf values as decimal text that reads back to the model's own
 numbers (JPMML writes shortest round-trip decimals: float32 thresholds for scikit-learn / XGBoost, float64 for
-LightGBM), so parity is checked to 1e-12 (relative and absolute); what differs is only the order of additions
-(the evaluators sum the Targets rescaling and the chain's coefficient after the trees, the Forest folds them into
-the leaves).
+LightGBM), so parity and PG² are checked to 1e-12 (relative and absolute; what differs is the order of additions:
+the evaluators apply the Targets rescaling and the chain's coefficient after the trees, the Forest folds them
+into the leaves). The exceptions, each named where it is set: XGBoost's ``x-mathContext="float"`` documents (JPMML
+adds in float32: 2e-6; pypmml reads the float32 scores as doubles: 1e-7; XGBoost's own importer reads its float32
+base score's decimal as a float64: 1e-9), and pypmml's reading of float fields as doubles (compared with the
+Forest read with ``float_fields="double"``).
 """
 
 import os
@@ -157,10 +160,11 @@ def _pypmml():
     return pytest.importorskip("pypmml")
 
 
-#: kinds whose original model compares the same float32 / float64 numbers as the document: exact PG² equal to
-#: 1e-12; XGBoost writes its float32 leaf values and base score as float32 decimals, summed in float64 here
-#: and in float32 + float64 by XGBoost's own Forest: 1e-6
-PG2_RTOL = {"xgbr": 1e-6, "xgbc3": 1e-6}
+#: JPMML's XGBoost documents are ``x-mathContext="float"``: their scores, base score and coefficients are float32
+#: numbers, read as such by the Forest (and JPMML), as doubles by pypmml (|Δ| <= 3e-8 seen), and XGBoost's own
+#: importer reads the base score's float32 decimal as a float64 (|Δ| <= 1.5e-10 seen)
+PYPMML_TOL = {"xgbr": 1e-7, "xgbc3": 1e-7}
+ORIGINAL_TOL = {"xgbr": 1e-9, "xgbc3": 1e-9}
 
 
 KINDS = ["dtr", "dtc", "rfr", "rfc", "gbr", "gbc2", "gbc3", "xgbr", "xgbc3", "lgbr", "lgbc2"]
@@ -178,11 +182,12 @@ def test_parity_with_pypmml(converted, kind):
     forest = import_model(model)
     rng = np.random.default_rng(1)
     random = pd.DataFrame(rng.normal(size=(200, model.n_features_in_)) * 1.5, columns=model.feature_names)
-    np.testing.assert_allclose(forest.predict(random), forest.predict_fn(random), rtol=RTOL, atol=RTOL)
+    tol = PYPMML_TOL.get(kind, RTOL)
+    np.testing.assert_allclose(forest.predict(random), forest.predict_fn(random), rtol=tol, atol=tol)
     rows = _threshold_rows(model, frame)
     as_doubles = pmml_forest(model, forest.predict_fn, float_fields="double")
-    np.testing.assert_allclose(as_doubles.predict(rows), forest.predict_fn(rows), rtol=RTOL, atol=RTOL)
-    assert parity_gap(as_doubles, model, rows) <= 1e-12
+    np.testing.assert_allclose(as_doubles.predict(rows), forest.predict_fn(rows), rtol=tol, atol=tol)
+    assert parity_gap(as_doubles, model, rows) <= tol
     floats = any(model.fields[f].get("dataType") == "float" for f in model.feature_names)
     assert forest.input_float32 == floats
     assert library_of(model) == "pmml"
@@ -195,8 +200,8 @@ def test_predictions_equal_the_original_model_on_thresholds(converted, kind):
     estimator, model, frame = converted[kind]
     rows = _threshold_rows(model, frame)
     original = import_model(estimator).predict(rows[NAMES] if model.n_features_in_ == 4 else rows)
-    np.testing.assert_allclose(import_model(model).predict(rows), original, rtol=PG2_RTOL.get(kind, RTOL),
-                               atol=PG2_RTOL.get(kind, RTOL))
+    tol = ORIGINAL_TOL.get(kind, RTOL)
+    np.testing.assert_allclose(import_model(model).predict(rows), original, rtol=tol, atol=tol)
 
 
 #: JPMML adds the scores of a ``x-mathContext="float"`` tree (its XGBoost trees) in float32
@@ -251,8 +256,9 @@ def test_missing_values_match_pypmml_and_the_original_model(converted, kind):
     rows.iloc[::2, 0] = np.nan          # x1 had missing values in training (LightGBM reads NaN as 0 in a column that
     assert np.isnan(rows.to_numpy()).any(axis=1).mean() > 0.4       # had none; its PMML document routes it as missing)
     as_doubles = pmml_forest(model, forest.predict_fn, float_fields="double")
-    np.testing.assert_allclose(as_doubles.predict(rows), forest.predict_fn(rows), rtol=RTOL, atol=RTOL)
-    tol = PG2_RTOL.get(kind, RTOL)
+    tol = PYPMML_TOL.get(kind, RTOL)
+    np.testing.assert_allclose(as_doubles.predict(rows), forest.predict_fn(rows), rtol=tol, atol=tol)
+    tol = ORIGINAL_TOL.get(kind, RTOL)
     np.testing.assert_allclose(forest.predict(rows), import_model(estimator).predict(rows), rtol=tol, atol=tol)
 
 
@@ -268,7 +274,7 @@ def test_exact_pg2_equals_the_original_model(converted, kind):
     names = model.feature_names
     original = xp.pg2(estimator, X, S=[NAMES.index(names[0]), NAMES.index(names[1])], sigma=0.4).value
     assert np.ptp(original) > 0
-    np.testing.assert_allclose(ours, original, rtol=PG2_RTOL.get(kind, RTOL), atol=1e-14)
+    np.testing.assert_allclose(ours, original, rtol=RTOL, atol=1e-14)
 
 
 @pytest.mark.parametrize("kind", ["rfr", "gbc2", "lgbr"])

@@ -47,6 +47,12 @@ def predicate_of(node: ET.Element) -> ET.Element:
     return found
 
 
+def number(text: str, single: bool) -> float:
+    """A number of the document: ``text`` read as float32 (correctly rounded) in a model of
+    ``x-mathContext="float"`` (JPMML's XGBoost models: their values are float32), else as float64."""
+    return float32_of(text) if single else float(text)
+
+
 def float32_of(text: str) -> float:
     """``text`` correctly rounded to float32 (ties to even), as a Python float."""
     exact = Fraction(text)
@@ -70,6 +76,7 @@ class Trees:
     def tree(self, element: ET.Element, scale: float, target: int = 0) -> dict:
         """The arrays of one TreeModel, leaf values multiplied by ``scale``."""
         check_schema(element)
+        self.float_math = element.get("x-mathContext") == "float"
         self.missing = element.get("missingValueStrategy", "none")
         if self.missing not in ("none", "defaultChild", "lastPrediction", "nullPrediction"):
             raise refuse(f"missingValueStrategy={self.missing!r}")
@@ -95,12 +102,12 @@ class Trees:
         """A node's value (score, or class probabilities) times the scale; None when it has none."""
         score = node.get("score")
         if self.classes is None:
-            return None if score is None else np.array([float(score) * self.scale])
+            return None if score is None else np.array([number(score, self.float_math) * self.scale])
         dists = node.findall("ScoreDistribution")
         out = np.zeros(len(self.classes))
         if dists:
             given = all(d.get("probability") is not None for d in dists)
-            weights = [float(d.get("probability" if given else "recordCount", "0")) for d in dists]
+            weights = [number(d.get("probability" if given else "recordCount", "0"), self.float_math) for d in dists]
             total = 1.0 if given else sum(weights)
             for d, w in zip(dists, weights):
                 label = d.get("value", "")
@@ -219,7 +226,8 @@ def targets_of(element: ET.Element) -> tuple[float, float]:
     target = element.find("Targets/Target")
     if target is None:
         return 1.0, 0.0
-    return float(target.get("rescaleFactor", 1.0)), float(target.get("rescaleConstant", 0.0))
+    single = element.get("x-mathContext") == "float"
+    return number(target.get("rescaleFactor", "1"), single), number(target.get("rescaleConstant", "0"), single)
 
 
 def segments_of(element: ET.Element) -> tuple[str, list]:

@@ -24,8 +24,9 @@ How PMML constructs map onto the Forest:
   A model mixing both is refused. pypmml 1.5 (PMML4S) reads float fields and their thresholds as doubles:
   it differs from the Forest only on inputs within float32 rounding of a threshold, and equals
   ``pmml_forest(model, float_fields="double")`` everywhere. Thresholds and scores are read from the
-  document's decimal text (JPMML writes round-trip decimals: exact); a ``x-mathContext="float"`` tree
-  (JPMML's XGBoost trees) adds its scores in float32 in JPMML, in float64 in the Forest and pypmml.
+  document's decimal text (JPMML writes round-trip decimals: exact); in a model of ``x-mathContext="float"``
+  (JPMML's XGBoost models) scores, rescalings and coefficients are float32 numbers and are read so, as JPMML
+  does (JPMML also adds them in float32, the Forest in float64; pypmml reads them as doubles).
 - **Missing values** (``missingValueStrategy`` of a TreeModel, for a predicate on a missing field):
   ``none`` (the predicate is false: the next child), ``defaultChild`` (the node's ``defaultChild`` when it is
   the child being tested, or the last, ``True``, child), ``lastPrediction`` (the parent's score: a node at
@@ -71,6 +72,7 @@ from ._pmml_trees import (
     additive,
     check_schema,
     child,
+    number,
     refuse,
     segments_of,
     targets_of,
@@ -270,6 +272,7 @@ def _chain_margins(model: PMMLModel) -> list[tuple[str, float, float, float]]:
     fields, final = _chain_segments(model)
     norm = final.get("normalizationMethod", "none")
     tables = final.findall("RegressionTable")
+    single = final.get("x-mathContext") == "float"
     classes = [str(c) for c in model.classes_]
     rows = []
     for table in tables:
@@ -279,8 +282,8 @@ def _chain_margins(model: PMMLModel) -> list[tuple[str, float, float, float]]:
                 any(p.get("name") not in fields or float(p.get("exponent", 1)) != 1 for p in numeric):
             raise refuse("a final RegressionTable other than intercept + coefficient * (one chained model)")
         name = numeric[0].get("name") if numeric else None
-        rows.append((table.get("targetCategory"), name, float(numeric[0].get("coefficient", "nan")) if numeric else 0.0,
-                     float(table.get("intercept", 0.0))))
+        coefficient = number(numeric[0].get("coefficient", "nan"), single) if numeric else 0.0
+        rows.append((table.get("targetCategory"), name, coefficient, number(table.get("intercept", "0"), single)))
     if norm == "logit" and len(classes) == 2 and len(rows) == 2 and rows[1][1] is None and rows[0][1] is not None:
         category, name, coefficient, intercept = rows[0]
         return [(str(name), coefficient, intercept, 1.0 if category == classes[1] else -1.0)]
