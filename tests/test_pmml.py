@@ -318,7 +318,8 @@ def test_a_corrupted_threshold_is_detected_by_parity(converted, monkeypatch):
 HEAD = """<PMML xmlns="http://www.dmg.org/PMML-4_4" version="4.4"><Header/>
 <DataDictionary><DataField name="y" optype="continuous" dataType="double"/>
 <DataField name="a" optype="continuous" dataType="{a}"/><DataField name="b" optype="continuous" dataType="double"/>
-<DataField name="c" optype="categorical" dataType="string"><Value value="u"/><Value value="v"/></DataField>
+<DataField name="c" optype="categorical" dataType="string"><Value value="u"/><Value value="v"/><Value value="w"/>
+</DataField>
 </DataDictionary>"""
 SCHEMA = """<MiningSchema><MiningField name="y" usageType="target"/><MiningField name="a"/><MiningField name="b"/>
 <MiningField name="c"/></MiningSchema>"""
@@ -441,9 +442,9 @@ def test_additive_segmentations_and_targets(method, expected):
 NESTED = ('<Node score="2"><SimplePredicate field="a" operator="lessOrEqual" value="0"/>'
           '<Node score="4"><SimplePredicate field="b" operator="lessOrEqual" value="0"/></Node></Node>')
 REFUSED = [
-    (_tree('<Node score="2"><SimpleSetPredicate field="c" booleanOperator="isIn"><Array type="string">u</Array>'
-           '</SimpleSetPredicate></Node>'), "SimpleSetPredicate"),
-    (_tree(_split("equal", "u", "c")), "operator='equal'"),
+    (_tree('<Node score="2"><SimpleSetPredicate field="a" booleanOperator="isIn"><Array type="real">1</Array>'
+           '</SimpleSetPredicate></Node>'), "SimpleSetPredicate operator='isIn' (on field 'a', not categorical)"),
+    (_tree(_split("equal", "1")), "operator='equal'"),
     (_tree(_split("notEqual")), "operator='notEqual'"),
     (_tree('<Node score="2"><CompoundPredicate booleanOperator="or"><SimplePredicate field="a" operator="lessThan" '
            'value="0"/><SimplePredicate field="b" operator="lessThan" value="0"/></CompoundPredicate></Node>'),
@@ -453,7 +454,10 @@ REFUSED = [
     (_tree(_split("lessOrEqual"), "aggregateNodes"), "missingValueStrategy='aggregateNodes'"),
     (_tree(_split("lessOrEqual"), "weightedConfidence"), "missingValueStrategy='weightedConfidence'"),
     (_tree(MISSING_BODY.format(inner=""), "defaultChild", root='defaultChild="R"'), "defaultChild="),
-    (_tree(_split("lessOrEqual", field="c"), ), "field 'c' of optype 'categorical'"),
+    (_tree(_split("lessOrEqual", field="c"), ), "operator='lessOrEqual' on categorical field 'c'"),
+    (_tree(_split("equal", "u", "c")).replace('<MiningField name="c"/>',
+                                              '<MiningField name="c" invalidValueTreatment="asMissing"/>'),
+     "invalidValueTreatment='asMissing'"),
     (_tree(_split("lessOrEqual", field="z")), "no active field"),
     (_tree(NESTED, a="float"), "both float and double"),
     (_tree(_split("lessOrEqual"), extra='<LocalTransformations><DerivedField name="z" optype="continuous" '
@@ -480,6 +484,53 @@ REFUSED = [
 def test_unsupported_constructs_are_refused_by_name(doc, name):
     with pytest.raises(UnsupportedModelError, match=name.replace("(", r"\(").replace(")", r"\)")):
         _forest(doc)
+
+
+CATEGORICAL = ('<Node score="2"><SimpleSetPredicate field="c" booleanOperator="isIn"><Array type="string" n="2">u "w"'
+               '</Array></SimpleSetPredicate><Node score="5"><SimplePredicate field="c" operator="equal" value="u"/>'
+               '</Node></Node><Node score="7"><SimpleSetPredicate field="c" booleanOperator="isNotIn">'
+               '<Array type="string">v</Array></SimpleSetPredicate></Node>'
+               '<Node score="8"><SimplePredicate field="a" operator="lessOrEqual" value="0"/></Node>'
+               '<Node score="3"><SimplePredicate field="c" operator="notEqual" value="u"/></Node>')
+CATEGORY_ROWS = pd.DataFrame({"a": [0.0, 0.0, 0.0, -1.0, 1.0, 1.0, 1.0], "b": 0.0,
+                              "c": ["u", "w", "v", "v", "v", None, "u"]})
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    ("none", [5, 2, 8, 8, 3, 1, 5]),            # c missing: every test on it is false, a > 0: no child (the root)
+    ("lastPrediction", [5, 2, 8, 8, 3, 1, 5]),  # c missing at the first test: the root's score
+])
+def test_categorical_set_and_equality_splits(strategy, expected, tmp_path):
+    """``SimpleSetPredicate`` isIn / isNotIn and ``equal`` / ``notEqual`` on a categorical field are set splits of
+    the Forest over the DataDictionary's values (their positions are the codes); a text column is read by label.
+    Checked by hand, against pypmml and against JPMML where installed."""
+    doc = _tree(CATEGORICAL, strategy)
+    model = PMMLModel.load(doc)
+    forest = pmml_forest(model, PMMLImporter().predictor(model))
+    assert forest.n_categories.tolist() == [0, 0, 3] and list(forest.category_labels[2]) == ["u", "v", "w"]
+    assert forest.predict(CATEGORY_ROWS)[:, 0].tolist() == expected
+    with pytest.raises(InputError, match="declares the values"):
+        forest.predict(CATEGORY_ROWS.assign(c="z"))
+    if strategy == "none":
+        _pypmml()
+        assert parity_gap(forest, model, CATEGORY_ROWS) == 0
+    try:
+        from jpmml_evaluator import make_evaluator
+    except ImportError:
+        return
+    path = tmp_path / "m.pmml"
+    path.write_text(doc)
+    assert make_evaluator(str(path)).evaluateAll(CATEGORY_ROWS)["y"].astype(float).tolist() == expected
+
+
+def test_exact_pg2_of_a_categorical_document_within_monte_carlo():
+    _pypmml()
+    model = PMMLModel.load(_tree(CATEGORICAL))
+    X = CATEGORY_ROWS.dropna().iloc[:4]
+    exact = xp.pg2(model, X, S=[0, 2], sigma=0.5).value
+    mc = xp.pg2(model, X, S=[0, 2], sigma=0.5, method="monte_carlo", n_samples=1500, random_state=0)
+    assert np.ptp(exact) > 0
+    assert np.all(np.abs(mc.value - exact) <= 4 * mc.stderr + 1e-12)
 
 
 def test_documents_read_from_text_bytes_and_paths(tmp_path):

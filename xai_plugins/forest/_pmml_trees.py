@@ -4,6 +4,7 @@ and the refusals by name of what does not map exactly."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from fractions import Fraction
 from typing import Any
@@ -71,6 +72,7 @@ class Trees:
         self.column = {name: j for j, name in enumerate(model.feature_names)}
         self.classes = [str(c) for c in model.classes_] if hasattr(model, "classes_") else None
         self.refused = np.zeros(model.n_features_in_, dtype=bool)
+        self.labels = labels_of(model)
         self.types: set = set()
 
     def tree(self, element: ET.Element, scale: float, target: int = 0) -> dict:
@@ -84,6 +86,7 @@ class Trees:
         if self.no_true not in ("returnNullPrediction", "returnLastPrediction"):
             raise refuse(f"noTrueChildStrategy={self.no_true!r}")
         self.nodes: list[list] = []
+        self.cats: dict[int, list] = {}             # categorical node -> the atoms it sends left
         self.scale = scale
         root = element.find("Node")
         if root is None or predicate_of(root).tag != "True":
@@ -91,7 +94,7 @@ class Trees:
         self.grow(root)
         left, right, feature, threshold, missing_left, value = zip(*self.nodes)
         return dict(left=left, right=right, feature=feature, threshold=threshold, missing_left=missing_left,
-                    value=np.array(value, dtype=np.float64), target=target)
+                    value=np.array(value, dtype=np.float64), target=target, cats=self.cats)
 
     def new(self, value: Any = None) -> int:
         width = 1 if self.classes is None else len(self.classes)
@@ -143,18 +146,29 @@ class Trees:
             return self.grow(kids[i])
         if predicate.tag == "False":
             return self.chain(node, kids, i + 1)
-        if predicate.tag != "SimplePredicate":
+        if predicate.tag not in ("SimplePredicate", "SimpleSetPredicate"):
             raise refuse(predicate.tag)
-        field, op = predicate.get("field", ""), predicate.get("operator", "")
-        j = self.feature(field, op)
+        field = predicate.get("field", "")
+        op = predicate.get("operator", predicate.get("booleanOperator", ""))
+        j = self.feature(field, op, predicate.tag)
+        known = self.labels[j]
         gate = None
         if self.missing == "lastPrediction" and op not in ("isMissing", "isNotMissing"):
             gate = self.new()               # a missing value: the parent's score (right), others on (left)
             missing_leaf = self.leaf(node, "missingValueStrategy='lastPrediction' may return it")
             self.nodes[gate][:5] = [gate + 2, missing_leaf, j, np.inf, 0]
+            if known is not None:
+                self.cats[gate] = list(range(len(known) + 1))
         at = self.new()
         if op in ("isMissing", "isNotMissing"):
             threshold, true_left, missing_true = np.inf, op == "isNotMissing", op == "isMissing"
+            if known is not None:
+                self.cats[at] = list(range(len(known) + 1))
+        elif known is not None:
+            threshold, true_left, missing_true = 0.0, True, self.default_taken(node, kids, i)
+            self.cats[at] = members(predicate, op, known, self.model.fields[field].get("dataType"))
+            if self.missing == "nullPrediction":
+                self.refused[j] = True
         else:
             threshold = self.threshold(field, predicate.get("value"), SWAPPED.get(op, op))
             true_left, missing_true = op not in SWAPPED, self.default_taken(node, kids, i)
@@ -166,13 +180,17 @@ class Trees:
         self.nodes[at][:5] = [left, right, j, threshold, int(missing_true == true_left)]
         return gate if gate is not None else at
 
-    def feature(self, field: str | None, op: str | None) -> int:
-        """The column of a SimplePredicate's field (continuous float / double only)."""
-        if op in ("equal", "notEqual"):
-            raise refuse(f"SimplePredicate operator={op!r} (on field {field!r})")
+    def feature(self, field: str, op: str, tag: str) -> int:
+        """The column of a predicate's field: continuous float / double, or categorical with declared values."""
         if field not in self.column:
             raise refuse(f"a predicate on {field!r}, which is no active field of the model's MiningSchema (a "
                           "derived field?)")
+        if self.labels[self.column[field]] is not None:
+            if op not in ("equal", "notEqual", "isIn", "isNotIn", "isMissing", "isNotMissing"):
+                raise refuse(f"{tag} operator={op!r} on categorical field {field!r}")
+            return self.column[field]
+        if tag != "SimplePredicate" or op in ("equal", "notEqual"):
+            raise refuse(f"{tag} operator={op!r} (on field {field!r}, not categorical)")
         data = self.model.fields[field]
         kind = data.get("dataType")
         if data.get("optype", "continuous") != "continuous" or kind not in ("float", "double"):
@@ -204,6 +222,48 @@ class Trees:
         if default is not None and last and default == kids[i + 1].get("id"):
             return False
         raise refuse(f"defaultChild={default!r} other than the child tested or the last, True, child")
+
+
+def typed(text: str, kind: str | None) -> Any:
+    """A categorical value of the document in the field's ``dataType`` (what a DataFrame column holds)."""
+    if kind == "integer":
+        return int(text)
+    if kind in ("float", "double"):
+        return float(text)
+    return text
+
+
+def labels_of(model: Any) -> list:
+    """Per active field, its categories (the ``DataField``'s valid ``Value`` s, typed: a category's position is
+    its code) for a categorical field, None for a continuous one."""
+    out: list = []
+    for name in model.feature_names:
+        data = model.fields[name]
+        if data.get("optype", "continuous") != "categorical":
+            out.append(None)
+            continue
+        values = [v.get("value", "") for v in data.findall("Value") if v.get("property", "valid") == "valid"]
+        if not values:
+            raise refuse(f"categorical field {name!r} without declared values")
+        out.append([typed(v, data.get("dataType")) for v in values])
+    return out
+
+
+_ARRAY_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"|(\S+)')
+
+
+def members(predicate: ET.Element, op: str, known: list, kind: str | None) -> list:
+    """The atoms (codes 0 .. K-1, K: any other value) for which a categorical predicate is true."""
+    if predicate.tag == "SimplePredicate":
+        values = [typed(predicate.get("value", ""), kind)]
+    else:
+        array = child(predicate, "Array")
+        values = [typed(quoted.replace('\\"', '"') if quoted or not bare else bare, kind)
+                  for quoted, bare in _ARRAY_ITEM.findall(array.text or "")]
+    inside = {known.index(v) for v in values if v in known}
+    if op in ("equal", "isIn"):
+        return sorted(inside)
+    return [a for a in range(len(known) + 1) if a not in inside]
 
 
 def check_schema(element: ET.Element) -> None:

@@ -15,9 +15,14 @@ How PMML constructs map onto the Forest:
   ``greaterOrEqual`` as the same two with the branches swapped; the false branch goes on to the next
   child. ``True`` / ``False`` predicates select or skip a child; ``isMissing`` / ``isNotMissing`` become a
   node at threshold +inf, which every number passes left and only a missing value passes right. A
-  ``CompoundPredicate`` with one operand is that operand; other compound predicates, ``SimpleSetPredicate``,
-  ``equal`` / ``notEqual`` and fields that are not continuous float / double are refused by name (the Forest
-  would read them as categorical set splits, not supported here yet).
+  ``CompoundPredicate`` with one operand is that operand; other compound predicates (``and`` / ``or`` /
+  ``xor`` / ``surrogate`` of several) are refused by name.
+- **Categorical fields** (``optype="categorical"`` with declared ``Value`` s, whose positions are the codes:
+  ``Forest.category_labels``, a DataFrame's text / category column read by label): ``SimpleSetPredicate``
+  ``isIn`` / ``isNotIn`` and ``equal`` / ``notEqual`` become set-membership splits (csrc/xai.h); a value outside
+  the declared ones is refused (``invalidValueTreatment="returnInvalid"``, the default) or tests as none of them
+  (``"asIs"``; ``"asMissing"`` is refused). Order comparisons on them, set predicates or equality on continuous
+  fields, and continuous fields that are not float / double are refused by name.
 - **Numbers.** A field of ``dataType="float"`` is compared in float32, as the PMML specification, the
   reference evaluator JPMML and the scikit-learn / XGBoost models behind such documents do: its thresholds
   are read correctly rounded to float32 (``input_float32=True``); ``double`` fields are compared in float64.
@@ -56,6 +61,7 @@ How PMML constructs map onto the Forest:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -72,13 +78,14 @@ from ._pmml_trees import (
     additive,
     check_schema,
     child,
+    labels_of,
     number,
     refuse,
     segments_of,
     targets_of,
 )
-from .layout import Forest, concat_trees
-from .predictor import ModelPredictor
+from .layout import Categories, Forest, category_bitsets, concat_trees
+from .predictor import ModelPredictor, labelled_rows
 from .registry import LibraryImporter, register
 
 __all__: list[str] = []      # internal module: PMMLModel is reached through xai_plugins.load_model
@@ -187,8 +194,7 @@ class PMMLModel:
 
         if isinstance(X, pd.DataFrame):
             return X[self.feature_names]
-        return pd.DataFrame(np.asarray(X, dtype=np.float64).reshape(-1, self.n_features_in_),
-                            columns=self.feature_names)
+        return pd.DataFrame(np.asarray(X).reshape(-1, self.n_features_in_), columns=self.feature_names)
 
     def _scores(self, X: Any, key: str = "") -> Any:
         """The evaluator's output columns for the rows ``X``, as a DataFrame. The rows go as JSON written here with
@@ -197,8 +203,8 @@ class PMMLModel:
         import pandas as pd
 
         frame = self._frame(X)
-        values = frame.to_numpy(dtype=np.float64)
-        data = [[None if np.isnan(v) else float(v) for v in row] for row in values]
+        kinds = [self.fields[name].get("dataType") for name in frame.columns]
+        data = [[_json_value(v, kind) for v, kind in zip(row, kinds)] for row in frame.itertuples(index=False)]
         text = json.dumps({"columns": list(frame.columns), "data": data}, allow_nan=False)
         out = json.loads(self._evaluator(key).predict(text))
         return pd.DataFrame(out["data"], columns=out["columns"])
@@ -233,6 +239,17 @@ class PMMLModel:
             rows = len(values)
             columns.append(sign * (coefficient * values + intercept))
         return np.column_stack(columns) if rows is not None else np.zeros((0, 0))
+
+
+def _json_value(value: Any, kind: str | None) -> Any:
+    """One input value as the evaluator's JSON reads it: None for a missing one, else in the field's type."""
+    if value is None or isinstance(value, (float, np.floating)) and np.isnan(value):
+        return None
+    if kind == "integer" and not isinstance(value, str):
+        return int(value)
+    if kind in ("float", "double") and not isinstance(value, str):
+        return float(value)
+    return value if isinstance(value, (str, int, float)) else str(value)
 
 
 def _sub_document(model: PMMLModel, field: str) -> str:
@@ -340,13 +357,43 @@ def pmml_forest(model: PMMLModel, predict_fn: Any = None, float_fields: str = "f
     if method == "modelChain":
         aggregate = "sum"
     app = model.root.find("Header/Application")
+    categorical = _categorical(model, trees, build.labels)
     return concat_trees(
         trees, base_score=np.asarray(base, dtype=np.float64), n_features=model.n_features_in_, split_rule="le",
         input_float32=build.types == {"float"}, aggregate=aggregate,
         task="classification" if classification else "regression", output_space=space, output_names=names,
         model_type=f"pmml.{top.tag}" + ("" if app is None else f" ({app.get('name', '')})"),
         feature_names=list(model.feature_names), predict_fn=predict_fn,
-        nan_refused=build.refused if build.refused.any() else None)
+        nan_refused=build.refused if build.refused.any() else None, **categorical)
+
+
+def _categorical(model: PMMLModel, trees: list, labels: list) -> dict:
+    """The Forest's categorical fields (csrc/xai.h) from the trees' categorical nodes; empty without any. A value
+    outside a field's declared values is refused (an invalid value: ``invalidValueTreatment="returnInvalid"``,
+    the default) or read as none of them (``"asIs"``)."""
+    if all(known is None for known in labels):
+        return {}
+    counts = np.array([0 if known is None else len(known) for known in labels], dtype=np.int32)
+    nodes, atoms, offset = [], [], 0
+    for tree in trees:
+        for node in sorted(tree["cats"]):
+            nodes.append(offset + node)
+            atoms.append(tree["cats"][node])
+        offset += len(tree["left"])
+    features = np.concatenate([np.asarray(t["feature"], dtype=np.int64) for t in trees])
+    cat_start, cat_bits = category_bitsets(np.array(nodes, dtype=np.int64), atoms,
+                                           counts[features[np.array(nodes, dtype=np.int64)]], offset)
+    treatment = {f.get("name"): f.get("invalidValueTreatment", "returnInvalid")
+                 for f in model.model_element.findall("MiningSchema/MiningField")}
+    categories: list = []
+    for name, known in zip(model.feature_names, labels):
+        if known is not None and treatment.get(name) not in ("returnInvalid", "asIs"):
+            raise refuse(f"invalidValueTreatment={treatment.get(name)!r} on categorical field {name!r}")
+        categories.append(None if known is None else Categories(
+            known, refusal=f"the PMML document declares the values {known[:8]} of {name!r} (an invalid value, "
+            "invalidValueTreatment 'returnInvalid')", refuses_unseen=treatment.get(name) != "asIs"))
+    return dict(n_categories=counts, cat_start=cat_start, cat_bits=cat_bits, category_labels=categories,
+                numeric_labels=True)
 
 
 class PMMLImporter(LibraryImporter):
@@ -374,9 +421,16 @@ class PMMLImporter(LibraryImporter):
     def predictor(self, model: Any) -> ModelPredictor:
         """The evaluator (``pypmml``) in the Forest's output space: ``decision_function`` for a modelChain,
         ``predict_proba`` for other classifiers, ``predict`` for regression."""
+        method: Any = _predict_proba if hasattr(model, "classes_") else _predict
         if model.model_element.tag == "MiningModel" and segments_of(model.model_element)[0] == "modelChain":
-            return ModelPredictor(model, _decision_function)
-        return ModelPredictor(model, _predict_proba if hasattr(model, "classes_") else _predict)
+            method = _decision_function
+        labels = {j: known for j, known in enumerate(labels_of(model)) if known is not None}
+        return ModelPredictor(model, functools.partial(_labelled, method=method, labels=labels) if labels else method)
+
+
+def _labelled(model: Any, X: Any, method: Any, labels: dict) -> Any:
+    """``method`` on rows whose categorical columns hold the Forest's codes, turned into the labels."""
+    return method(model, labelled_rows(X, labels))
 
 
 def _predict(model: Any, X: Any) -> Any:
@@ -394,8 +448,9 @@ def _decision_function(model: Any, X: Any) -> Any:
 def parity_gap(forest: Forest, model: PMMLModel, X: Any) -> float:
     """The largest ``|forest.predict(X) - evaluator(X)|`` (the evaluator: ``pypmml`` in the Forest's output
     space), NaN where either gives NaN counted as a mismatch (inf): a check that an import is faithful."""
-    ours = forest.predict(X)
-    theirs = PMMLImporter().predictor(model)(X)
+    rows = forest.rows(X)[0]            # in the Forest's feature order, categories as codes
+    ours = forest.predict(rows)
+    theirs = PMMLImporter().predictor(model)(rows)
     gap = np.abs(ours - theirs)
     return float(np.where(np.isnan(ours) != np.isnan(theirs), np.inf, np.nan_to_num(gap, nan=0.0)).max(initial=0.0))
 
