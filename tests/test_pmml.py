@@ -188,6 +188,10 @@ def test_parity_with_pypmml(converted, kind):
     as_doubles = pmml_forest(model, forest.predict_fn, float_fields="double")
     np.testing.assert_allclose(as_doubles.predict(rows), forest.predict_fn(rows), rtol=tol, atol=tol)
     assert parity_gap(as_doubles, model, rows) <= tol
+    if hasattr(model, "classes_"):                  # the evaluator's own probabilities and labels
+        probabilities = _probabilities(forest, forest.predict(random))
+        np.testing.assert_allclose(model.predict_proba(random), probabilities, rtol=1e-7, atol=1e-7)  # float32 outputs
+        assert (model.predict(random) == model.classes_[probabilities.argmax(axis=1)]).mean() > 0.99
     floats = any(model.fields[f].get("dataType") == "float" for f in model.feature_names)
     assert forest.input_float32 == floats
     assert library_of(model) == "pmml"
@@ -541,9 +545,12 @@ def test_documents_read_from_text_bytes_and_paths(tmp_path):
     assert {tuple(m.feature_names) for m in models} == {("a", "b", "c")}
     assert models[0].n_features_in_ == 3 and models[0].target_name == "y"
     assert "TreeModel" in repr(models[0]) and "regression" in repr(models[0])
+    import pickle
     import weakref
 
     assert weakref.ref(models[0])() is models[0]
+    copy = pickle.loads(pickle.dumps(models[0]))
+    assert copy.feature_names == models[0].feature_names and copy.text == doc
     with pytest.raises(InputError, match="DOCTYPE"):
         PMMLModel.load('<!DOCTYPE x [<!ENTITY e "e">]>' + doc)
     with pytest.raises(InputError, match="not a PMML document"):

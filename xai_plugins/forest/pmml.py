@@ -162,6 +162,10 @@ class PMMLModel:
             self.classes_ = np.array(values, dtype=object)
         self._evaluators: dict = {}
 
+    def __getstate__(self) -> dict:
+        """Pickled without its evaluators (Java objects, made again on first use)."""
+        return dict(self.__dict__, _evaluators={})
+
     @classmethod
     def load(cls, source: str | bytes | os.PathLike) -> PMMLModel:
         """The model of a PMML document: a path, the document's bytes, or its text (starting with ``<``)."""
