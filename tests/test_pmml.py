@@ -27,10 +27,20 @@ import xai_plugins as xp
 from xai_plugins.errors import InputError, UnsupportedModelError
 from xai_plugins.forest import _pmml_trees, import_model, library_of
 from xai_plugins.forest._pmml_trees import float32_of
-from xai_plugins.forest.pmml import PMMLImporter, PMMLModel, parity_gap, pmml_forest
+from xai_plugins.forest.pmml import PMMLImporter, PMMLModel, pmml_forest
 
 NAMES = ["x1", "x2", "x3", "x4"]
 RTOL = 1e-12
+
+
+def parity_gap(forest, model, X) -> float:
+    """The largest ``|forest.predict(X) - evaluator(X)|`` (the evaluator: ``pypmml`` in the Forest's output
+    space), NaN where either gives NaN counted as a mismatch (inf)."""
+    rows = forest.rows(X)[0]            # in the Forest's feature order, categories as codes
+    ours = forest.predict(rows)
+    theirs = PMMLImporter().predictor(model)(rows)
+    gap = np.abs(ours - theirs)
+    return float(np.where(np.isnan(ours) != np.isnan(theirs), np.inf, np.nan_to_num(gap, nan=0.0)).max(initial=0.0))
 
 
 # --------------------------------------------------------------------------- converted models (sklearn2pmml)

@@ -49,7 +49,8 @@ stopped at the end (needs xai_plugins[spark] and Java 17); its Python workers ru
 (``PYSPARK_PYTHON``, unless set).
 
 The model is a file in its library's own format, told by its content: XGBoost JSON/UBJSON, a LightGBM
-``model.txt``, a CatBoost ``.cbm`` or JSON model, a scikit-learn model or Pipeline saved with skops; or —
+``model.txt``, a CatBoost ``.cbm`` or JSON model, an ONNX-ML tree ensemble, a PMML document, a scikit-learn model or
+Pipeline saved with skops; or —
 only with ``--trust-pickle``, because unpickling runs arbitrary code — a pickled / joblib model. With no
 arguments it writes demo audits of three models trained on scikit-learn's embedded diabetes
 (regression, with ``sex`` audited as a protected attribute) and breast-cancer (classification)
@@ -121,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--help).")
     files = parser.add_argument_group("files")
     files.add_argument("--model", help="model file: XGBoost .json/.ubj, LightGBM model.txt, CatBoost .cbm/.json, "
-                       "skops; .pkl/.joblib only with --trust-pickle")
+                       "ONNX, PMML, skops; .pkl/.joblib only with --trust-pickle")
     files.add_argument("--data", help="CSV or parquet (.parquet/.pq) file of the test data (features + target "
                        "column, and any --protected and --id-cols columns); with --scheduler or --spark-master, a glob "
                        "of parquet (.parquet/.pq or a folder) or CSV files")

@@ -11,6 +11,8 @@ CatBoost binary / JSON      ``CBM1`` / a JSON object with                 ``CatB
                             ``"oblivious_trees"``                         / ``"json"``)
 ONNX-ML tree ensemble       ``.onnx``, or a ModelProto's first fields     :class:`~.onnx.OnnxModel` (``onnx``;
                             (:func:`~.onnx.onnx_header`)                  onnxruntime scores it)
+PMML 4.x TreeModel /        an XML document whose root is ``<PMML>``      :class:`~.pmml.PMMLModel` (standard library;
+MiningModel                                                               pypmml scores it)
 skops                       a zip archive holding ``schema.json``         ``skops.io.load`` with :data:`SKOPS_TRUSTED`
 pickle / joblib             ``.pkl`` / ``.pickle`` / ``.joblib``          ``joblib.load``, only with ``trust_pickle``
 ==========================  ============================================  =========================================
@@ -32,6 +34,7 @@ from typing import Any
 from .._extras import require
 from ..errors import InputError, UnsupportedModelError
 from .onnx import OnnxModel, onnx_header
+from .pmml import PMMLModel
 
 __all__: list[str] = []      # internal module: load_model is public as xai_plugins.load_model
 
@@ -44,7 +47,7 @@ SKOPS_TRUSTED = ("sklearn.tree._tree.Tree", "sklearn.ensemble._hist_gradient_boo
 FORMATS = {"xgboost-json": "an XGBoost JSON model", "xgboost-ubj": "an XGBoost UBJSON model",
            "lightgbm-text": "a LightGBM text model", "catboost-cbm": "a CatBoost binary model",
            "catboost-json": "a CatBoost JSON model", "skops": "a skops file", "onnx": "an ONNX model",
-           "pickle": "a pickle / joblib file"}
+           "pmml": "a PMML document", "pickle": "a pickle / joblib file"}
 _UBJSON_MARKERS = b"iUIlLdDSHTFZN[{$#"
 
 
@@ -73,7 +76,11 @@ def model_format(path: str | os.PathLike) -> str:
     if head[:1] == b"{" and len(head) > 1 and head[1:2] in _UBJSON_MARKERS and not head[1:2].isspace() \
             and head[1:2] != b'"':
         return "xgboost-ubj"
-    text = head.decode("utf-8", errors="replace").lstrip()
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if text.startswith("<"):
+        if re.search(r"<(?:\w+:)?PMML[\s>]", text):
+            return "pmml"
+        raise UnsupportedModelError(f"cannot read model file {path.name}: it is XML but its root is not <PMML>")
     if re.match(r"tree\s*\n\s*version=", text):
         return "lightgbm-text"
     if text.startswith("{"):
@@ -96,10 +103,10 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
 
     The format is told by the file's content (:func:`model_format`), not only by its extension: XGBoost
     JSON / UBJSON, a LightGBM text model (``Booster.save_model``), a CatBoost ``.cbm`` or JSON model, an
-    ONNX-ML tree ensemble (skl2onnx, onnxmltools), a scikit-learn model or Pipeline saved with skops (only
-    the tree structures of :data:`SKOPS_TRUSTED` beyond skops' own trusted types), or a pickle / joblib file
-    with ``trust_pickle``. The model is returned as its library's object, which every function of the package
-    takes.
+    ONNX-ML tree ensemble (skl2onnx, onnxmltools), a PMML document (sklearn2pmml, JPMML), a scikit-learn
+    model or Pipeline saved with skops (only the tree structures of :data:`SKOPS_TRUSTED` beyond skops' own
+    trusted types), or a pickle / joblib file with ``trust_pickle``. The model is returned as its library's
+    object, which every function of the package takes.
 
     Parameters
     ----------
@@ -114,7 +121,7 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
     model
         XGBoost files: an ``XGBClassifier`` or ``XGBRegressor`` by their objective; LightGBM: a
         ``lightgbm.Booster``; CatBoost: a ``catboost.CatBoost``; ONNX: an ``OnnxModel`` (scored by
-        onnxruntime); skops and pickles: the saved object.
+        onnxruntime); PMML: a ``PMMLModel`` (scored by pypmml); skops and pickles: the saved object.
 
     Raises
     ------
@@ -158,7 +165,8 @@ def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
                              f"the file is damaged or not a pickle ({type(exc).__name__}: {exc}); save the fitted "
                              "model again with joblib.dump(model, path), or in its library's own format") from exc
     reader = {"xgboost-json": _xgboost, "xgboost-ubj": _xgboost, "lightgbm-text": _lightgbm,
-              "catboost-cbm": _catboost, "catboost-json": _catboost, "skops": _skops, "onnx": _onnx}[fmt]
+              "catboost-cbm": _catboost, "catboost-json": _catboost, "skops": _skops, "onnx": _onnx,
+              "pmml": _pmml}[fmt]
     try:
         return reader(path, fmt)
     except (InputError, UnsupportedModelError):
@@ -200,6 +208,10 @@ def _skops(path: Path, fmt: str):
 
 def _onnx(path: Path, fmt: str):
     return OnnxModel.load(path)
+
+
+def _pmml(path: Path, fmt: str):
+    return PMMLModel.load(path)         # the standard library's XML parser; pypmml only evaluates it
 
 
 def _is_skops(path: Path) -> bool:

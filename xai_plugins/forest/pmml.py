@@ -2,7 +2,7 @@
 JPMML converters) -> :class:`~xai_plugins.forest.Forest`, read with the standard library only.
 
 A document is a :class:`PMMLModel` (:meth:`PMMLModel.load`: a path, bytes or text); its own predictor, for
-Monte Carlo estimates and parity checks (:func:`parity_gap`), is the PMML evaluator ``pypmml`` (extra ``pmml``,
+Monte Carlo estimates and the parity certificate (:mod:`.parity`), is the PMML evaluator ``pypmml`` (extra ``pmml``,
 needs Java), given the rows as JSON with every float64 digit. The trees are built in :mod:`._pmml_trees`.
 
 How PMML constructs map onto the Forest:
@@ -422,6 +422,17 @@ class PMMLImporter(LibraryImporter):
         """A PMMLModel does not change: its parsed document."""
         return (model.root,), ()
 
+    def runtime(self, model: Any) -> tuple[str, float]:
+        """pypmml, the PMML evaluator (Java); documents whose numbers are float32 (XGBoost's) are summed in float32
+        by PMML's reference evaluator, so the certificate allows float32 rounding for them."""
+        import importlib.metadata
+
+        try:
+            version = importlib.metadata.version("pypmml")
+        except importlib.metadata.PackageNotFoundError:
+            version = "(not installed)"
+        return f"pypmml {version}", 2.0 ** -24 if 'x-mathContext="float"' in model.text else 2.0 ** -53
+
     def predictor(self, model: Any) -> ModelPredictor:
         """The evaluator (``pypmml``) in the Forest's output space: ``decision_function`` for a modelChain,
         ``predict_proba`` for other classifiers, ``predict`` for regression."""
@@ -447,16 +458,6 @@ def _predict_proba(model: Any, X: Any) -> Any:
 
 def _decision_function(model: Any, X: Any) -> Any:
     return model.decision_function(X)
-
-
-def parity_gap(forest: Forest, model: PMMLModel, X: Any) -> float:
-    """The largest ``|forest.predict(X) - evaluator(X)|`` (the evaluator: ``pypmml`` in the Forest's output
-    space), NaN where either gives NaN counted as a mismatch (inf): a check that an import is faithful."""
-    rows = forest.rows(X)[0]            # in the Forest's feature order, categories as codes
-    ours = forest.predict(rows)
-    theirs = PMMLImporter().predictor(model)(rows)
-    gap = np.abs(ours - theirs)
-    return float(np.where(np.isnan(ours) != np.isnan(theirs), np.inf, np.nan_to_num(gap, nan=0.0)).max(initial=0.0))
 
 
 register(PMMLImporter())
