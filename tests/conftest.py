@@ -38,7 +38,7 @@ SLOW_FILES = frozenset({
     "test_spark_audit.py", "test_spark.py", "test_doc_examples.py", "test_dask.py",
     "test_report_determinism.py", "test_mlflow.py", "test_properties.py", "test_audit_categorical.py",
     "test_pg2_prune.py", "test_fairness.py", "test_categorical_importers.py", "test_report.py",
-    "test_input_fidelity_properties.py", "test_governance.py",
+    "test_input_fidelity_properties.py", "test_governance.py", "test_pmml.py", "test_treeshap.py",
 })
 
 #: `--hypothesis-profile fast` (`make test-fast`): fewer examples where a test does not set its own count
