@@ -102,15 +102,15 @@ def test_binary_sigma_perturbs_binary_columns_less(data, flip):
     kw = dict(X_train=X_train, y_train=y_train, explainers=["pg2"], sections=["faithfulness"], sigma=[0.3],
               binary_flip=flip, **SMALL)
     a = audit(model, X_test, y_test, binary_sigma=0.05, **kw)
-    rows = a.sections["faithfulness"].raw["rows"]
+    rows = a.sections["faithfulness"].result.rows
     greedy = a.methods["pg2"].ranking
     sigma = np.where(X_train.columns.isin(["sex", "smoker"]), 0.05, 0.3)  # oracle: the per-feature σ directly
     noise = (dict(perturbation=xp.binary_perturbation(model, X_train, sigma, features=["sex", "smoker"])) if flip
              else dict(sigma=sigma, background=X_train))
     expected = xp.pgi2(model, X_test.iloc[rows], greedy, **noise)
-    np.testing.assert_allclose(a.sections["faithfulness"].raw["pgi2"][0.3]["greedy"], expected, rtol=1e-12)
-    plain = audit(model, X_test, y_test, **kw).sections["faithfulness"].raw["pgi2"][0.3]["random"]
-    assert not np.allclose(plain, a.sections["faithfulness"].raw["pgi2"][0.3]["random"])
+    np.testing.assert_allclose(a.sections["faithfulness"].result.pgi2[0.3]["greedy"], expected, rtol=1e-12)
+    plain = audit(model, X_test, y_test, **kw).sections["faithfulness"].result.pgi2[0.3]["random"]
+    assert not np.allclose(plain, a.sections["faithfulness"].result.pgi2[0.3]["random"])
     assert "σ = 0.05 (binary_sigma=)" in " ".join(a.sections["limitations"].data["items"])
 
 

@@ -644,7 +644,7 @@ def prepare_files(args, argv, inputs, spark=None) -> dict:
     if card is not None and not Path(card).is_file():
         raise CLIError(f"--model-card file {card!r} does not exist")
     if card is not None:
-        from .report.governance import read_model_card
+        from .report.sections.governance import read_model_card
 
         try:
             read_model_card(card)
@@ -839,7 +839,7 @@ def check_approval(path) -> None:
     bad value (see :func:`~xai_plugins.report.governance.load_approval`), before any audit work."""
     if path is None:
         return
-    from .report.governance import load_approval
+    from .report.sections.governance import load_approval
 
     try:
         load_approval(path)

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..errors import InputError, InputTypeError, OutputPathError
 from . import explainers as registry
+from .criteria import THRESHOLDS
+from .criteria import limits as verdict_limits
 from .explainers import EXPLAINERS
-from .verdict import THRESHOLDS
-from .verdict import limits as verdict_limits
 
 #: the archival PDF variants (xai_plugins.report.render.PDF_VARIANTS; render needs weasyprint, not imported here)
 PDF_VARIANTS = ("pdf/a-3b", "pdf/a-3u")
@@ -356,7 +356,7 @@ class AuditOptions:
 
     def _readable(self, name: str):
         """The value of option ``name`` as the report shows it (method and section names in words)."""
-        from .sections import title
+        from .section import title
 
         value = getattr(self, name)
         if name == "explainers":

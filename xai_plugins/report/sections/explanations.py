@@ -3,15 +3,13 @@
 The per-row methods (TreeSHAP, greedy PG², local MDI, AcME) explain the same ``max_rows`` complete
 test rows, a seeded sample that depends only on the data and ``random_state`` — unless the user
 opts into a ``time_budget``, which may lower the row count on a slow machine (the report then says
-it is machine-dependent). ``raw`` holds what the other sections read: ``methods`` (key →
-:class:`~xai_plugins.report.runners.MethodResult`), ``rows`` (explained row positions),
-``importances`` (method key → (rows, features) per-row importance: |SHAP|, |AcME|, |local MDI|,
-greedy PG² gains) and ``agreement_rows`` (rows of the per-row agreement).
+it is machine-dependent). Its typed result (:class:`Explained`) holds what the other sections read.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -19,25 +17,43 @@ import pandas as pd
 from ...engines import MEMORY
 from ...prediction_gap import greedy_pg2_ranking, pgi2
 from .. import explainers, figures, runners
-from ..section import SKIPPED, Table
-from . import new, register
+from ..section import SKIPPED, Table, new, register
+
+__all__: list = []
 
 #: the sections that read the explainers' results
 CONSUMERS = ("explanations", "faithfulness", "agreement", "mcr")
-@register("explanations", "Explanations by method")
+
+
+@dataclass
+class Explained:
+    """What other sections read of the explanations section: ``methods`` (explainer key →
+    :class:`~xai_plugins.report.runners.MethodResult`), ``rows`` (explained row positions in memory),
+    ``importances`` (explainer key → (rows, features) per-row importance: |SHAP|, |AcME|, |local MDI|, greedy PG²
+    gains), ``agreement_rows`` (rows of the per-row agreement) and ``explained`` (the explained rows, in memory or
+    on a row engine: :class:`~xai_plugins.report.runners.AuditRows`; None when nothing ran)."""
+
+    methods: dict = field(default_factory=dict)
+    rows: np.ndarray = field(default_factory=lambda: np.arange(0))
+    importances: dict = field(default_factory=dict)
+    agreement_rows: int = 0
+    explained: object = None
+
+
+@register("explanations", "Explanations by method", result=Explained, seconds=0.3, position=80, stage=50)
 def build(ctx, results, options):
     """Run the explainers (when any consumer section is requested) and show their importances."""
     section = new("explanations")
     if not set(CONSUMERS) & set(options.sections):
         section.status, section.reason = "skipped", SKIPPED
-        section.raw = {"methods": {}, "rows": np.arange(0), "importances": {}, "agreement_rows": 0}
+        section.result = Explained()
         return section
     if ctx.cluster is not None:
         _run_on_engine(ctx, options, section)
     else:
         _run_in_memory(ctx, options, section)
-    methods = section.raw["methods"]
-    section.raw["importances"] = {key: m.extras.get("per_row", m.local_scores) for key, m in methods.items()
+    methods = section.result.methods
+    section.result.importances = {key: m.extras.get("per_row", m.local_scores) for key, m in methods.items()
                                   if m.status == "ok" and m.local_scores is not None}
     if "explanations" not in options.sections:
         section.status, section.reason = "skipped", SKIPPED
@@ -57,8 +73,8 @@ def _run_in_memory(ctx, options, section) -> None:
                                   ctx.X_test.to_numpy()[np.asarray(local_rows, dtype=np.int64)],
                                   [ctx.row_label(r) for r in local_rows])
     methods = runners.run_all(ctx, explained, options)
-    section.raw = {"methods": methods, "rows": rows, "local_rows": local_rows, "agreement_rows": len(rows),
-                   "local labels": explained.local_labels, "explained": explained}
+    section.result = Explained(methods, rows, {}, len(rows), explained)
+    section.raw = {"local labels": explained.local_labels}
     section.data = {"explained rows": len(rows), "rows scope": "test rows drawn at random (seeded)",
                     "complete test rows (sampled from)": len(ctx.complete_rows), "row-count calibration": calibration}
 
@@ -68,8 +84,8 @@ def _run_on_engine(ctx, options, section) -> None:
     explained = runners.engine_rows(ctx, cl, options.n_local)
     agreement_rows = len(explained.agreement)
     methods = runners.run_all(ctx, explained, options)
-    section.raw = {"methods": methods, "rows": ctx.sample_rows(len(ctx.X_test)), "local_rows": [],
-                   "agreement_rows": agreement_rows, "local labels": explained.local_labels, "explained": explained}
+    section.result = Explained(methods, ctx.sample_rows(len(ctx.X_test)), {}, agreement_rows, explained)
+    section.raw = {"local labels": explained.local_labels}
     section.data = {
         "explained rows": cl.n_complete,
         "rows scope": (f"test rows: every complete test row ({cl.n_rows - cl.n_complete} of the {cl.n_rows} have a "
@@ -138,7 +154,7 @@ def explains(ctx, key: str) -> str:
 
 
 def _show(ctx, section, options) -> None:
-    methods = section.raw["methods"]
+    methods = section.result.methods
     shown = [m for m in methods.values() if m.status == "ok" and m.importance is not None
              and explainers.get(m.key).in_importance_bars]
     ok = {m.label: m.importance for m in shown}

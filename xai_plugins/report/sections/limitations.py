@@ -5,14 +5,17 @@ from __future__ import annotations
 from .. import explainers
 from ..explainers import name_list
 from ..options import flag
-from . import new, register
+from ..section import new, register
+
+__all__: list = []
 
 
-@register("limitations", "Limitations and scope")
+@register("limitations", "Limitations and scope", reads=("explanations", "faithfulness", "mcr", "agreement"),
+          position=130, stage=100)
 def build(ctx, results, options):
     """One item per limitation that applies to the methods and data of this audit."""
     section = new("limitations")
-    methods = results["explanations"].raw.get("methods", {})
+    methods = results["explanations"].result.methods
     ran = {key for key, m in methods.items() if m.status == "ok"}
     cli = options.command_line is not None
     name = (lambda option: flag(option)) if cli else (lambda option: f"{option}=")

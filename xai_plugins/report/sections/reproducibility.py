@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from .. import describe
-from ..section import Table
-from . import new, register
+from ..section import Table, new, register
+
+__all__: list = []
 
 
-@register("reproducibility", "Reproducibility appendix")
+@register("reproducibility", "Reproducibility appendix", reads=("explanations",), position=150, stage=130)
 def build(ctx, results, options):
     """Seed, data and model hashes, the settings (readable labels with the flag or argument that
     sets them), the row facts, and the package versions. Timings are added by the audit."""

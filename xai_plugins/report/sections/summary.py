@@ -14,19 +14,22 @@ import pandas as pd
 
 from ..options import flag
 from ..render import fmt
-from ..section import Table
+from ..section import Table, new, register
 from ..verdict import bootstrap_ci
-from . import new, register
+
+__all__: list = []
 
 
-@register("summary", "Summary of key findings")
+@register("summary", "Summary of key findings",
+          reads=("model", "data", "calibration", "drift", "explanations", "faithfulness", "agreement", "mcr",
+                 "fairness", "limitations", "verdict"), position=30, stage=120)
 def build(ctx, results, options):
     """Findings from the other sections, and the failures and warnings among them."""
     section = new("summary")
-    methods = results["explanations"].raw.get("methods", {})
+    methods = results["explanations"].result.methods
     problems = collect_problems(results, methods)
     seed = ctx.seed_int("summary")
-    verdict = results["verdict"].raw.get("verdict") if "verdict" in results else None
+    verdict = results["verdict"].result.verdict if "verdict" in results and results["verdict"].result else None
     criteria = [] if verdict is None else verdict.criteria
     rows = _method_rows(methods) + _agreement_rows(results["agreement"], seed, criteria) + \
         _faithfulness_rows(results["faithfulness"], seed, criteria) + _mcr_rows(results["mcr"]) + \
@@ -93,7 +96,7 @@ def _agreement_rows(section, seed, criteria) -> list:
     text = (f"{verdict_word(criteria, 'agreement')}{basis}. Mean pairwise Kendall τ of the global importances "
             f"{fmt(data['mean global tau'])} and mean top-{data['k']} overlap {fmt(data['mean global overlap'])} "
             f"({len(data['methods'])} methods, {data['features']} features)")
-    per_row = section.raw.get("per-row tau")
+    per_row = None if section.result is None else section.result.per_row_tau
     if per_row is not None and np.isfinite(per_row).sum() >= 2:
         text += f"; per row: mean pairwise τ {mean_with_ci(per_row[np.isfinite(per_row)], seed)}"
     return [{"finding": "Do the methods agree?", "result": text}]
@@ -104,8 +107,8 @@ def _faithfulness_rows(section, seed, criteria) -> list:
     if not data.get("winners"):
         return []
     table = data["pgi2"].set_index(["method", "sigma"])["mean"]
-    per_row = section.raw.get("pgi2", {})
-    labels = section.raw.get("labels", {})
+    per_row = {} if section.result is None else section.result.pgi2
+    labels = {} if section.result is None else section.result.labels
     by_label = {label: key for key, label in labels.items()}
     def shown(label, sigma):
         """The mean PGI² of ``label`` at ``sigma``, with its interval when the per-row values are here."""
