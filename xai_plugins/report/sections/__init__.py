@@ -15,18 +15,7 @@ import importlib
 import pkgutil
 import time
 
-from ..section import (
-    REGISTRY,
-    STATUSES,
-    Reads,
-    UndeclaredRead,
-    compute_order,
-    new,
-    register,
-    render_order,
-    skipped,
-    title,
-)
+from ..section import REGISTRY, STATUSES, Reads, UndeclaredRead, compute_order, new, render_order, title
 
 
 def build_all(ctx, options, on_section=None) -> dict:
@@ -65,4 +54,3 @@ for _module in pkgutil.iter_modules(__path__):
 COMPUTE_ORDER, RENDER_ORDER = compute_order(), render_order()
 
 __all__: list = []
-_ = (register, skipped)          # re-exported for the section modules' convenience
