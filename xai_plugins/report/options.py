@@ -29,10 +29,13 @@ PDF_VARIANTS = ("pdf/a-3b", "pdf/a-3u")
 OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr", "regulatory")
 #: the optional sections computed when ``sections`` is not given ("regulatory" joins them with ``strict=True``)
 DEFAULT_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
-#: options that set one explainer only: the report's settings list them only when that explainer was asked for
-METHOD_OPTIONS = {"acme_quantiles": "acme", "mcr_permutations": "mcr", "mcr_epsilon": "mcr", "mcr_fit_forest": "mcr",
-                  "dt_sampler_rows": "dt_sampler", "dt_sampler_features": "dt_sampler",
-                  "dt_sampler_samples": "dt_sampler"}
+
+
+def method_of_option(name: str) -> str | None:
+    """The explainer an option sets alone (its name starts with the explainer's key: ``acme_quantiles``,
+    ``mcr_epsilon``, ``dt_sampler_rows``...), None for the other options: the report's settings list such an
+    option only when its explainer was asked for."""
+    return next((key for key in registry.keys() if name.startswith(f"{key}_")), None)
 
 
 def _option(default, label: str, help: str | None = None, *, factory=None, **cli):
@@ -72,8 +75,8 @@ class AuditOptions:
     sigma : float or sequence of float, default (0.1, 0.3, 1.0)
         Noise levels σ of the faithfulness section, in training standard deviations (positive);
         the greedy PG² ranking and the Monte Carlo comparison use the middle one.
-    explainers : sequence of str, default ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr")
-        The explanation methods to run (registered explainer keys).
+    explainers : sequence of str, default every registered explainer
+        The explanation methods to run (registered explainer keys, ``xai_plugins.report.EXPLAINERS``).
     sections : sequence of str, default ("explanations", "faithfulness", "agreement", "mcr")
         The optional sections to compute; the others are cheap and always built.
     title : str, default "Model audit"
@@ -343,10 +346,10 @@ class AuditOptions:
     def describe(self, cli: bool = False) -> dict:
         """The settings for the report's appendix: readable label → value, with the CLI flag
         (``cli``) or the Python argument in parentheses so the reader can change it; the settings of an
-        explainer that was not asked for (``METHOD_OPTIONS``) are left out."""
+        explainer that was not asked for (:func:`method_of_option`) are left out."""
         out = {}
         for f in dataclasses.fields(self):
-            method = METHOD_OPTIONS.get(f.name)
+            method = method_of_option(f.name)
             if f.name in ("command_line", "provenance", "progress", "title", "model_card", "approval") or \
                     (method is not None and method not in self.explainers):
                 continue

@@ -21,7 +21,8 @@ from ..section import REGISTRY, STATUSES, Reads, UndeclaredRead, compute_order, 
 def build_all(ctx, options, on_section=None) -> dict:
     """Build every registered section in :func:`compute_order` and return them in :func:`render_order`.
 
-    A builder's exception becomes a "failed" section carrying ``"<Type>: <message>"`` as its reason, except
+    A builder's exception becomes a "failed" section carrying ``"<Type>: <message>"`` as its reason (and, as its
+    typed result, its result type's empty default where it has one), except
     :class:`~xai_plugins.report.section.UndeclaredRead`, which is raised. ``on_section(name)`` is called before
     each builder (progress display)."""
     results: dict = {}
@@ -35,7 +36,7 @@ def build_all(ctx, options, on_section=None) -> dict:
         except UndeclaredRead:
             raise
         except Exception as exc:  # noqa: BLE001 - the failure is shown in the section, the summary and the CLI
-            section = new(name, status="failed", reason=f"{type(exc).__name__}: {exc}")
+            section = new(name, status="failed", reason=f"{type(exc).__name__}: {exc}", result=_empty(unit.result))
         if section.status not in STATUSES:
             raise ValueError(f"section {name!r} returned status {section.status!r}; use one of {STATUSES}")
         if section.result is not None and unit.result is not None and not isinstance(section.result, unit.result):
@@ -45,6 +46,14 @@ def build_all(ctx, options, on_section=None) -> dict:
         section.seconds = time.perf_counter() - start
         results[name] = section
     return {name: results[name] for name in render_order() if name in results}
+
+
+def _empty(result: type | None) -> object:
+    """An instance of ``result`` with its defaults, None when it has none (or no type is declared)."""
+    try:
+        return None if result is None else result()
+    except TypeError:
+        return None
 
 
 for _module in pkgutil.iter_modules(__path__):

@@ -11,7 +11,7 @@ ranking); the typed result (:class:`Agreement`) the per-row mean τ the summary 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -48,10 +48,17 @@ AGREEMENT = Kind(KIND, criteria.EXPLANATION_RELIABILITY, {"pass": "strong", "war
 @dataclass
 class Agreement:
     """What other sections read of the agreement section: the mean pairwise τ of each per-row explanation
-    (``per_row_tau``, (rows,); None without two per-row methods) and the τ matrix of the global importances."""
+    (``per_row_tau``, (rows,); None without two per-row methods), the τ matrix of the global importances
+    (``global_tau``; None without two methods) with its mean and the mean top-``k`` overlap, over the ``methods``
+    and ``n_features`` features."""
 
     per_row_tau: np.ndarray | None = None
     global_tau: pd.DataFrame | None = None
+    mean_global_tau: float = float("nan")
+    mean_global_overlap: float = float("nan")
+    k: int = 0
+    methods: list = field(default_factory=list)
+    n_features: int = 0
 
 
 #: entries of the (rows, d, d) sign arrays :func:`row_taus` builds at once
@@ -225,10 +232,11 @@ def build(ctx, results, options):
         section.status, section.reason = "not applicable", "fewer than two methods produced importances"
         return section
     tau, overlap = global_agreement(global_imp, k)
-    section.result.global_tau = tau
+    section.result = Agreement(None, tau, mean_off_diagonal(tau), mean_off_diagonal(overlap), k, list(global_imp),
+                               ctx.n_features)
     section.data = {"k": k, "features": ctx.n_features, "methods": list(global_imp), "global tau": tau,
-                    "global overlap": overlap, "mean global tau": mean_off_diagonal(tau),
-                    "mean global overlap": mean_off_diagonal(overlap), "rows": 0}
+                    "global overlap": overlap, "mean global tau": section.result.mean_global_tau,
+                    "mean global overlap": section.result.mean_global_overlap, "rows": 0}
     section.figures.append(figures.heatmaps(
         f"Agreement of the global importances over {ctx.n_features} features: Kendall τ-b (left) and top-{k} "
         "overlap (right).", {"Kendall τ (global)": tau, f"top-{k} overlap (global)": overlap}))

@@ -31,13 +31,18 @@ class Explained:
     :class:`~xai_plugins.report.runners.MethodResult`), ``rows`` (explained row positions in memory),
     ``importances`` (explainer key → (rows, features) per-row importance: |SHAP|, |AcME|, |local MDI|, greedy PG²
     gains), ``agreement_rows`` (rows of the per-row agreement) and ``explained`` (the explained rows, in memory or
-    on a row engine: :class:`~xai_plugins.report.runners.AuditRows`; None when nothing ran)."""
+    on a row engine: :class:`~xai_plugins.report.runners.AuditRows`; None when nothing ran); ``n_explained`` the
+    explained rows' count, ``n_complete`` the complete test rows they were drawn from and ``row_count`` how their
+    count was set (the facts ``data`` shows too)."""
 
     methods: dict = field(default_factory=dict)
     rows: np.ndarray = field(default_factory=lambda: np.arange(0))
     importances: dict = field(default_factory=dict)
     agreement_rows: int = 0
     explained: object = None
+    n_explained: int = 0
+    n_complete: int = 0
+    row_count: dict = field(default_factory=dict)
 
 
 @register("explanations", "Explanations by method", result=Explained, seconds=0.3, position=80, stage=50)
@@ -53,6 +58,9 @@ def build(ctx, results, options):
     else:
         _run_in_memory(ctx, options, section)
     methods = section.result.methods
+    section.result.n_explained = section.data["explained rows"]
+    section.result.n_complete = section.data["complete test rows (sampled from)"]
+    section.result.row_count = section.data["row-count calibration"]
     section.result.importances = {key: m.extras.get("per_row", m.local_scores) for key, m in methods.items()
                                   if m.status == "ok" and m.local_scores is not None}
     if "explanations" not in options.sections:
@@ -114,7 +122,7 @@ def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
     per_row = 0.0
     try:
-        if "pg2" in options.explainers:
+        if any(explainers.get(key).reference for key in options.explainers):     # the greedy PG² reference
             t = time.perf_counter()
             ranking = greedy_pg2_ranking(ctx.forest, probe, **noise, verbose=ctx.progress).ranking
             per_row += (time.perf_counter() - t) / len(probe)
@@ -144,13 +152,11 @@ def local_row_positions(ctx, rows, n_local: int) -> list:
 
 
 def explains(ctx, key: str) -> str:
-    """What method ``key``'s scores explain: the explained output, except for local MDI (impurity decreases of the
-    fitted trees), DT-Sampler (the predicted classes) and MCR (the model's loss)."""
-    return {"local_mdi": "the impurity decrease of each feature's splits along the row's path (Gini or entropy for a "
-                         "classifier, variance for a regressor), averaged over trees: how the trees were fitted, not "
-                         f"{ctx.output_label}",
-            "dt_sampler": "the model's predicted classes", "mcr": "the model's loss when a feature is scrambled"
-            }.get(key, ctx.output_label)
+    """What explainer ``key``'s scores explain: the explained output, unless the explainer says otherwise (its
+    ``explains``: local MDI the impurity decreases of the fitted trees, DT-Sampler the predicted classes, MCR the
+    model's loss)."""
+    said = explainers.get(key).explains
+    return said.format(output=ctx.output_label) if said else ctx.output_label
 
 
 def _show(ctx, section, options) -> None:

@@ -77,12 +77,19 @@ class Faithfulness:
     explainer key plus :data:`CEILING` (the greedy reference) and :data:`FLOOR` (the random floor); ``labels``
     each key's display label; ``rows`` the explained row positions in memory (on a row engine, Dask or Spark, the
     per-row values are those of every complete test row, in the engine's row order, scored there and brought back:
-    the verdict resamples them); ``pg2_all`` = {σ: (rows,) PG² with every feature perturbed}."""
+    the verdict resamples them); ``pg2_all`` = {σ: (rows,) PG² with every feature perturbed}; ``table`` the mean
+    and sd of PGI² per method and σ, ``winners`` the explainer with the highest mean PGI² per σ, ``unit`` their
+    unit, ``sigma_ref`` the σ the verdict judges at and ``reference`` the greedy reference's label."""
 
     pgi2: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
     rows: np.ndarray = field(default_factory=lambda: np.arange(0))
     pg2_all: dict = field(default_factory=dict)
+    table: pd.DataFrame | None = None
+    winners: dict = field(default_factory=dict)
+    unit: str = ""
+    sigma_ref: float = float("nan")
+    reference: str | None = None
 
 
 @register("faithfulness", "Faithfulness", reads=("explanations",), result=Faithfulness, thresholds=THRESHOLDS,
@@ -116,6 +123,8 @@ def build(ctx, results, options):
                     "greedy reference": labels.get(CEILING), "win rate": scores.win_rate.to_dict(),
                     "sigma_ref": options.sigma_ref, "method": method_text(ctx, sampled_from, n_samples),
                     "mean PG² all features": scores.scale}
+    section.result.table, section.result.winners, section.result.unit = table, best, section.data["unit"]
+    section.result.sigma_ref, section.result.reference = options.sigma_ref, labels.get(CEILING)
     _tables(section, table, [labels[k] for k in rankings], sigmas, n_rows, options.sigma_ref,
             None if on.positions is not None else on.engine.describe())
     if ctx.categorical.any():

@@ -224,7 +224,7 @@ def build(ctx, results, options):
     approval = None if options.approval is None else load_approval(options.approval)
     card = load_model_card(options.model_card, approval)
     reproducibility = results.get("reproducibility")
-    hashes = (reproducibility.data.get("hashes", {}) if reproducibility is not None and reproducibility.status == "ok"
+    hashes = (reproducibility.result.hashes if reproducibility is not None and reproducibility.status == "ok"
               else {"model and data hashes": "not available (the reproducibility appendix was not built)"})
     created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section.data = {"card": card.to_dict(), "card given": card.given,

@@ -56,11 +56,12 @@ class Rashomon:
     """What other sections read of the MCR section: per feature, the audited model's reliance and its range over
     the Rashomon set (``table``: columns ``mcr_minus``, ``model_reliance``, ``mcr_plus``, ``width``), what a
     reliance measures (``unit``, in words) and the training loss of the best constant prediction with its name
-    (``constant_loss``)."""
+    (``constant_loss``), and the features of the widest ranges (``widest``)."""
 
     table: pd.DataFrame
     unit: str
     constant_loss: tuple
+    widest: list
 
 #: features drawn in the figure (the table lists every feature)
 FIGURE_FEATURES = 15
@@ -95,7 +96,8 @@ def build(ctx, results, options):
     section.data = {"table": table, "widest": widest.index.tolist(), "params": result.params,
                     "Rashomon set": rashomon_scope(result.extras["result"].epsilon),
                     "constant loss": (float(constant(np.asarray(ctx.y_train))), loss_name)}
-    section.result = Rashomon(table, reliance_unit(result.params), section.data["constant loss"])
+    section.result = Rashomon(table, reliance_unit(result.params), section.data["constant loss"],
+                              section.data["widest"])
     shown = table.head(FIGURE_FEATURES).index          # the features the model relies on most
     res = dataclasses.replace(result.extras["result"], table=result.extras["result"].table.loc[shown])
 

@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from sklearn import metrics
 
 from ...errors import InputError
@@ -70,11 +71,12 @@ TASK_SCORES = {"regression": ("R²", metrics.r2_score), "classification": ("bala
 
 @dataclass
 class ModelResult:
-    """What other sections read of the model section: the predictive-adequacy ``criterion`` and the test
-    ``score`` it judged (None when none was computed)."""
+    """What other sections read of the model section: the predictive-adequacy ``criterion``, the test ``score`` it
+    judged (None when none was computed) and the ``performance`` table (None when it was not computed)."""
 
     criterion: Criterion
     score: "HoldoutScore | None"
+    performance: pd.DataFrame | None = None
 
 
 def _r2(y, pred, axis=-1):
@@ -213,6 +215,7 @@ def build(ctx, results, options):
     section.tables.append(Table(f"Predictive performance on the test and training data{overall}.{on_sample}",
                                 performance))
     section.data["performance"] = performance
+    section.result.performance = performance
     if performance.filter(like="ROC AUC", axis=0).isna().to_numpy().any():
         section.data["performance note"] = describe.NO_ROC_AUC
     if ctx.task == "classification" and len(ctx.classes) > 2:
