@@ -1,6 +1,8 @@
 """A failing method or section is visible (section status, summary, HTML, CLI stderr, --strict exit
 status); limitations follow what ran; AcME runs on data with missing values (LightGBM)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
@@ -44,7 +46,8 @@ def test_a_failing_method_is_visible(data, monkeypatch):
 
 def test_a_failing_section_is_caught_and_shown(data, monkeypatch):
     model, X_train, y_train, X_test, y_test = data
-    monkeypatch.setitem(registry.REGISTRY, "agreement", registry.Entry("agreement", "Agreement between methods", _boom))
+    failing = dataclasses.replace(registry.REGISTRY["agreement"], build=_boom)
+    monkeypatch.setitem(registry.REGISTRY, "agreement", failing)
     a = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, explainers=["pg2", "local_mdi"],
               sections=["explanations", "agreement"], **SMALL)
     assert a.sections["agreement"].status == "failed" and a.sections["agreement"].reason == "RuntimeError: boom"

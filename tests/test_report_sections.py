@@ -24,8 +24,9 @@ SMALL = dict(explainers=["local_mdi", "shap"], sections=["explanations"], max_ro
 
 
 @dataclass
-class Spread:
-    """The made-up section's typed result: the largest global importance of each explainer."""
+class Spread(crit.Evidence):
+    """The made-up section's typed result: its criterion (the verdict gathers it) and the largest global
+    importance of each explainer."""
 
     top: dict
 
@@ -37,16 +38,23 @@ class Echo:
     explainers: int
 
 
-SPREAD_LIMIT = crit.Threshold("spread_limit", 1.0, "spread: a made-up limit", "made up for a test", "",
+SPREAD_LIMIT = crit.Threshold("spread_limit", 1.0, "spread: a made-up limit", "made up for a test", "spread",
                               0.0, float("inf"), "a number ≥ 0")
+SPREAD = crit.Kind("spread", crit.MODEL_FITNESS, {"pass": "narrow", "fail": "wide"},
+                   lambda t: f"pass when every top importance lies ≤ {crit.named('spread_limit', t)}")
 
 
 def _spread(ctx, results, options):
     """Reads the explanations section's typed result (declared)."""
     section = sec.new("spread")
     methods = results["explanations"].result.methods
-    section.result = Spread({m.label: float(m.importance.max()) for m in methods.values() if m.status == "ok"})
-    section.data = {"top": section.result.top, "limit": options.limits["spread_limit"]}
+    top = {m.label: float(m.importance.max()) for m in methods.values() if m.status == "ok"}
+    t = options.limits
+    status = crit.PASS if max(top.values()) <= t["spread_limit"] else crit.FAIL
+    criterion = crit.Criterion("Spread of the importances", status, max(top.values()), None, crit.rule("spread", t),
+                               f"Largest top importance {max(top.values()):.3g}.", "spread")
+    section.result = Spread(criterion, top)
+    section.data = {"top": top, "limit": t["spread_limit"]}
     return section
 
 
@@ -69,7 +77,7 @@ def made_up(monkeypatch):
     """The two made-up sections registered as a section module would, and their partials."""
     sec.register("echo", "Echo of the spread", reads=("spread",), result=Echo, position=125, stage=-10)(_echo)
     sec.register("spread", "Spread of the importances", reads=("explanations",), result=Spread,
-                 thresholds=(SPREAD_LIMIT,), seconds=0.1, position=124, stage=-20)(_spread)
+                 thresholds=(SPREAD_LIMIT,), kinds=(SPREAD,), seconds=0.1, position=124, stage=-20)(_spread)
     partials = {"sections/spread.html": "<p>Top: {{ sec.data.top | fmt }}; limit {{ sec.data.limit }}.</p>",
                 "sections/echo.html": "<p>{{ sec.data.explainers }} explainers echoed.</p>"}
     load = render._load
@@ -99,6 +107,11 @@ def test_a_made_up_section_is_built_after_what_it_reads_and_shown(data, made_up)
     assert spread.result.top == {m.label: float(m.importance.max()) for m in a.methods.values() if m.status == "ok"}
     assert echo.data["explainers"] == len(spread.result.top) == 2
     assert spread.data["limit"] == 2.5 and a.verdict.thresholds["spread_limit"] == 2.5
+    # its criterion joins the model-fitness verdict, with its words, without a change to the verdict section
+    judged = a.verdict.criterion("spread")
+    assert judged == [spread.result.criterion] and judged[0] in a.verdict.model_fitness.criteria
+    assert judged[0].word == {"pass": "narrow", "fail": "wide"}[judged[0].status]
+    assert sec.compute_order().index("spread") < sec.compute_order().index("verdict")
     assert a.plan.estimate("spread") == pytest.approx(0.1)
     assert list(a.sections).index("spread") < list(a.sections).index("echo") < list(a.sections).index("limitations")
     html = a.to_html()
@@ -114,6 +127,7 @@ def test_a_made_up_sections_threshold_leaves_with_it(made_up):
     sec.register("spread", "Spread", reads=("explanations",), position=124, stage=0)(_spread)   # for the fixture
     with pytest.raises(InputError, match="unknown threshold"):
         crit.limits({"spread_limit": 3})
+    assert "spread" not in crit.VERDICT_OF_KIND and "spread" not in crit.WORDS
 
 
 def test_an_undeclared_read_raises_through_the_audit(data):
@@ -159,10 +173,10 @@ def test_every_section_declares_what_it_reads():
     import xai_plugins.report.sections as package
 
     root = Path(package.__file__).parent
-    for name, unit in sec.REGISTRY.items():
+    for name in sec.REGISTRY:
         module = root / f"{name}.py" if (root / f"{name}.py").exists() else root / name / "__init__.py"
         read = _literal_reads(ast.parse(module.read_text(encoding="utf-8")))
-        assert unit.reads == (sec.EVERY,) or read <= set(unit.reads), (name, read - set(unit.reads))
+        assert read <= sec.dependencies()[name], (name, read - sec.dependencies()[name])
     assert sec.compute_order() == package.COMPUTE_ORDER
     assert sec.REGISTRY["explanations"].result is Explained
 

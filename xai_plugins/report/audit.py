@@ -347,7 +347,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         Your identifier of the run, printed on the report.
     thresholds : dict
         ``{name: value}``: the verdicts' thresholds (names, defaults and rationales in
-        ``xai_plugins.report.verdict.THRESHOLDS``).
+        ``xai_plugins.report.criteria.THRESHOLDS``, each declared by the section whose criterion uses it).
 
     Raises
     ------

@@ -23,6 +23,8 @@ from .criteria import THRESHOLDS
 from .criteria import limits as verdict_limits
 from .explainers import EXPLAINERS
 
+__all__: list = []
+
 #: the archival PDF variants (xai_plugins.report.render.PDF_VARIANTS; render needs weasyprint, not imported here)
 PDF_VARIANTS = ("pdf/a-3b", "pdf/a-3u")
 #: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
@@ -335,7 +337,7 @@ class AuditOptions:
     @property
     def limits(self) -> dict:
         """Every verdict threshold's value: the defaults with ``thresholds`` applied (see
-        ``xai_plugins.report.verdict.limits``)."""
+        ``xai_plugins.report.criteria.limits``)."""
         return verdict_limits(self.thresholds)
 
     @property
@@ -394,7 +396,7 @@ def flag(name: str) -> str:
 
 def _thresholds(value) -> dict:
     """``thresholds`` as {name: float}: from a mapping or (name, value) pairs; checked against the verdict's
-    thresholds (:func:`~xai_plugins.report.verdict.limits`)."""
+    thresholds (:func:`~xai_plugins.report.criteria.limits`)."""
     if value is None:
         return {}
     if isinstance(value, dict):

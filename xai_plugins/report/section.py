@@ -1,8 +1,8 @@
 """The report section as one unit: :class:`Section` (what a builder returns: status, key numbers, tables,
 figures, and the typed :attr:`Section.result` other sections read), :class:`Unit` (what a section module
-registers with :func:`register`: its builder, the sections it reads, its typed result, its thresholds, its fixed
-cost and its place in the report) and the order the audit builds and shows them in (:func:`compute_order`,
-:func:`render_order`).
+registers with :func:`register`: its builder, the sections it reads, its typed result, its thresholds and kinds
+of criterion, its fixed cost and its place in the report) and the order the audit builds and shows them in
+(:func:`compute_order`, :func:`render_order`).
 
 A section module declares everything about its section once::
 
@@ -11,7 +11,7 @@ A section module declares everything about its section once::
         table: pd.DataFrame
 
     @register("mcr", "Rashomon set and model class reliance", reads=("explanations",), result=Rashomon,
-              seconds=0.3, position=100, stage=80)
+              thresholds=THRESHOLDS, kinds=(RASHOMON,), seconds=0.3, position=110, stage=80)
     def build(ctx, results, options) -> Section: ...
 
 ``results`` holds only the sections named in ``reads`` (:class:`Reads`; any other name raises
@@ -37,6 +37,8 @@ STATUSES = ("ok", "warn", "failed", "skipped", "not applicable")
 SKIPPED = "skipped by user"
 #: ``reads=EVERY``: the section reads every other section (it is built last; only one section may)
 EVERY = "*"
+#: in ``reads``: every section that declares a kind of criterion (the verdict gathers their criteria)
+CRITERIA = "criteria"
 #: the fixed seconds of a section's tables and bootstraps (its figures apart) unless it declares its own
 FIXED_SECONDS = 0.05
 
@@ -119,7 +121,7 @@ class UndeclaredRead(KeyError):
 class Unit:
     """A registered section: ``name``, heading ``title``, ``build(ctx, results, options) -> Section``, the
     sections it ``reads`` (names, or :data:`EVERY`), the type of its typed ``result`` (None: it gives none),
-    the ``thresholds`` its criteria use and their kinds (:class:`~.criteria.Threshold`,
+    the ``thresholds`` its criteria use and their ``kinds`` (:class:`~.criteria.Threshold`,
     :class:`~.criteria.Kind`), its fixed cost ``seconds`` (the run-time plan's estimate of its tables and
     bootstraps), its ``position`` in the report and its ``stage``: where the reads leave the compute order
     open, the lower stage is built first (facts about the model and data, then the explainers, the analyses of
@@ -131,6 +133,7 @@ class Unit:
     reads: tuple = ()
     result: type | None = None
     thresholds: tuple = ()
+    kinds: tuple = ()
     seconds: float = FIXED_SECONDS
     position: float = 0.0
     stage: float = 0.0
@@ -151,7 +154,7 @@ def register(name: str, title: str, *, reads=(), result: type | None = None, thr
         if name in REGISTRY and REGISTRY[name].build is not fn:
             raise ValueError(f"section {name!r} is registered twice")
         declared = (EVERY,) if reads == EVERY else tuple(reads)
-        REGISTRY[name] = Unit(name, title, fn, declared, result, (*kinds, *thresholds), float(seconds),
+        REGISTRY[name] = Unit(name, title, fn, declared, result, tuple(thresholds), tuple(kinds), float(seconds),
                               float(position), float(stage))
         for item in (*kinds, *thresholds):
             criteria.declare(item)
@@ -165,7 +168,7 @@ def unregister(name: str) -> None:
     from . import criteria
 
     unit = REGISTRY.pop(name)
-    for item in unit.thresholds:
+    for item in (*unit.kinds, *unit.thresholds):
         criteria.withdraw(item.name)
 
 
@@ -190,7 +193,8 @@ def skipped_by_user(name: str, options) -> Section | None:
 
 
 def dependencies(units: dict | None = None) -> dict:
-    """Each section's reads as a set of section names (:data:`EVERY` expanded to every other section). Raises
+    """Each section's reads as a set of section names (:data:`EVERY` expanded to every other section,
+    :data:`CRITERIA` to every other section declaring a kind of criterion). Raises
     :class:`SectionOrderError` for a read of a section that is not registered, or two sections reading every
     other."""
     units = REGISTRY if units is None else units
@@ -199,7 +203,9 @@ def dependencies(units: dict | None = None) -> dict:
         raise SectionOrderError(f"sections {every} each read every other section: they would read each other")
     out = {}
     for unit in units.values():
-        reads = set(units) - {unit.name} if unit.reads == (EVERY,) else set(unit.reads)
+        reads = set(units) - {unit.name} if unit.reads == (EVERY,) else set(unit.reads) - {CRITERIA}
+        if CRITERIA in unit.reads:
+            reads |= {u.name for u in units.values() if u.kinds and u.name != unit.name}
         unknown = sorted(reads - set(units))
         if unknown:
             raise SectionOrderError(f"section {unit.name!r} reads {unknown}, which no section module registers")
@@ -245,9 +251,9 @@ class Reads:
     :meth:`get` with any other name raises :class:`UndeclaredRead`; iteration covers the declared sections
     built so far."""
 
-    def __init__(self, unit: Unit, built: dict):
+    def __init__(self, unit: Unit, built: dict, names: set | None = None):
         self._unit, self._built = unit, built
-        self._names = (set(built) - {unit.name}) if unit.reads == (EVERY,) else set(unit.reads)
+        self._names = dependencies()[unit.name] if names is None else set(names)
 
     def _check(self, name: str) -> None:
         if name not in self._names:

@@ -15,7 +15,7 @@ import importlib
 import pkgutil
 import time
 
-from ..section import REGISTRY, STATUSES, Reads, UndeclaredRead, compute_order, new, render_order, title
+from ..section import REGISTRY, STATUSES, Reads, UndeclaredRead, compute_order, dependencies, new, render_order, title
 
 
 def build_all(ctx, options, on_section=None) -> dict:
@@ -26,13 +26,14 @@ def build_all(ctx, options, on_section=None) -> dict:
     :class:`~xai_plugins.report.section.UndeclaredRead`, which is raised. ``on_section(name)`` is called before
     each builder (progress display)."""
     results: dict = {}
+    reads = dependencies()
     for name in compute_order():
         unit = REGISTRY[name]
         if on_section is not None:
             on_section(name)
         start = time.perf_counter()
         try:
-            section = unit.build(ctx, Reads(unit, results), options)
+            section = unit.build(ctx, Reads(unit, results, reads[name]), options)
         except UndeclaredRead:
             raise
         except Exception as exc:  # noqa: BLE001 - the failure is shown in the section, the summary and the CLI

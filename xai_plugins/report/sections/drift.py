@@ -17,7 +17,7 @@ in the two samples (:func:`chi2_test`, :func:`scipy.stats.chi2_contingency`) in 
 same Bonferroni correction over all the features.
 
 The rule (:func:`drift_criterion`, thresholds ``drift_warn`` / ``drift_fail`` / ``drift_alpha`` of
-:data:`~.verdict.THRESHOLDS`): PSI below 0.1 is the customary "no significant shift", 0.1 to 0.25 "moderate",
+:data:`~..criteria.THRESHOLDS`): PSI below 0.1 is the customary "no significant shift", 0.1 to 0.25 "moderate",
 0.25 and above "major". A PSI is judged only where the KS test confirms the shift, because two samples of one
 distribution give PSI ≈ (B − 1)(1/n_train + 1/n_test) over B bins (:func:`psi_noise`) — about 0.1 for a
 few hundred rows — so on small data sets PSI alone flags random splits. A feature drifts *majorly* when its

@@ -218,7 +218,7 @@ def run_facts(*, command_line: str | None, created: str, run_id: str | None, has
 @register("governance", "Governance and approval", reads=("reproducibility",), position=20, stage=140)
 def build(ctx, results, options):
     """Load ``options.model_card`` with ``options.approval`` (see
-    :func:`~xai_plugins.report.governance.load_model_card`) and gather the run facts; the section warns when
+    :func:`load_model_card`) and gather the run facts; the section warns when
     the card lacks required fields."""
     section = new("governance")
     approval = None if options.approval is None else load_approval(options.approval)

@@ -3,7 +3,7 @@
 ``data["problems"]`` lists each section or method that failed or warns (the CLI prints them to
 stderr, and ``--strict`` turns a failure into exit status 1); ``data["findings"]`` the findings.
 Means over rows carry a 95 % bootstrap confidence interval over those rows. Every qualitative word
-("strong", "faithful", ...) is the verdict's (:data:`..verdict.WORDS` of the criterion's status), so
+("strong", "faithful", ...) is the verdict's (:data:`..criteria.WORDS` of the criterion's status), so
 the summary cannot contradict it.
 """
 

@@ -2,8 +2,9 @@
 two verdicts, model fitness and explanation reliability (see :mod:`xai_plugins.report.verdict` for the
 aggregation; each criterion is its section's).
 
-Built after the sections whose criteria it gathers and before the summary (which takes its words from it);
-rendered first. Its typed result (:class:`VerdictResult`) holds the
+Built after the sections whose criteria it gathers (every section declaring a kind of criterion: a section
+giving one criterion returns a :class:`~xai_plugins.report.criteria.Evidence` result, gathered as it is) and
+before the summary (which takes its words from it); rendered first. Its typed result (:class:`VerdictResult`) holds the
 :class:`~xai_plugins.report.verdict.Verdict` (``Audit.verdict``); ``data`` its JSON form. A criterion
 whose section did not run is "not assessed", with the reason.
 """
@@ -16,7 +17,8 @@ import numpy as np
 
 from .. import explainers
 from .. import verdict as vd
-from ..section import new, register, title
+from ..criteria import Evidence
+from ..section import CRITERIA, REGISTRY, new, register, title
 from .agreement import explainer_agreement
 from .fairness import fairness_criterion
 from .faithfulness import GREEDY, RANDOM, explainer_faithfulness, sigma_stability
@@ -32,8 +34,8 @@ class VerdictResult:
     verdict: vd.Verdict
 
 
-@register("verdict", "Verdict", reads=("model", "calibration", "drift", "fairness", "explanations", "faithfulness",
-                                       "agreement", "mcr"), result=VerdictResult, seconds=0.4, position=10, stage=110)
+@register("verdict", "Verdict", reads=(CRITERIA, "explanations"), result=VerdictResult, seconds=0.4, position=10,
+          stage=110)
 def build(ctx, results, options):
     """Every criterion of the built sections, in report order; each interval draws from its own stream of the
     audit's seed."""
@@ -43,7 +45,8 @@ def build(ctx, results, options):
     kind = "predictive adequacy"
     criteria = [adequacy.criterion if adequacy is not None else vd.not_assessed(
         "Predictive adequacy", kind, _unavailable(model, "model") or "it gave no criterion", vd.rule(kind, t))]
-    criteria += [c for key in ("calibration", "drift") if (c := _evidence(results.get(key), key, t)) is not None]
+    criteria += [c for key, found in results.items() if issubclass(REGISTRY[key].result or object, Evidence)
+                 and (c := _evidence(found, key, t)) is not None]
     if options.protected:
         criteria.append(_fairness(results.get("fairness"), options.protected, t))
     criteria += [*_faithfulness(results.get("faithfulness"), results.get("explanations"), options, ctx, t),
@@ -70,11 +73,12 @@ def _unavailable(section, what: str) -> str | None:
 
 
 def _evidence(section, key: str, t) -> vd.Criterion | None:
-    """The criterion a model-fitness section ``key`` gives in its typed result (None: not applicable to this
-    model); not assessed, with the reason, when the section did not produce one."""
-    if section is not None and section.result is not None:
+    """The criterion section ``key`` gives in its :class:`~xai_plugins.report.criteria.Evidence` result (None: not
+    applicable to this model); not assessed, with the reason, when the section did not produce one."""
+    if section.result is not None:
         return section.result.criterion
-    return vd.not_assessed(title(key), key, _unavailable(section, key) or "it gave no criterion", vd.rule(key, t))
+    kind = REGISTRY[key].kinds[0].name
+    return vd.not_assessed(title(key), kind, _unavailable(section, key) or "it gave no criterion", vd.rule(kind, t))
 
 
 def _per_row(section) -> tuple[dict, str | None]:
