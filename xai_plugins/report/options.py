@@ -27,10 +27,41 @@ __all__: list = []
 
 #: the archival PDF variants (xai_plugins.report.render.PDF_VARIANTS; render needs weasyprint, not imported here)
 PDF_VARIANTS = ("pdf/a-3b", "pdf/a-3u")
-#: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
-OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr", "regulatory")
-#: the optional sections computed when ``sections`` is not given ("regulatory" joins them with ``strict=True``)
-DEFAULT_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
+
+
+def optional_sections() -> tuple:
+    """The sections a user may skip with ``sections=`` / ``--sections`` (those registered ``optional``), in compute
+    order; the others are cheap and always built."""
+    from .section import REGISTRY, compute_order
+
+    return tuple(name for name in compute_order() if REGISTRY[name].optional)
+
+
+def default_sections() -> tuple:
+    """The optional sections computed when ``sections`` is not given (those registered ``default``; "regulatory"
+    joins them with ``strict=True``)."""
+    from .section import REGISTRY
+
+    return tuple(name for name in optional_sections() if REGISTRY[name].default)
+
+
+class _OptionalSections:
+    """The optional sections' names as argparse ``choices``, read from the section registry when asked."""
+
+    def __iter__(self):
+        return iter(optional_sections())
+
+    def __contains__(self, name) -> bool:
+        return name in optional_sections()
+
+
+def __getattr__(name: str) -> tuple:
+    """``OPTIONAL_SECTIONS`` and ``DEFAULT_SECTIONS``: :func:`optional_sections` and :func:`default_sections`."""
+    if name == "OPTIONAL_SECTIONS":
+        return optional_sections()
+    if name == "DEFAULT_SECTIONS":
+        return default_sections()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def method_of_option(name: str) -> str | None:
@@ -206,8 +237,8 @@ class AuditOptions:
                            "noise levels in training standard deviations", type=float, nargs="+")
     explainers: tuple = _option(EXPLAINERS, "explanation methods", "explainers to run",
                                 nargs="+", choices=EXPLAINERS, metavar="METHOD")
-    sections: tuple = _option(DEFAULT_SECTIONS, "optional sections computed", "optional sections to compute",
-                              nargs="+", choices=OPTIONAL_SECTIONS, metavar="SECTION")
+    sections: tuple = _option(None, "optional sections computed", "optional sections to compute",
+                              factory=default_sections, nargs="+", choices=_OptionalSections(), metavar="SECTION")
     title: str = _option("Model audit", "report title")
     random_state: int | None = _option(0, "random seed", "seed of every random draw", type=int)
     positive_class: object = _option(
@@ -297,8 +328,8 @@ class AuditOptions:
             raise InputError(f"sigma must hold positive noise levels; got {self.sigma!r}")
         set_("sigma", sigma)
         set_("explainers", _choices(self.explainers, registry.keys(), "explainers"))
-        sections = _choices(self.sections, OPTIONAL_SECTIONS, "sections")
-        if self.strict and sections == DEFAULT_SECTIONS:          # a strict audit maps itself to the regulations
+        sections = _choices(self.sections, optional_sections(), "sections")
+        if self.strict and sections == default_sections():          # a strict audit maps itself to the regulations
             sections = (*sections, "regulatory")
         set_("sections", sections)
         set_("protected", _choices(self.protected, None, "protected"))

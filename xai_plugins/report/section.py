@@ -125,7 +125,9 @@ class Unit:
     :class:`~.criteria.Kind`), its fixed cost ``seconds`` (the run-time plan's estimate of its tables and
     bootstraps), its ``position`` in the report and its ``stage``: where the reads leave the compute order
     open, the lower stage is built first (facts about the model and data, then the explainers, the analyses of
-    their results, the judgements, the records)."""
+    their results, the judgements, the records); ``optional`` when a user may leave it out (``sections=`` /
+    ``--sections``: those named are built, the others skipped) and ``default`` when such a section is built unless
+    the user names others."""
 
     name: str
     title: str
@@ -137,6 +139,8 @@ class Unit:
     seconds: float = FIXED_SECONDS
     position: float = 0.0
     stage: float = 0.0
+    optional: bool = False
+    default: bool = False
 
 
 #: every registered section by name, in registration order
@@ -144,7 +148,8 @@ REGISTRY: dict = {}
 
 
 def register(name: str, title: str, *, reads=(), result: type | None = None, thresholds=(), kinds=(),
-             seconds: float = FIXED_SECONDS, position: float, stage: float):
+             seconds: float = FIXED_SECONDS, position: float, stage: float, optional: bool = False,
+             default: bool = False):
     """Decorator registering ``build(ctx, results, options) -> Section`` as section ``name`` (see :class:`Unit`
     for the other fields). The section's thresholds and kinds of criterion join the verdict's
     (:func:`~.criteria.declare`)."""
@@ -155,7 +160,7 @@ def register(name: str, title: str, *, reads=(), result: type | None = None, thr
             raise ValueError(f"section {name!r} is registered twice")
         declared = (EVERY,) if reads == EVERY else tuple(reads)
         REGISTRY[name] = Unit(name, title, fn, declared, result, tuple(thresholds), tuple(kinds), float(seconds),
-                              float(position), float(stage))
+                              float(position), float(stage), bool(optional), bool(default))
         for item in (*kinds, *thresholds):
             criteria.declare(item)
         return fn

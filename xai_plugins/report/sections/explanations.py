@@ -45,7 +45,8 @@ class Explained:
     row_count: dict = field(default_factory=dict)
 
 
-@register("explanations", "Explanations by method", result=Explained, seconds=0.3, position=80, stage=50)
+@register("explanations", "Explanations by method", result=Explained, seconds=0.3, position=80, stage=50, optional=True,
+          default=True)
 def build(ctx, results, options):
     """Run the explainers (when any consumer section is requested) and show their importances."""
     section = new("explanations")

@@ -93,7 +93,7 @@ class Faithfulness:
 
 
 @register("faithfulness", "Faithfulness", reads=("explanations",), result=Faithfulness, thresholds=THRESHOLDS,
-          kinds=KINDS, seconds=0.5, position=90, stage=60)
+          kinds=KINDS, seconds=0.5, position=90, stage=60, optional=True, default=True)
 def build(ctx, results, options):
     """Exact PGI² per method, σ and row; the exact-vs-Monte-Carlo comparison."""
     if (skipped := skipped_by_user("faithfulness", options)) is not None:

@@ -76,7 +76,7 @@ CONSTANT_LOSS = {"zero_one": (lambda y: 1 - np.unique(y, return_counts=True)[1].
 
 
 @register("mcr", "Rashomon set and model class reliance", reads=("explanations",), result=Rashomon,
-          thresholds=THRESHOLDS, kinds=(RASHOMON,), seconds=0.3, position=110, stage=80)
+          thresholds=THRESHOLDS, kinds=(RASHOMON,), seconds=0.3, position=110, stage=80, optional=True, default=True)
 def build(ctx, results, options):
     """Per-feature MCR ranges of the MCR method's result."""
     section = new("mcr")

@@ -48,7 +48,7 @@ def _enabled(options) -> bool:
     return "regulatory" in options.sections
 
 
-@register("regulatory", "Regulatory mapping", reads=EVERY, position=140, stage=150)
+@register("regulatory", "Regulatory mapping", reads=EVERY, position=140, stage=150, optional=True)
 def build(ctx, results, options):
     """Grade every crosswalk item from the built sections and the verdict's criteria; tag each criterion, section and
     figure of the audit with the items it answers."""
