@@ -223,9 +223,11 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
               why: str) -> dict:
     """Every section's :class:`SectionPlan` with ``rows`` explained rows and the prefix sets of ``sampled_from``
     features or more by Monte Carlo (``per_set`` seconds each)."""
+    from .sections.explanations import consumers
+
     forest, d = ctx.forest, ctx.n_features
     m = len(options.explainers) + 1                                     # every method's ranking and the random one
-    explained_on = bool({"explanations", "faithfulness", "agreement", "mcr"} & set(options.sections))
+    explained_on = bool(consumers() & set(options.sections))
     costs = _pg2_costs(forest, d, m, sampled_from, per_set)
     order = compute_order()        # each section's own seconds: its tables and bootstraps, as its unit declares
     own = {name: REGISTRY[name].seconds for name in order}

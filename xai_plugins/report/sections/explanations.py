@@ -17,12 +17,17 @@ import pandas as pd
 from ...engines import MEMORY
 from ...prediction_gap import greedy_pg2_ranking, pgi2
 from .. import explainers, figures, runners
-from ..section import SKIPPED, Table, new, register
+from ..section import REGISTRY, SKIPPED, Table, new, register
 
 __all__: list = []
 
-#: the sections that read the explainers' results
-CONSUMERS = ("explanations", "faithfulness", "agreement", "mcr")
+
+
+def consumers() -> set:
+    """The optional sections that need the explainers to run: this one and those naming it in their reads (a
+    section reading every other, the regulatory mapping, does not need them)."""
+    return {name for name, unit in REGISTRY.items() if unit.optional and (name == "explanations"
+                                                                          or "explanations" in unit.reads)}
 
 
 @dataclass
@@ -50,7 +55,7 @@ class Explained:
 def build(ctx, results, options):
     """Run the explainers (when any consumer section is requested) and show their importances."""
     section = new("explanations")
-    if not set(CONSUMERS) & set(options.sections):
+    if not consumers() & set(options.sections):
         section.status, section.reason = "skipped", SKIPPED
         section.result = Explained()
         return section
