@@ -84,14 +84,14 @@ def test_audit_records_the_flip_and_can_turn_it_off(data):
     flip = audit(model, X_test, y_test, **kw)
     off = audit(model, X_test, y_test, binary_flip=False, **kw)
     assert flip.parameters["binary_flip"] is True and off.parameters["binary_flip"] is False
-    rows = flip.sections["faithfulness"].raw["rows"]
+    rows = flip.sections["faithfulness"].result.rows
     greedy = flip.methods["pg2"].ranking
     want = xp.pgi2(model, X_test.iloc[rows], greedy, perturbation=xp.binary_perturbation(model, X_train, 0.3,
                                                                                           features=["smoker"]))
-    np.testing.assert_allclose(flip.sections["faithfulness"].raw["pgi2"][0.3]["greedy"], want, rtol=1e-12)
-    rows, greedy = off.sections["faithfulness"].raw["rows"], off.methods["pg2"].ranking
+    np.testing.assert_allclose(flip.sections["faithfulness"].result.pgi2[0.3]["greedy"], want, rtol=1e-12)
+    rows, greedy = off.sections["faithfulness"].result.rows, off.methods["pg2"].ranking
     want = xp.pgi2(model, X_test.iloc[rows], greedy, sigma=0.3, background=X_train)
-    np.testing.assert_allclose(off.sections["faithfulness"].raw["pgi2"][0.3]["greedy"], want, rtol=1e-12)
+    np.testing.assert_allclose(off.sections["faithfulness"].result.pgi2[0.3]["greedy"], want, rtol=1e-12)
     said = " ".join(flip.sections["limitations"].data["items"])
     assert "take only two values (smoker)" in said and "perturbed by a flip" in said and "binary_flip=False" in said
     assert "Gaussian noise of σ (the flip perturbation was turned off)" in " ".join(

@@ -18,7 +18,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 from xai_plugins.report import audit
-from xai_plugins.report import drift as drift_module
+from xai_plugins.report.sections import drift as drift_module
 
 lgb = pytest.importorskip("lightgbm")
 jsonschema = pytest.importorskip("jsonschema")
@@ -161,7 +161,7 @@ def test_pg2_with_every_feature_perturbed_matches_monte_carlo_through_the_pipeli
     the city kept with probability 1 − ρ, else drawn from the training frequencies."""
     pipe, X_train, _, X_test, _, result = pipeline_case
     faith = result.sections["faithfulness"]
-    rows = faith.raw["rows"][:2]
+    rows = faith.result.rows[:2]
     rng = np.random.default_rng(5)
     n = 40_000
     frequencies = X_train.city.value_counts(normalize=True)
@@ -174,7 +174,7 @@ def test_pg2_with_every_feature_perturbed_matches_monte_carlo_through_the_pipeli
             redraw = rng.random(n) < RHO
             noisy.loc[redraw, "city"] = rng.choice(frequencies.index.to_numpy(), redraw.sum(), p=frequencies.to_numpy())
             gaps = (pipe.predict(noisy) - pipe.predict(x)[0]) ** 2
-            exact = faith.raw["pg2 all"][sigma][i]
+            exact = faith.result.pg2_all[sigma][i]
             assert abs(gaps.mean() - exact) <= 4 * gaps.std() / np.sqrt(n), (sigma, row)
 
 
@@ -183,7 +183,7 @@ def test_the_greedy_reference_perturbs_the_category_with_rho_and_the_training_fr
     import xai_plugins as xp
 
     pipe, X_train, _, X_test, _, result = pipeline_case
-    rows = result.sections["explanations"].raw["rows"]
+    rows = result.sections["explanations"].result.rows
     expected = xp.greedy_pg2_ranking(pipe, X_test.iloc[rows], sigma=0.3, background=X_train, rho=RHO, verbose=False)
     np.testing.assert_array_equal(np.asarray(result.methods["pg2"].ranking), expected.ranking)
 

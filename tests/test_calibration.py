@@ -6,8 +6,8 @@ from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss
 
 from xai_plugins.errors import InputError
-from xai_plugins.report import calibration
 from xai_plugins.report import verdict as vd
+from xai_plugins.report.sections import calibration
 
 
 def test_ece_by_hand():

@@ -341,8 +341,8 @@ def test_cluster_audit_gives_the_in_memory_verdict_and_faithfulness(client, audi
     assert section_json(on_cluster, "faithfulness") == section_json(ordered, "faithfulness")
     assert section_json(on_cluster, "faithfulness") == section_json(shuffled, "faithfulness")
     for s in shuffled.sections["faithfulness"].data["sigmas"]:
-        for key, values in ordered.sections["faithfulness"].raw["pgi2"][s].items():
-            same(on_cluster.sections["faithfulness"].raw["pgi2"][s][key], values)
+        for key, values in ordered.sections["faithfulness"].result.pgi2[s].items():
+            same(on_cluster.sections["faithfulness"].result.pgi2[s][key], values)
 
 
 @pytest.mark.parametrize("kind", ["lightgbm", "pipeline"])

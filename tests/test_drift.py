@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from xai_plugins.errors import InputError
-from xai_plugins.report import drift
 from xai_plugins.report import verdict as vd
+from xai_plugins.report.sections import drift
 
 
 def test_psi_by_hand_on_a_tiny_example():

@@ -10,7 +10,7 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 from xai_plugins.errors import InputError
 from xai_plugins.report import audit
-from xai_plugins.report import fairness as fair
+from xai_plugins.report.sections.fairness import groups as fair
 
 
 def _groups(values, name="g"):
@@ -219,9 +219,9 @@ def test_audit_of_a_protected_column_that_is_not_a_feature(hidden, hidden_audit)
     assert row["lowest reliance (MCR−)"] == mcr.loc["zip", "mcr_minus"]
     assert row["highest reliance (MCR+)"] == mcr.loc["zip", "mcr_plus"]
     # per-group importances cover the explained rows, which the explanations section chose
-    rows = a.sections["explanations"].raw["rows"]
+    rows = a.sections["explanations"].result.rows
     assert sum(info["explained rows per group"].values()) == len(rows)
-    shap_rows = np.abs(a.sections["explanations"].raw["importances"]["shap"])
+    shap_rows = np.abs(a.sections["explanations"].result.importances["shap"])
     groups = race[350:].to_numpy()[rows]
     np.testing.assert_allclose(info["importance by group"]["SHAP"]["a"], shap_rows[groups == "a"].mean(axis=0))
     html = a.to_html()

@@ -12,7 +12,7 @@ from sklearn.ensemble import RandomForestRegressor
 
 from xai_plugins.errors import InputError, InputTypeError, XaiWarning
 from xai_plugins.report import audit
-from xai_plugins.report.governance import APPROVAL_FIELDS, CARD_FIELDS, MISSING, load_model_card, run_facts
+from xai_plugins.report.sections.governance import APPROVAL_FIELDS, CARD_FIELDS, MISSING, load_model_card, run_facts
 
 CARD = {"Name": "Diabetes progression RF", "version": "2.1", "OWNER": "Risk analytics",
         "intended-use": "rank patients for a follow-up call", "out of scope uses": ["diagnosis", "pricing"],
@@ -146,7 +146,7 @@ def test_verdict_criteria_follow_the_sections(governed, diabetes):
     train, test = model.score(X_train, y_train), model.score(X_test, y_test)
     assert by_kind["predictive adequacy"].value == pytest.approx((train - test) / train, rel=1e-9)
     # faithfulness of SHAP from the faithfulness section's per-row PGI² at the reference σ
-    faith = governed.sections["faithfulness"].raw["pgi2"][0.3]
+    faith = governed.sections["faithfulness"].result.pgi2[0.3]
     expected = (faith["shap"].mean() - faith["random"].mean()) / (faith["greedy"].mean() - faith["random"].mean())
     shap_crit = next(c for c in governed.verdict.criteria if c.name == "Faithfulness of SHAP")
     assert shap_crit.value == pytest.approx(expected, rel=1e-12) and shap_crit.ci.rows == 10

@@ -63,3 +63,20 @@ def test_module_without_a_layer_refused(tmp_path, layers):
     root = _package(tmp_path, {"newthing.py": ""})
     with pytest.raises(SystemExit, match="no layer"):
         layers.check(root)
+
+
+def test_cross_section_raw_read_found(tmp_path, layers):
+    builder = ("def build(ctx, results, options):\n"
+               "    section = new('b')\n"
+               "    section.raw['own'] = 1\n"                                  # its own raw: fine
+               "    rows = results['a'].raw['rows']\n"                        # another section's: refused
+               "    explained = results.get('a')\n"
+               "    return _helper(section, explained)\n\n"
+               "def _helper(section, explained):\n"
+               "    section.raw['more'] = 2\n"
+               "    return explained.raw.get('methods')\n")
+    root = _package(tmp_path, {"report/__init__.py": "", "report/sections/__init__.py": "",
+                               "report/sections/b.py": builder})
+    assert layers.check(root) == [
+        "xai_plugins.report.sections.b:10 reads another section's raw (explained.raw): read its typed result instead",
+        "xai_plugins.report.sections.b:4 reads another section's raw (results['a'].raw): read its typed result instead"]

@@ -676,8 +676,9 @@ def test_normalised_faithfulness_never_exceeds_one(per_row, thresholds):
     """F against the best ranking found is at most 1, its interval too, whatever the rows and the
     (valid) thresholds; the rule names every threshold it uses."""
     from xai_plugins.report import verdict as vd
+    from xai_plugins.report.sections import faithfulness as faith_section
 
-    crit = vd.explainer_faithfulness("A", per_row, 0.3, thresholds=thresholds, n_boot=200, random_state=0)
+    crit = faith_section.explainer_faithfulness("A", per_row, 0.3, thresholds=thresholds, n_boot=200, random_state=0)
     if crit.status == "not assessed":
         best = np.max([per_row[k] for k in ("greedy", "A", "B")], axis=0)
         assert np.mean(best) - np.mean(per_row["random"]) <= 0
@@ -1229,7 +1230,7 @@ def test_audit_drift_on_a_category_is_psi_and_chi_square_over_the_labels(sample)
     import pandas as pd
     from scipy import stats
 
-    from xai_plugins.report import drift
+    from xai_plugins.report.sections import drift
 
     k, train, test = sample
     label = lambda v: "missing" if np.isnan(v) else (str(int(v)) if 0 <= v < k else "unseen")  # noqa: E731

@@ -284,7 +284,7 @@ def test_summary_means_carry_intervals_and_counts(report):
     assert "6 features" in agreement and "95% CI [" in agreement and "12 rows" in agreement
     faithful = [v for k, v in findings.items() if k.startswith("Highest mean PGI² among the explainers at σ = 0.3")][0]
     assert faithful.count("95% CI [") == 3                  # the winner, the random floor, the greedy reference
-    per_row = a.sections["faithfulness"].raw["pgi2"][0.3]["random"]
+    per_row = a.sections["faithfulness"].result.pgi2[0.3]["random"]
     assert f"random floor {fmt(float(np.mean(per_row)))} (95% CI [" in faithful
     assert "greedy" not in faithful.split(":")[0].lower()   # the greedy reference is never named the most faithful
 

@@ -53,7 +53,7 @@ def test_another_seed_changes_the_draws(data):
     model, X_train, y_train, X_test, y_test = data
     a, b = (audit(model, X_test, y_test, X_train=X_train, y_train=y_train, random_state=seed,
                   explainers=["pg2", "local_mdi"], sections=["faithfulness"], **SMALL) for seed in (0, 1))
-    assert list(a.sections["faithfulness"].raw["rows"]) != list(b.sections["faithfulness"].raw["rows"])
+    assert list(a.sections["faithfulness"].result.rows) != list(b.sections["faithfulness"].result.rows)
 
 
 def test_sections_draw_from_their_own_streams(data):

@@ -55,7 +55,7 @@ def test_a_registered_explainer_runs_and_is_shown_everywhere(data, distance):
               sections=["explanations", "faithfulness", "agreement"], max_rows=40, **SMALL)
     result = a.methods["distance"]
     assert result.status == "ok", result.reason
-    rows = a.sections["explanations"].raw["rows"]
+    rows = a.sections["explanations"].result.rows
     assert len(rows) == 40
     # oracle: the distance computed here, independently of the audit's runner
     values = np.abs(X_test.to_numpy()[rows] - X_train.to_numpy().mean(axis=0))

@@ -1,6 +1,8 @@
 """A failing method or section is visible (section status, summary, HTML, CLI stderr, --strict exit
 status); limitations follow what ran; AcME runs on data with missing values (LightGBM)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
@@ -44,7 +46,8 @@ def test_a_failing_method_is_visible(data, monkeypatch):
 
 def test_a_failing_section_is_caught_and_shown(data, monkeypatch):
     model, X_train, y_train, X_test, y_test = data
-    monkeypatch.setitem(registry.REGISTRY, "agreement", registry.Entry("agreement", "Agreement between methods", _boom))
+    failing = dataclasses.replace(registry.REGISTRY["agreement"], build=_boom)
+    monkeypatch.setitem(registry.REGISTRY, "agreement", failing)
     a = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, explainers=["pg2", "local_mdi"],
               sections=["explanations", "agreement"], **SMALL)
     assert a.sections["agreement"].status == "failed" and a.sections["agreement"].reason == "RuntimeError: boom"
@@ -102,15 +105,15 @@ def test_binary_sigma_perturbs_binary_columns_less(data, flip):
     kw = dict(X_train=X_train, y_train=y_train, explainers=["pg2"], sections=["faithfulness"], sigma=[0.3],
               binary_flip=flip, **SMALL)
     a = audit(model, X_test, y_test, binary_sigma=0.05, **kw)
-    rows = a.sections["faithfulness"].raw["rows"]
+    rows = a.sections["faithfulness"].result.rows
     greedy = a.methods["pg2"].ranking
     sigma = np.where(X_train.columns.isin(["sex", "smoker"]), 0.05, 0.3)  # oracle: the per-feature σ directly
     noise = (dict(perturbation=xp.binary_perturbation(model, X_train, sigma, features=["sex", "smoker"])) if flip
              else dict(sigma=sigma, background=X_train))
     expected = xp.pgi2(model, X_test.iloc[rows], greedy, **noise)
-    np.testing.assert_allclose(a.sections["faithfulness"].raw["pgi2"][0.3]["greedy"], expected, rtol=1e-12)
-    plain = audit(model, X_test, y_test, **kw).sections["faithfulness"].raw["pgi2"][0.3]["random"]
-    assert not np.allclose(plain, a.sections["faithfulness"].raw["pgi2"][0.3]["random"])
+    np.testing.assert_allclose(a.sections["faithfulness"].result.pgi2[0.3]["greedy"], expected, rtol=1e-12)
+    plain = audit(model, X_test, y_test, **kw).sections["faithfulness"].result.pgi2[0.3]["random"]
+    assert not np.allclose(plain, a.sections["faithfulness"].result.pgi2[0.3]["random"])
     assert "σ = 0.05 (binary_sigma=)" in " ".join(a.sections["limitations"].data["items"])
 
 

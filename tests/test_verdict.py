@@ -11,6 +11,11 @@ from sklearn.metrics import balanced_accuracy_score, r2_score
 
 from xai_plugins.errors import InputError
 from xai_plugins.report import verdict as v
+from xai_plugins.report.sections import agreement as agree_section
+from xai_plugins.report.sections import fairness as fairness_section
+from xai_plugins.report.sections import faithfulness as faith_section
+from xai_plugins.report.sections import mcr as mcr_section
+from xai_plugins.report.sections import model as model_section
 
 
 def ci(low, high, rows=100):
@@ -82,7 +87,7 @@ def _pgi2_rows(n, F, noise, seed):
 
 def test_faithfulness_score_is_the_ratio_of_row_means():
     m, r, g = _pgi2_rows(50, 0.6, 0.05, 1)
-    score = v.faithfulness_score(m, r, g, random_state=0)
+    score = faith_section.faithfulness_score(m, r, g, random_state=0)
     assert score.value == pytest.approx((m.mean() - r.mean()) / (g.mean() - r.mean()), rel=1e-12)
     assert score.gap == pytest.approx(g.mean() - r.mean())
     assert score.value in score.ci
@@ -91,15 +96,15 @@ def test_faithfulness_score_is_the_ratio_of_row_means():
 def test_faithfulness_score_is_free_of_output_units():
     """F is a ratio of PGI² differences: rescaling the model output (PGI² by its square) changes nothing."""
     m, r, g = _pgi2_rows(40, 0.6, 0.05, 7)
-    a = v.faithfulness_score(m, r, g, random_state=3)
-    b = v.faithfulness_score(m * 1e6, r * 1e6, g * 1e6, random_state=3)
+    a = faith_section.faithfulness_score(m, r, g, random_state=3)
+    b = faith_section.faithfulness_score(m * 1e6, r * 1e6, g * 1e6, random_state=3)
     assert b.value == pytest.approx(a.value, rel=1e-12)
     assert (b.ci.low, b.ci.high) == pytest.approx((a.ci.low, a.ci.high), rel=1e-9)
 
 
 def test_faithfulness_bootstrap_is_paired():
     m, r, g = _pgi2_rows(80, 0.6, 0.05, 2)
-    paired = v.faithfulness_score(m, r, g, random_state=0).ci
+    paired = faith_section.faithfulness_score(m, r, g, random_state=0).ci
 
     def ratio(a, b, c, axis=-1):
         return (a.mean(axis) - b.mean(axis)) / (c.mean(axis) - b.mean(axis))
@@ -114,15 +119,15 @@ def test_faithfulness_bootstrap_is_paired():
 def test_faithfulness_undefined_when_no_ranking_beats_random():
     r = np.linspace(1, 2, 20)
     with pytest.raises(InputError, match="scores above random"):
-        v.faithfulness_score(r, r, r * 0.9)
-    crit = v.explainer_faithfulness("SHAP", {"SHAP": r, "random": r, "greedy": r}, 0.3)
+        faith_section.faithfulness_score(r, r, r * 0.9)
+    crit = faith_section.explainer_faithfulness("SHAP", {"SHAP": r, "random": r, "greedy": r}, 0.3)
     assert crit.status == "not assessed" and "scores above random" in crit.explanation
 
 
 @pytest.mark.parametrize("F, expected", [(0.85, "pass"), (0.4, "warn"), (0.1, "fail")])
 def test_faithfulness_thresholds(F, expected):
     m, r, g = _pgi2_rows(200, F, 0.02, 3)
-    crit = v.explainer_faithfulness("SHAP", {"SHAP": m, "random": r, "greedy": g}, 0.3, random_state=0)
+    crit = faith_section.explainer_faithfulness("SHAP", {"SHAP": m, "random": r, "greedy": g}, 0.3, random_state=0)
     assert crit.status == expected and crit.kind == "faithfulness"
     assert crit.value == pytest.approx(F, abs=0.02)
     assert "0.5 (faithfulness_pass)" in crit.threshold_text and "0.25 (faithfulness_fail)" in crit.threshold_text
@@ -130,33 +135,33 @@ def test_faithfulness_thresholds(F, expected):
 
 def test_faithfulness_interval_straddling_the_pass_threshold_warns():
     m, r, g = _pgi2_rows(15, 0.55, 0.4, 4)        # few rows, noisy: the interval straddles 0.5
-    crit = v.explainer_faithfulness("SHAP", {"SHAP": m, "random": r, "greedy": g}, 0.3, random_state=0)
+    crit = faith_section.explainer_faithfulness("SHAP", {"SHAP": m, "random": r, "greedy": g}, 0.3, random_state=0)
     assert crit.ci.low < 0.5 < crit.ci.high and crit.status == "warn"
 
 
 def test_faithfulness_without_the_greedy_reference_is_not_assessed():
     r = np.ones(5)
-    crit = v.explainer_faithfulness("SHAP", {"SHAP": r, "random": r}, 0.3)
+    crit = faith_section.explainer_faithfulness("SHAP", {"SHAP": r, "random": r}, 0.3)
     assert crit.status == "not assessed" and "greedy" in crit.explanation
 
 
 # ---------------------------------------------------------------- predictive adequacy
 def _holdout(value, half_width=0.01, chance=0.0, metric="R²"):
-    return v.HoldoutScore(metric, value, ci(value - half_width, value + half_width), chance)
+    return model_section.HoldoutScore(metric, value, ci(value - half_width, value + half_width), chance)
 
 
 @pytest.mark.parametrize("test, train, expected", [(0.65, 0.71, "pass"), (0.45, 0.71, "warn"), (0.31, 0.71, "fail"),
                                                    (-0.1, 0.71, "fail")])
 def test_predictive_adequacy_thresholds(test, train, expected):
-    crit = v.predictive_adequacy(_holdout(test), train)
+    crit = model_section.predictive_adequacy(_holdout(test), train)
     assert crit.status == expected
     if test > 0:
         assert crit.value == pytest.approx((train - test) / train)
 
 
 def test_predictive_adequacy_uncertain_gap_warns_and_missing_training_is_not_assessed():
-    assert v.predictive_adequacy(_holdout(0.31, half_width=0.2), 0.71).status == "warn"
-    crit = v.predictive_adequacy(_holdout(0.5), None)
+    assert model_section.predictive_adequacy(_holdout(0.31, half_width=0.2), 0.71).status == "warn"
+    crit = model_section.predictive_adequacy(_holdout(0.5), None)
     assert crit.status == "not assessed" and "no training score" in crit.explanation
 
 
@@ -165,9 +170,9 @@ def test_predictive_adequacy_of_the_diabetes_gap_from_predictions():
     rng = np.random.default_rng(0)
     y = rng.normal(size=3000)
     pred = 0.5 * y + rng.normal(0, 0.663, 3000)         # R² = 1 − 0.5² − 0.663² ≈ 0.31
-    score = v.holdout_score("R²", y, pred, random_state=0)
+    score = model_section.holdout_score("R²", y, pred, random_state=0)
     assert score.value == pytest.approx(r2_score(y, pred), rel=1e-12)
-    crit = v.predictive_adequacy(score, 0.71)
+    crit = model_section.predictive_adequacy(score, 0.71)
     assert crit.status == "fail", crit.explanation
     assert crit.value == pytest.approx((0.71 - r2_score(y, pred)) / 0.71, rel=1e-9)
 
@@ -176,17 +181,17 @@ def test_balanced_accuracy_score_with_string_labels_matches_sklearn():
     rng = np.random.default_rng(1)
     y = rng.choice(["low", "mid", "high"], 150)
     pred = np.where(rng.random(150) < 0.7, y, "mid")
-    score = v.holdout_score("balanced accuracy", y, pred, random_state=0)
+    score = model_section.holdout_score("balanced accuracy", y, pred, random_state=0)
     assert score.value == pytest.approx(balanced_accuracy_score(y, pred), rel=1e-12)
     assert score.chance == pytest.approx(1 / 3) and score.value in score.ci
     with pytest.raises(InputError, match="unknown score"):
-        v.holdout_score("accuracy", y, pred)
+        model_section.holdout_score("accuracy", y, pred)
 
 
 # ---------------------------------------------------------------- agreement
 def test_per_row_tau_against_hand_computed_values():
     scores = {"A": np.array([[1, 2, 3, 4.0], [1, 1, 1, 1.0]]), "B": np.array([[1, 2, 4, 3.0], [4, 3, 2, 1.0]])}
-    per_row, pairs = v.per_row_tau(scores)
+    per_row, pairs = agree_section.pair_taus(scores)
     assert per_row[0] == pytest.approx(4 / 6)           # one discordant pair out of six
     assert np.isnan(per_row[1])                         # A ties every feature on row 2: no order
     assert pairs == {"A vs B": pytest.approx(4 / 6)}
@@ -195,19 +200,19 @@ def test_per_row_tau_against_hand_computed_values():
 def test_agreement_thresholds():
     rng = np.random.default_rng(5)
     base = rng.random((60, 8))
-    same = v.explainer_agreement({"A": base, "B": base * 2, "C": base + 1}, random_state=0)
+    same = agree_section.explainer_agreement({"A": base, "B": base * 2, "C": base + 1}, random_state=0)
     assert same.status == "pass" and same.value == pytest.approx(1.0)
-    unrelated = v.explainer_agreement({m: rng.random((60, 8)) for m in "ABC"}, random_state=0)
+    unrelated = agree_section.explainer_agreement({m: rng.random((60, 8)) for m in "ABC"}, random_state=0)
     assert unrelated.status == "fail" and unrelated.ci.high < 0.3
     assert "60 rows" in unrelated.explanation and "8 features" in unrelated.explanation
 
 
 def test_agreement_from_global_tau_and_not_assessed():
     tau = pd.DataFrame([[1, 0.45, 0.2], [0.45, 1, 0.55], [0.2, 0.55, 1]], index=list("ABC"), columns=list("ABC"))
-    crit = v.explainer_agreement(global_tau=tau)
+    crit = agree_section.explainer_agreement(global_tau=tau)
     assert crit.status == "warn" and crit.value == pytest.approx(0.4) and crit.ci is None
     assert "A vs C" in crit.explanation
-    assert v.explainer_agreement({"A": np.ones((3, 4))}).status == "not assessed"
+    assert agree_section.explainer_agreement({"A": np.ones((3, 4))}).status == "not assessed"
 
 
 # ---------------------------------------------------------------- stability across σ
@@ -224,16 +229,16 @@ def _by_sigma(Fs, n=100, seed=6):
                                           ({0.1: (0.8, 0.5), 0.3: (0.45, 0.55)}, "warn"),
                                           ({0.1: (0.9, 0.5), 0.3: (0.2, 0.55)}, "fail")])
 def test_stability_thresholds(Fs, expected):
-    crit = v.sigma_stability(_by_sigma(Fs), random_state=0)
+    crit = faith_section.sigma_stability(_by_sigma(Fs), random_state=0)
     largest = max(max(f[i] for f in Fs.values()) - min(f[i] for f in Fs.values()) for i in (0, 1))
     assert crit.value == pytest.approx(largest, abs=0.01)
     assert crit.status == expected, crit.explanation
 
 
 def test_stability_reports_a_change_of_order_and_needs_two_sigmas():
-    crit = v.sigma_stability(_by_sigma({0.1: (0.9, 0.5), 0.3: (0.2, 0.55)}), random_state=0)
+    crit = faith_section.sigma_stability(_by_sigma({0.1: (0.9, 0.5), 0.3: (0.2, 0.55)}), random_state=0)
     assert "order by F changes" in crit.explanation
-    assert v.sigma_stability(_by_sigma({0.1: (0.9, 0.5)})).status == "not assessed"
+    assert faith_section.sigma_stability(_by_sigma({0.1: (0.9, 0.5)})).status == "not assessed"
 
 
 # ---------------------------------------------------------------- Rashomon sensitivity
@@ -242,13 +247,13 @@ def test_rashomon_thresholds(width, expected):
     reliance = np.array([2.0, 1.0, 0.1])
     lower = reliance - np.array([0.05, width, 0.01])
     upper = reliance + np.array([0.05, width, 0.01])
-    crit = v.rashomon_sensitivity(["a", "b", "c"], reliance, lower, upper)
+    crit = mcr_section.rashomon_sensitivity(["a", "b", "c"], reliance, lower, upper)
     assert crit.value == pytest.approx(max(0.1, 2 * width) / 2.0)
     assert crit.status == expected
 
 
 def test_rashomon_without_reliance_is_not_assessed():
-    assert v.rashomon_sensitivity(["a"], [0.0], [0.0], [0.0]).status == "not assessed"
+    assert mcr_section.rashomon_sensitivity(["a"], [0.0], [0.0], [0.0]).status == "not assessed"
 
 
 # ---------------------------------------------------------------- the two verdicts
@@ -281,7 +286,7 @@ def test_verdict_headline_and_json():
 
 
 def test_verdict_json_has_no_nan():
-    one_row = v.explainer_faithfulness("SHAP", {"SHAP": [2.0], "random": [1.0], "greedy": [3.0]}, 0.3)
+    one_row = faith_section.explainer_faithfulness("SHAP", {"SHAP": [2.0], "random": [1.0], "greedy": [3.0]}, 0.3)
     assert np.isnan(one_row.ci.low) and one_row.status == "warn"          # one row cannot decide
     text = json.dumps(v.Verdict.from_criteria([one_row]).to_dict(), allow_nan=False)
     assert json.loads(text)["criteria"][0]["ci"]["low"] is None
@@ -289,11 +294,11 @@ def test_verdict_json_has_no_nan():
 
 # ---------------------------------------------------------------- fairness
 def test_fairness_mirrors_the_findings():
-    crossed = v.fairness(["race"], crossed="proxy AUC 0.93 above 0.8")
+    crossed = fairness_section.fairness_criterion(["race"], crossed="proxy AUC 0.93 above 0.8")
     assert crossed.status == "warn" and "0.93" in crossed.explanation
     assert "0.1 (demographic_parity)" in crossed.threshold_text and "(min_group_rows" in crossed.threshold_text
-    assert v.fairness(["race", "sex"]).status == "pass"
-    skipped = v.fairness(["race"], not_assessed_reason="the fairness section failed")
+    assert fairness_section.fairness_criterion(["race", "sex"]).status == "pass"
+    skipped = fairness_section.fairness_criterion(["race"], not_assessed_reason="the fairness section failed")
     assert skipped.status == "not assessed"
 
 
@@ -303,7 +308,7 @@ def test_row_taus_equal_scipys_kendall_tau_b_row_by_row(d):
     vector, a constant row (NaN: no order) and a NaN score (NaN)."""
     from scipy.stats import kendalltau
 
-    from xai_plugins.report.agreement import row_taus
+    from xai_plugins.report.sections.agreement import row_taus
 
     rng = np.random.default_rng(d)
     A = rng.integers(0, 5, (40, d)).astype(float)

@@ -13,9 +13,13 @@ from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassif
 
 from xai_plugins.errors import InputError
 from xai_plugins.report import audit
-from xai_plugins.report import fairness as fair
 from xai_plugins.report import verdict as v
 from xai_plugins.report.render import environment
+from xai_plugins.report.sections import agreement as agree_section
+from xai_plugins.report.sections import fairness as fairness_section
+from xai_plugins.report.sections import mcr as mcr_section
+from xai_plugins.report.sections import model as model_section
+from xai_plugins.report.sections.fairness import groups as fair
 
 #: the cheapest audit that still builds every model-fitness criterion
 CHEAP = dict(sections=(), explainers=("shap",), progress=False, random_state=0)
@@ -113,14 +117,15 @@ FEATURES, RELIANCE, LOWER, UPPER = ["worst concave points", "worst radius"], [0.
 
 
 def test_negligible_mcr_ranges_pass_the_rashomon_criterion_whatever_their_ratio():
-    ratio_only = v.rashomon_sensitivity(FEATURES, RELIANCE, LOWER, UPPER)
+    ratio_only = mcr_section.rashomon_sensitivity(FEATURES, RELIANCE, LOWER, UPPER)
     assert ratio_only.status == v.FAIL                       # R = 0.89 judged alone
-    criterion = v.rashomon_sensitivity(FEATURES, RELIANCE, LOWER, UPPER, baseline=(0.37, "misclassification rate"))
+    criterion = mcr_section.rashomon_sensitivity(FEATURES, RELIANCE, LOWER, UPPER,
+                                                 baseline=(0.37, "misclassification rate"))
     assert criterion.status == v.PASS
     assert "range, 0.01256, is below the floor 0.0185 " in criterion.explanation
     assert "R is not judged" in criterion.explanation
     assert "rashomon_floor" in criterion.threshold_text
-    wide = v.rashomon_sensitivity(FEATURES, RELIANCE, LOWER, UPPER, baseline=(0.1, "misclassification rate"))
+    wide = mcr_section.rashomon_sensitivity(FEATURES, RELIANCE, LOWER, UPPER, baseline=(0.1, "misclassification rate"))
     assert wide.status == v.FAIL and "at or above the floor 0.005" in wide.explanation
     with pytest.raises(InputError, match="rashomon_floor"):
         v.limits({"rashomon_floor": -0.1})
@@ -138,9 +143,9 @@ def test_the_constant_prediction_loss_is_the_majority_error_or_the_variance():
 # ---------------------------------------------------------------- item 8: numbers read as bugs
 def test_printed_numbers_read_on_the_side_of_their_threshold():
     tau = pd.DataFrame([[1.0, 0.29996], [0.29996, 1.0]], index=["A", "B"], columns=["A", "B"])
-    agreement = v.explainer_agreement(global_tau=tau)
+    agreement = agree_section.explainer_agreement(global_tau=tau)
     assert agreement.status == v.FAIL and ": 0.29996." in agreement.explanation     # not "0.30" beside "fail < 0.3"
-    disparity = v.Disparity("sex", "demographic parity difference", 0.10004, 0.0993, 0.2, 0.1)
+    disparity = fairness_section.Disparity("sex", "demographic parity difference", 0.10004, 0.0993, 0.2, 0.1)
     assert "0.10004 (95% interval [0.0993, 0.2])" in str(disparity)
     assert v.shown(0.2000559, (0.2,)) == "0.2001"
     assert v.shown(0.19996, (0.2,)) == "0.19996"
@@ -151,8 +156,8 @@ def test_printed_numbers_read_on_the_side_of_their_threshold():
 
 def test_the_verdict_table_prints_the_interval_on_its_side_of_the_rule():
     """L's interval [0.0263, 0.2000559] warns under "pass if it lies ≤ 0.2": printed, its upper bound is above 0.2."""
-    test = v.HoldoutScore("R²", 0.9, v.ConfidenceInterval(0.7999441, 0.9737, 0.95, "BCa", 50), 0.0)
-    adequacy = v.predictive_adequacy(test, 1.0, thresholds={"adequacy_warn": 0.2})
+    test = model_section.HoldoutScore("R²", 0.9, v.ConfidenceInterval(0.7999441, 0.9737, 0.95, "BCa", 50), 0.0)
+    adequacy = model_section.predictive_adequacy(test, 1.0, thresholds={"adequacy_warn": 0.2})
     assert adequacy.status == v.WARN and "95% CI [0.0263, 0.2001]" in adequacy.explanation
     verdict = v.Verdict.from_criteria([adequacy], {"adequacy_warn": 0.2})
     html = environment().get_template("sections/verdict.html").render(
@@ -178,11 +183,12 @@ def test_no_threshold_rationale_quotes_a_demo():
 
 
 def test_a_fairness_warning_says_exactly_why():
-    criterion = v.fairness(["sex"], crossed="sex: it is a model input")
+    criterion = fairness_section.fairness_criterion(["sex"], crossed="sex: it is a model input")
     assert criterion.status == v.WARN
     assert criterion.implication == "Review the fairness section before use — sex: it is a model input."
-    warned = v.fairness(["sex"], [v.Disparity("sex", "demographic parity difference", 0.12, 0.05, 0.2, 0.1)],
-                        insufficient=["race has fewer than two groups of at least 30 test rows"])
+    disparity = fairness_section.Disparity("sex", "demographic parity difference", 0.12, 0.05, 0.2, 0.1)
+    few = "race has fewer than two groups of at least 30 test rows"
+    warned = fairness_section.fairness_criterion(["sex"], [disparity], insufficient=[few])
     assert "possible disparity: sex: demographic parity difference 0.12" in warned.implication
     assert "too little evidence: race has fewer than two groups" in warned.implication
 

@@ -15,6 +15,9 @@ from xai_plugins.cli import main
 from xai_plugins.errors import InputError
 from xai_plugins.report import audit
 from xai_plugins.report import verdict as v
+from xai_plugins.report.sections import agreement as agree_section
+from xai_plugins.report.sections import fairness as fairness_section
+from xai_plugins.report.sections import faithfulness as faith_section
 
 
 def _crit(status, name, kind):
@@ -50,7 +53,8 @@ def test_a_failing_faithfulness_says_the_method_must_not_justify_decisions():
     random = rng.uniform(1, 2, 80)
     greedy = random + 2
     shap = random + 0.05 * rng.random(80)                    # barely above random: F ~ 0.01
-    crit = v.explainer_faithfulness("SHAP", {"SHAP": shap, "random": random, "greedy": greedy}, 0.3, random_state=0)
+    crit = faith_section.explainer_faithfulness("SHAP", {"SHAP": shap, "random": random, "greedy": greedy}, 0.3,
+                                                random_state=0)
     assert crit.status == "fail"
     assert "Explanations by SHAP should not be used to justify individual decisions" in crit.implication
 
@@ -64,7 +68,7 @@ def test_F_is_at_most_one_when_an_explainer_beats_the_greedy_ranking():
     greedy = random + 1.0
     mcr = random + np.where(rng.random(60) < 0.8, 1.2, 0.8)    # beats greedy on about 80% of the rows
     per_row = {"MCR": mcr, "random": random, "greedy": greedy}
-    crit = v.explainer_faithfulness("MCR", per_row, 0.3, random_state=0)
+    crit = faith_section.explainer_faithfulness("MCR", per_row, 0.3, random_state=0)
     best = np.maximum(mcr, greedy)
     assert crit.value == pytest.approx((mcr.mean() - random.mean()) / (best.mean() - random.mean()), rel=1e-12)
     assert crit.value <= 1 and crit.ci.high <= 1 + 1e-12
@@ -80,8 +84,9 @@ def test_thresholds_are_named_settable_and_checked():
     rng = np.random.default_rng(5)
     base = rng.random((60, 8))
     scores = {"A": base, "B": base + rng.normal(0, 0.15, base.shape)}
-    default = v.explainer_agreement(scores, random_state=0)
-    strict = v.explainer_agreement(scores, thresholds={"agreement_pass": 0.99, "agreement_fail": 0.98}, random_state=0)
+    default = agree_section.explainer_agreement(scores, random_state=0)
+    strict = agree_section.explainer_agreement(scores, thresholds={"agreement_pass": 0.99, "agreement_fail": 0.98},
+                                               random_state=0)
     assert default.status == "pass" and strict.status == "fail"
     assert "0.99 (agreement_pass)" in strict.threshold_text
     with pytest.raises(InputError, match="unknown threshold"):
@@ -112,12 +117,12 @@ def test_a_disparity_whose_interval_lies_above_the_limit_fails():
     rates = [p[(g == k).to_numpy()].mean() for k in "ab"]        # group c (3 rows) is left out
     assert dp.value == pytest.approx(abs(rates[0] - rates[1]))
     assert dp.low > 0.1 and dp.status == "fail"
-    crit = v.fairness(["g"], out["disparities"])
+    crit = fairness_section.fairness_criterion(["g"], out["disparities"])
     assert crit.status == "fail" and "should not be used for decisions" in crit.implication
 
 
 def test_equalized_odds_has_a_bootstrap_interval():
-    from xai_plugins.report.fairness import performance_by_group
+    from xai_plugins.report.sections.fairness.groups import performance_by_group
 
     g, y, p = _groups_frame(0)
     table = performance_by_group(y, p, g, "classification", positive_class=1, random_state=0).disparities
@@ -148,7 +153,7 @@ def test_groups_below_the_minimum_size_are_insufficient_evidence():
     out = new_attribute("g")
     _performance(SimpleNamespace(y_test=y, task="classification", positive_class=1), out, g, p, seed=0)
     assert out["disparities"] == [] and "fewer than two groups of at least 30 test rows" in out["insufficient"]
-    crit = v.fairness(["g"], out["disparities"], insufficient=[out["insufficient"]])
+    crit = fairness_section.fairness_criterion(["g"], out["disparities"], insufficient=[out["insufficient"]])
     assert crit.status == "warn" and "insufficient evidence" in crit.explanation
     # the minimum is a threshold: lowered to 3, the small group is judged again
     out = new_attribute("g", {"min_group_rows": 3})
@@ -195,7 +200,7 @@ def test_pgi2_has_its_unit_and_a_dimensionless_share(boosted):
     assert "in log-odds²" in section.figures[0].caption and "What it shows" in section.figures[0].caption
     table = section.data["pgi2"].set_index(["method", "sigma"])["mean"]
     scale = section.data["mean PG² all features"]
-    assert scale[0.3] == pytest.approx(float(np.mean(section.raw["pg2 all"][0.3])), rel=1e-12) and scale[0.3] > 0
+    assert scale[0.3] == pytest.approx(float(np.mean(section.result.pg2_all[0.3])), rel=1e-12) and scale[0.3] > 0
     shown = section.tables[0].frame.loc["SHAP", "σ = 0.3"]
     assert shown.endswith(f"({table[('SHAP', 0.3)] / scale[0.3]:.0%})")
 

@@ -10,7 +10,7 @@
 from .audit import Audit, audit
 from .explainers import EXPLAINERS, MethodResult  # noqa: F401
 from .options import OPTIONAL_SECTIONS, AuditOptions  # noqa: F401
-from .section import Section, Table  # noqa: F401
-from .sections import COMPUTE_ORDER, RENDER_ORDER, register  # noqa: F401
+from .section import Section, Table, register  # noqa: F401
+from .sections import COMPUTE_ORDER, RENDER_ORDER  # noqa: F401
 
 __all__ = ["audit", "Audit", "AuditOptions"]

@@ -27,10 +27,10 @@ from ..engines import engine_for
 from ..errors import InputTypeError, NoiseScaleWarning, XaiError
 from . import sections as registry
 from .context import derive_seed, make_context
-from .governance import load_approval, read_model_card
 from .options import AuditOptions, check_output_paths
 from .plan import AuditPlan, plan_audit
 from .section import plain
+from .sections.governance import load_approval, read_model_card
 
 
 @dataclass
@@ -347,7 +347,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         Your identifier of the run, printed on the report.
     thresholds : dict
         ``{name: value}``: the verdicts' thresholds (names, defaults and rationales in
-        ``xai_plugins.report.verdict.THRESHOLDS``).
+        ``xai_plugins.report.criteria.THRESHOLDS``, each declared by the section whose criterion uses it).
 
     Raises
     ------
@@ -428,7 +428,8 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoiseScaleWarning)     # said once, by _check_noise
             built = registry.build_all(ctx, options, on_section=progress)
-    methods = built["explanations"].raw.get("methods", {}) if "explanations" in built else {}
+    explained = built["explanations"].result if "explanations" in built else None
+    methods = explained.methods if explained is not None else {}
     rows_explained = built["explanations"].data.get("explained rows", 0) if "explanations" in built else 0
     parameters = _parameters(options, ctx, built, cl)
     repro = built.get("reproducibility")
@@ -443,7 +444,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
             if m.ranking is not None and engine.handles(m.ranking):
                 engine.release(m.ranking)
                 m.ranking = None
-    verdict = built["verdict"].raw.get("verdict") if "verdict" in built else None
+    verdict = built["verdict"].result.verdict if "verdict" in built and built["verdict"].result else None
     return Audit(str(options.title), built, methods, parameters, created, rows_explained, options, verdict, ctx.plan)
 
 

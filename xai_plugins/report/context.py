@@ -1,9 +1,10 @@
-"""What every audit section needs to know about the model and the data, checked once.
+"""What every audit section needs to know about the models and the data, checked once.
 
-:class:`AuditContext` holds the fitted model, its imported :class:`~xai_plugins.forest.Forest`,
-the test (and optional training) data as DataFrames with the model's feature names, the task,
-the one scalar output every method explains, the protected attributes, the random streams and the
-row samples used by the per-row sections.
+:class:`AuditContext` holds the audited models by role (:attr:`AuditContext.models`: the "champion", the model
+the report audits, and any other model of the same features, e.g. a "challenger" to compare it with, each an
+:class:`AuditedModel`; :attr:`AuditContext.model` and :attr:`AuditContext.forest` are the champion's), the test
+(and optional training) data as DataFrames with the model's feature names, the task, the one scalar output every
+method explains, the protected attributes, the random streams and the row samples used by the per-row sections.
 """
 
 from __future__ import annotations
@@ -21,6 +22,21 @@ from .._validation import check_target
 from ..errors import FeatureMismatchError, InputError
 from ..forest import Forest, import_model
 from ..forest.layout import category_frame
+
+__all__: list = []
+
+#: the roles of the models an audit holds: the audited model, and a model compared with it
+CHAMPION, CHALLENGER = "champion", "challenger"
+
+
+@dataclass(frozen=True)
+class AuditedModel:
+    """One model of an audit: its ``role`` (:data:`CHAMPION`, :data:`CHALLENGER`...), the fitted ``model`` and its
+    imported :class:`~xai_plugins.forest.Forest`."""
+
+    role: str
+    model: object
+    forest: Forest
 
 
 @dataclass
@@ -64,10 +80,30 @@ class AuditContext:
     plan: object = None
     #: whether the two-valued numeric features are perturbed by the binary flip law (:meth:`noise`)
     binary_flip: bool = True
+    #: every model of the audit by role, the champion (:attr:`model`, :attr:`forest`) first (:meth:`add_model`)
+    models: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.root_seed is None:
             self.root_seed = np.random.SeedSequence(self.random_state)
+        self.models = {CHAMPION: AuditedModel(CHAMPION, self.model, self.forest),
+                       **{role: m for role, m in self.models.items() if role != CHAMPION}}
+
+    def add_model(self, role: str, model) -> AuditedModel:
+        """Import ``model`` and hold it under ``role`` (e.g. :data:`CHALLENGER`) beside the champion. Raises
+        :class:`~xai_plugins.errors.InputError` for the champion's role, a role already held, or a model of
+        another task, and :class:`~xai_plugins.errors.FeatureMismatchError` for a model of other features."""
+        if role in self.models:
+            raise InputError(f"the audit already holds a {role} model")
+        forest = import_model(model)
+        if forest.task != self.forest.task:
+            raise InputError(f"the {role} model is a {forest.task} model; the champion a {self.forest.task} model")
+        names = None if forest.feature_names is None else [str(n) for n in forest.feature_names]
+        if forest.n_features != self.n_features or names not in (None, [str(n) for n in self.feature_names]):
+            raise FeatureMismatchError(f"the {role} model's {forest.n_features} features {names or ''} differ from "
+                                       f"the champion's {self.feature_names}")
+        self.models[role] = AuditedModel(role, model, forest)
+        return self.models[role]
 
     def seed(self, stream: str) -> np.random.SeedSequence:
         """The seed of one named random stream (a section's name, or "rows"): derived from

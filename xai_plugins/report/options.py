@@ -19,20 +19,56 @@ import numpy as np
 
 from ..errors import InputError, InputTypeError, OutputPathError
 from . import explainers as registry
+from .criteria import THRESHOLDS
+from .criteria import limits as verdict_limits
 from .explainers import EXPLAINERS
-from .verdict import THRESHOLDS
-from .verdict import limits as verdict_limits
+
+__all__: list = []
 
 #: the archival PDF variants (xai_plugins.report.render.PDF_VARIANTS; render needs weasyprint, not imported here)
 PDF_VARIANTS = ("pdf/a-3b", "pdf/a-3u")
-#: sections a user may skip with ``sections=`` / ``--sections``; the others are cheap and always built
-OPTIONAL_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr", "regulatory")
-#: the optional sections computed when ``sections`` is not given ("regulatory" joins them with ``strict=True``)
-DEFAULT_SECTIONS = ("explanations", "faithfulness", "agreement", "mcr")
-#: options that set one explainer only: the report's settings list them only when that explainer was asked for
-METHOD_OPTIONS = {"acme_quantiles": "acme", "mcr_permutations": "mcr", "mcr_epsilon": "mcr", "mcr_fit_forest": "mcr",
-                  "dt_sampler_rows": "dt_sampler", "dt_sampler_features": "dt_sampler",
-                  "dt_sampler_samples": "dt_sampler"}
+
+
+def optional_sections() -> tuple:
+    """The sections a user may skip with ``sections=`` / ``--sections`` (those registered ``optional``), in compute
+    order; the others are cheap and always built."""
+    from .section import REGISTRY, compute_order
+
+    return tuple(name for name in compute_order() if REGISTRY[name].optional)
+
+
+def default_sections() -> tuple:
+    """The optional sections computed when ``sections`` is not given (those registered ``default``; "regulatory"
+    joins them with ``strict=True``)."""
+    from .section import REGISTRY
+
+    return tuple(name for name in optional_sections() if REGISTRY[name].default)
+
+
+class _OptionalSections:
+    """The optional sections' names as argparse ``choices``, read from the section registry when asked."""
+
+    def __iter__(self):
+        return iter(optional_sections())
+
+    def __contains__(self, name) -> bool:
+        return name in optional_sections()
+
+
+def __getattr__(name: str) -> tuple:
+    """``OPTIONAL_SECTIONS`` and ``DEFAULT_SECTIONS``: :func:`optional_sections` and :func:`default_sections`."""
+    if name == "OPTIONAL_SECTIONS":
+        return optional_sections()
+    if name == "DEFAULT_SECTIONS":
+        return default_sections()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def method_of_option(name: str) -> str | None:
+    """The explainer an option sets alone (its name starts with the explainer's key: ``acme_quantiles``,
+    ``mcr_epsilon``, ``dt_sampler_rows``...), None for the other options: the report's settings list such an
+    option only when its explainer was asked for."""
+    return next((key for key in registry.keys() if name.startswith(f"{key}_")), None)
 
 
 def _option(default, label: str, help: str | None = None, *, factory=None, **cli):
@@ -72,8 +108,8 @@ class AuditOptions:
     sigma : float or sequence of float, default (0.1, 0.3, 1.0)
         Noise levels σ of the faithfulness section, in training standard deviations (positive);
         the greedy PG² ranking and the Monte Carlo comparison use the middle one.
-    explainers : sequence of str, default ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr")
-        The explanation methods to run (registered explainer keys).
+    explainers : sequence of str, default every registered explainer
+        The explanation methods to run (registered explainer keys, ``xai_plugins.report.EXPLAINERS``).
     sections : sequence of str, default ("explanations", "faithfulness", "agreement", "mcr")
         The optional sections to compute; the others are cheap and always built.
     title : str, default "Model audit"
@@ -201,8 +237,8 @@ class AuditOptions:
                            "noise levels in training standard deviations", type=float, nargs="+")
     explainers: tuple = _option(EXPLAINERS, "explanation methods", "explainers to run",
                                 nargs="+", choices=EXPLAINERS, metavar="METHOD")
-    sections: tuple = _option(DEFAULT_SECTIONS, "optional sections computed", "optional sections to compute",
-                              nargs="+", choices=OPTIONAL_SECTIONS, metavar="SECTION")
+    sections: tuple = _option(None, "optional sections computed", "optional sections to compute",
+                              factory=default_sections, nargs="+", choices=_OptionalSections(), metavar="SECTION")
     title: str = _option("Model audit", "report title")
     random_state: int | None = _option(0, "random seed", "seed of every random draw", type=int)
     positive_class: object = _option(
@@ -292,8 +328,8 @@ class AuditOptions:
             raise InputError(f"sigma must hold positive noise levels; got {self.sigma!r}")
         set_("sigma", sigma)
         set_("explainers", _choices(self.explainers, registry.keys(), "explainers"))
-        sections = _choices(self.sections, OPTIONAL_SECTIONS, "sections")
-        if self.strict and sections == DEFAULT_SECTIONS:          # a strict audit maps itself to the regulations
+        sections = _choices(self.sections, optional_sections(), "sections")
+        if self.strict and sections == default_sections():          # a strict audit maps itself to the regulations
             sections = (*sections, "regulatory")
         set_("sections", sections)
         set_("protected", _choices(self.protected, None, "protected"))
@@ -332,7 +368,7 @@ class AuditOptions:
     @property
     def limits(self) -> dict:
         """Every verdict threshold's value: the defaults with ``thresholds`` applied (see
-        ``xai_plugins.report.verdict.limits``)."""
+        ``xai_plugins.report.criteria.limits``)."""
         return verdict_limits(self.thresholds)
 
     @property
@@ -343,10 +379,10 @@ class AuditOptions:
     def describe(self, cli: bool = False) -> dict:
         """The settings for the report's appendix: readable label → value, with the CLI flag
         (``cli``) or the Python argument in parentheses so the reader can change it; the settings of an
-        explainer that was not asked for (``METHOD_OPTIONS``) are left out."""
+        explainer that was not asked for (:func:`method_of_option`) are left out."""
         out = {}
         for f in dataclasses.fields(self):
-            method = METHOD_OPTIONS.get(f.name)
+            method = method_of_option(f.name)
             if f.name in ("command_line", "provenance", "progress", "title", "model_card", "approval") or \
                     (method is not None and method not in self.explainers):
                 continue
@@ -356,7 +392,7 @@ class AuditOptions:
 
     def _readable(self, name: str):
         """The value of option ``name`` as the report shows it (method and section names in words)."""
-        from .sections import title
+        from .section import title
 
         value = getattr(self, name)
         if name == "explainers":
@@ -391,7 +427,7 @@ def flag(name: str) -> str:
 
 def _thresholds(value) -> dict:
     """``thresholds`` as {name: float}: from a mapping or (name, value) pairs; checked against the verdict's
-    thresholds (:func:`~xai_plugins.report.verdict.limits`)."""
+    thresholds (:func:`~xai_plugins.report.criteria.limits`)."""
     if value is None:
         return {}
     if isinstance(value, dict):

@@ -4,7 +4,7 @@ accuracy the verdict needs.
 
 The estimates reuse the cost model of ``pg2(method="auto")`` (:func:`~xai_plugins.prediction_gap.exact_seconds`:
 per tree, per reachable leaf pair by depth), price a Monte Carlo sample by the trees it passes through, and
-count what does not grow with the model: each section's tables and bootstraps (:data:`SECTION_SECONDS`), its
+count what does not grow with the model: each section's tables and bootstraps (the ``seconds`` its unit declares), its
 figures (:data:`FIGURE_SECONDS`, :data:`PYPLOT_FIGURE_SECONDS`) and DT-Sampler's model count and sampled trees.
 Everything here is a function of the model, the data sizes and the options, never of the clock: the same
 inputs give the same plan, hence the same numbers, on any machine (only the opt-in ``time_budget`` makes the
@@ -32,7 +32,7 @@ import pandas as pd
 from ..forest import library_of
 from ..prediction_gap import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
 from .pgi2_of_rankings import MC_SAMPLES
-from .sections import COMPUTE_ORDER
+from .section import FIXED_SECONDS, REGISTRY, compute_order
 from .verdict import CI_LEVEL
 
 #: relative standard error of one Monte Carlo PG² of the faithfulness section (per row and prefix set): the
@@ -52,11 +52,6 @@ PREDICT_FACTOR = {"sklearn": 4.0, "lightgbm": 4.0}
 SHAP_SECONDS, MDI_SECONDS = 1.0e-9, 2.0e-8
 #: AcME: the quantile grid is evaluated on the explained rows and on this many background rows
 ACME_BACKGROUND = 100
-#: seconds of a section's tables and bootstraps (its figures apart), whatever the model; CPU time measured on the
-#: demo audits (``benchmarks/bench_audit.py --only demos``); a section not named here: :data:`FIXED_SECONDS`
-SECTION_SECONDS = {"model": 0.2, "calibration": 0.3, "drift": 0.3, "explanations": 0.3, "faithfulness": 0.5,
-                   "agreement": 1.0, "mcr": 0.3, "verdict": 0.4}
-FIXED_SECONDS = 0.05
 #: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
 #: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure
 FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.3, 0.8
@@ -228,17 +223,20 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
               why: str) -> dict:
     """Every section's :class:`SectionPlan` with ``rows`` explained rows and the prefix sets of ``sampled_from``
     features or more by Monte Carlo (``per_set`` seconds each)."""
+    from .sections.explanations import consumers
+
     forest, d = ctx.forest, ctx.n_features
     m = len(options.explainers) + 1                                     # every method's ranking and the random one
-    explained_on = bool({"explanations", "faithfulness", "agreement", "mcr"} & set(options.sections))
+    explained_on = bool(consumers() & set(options.sections))
     costs = _pg2_costs(forest, d, m, sampled_from, per_set)
-    own = {name: SECTION_SECONDS.get(name, FIXED_SECONDS) for name in COMPUTE_ORDER}
+    order = compute_order()        # each section's own seconds: its tables and bootstraps, as its unit declares
+    own = {name: REGISTRY[name].seconds for name in order}
     if ctx.task != "classification":                    # no calibration section (a regression model)
         own["calibration"] = FIXED_SECONDS
     figures = {"calibration": ctx.task == "classification", "drift": ctx.X_train is not None,
                "agreement": 2 * ("agreement" in options.sections), "mcr": "mcr" in options.sections}
     sections = {name: SectionPlan(name, "-", 0, 0, own[name] + FIGURE_SECONDS * figures.get(name, 0))
-                for name in COMPUTE_ORDER}
+                for name in order}
     sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,
                                     own["model"] + _n_rows(ctx) * per_sample)
     if explained_on:
@@ -264,7 +262,7 @@ def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: fl
     mean_depth = float(np.sum(depths @ np.arange(depths.shape[1]))) / max(leaves, 1.0)
     shap_rows = max(options.max_shap_rows, rows)
     on = set(options.explainers)
-    seconds = SECTION_SECONDS["explanations"] + FIGURE_SECONDS * math.ceil(len(on) / 2)     # importance panels
+    seconds = REGISTRY["explanations"].seconds + FIGURE_SECONDS * math.ceil(len(on) / 2)     # importance panels
     if "pg2" in on:
         seconds += rows * greedy_per_row
     if "shap" in on:

@@ -87,7 +87,8 @@ class Explainer:
     section), ``figure_kind`` ("local": figures of single rows, "global": of the whole model),
     ``every_row`` (a per-row explainer whose global importance is the mean over every test row,
     rows with missing values included, in memory and on a row engine alike; the explained rows stay
-    the complete ones)."""
+    the complete ones); ``explains`` what its scores explain when that is not the explained output (in words,
+    ``{output}`` standing for the explained output; "": the explained output itself)."""
 
     key: str = ""
     label: str = ""
@@ -98,6 +99,7 @@ class Explainer:
     in_importance_bars: bool = True
     figure_kind: str = "local"
     every_row: bool = False
+    explains: str = ""
 
     @property
     def per_row(self) -> bool:

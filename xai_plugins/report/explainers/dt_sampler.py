@@ -16,6 +16,7 @@ class DTSamplerExplainer(Explainer):
     """DT-Sampler's emergence probabilities (classification only), a global importance."""
 
     key, label = "dt_sampler", "DT-Sampler"
+    explains = "the model's predicted classes"
     caption = "emergence probability in small trees fitted to the predicted classes"
     figure_kind = "global"
 

@@ -14,6 +14,8 @@ class LocalMDI(Explainer):
     paths for the per-row sections; not applicable to models without stored node impurities."""
 
     key, label = "local_mdi", "local MDI"
+    explains = ("the impurity decrease of each feature's splits along the row's path (Gini or entropy for a "
+                "classifier, variance for a regressor), averaged over trees: how the trees were fitted, not {output}")
     every_row = True            # local MDI follows a missing value's default direction
     caption = ("mean impurity decrease of the feature's splits along the rows' paths (a property of the fitted "
                "trees, not of the explained output)")

@@ -20,6 +20,7 @@ class ModelClassReliance(Explainer):
     its range over the Rashomon set (``extras["table"]``, shown by the MCR section)."""
 
     key, label, caption = "mcr", "MCR", "model reliance"
+    explains = "the model's loss when a feature is scrambled"
     in_importance_bars = False
 
     def run(self, ctx, rows, options):

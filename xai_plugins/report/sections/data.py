@@ -7,11 +7,12 @@ import numpy as np
 
 from ...perturbation import category_atoms
 from .. import describe
-from ..section import Table
-from . import new, register
+from ..section import Table, new, register
+
+__all__: list = []
 
 
-@register("data", "Data summary")
+@register("data", "Data summary", position=60, stage=20)
 def build(ctx, results, options):
     """Per-feature distribution tables (numeric; categorical) and counts of rows, features and missing values."""
     section = new("data")

@@ -3,15 +3,13 @@
 The per-row methods (TreeSHAP, greedy PG², local MDI, AcME) explain the same ``max_rows`` complete
 test rows, a seeded sample that depends only on the data and ``random_state`` — unless the user
 opts into a ``time_budget``, which may lower the row count on a slow machine (the report then says
-it is machine-dependent). ``raw`` holds what the other sections read: ``methods`` (key →
-:class:`~xai_plugins.report.runners.MethodResult`), ``rows`` (explained row positions),
-``importances`` (method key → (rows, features) per-row importance: |SHAP|, |AcME|, |local MDI|,
-greedy PG² gains) and ``agreement_rows`` (rows of the per-row agreement).
+it is machine-dependent). Its typed result (:class:`Explained`) holds what the other sections read.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -19,25 +17,57 @@ import pandas as pd
 from ...engines import MEMORY
 from ...prediction_gap import greedy_pg2_ranking, pgi2
 from .. import explainers, figures, runners
-from ..section import SKIPPED, Table
-from . import new, register
+from ..section import REGISTRY, SKIPPED, Table, new, register
 
-#: the sections that read the explainers' results
-CONSUMERS = ("explanations", "faithfulness", "agreement", "mcr")
-@register("explanations", "Explanations by method")
+__all__: list = []
+
+
+
+def consumers() -> set:
+    """The optional sections that need the explainers to run: this one and those naming it in their reads (a
+    section reading every other, the regulatory mapping, does not need them)."""
+    return {name for name, unit in REGISTRY.items() if unit.optional and (name == "explanations"
+                                                                          or "explanations" in unit.reads)}
+
+
+@dataclass
+class Explained:
+    """What other sections read of the explanations section: ``methods`` (explainer key →
+    :class:`~xai_plugins.report.runners.MethodResult`), ``rows`` (explained row positions in memory),
+    ``importances`` (explainer key → (rows, features) per-row importance: |SHAP|, |AcME|, |local MDI|, greedy PG²
+    gains), ``agreement_rows`` (rows of the per-row agreement) and ``explained`` (the explained rows, in memory or
+    on a row engine: :class:`~xai_plugins.report.runners.AuditRows`; None when nothing ran); ``n_explained`` the
+    explained rows' count, ``n_complete`` the complete test rows they were drawn from and ``row_count`` how their
+    count was set (the facts ``data`` shows too)."""
+
+    methods: dict = field(default_factory=dict)
+    rows: np.ndarray = field(default_factory=lambda: np.arange(0))
+    importances: dict = field(default_factory=dict)
+    agreement_rows: int = 0
+    explained: object = None
+    n_explained: int = 0
+    n_complete: int = 0
+    row_count: dict = field(default_factory=dict)
+
+
+@register("explanations", "Explanations by method", result=Explained, seconds=0.3, position=80, stage=50, optional=True,
+          default=True)
 def build(ctx, results, options):
     """Run the explainers (when any consumer section is requested) and show their importances."""
     section = new("explanations")
-    if not set(CONSUMERS) & set(options.sections):
+    if not consumers() & set(options.sections):
         section.status, section.reason = "skipped", SKIPPED
-        section.raw = {"methods": {}, "rows": np.arange(0), "importances": {}, "agreement_rows": 0}
+        section.result = Explained()
         return section
     if ctx.cluster is not None:
         _run_on_engine(ctx, options, section)
     else:
         _run_in_memory(ctx, options, section)
-    methods = section.raw["methods"]
-    section.raw["importances"] = {key: m.extras.get("per_row", m.local_scores) for key, m in methods.items()
+    methods = section.result.methods
+    section.result.n_explained = section.data["explained rows"]
+    section.result.n_complete = section.data["complete test rows (sampled from)"]
+    section.result.row_count = section.data["row-count calibration"]
+    section.result.importances = {key: m.extras.get("per_row", m.local_scores) for key, m in methods.items()
                                   if m.status == "ok" and m.local_scores is not None}
     if "explanations" not in options.sections:
         section.status, section.reason = "skipped", SKIPPED
@@ -57,8 +87,8 @@ def _run_in_memory(ctx, options, section) -> None:
                                   ctx.X_test.to_numpy()[np.asarray(local_rows, dtype=np.int64)],
                                   [ctx.row_label(r) for r in local_rows])
     methods = runners.run_all(ctx, explained, options)
-    section.raw = {"methods": methods, "rows": rows, "local_rows": local_rows, "agreement_rows": len(rows),
-                   "local labels": explained.local_labels, "explained": explained}
+    section.result = Explained(methods, rows, {}, len(rows), explained)
+    section.raw = {"local labels": explained.local_labels}
     section.data = {"explained rows": len(rows), "rows scope": "test rows drawn at random (seeded)",
                     "complete test rows (sampled from)": len(ctx.complete_rows), "row-count calibration": calibration}
 
@@ -68,8 +98,8 @@ def _run_on_engine(ctx, options, section) -> None:
     explained = runners.engine_rows(ctx, cl, options.n_local)
     agreement_rows = len(explained.agreement)
     methods = runners.run_all(ctx, explained, options)
-    section.raw = {"methods": methods, "rows": ctx.sample_rows(len(ctx.X_test)), "local_rows": [],
-                   "agreement_rows": agreement_rows, "local labels": explained.local_labels, "explained": explained}
+    section.result = Explained(methods, ctx.sample_rows(len(ctx.X_test)), {}, agreement_rows, explained)
+    section.raw = {"local labels": explained.local_labels}
     section.data = {
         "explained rows": cl.n_complete,
         "rows scope": (f"test rows: every complete test row ({cl.n_rows - cl.n_complete} of the {cl.n_rows} have a "
@@ -98,7 +128,7 @@ def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
     per_row = 0.0
     try:
-        if "pg2" in options.explainers:
+        if any(explainers.get(key).reference for key in options.explainers):     # the greedy PG² reference
             t = time.perf_counter()
             ranking = greedy_pg2_ranking(ctx.forest, probe, **noise, verbose=ctx.progress).ranking
             per_row += (time.perf_counter() - t) / len(probe)
@@ -128,17 +158,15 @@ def local_row_positions(ctx, rows, n_local: int) -> list:
 
 
 def explains(ctx, key: str) -> str:
-    """What method ``key``'s scores explain: the explained output, except for local MDI (impurity decreases of the
-    fitted trees), DT-Sampler (the predicted classes) and MCR (the model's loss)."""
-    return {"local_mdi": "the impurity decrease of each feature's splits along the row's path (Gini or entropy for a "
-                         "classifier, variance for a regressor), averaged over trees: how the trees were fitted, not "
-                         f"{ctx.output_label}",
-            "dt_sampler": "the model's predicted classes", "mcr": "the model's loss when a feature is scrambled"
-            }.get(key, ctx.output_label)
+    """What explainer ``key``'s scores explain: the explained output, unless the explainer says otherwise (its
+    ``explains``: local MDI the impurity decreases of the fitted trees, DT-Sampler the predicted classes, MCR the
+    model's loss)."""
+    said = explainers.get(key).explains
+    return said.format(output=ctx.output_label) if said else ctx.output_label
 
 
 def _show(ctx, section, options) -> None:
-    methods = section.raw["methods"]
+    methods = section.result.methods
     shown = [m for m in methods.values() if m.status == "ok" and m.importance is not None
              and explainers.get(m.key).in_importance_bars]
     ok = {m.label: m.importance for m in shown}

@@ -5,18 +5,22 @@ from __future__ import annotations
 from .. import explainers
 from ..explainers import name_list
 from ..options import flag
-from . import new, register
+from ..section import new, register
+
+__all__: list = []
 
 
-@register("limitations", "Limitations and scope")
+@register("limitations", "Limitations and scope", reads=("explanations", "faithfulness", "mcr", "agreement"),
+          position=130, stage=100)
 def build(ctx, results, options):
     """One item per limitation that applies to the methods and data of this audit."""
     section = new("limitations")
-    methods = results["explanations"].raw.get("methods", {})
+    methods = results["explanations"].result.methods
     ran = {key for key, m in methods.items() if m.status == "ok"}
     cli = options.command_line is not None
     name = (lambda option: flag(option)) if cli else (lambda option: f"{option}=")
-    items = [_output_space(ctx, [m.label for key, m in methods.items() if key in ran and key in ON_OUTPUT])]
+    on_output = [m.label for key, m in methods.items() if key in ran and not explainers.get(key).explains]
+    items = [_output_space(ctx, on_output)]
     missing = _missing_rows(ctx)
     if missing:
         items.append(missing)
@@ -55,11 +59,6 @@ def build(ctx, results, options):
     return section
 
 
-#: the methods that explain the model's output itself (local MDI explains impurity decreases, DT-Sampler the
-#: predicted classes, MCR the model's loss)
-ON_OUTPUT = ("shap", "pg2", "acme")
-
-
 def _output_space(ctx, labels) -> str:
     """What the methods that ran on the model's output (``labels``) explain, and whether PG² is exact on it."""
     named = (" and ".join([", ".join(labels[:-1]), labels[-1]]) if len(labels) > 1 else labels[0]) if labels else ""
@@ -93,7 +92,7 @@ def _missing_rows(ctx) -> str:
 
 
 def _rows(ctx, results, options, name) -> str:
-    explained = results["explanations"].data.get("explained rows", 0)
+    explained = results["explanations"].result.n_explained
     if ctx.cluster is not None:
         return (f"Computed on {ctx.cluster.where}: the per-row methods and the PGI² scores cover every complete test "
                 f"row ({explained} rows). The data summary's distribution, the performance metrics, the per-row "

@@ -20,8 +20,9 @@ from importlib import resources
 import pandas as pd
 
 from .. import verdict as vd
-from ..section import Table
-from . import REGISTRY, new, register, skipped
+from ..section import EVERY, REGISTRY, Table, new, register, skipped
+
+__all__: list = []
 
 #: an item answered by all its evidence, by some of it, or by none (then it is completed outside this audit)
 ANSWERED, PARTLY, GAP = "answered", "partly answered", "gap"
@@ -47,13 +48,13 @@ def _enabled(options) -> bool:
     return "regulatory" in options.sections
 
 
-@register("regulatory", "Regulatory mapping")
+@register("regulatory", "Regulatory mapping", reads=EVERY, position=140, stage=150, optional=True)
 def build(ctx, results, options):
     """Grade every crosswalk item from the built sections and the verdict's criteria; tag each criterion, section and
     figure of the audit with the items it answers."""
     if not _enabled(options):
         return skipped("regulatory")
-    verdict = results["verdict"].raw.get("verdict") if "verdict" in results else None
+    verdict = results["verdict"].result.verdict if "verdict" in results and results["verdict"].result else None
     criteria = list(verdict.criteria) if verdict is not None else []
     items = [_grade(item, results, criteria) for item in crosswalk()["items"]]
     section = new("regulatory")

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import describe
-from ..section import Table
-from . import new, register
+from ..section import Table, new, register
+
+__all__: list = []
 
 
-@register("reproducibility", "Reproducibility appendix")
+@dataclass
+class Appendix:
+    """What other sections read of the reproducibility appendix: the model and data ``hashes``."""
+
+    hashes: dict
+
+
+@register("reproducibility", "Reproducibility appendix", reads=("explanations",), result=Appendix, position=150,
+          stage=130)
 def build(ctx, results, options):
     """Seed, data and model hashes, the settings (readable labels with the flag or argument that
     sets them), the row facts, and the package versions. Timings are added by the audit."""
@@ -15,7 +26,7 @@ def build(ctx, results, options):
     cl = ctx.cluster
     test_label = ("test data (sha256)" if cl is None
                   else f"test data: the in-memory sample of {len(ctx.X_test)} rows (sha256)")
-    explained = results["explanations"].data
+    explained = results["explanations"].result
     section.data = {
         "versions": describe.versions(),
         "seed": options.random_state,
@@ -24,11 +35,11 @@ def build(ctx, results, options):
                    "training data (sha256)": describe.sha256_of_data(ctx.X_train, ctx.y_train),
                    **(options.provenance or {})},
         "settings": options.describe(cli=options.command_line is not None),
-        "rows": {"explained test rows": explained.get("explained rows", 0),
-                 "complete test rows (sampled from)": explained.get("complete test rows (sampled from)", 0),
-                 "row count": explained.get("row-count calibration", {})},
+        "rows": {"explained test rows": explained.n_explained,
+                 "complete test rows (sampled from)": explained.n_complete, "row count": explained.row_count},
         "machine-dependent": options.machine_dependent,
     }
+    section.result = Appendix(section.data["hashes"])
     if options.command_line is not None:
         section.data["command line"] = options.command_line
     if ctx.plan is not None:

@@ -3,7 +3,7 @@
 ``data["problems"]`` lists each section or method that failed or warns (the CLI prints them to
 stderr, and ``--strict`` turns a failure into exit status 1); ``data["findings"]`` the findings.
 Means over rows carry a 95 % bootstrap confidence interval over those rows. Every qualitative word
-("strong", "faithful", ...) is the verdict's (:data:`..verdict.WORDS` of the criterion's status), so
+("strong", "faithful", ...) is the verdict's (:data:`..criteria.WORDS` of the criterion's status), so
 the summary cannot contradict it.
 """
 
@@ -14,19 +14,22 @@ import pandas as pd
 
 from ..options import flag
 from ..render import fmt
-from ..section import Table
+from ..section import Table, new, register
 from ..verdict import bootstrap_ci
-from . import new, register
+
+__all__: list = []
 
 
-@register("summary", "Summary of key findings")
+@register("summary", "Summary of key findings",
+          reads=("model", "data", "calibration", "drift", "explanations", "faithfulness", "agreement", "mcr",
+                 "fairness", "limitations", "verdict"), position=30, stage=120)
 def build(ctx, results, options):
     """Findings from the other sections, and the failures and warnings among them."""
     section = new("summary")
-    methods = results["explanations"].raw.get("methods", {})
+    methods = results["explanations"].result.methods
     problems = collect_problems(results, methods)
     seed = ctx.seed_int("summary")
-    verdict = results["verdict"].raw.get("verdict") if "verdict" in results else None
+    verdict = results["verdict"].result.verdict if "verdict" in results and results["verdict"].result else None
     criteria = [] if verdict is None else verdict.criteria
     rows = _method_rows(methods) + _agreement_rows(results["agreement"], seed, criteria) + \
         _faithfulness_rows(results["faithfulness"], seed, criteria) + _mcr_rows(results["mcr"]) + \
@@ -84,29 +87,29 @@ def verdict_word(criteria, kind: str) -> str:
 
 
 def _agreement_rows(section, seed, criteria) -> list:
-    data = section.data
-    if "mean global tau" not in data:
+    found = section.result
+    if found is None or found.global_tau is None:
         return []
     judged = [c for c in criteria if c.kind == "agreement"]
     basis = ("" if not judged or judged[0].value is None else
              " — the verdict judges the mean per-row τ where per-row scores exist, else the global τ")
     text = (f"{verdict_word(criteria, 'agreement')}{basis}. Mean pairwise Kendall τ of the global importances "
-            f"{fmt(data['mean global tau'])} and mean top-{data['k']} overlap {fmt(data['mean global overlap'])} "
-            f"({len(data['methods'])} methods, {data['features']} features)")
-    per_row = section.raw.get("per-row tau")
+            f"{fmt(found.mean_global_tau)} and mean top-{found.k} overlap {fmt(found.mean_global_overlap)} "
+            f"({len(found.methods)} methods, {found.n_features} features)")
+    per_row = found.per_row_tau
     if per_row is not None and np.isfinite(per_row).sum() >= 2:
         text += f"; per row: mean pairwise τ {mean_with_ci(per_row[np.isfinite(per_row)], seed)}"
     return [{"finding": "Do the methods agree?", "result": text}]
 
 
 def _faithfulness_rows(section, seed, criteria) -> list:
-    data = section.data
-    if not data.get("winners"):
+    found = section.result
+    if found is None or not found.winners:
         return []
-    table = data["pgi2"].set_index(["method", "sigma"])["mean"]
-    per_row = section.raw.get("pgi2", {})
-    labels = section.raw.get("labels", {})
+    table = found.table.set_index(["method", "sigma"])["mean"]
+    per_row, labels = found.pgi2, found.labels
     by_label = {label: key for key, label in labels.items()}
+
     def shown(label, sigma):
         """The mean PGI² of ``label`` at ``sigma``, with its interval when the per-row values are here."""
         key = by_label.get(label)
@@ -114,13 +117,13 @@ def _faithfulness_rows(section, seed, criteria) -> list:
             return mean_with_ci(per_row[sigma][key], seed)
         return fmt(table[(label, sigma)])
 
-    unit = data.get("unit", "")
+    unit = found.unit
     judged = [c for c in criteria if c.kind == "faithfulness"]
-    rows = [{"finding": f"Are the explainers faithful? (verdict, σ = {data['sigma_ref']:g})",
+    rows = [{"finding": f"Are the explainers faithful? (verdict, σ = {found.sigma_ref:g})",
              "result": "; ".join(f"{c.name.removeprefix('Faithfulness of ')}: {verdict_word([c], 'faithfulness')}"
                                  for c in judged) or "not judged by the verdict"}]
-    for sigma, method in data["winners"].items():
-        reference = data.get("greedy reference")
+    for sigma, method in found.winners.items():
+        reference = found.reference
         text = f"{method}: mean PGI² {shown(method, sigma)}; random floor {shown('random', sigma)}"
         if reference:
             text += f"; greedy PG² reference {shown(reference, sigma)}"
@@ -133,9 +136,9 @@ def _faithfulness_rows(section, seed, criteria) -> list:
 
 def _mcr_rows(section) -> list:
     if section.status == "ok":
-        table = section.data["table"]
+        table = section.result.table
         result = "; ".join(f"{f} [{fmt(table.loc[f, 'mcr_minus'])}, {fmt(table.loc[f, 'mcr_plus'])}]"
-                           for f in section.data["widest"])
+                           for f in section.result.widest)
     elif section.status == "skipped":
         result = f"not computed ({section.reason})"
     else:
@@ -144,7 +147,7 @@ def _mcr_rows(section) -> list:
 
 
 def _performance_rows(section) -> list:
-    frame = section.data.get("performance")
+    frame = None if section.result is None else section.result.performance
     if frame is None or frame.empty:
         return []
     first = frame.index[0]

@@ -1,36 +1,52 @@
 """Verdict section: pass / warn / fail per criterion, with its threshold and confidence interval, and
-two verdicts, model fitness and explanation reliability (see :mod:`xai_plugins.report.verdict` for
-the criteria, thresholds and rule).
+two verdicts, model fitness and explanation reliability (see :mod:`xai_plugins.report.verdict` for the
+aggregation; each criterion is its section's).
 
-Computed after the sections it reads and before the summary (which takes its words from it); rendered
-first. ``raw["verdict"]`` holds the
+Built after the sections whose criteria it gathers (every section declaring a kind of criterion: a section
+giving one criterion returns a :class:`~xai_plugins.report.criteria.Evidence` result, gathered as it is) and
+before the summary (which takes its words from it); rendered first. Its typed result (:class:`VerdictResult`) holds the
 :class:`~xai_plugins.report.verdict.Verdict` (``Audit.verdict``); ``data`` its JSON form. A criterion
 whose section did not run is "not assessed", with the reason.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-from sklearn import metrics
 
 from .. import explainers
 from .. import verdict as vd
-from . import new, register, title
-from .mcr import reliance_unit
+from ..criteria import Evidence
+from ..section import CRITERIA, REGISTRY, new, register, title
+from .agreement import explainer_agreement
+from .fairness import fairness_criterion
+from .faithfulness import GREEDY, RANDOM, explainer_faithfulness, sigma_stability
+from .mcr import rashomon_sensitivity
 
-#: the test score of the predictive-adequacy criterion per task, and its training counterpart
-TASK_SCORES = {"regression": ("R²", metrics.r2_score), "classification": ("balanced accuracy",
-                                                                          metrics.balanced_accuracy_score)}
+__all__: list = []
 
 
-@register("verdict", "Verdict")
+@dataclass
+class VerdictResult:
+    """What other sections read of the verdict section: the :class:`~xai_plugins.report.verdict.Verdict`."""
+
+    verdict: vd.Verdict
+
+
+@register("verdict", "Verdict", reads=(CRITERIA, "explanations"), result=VerdictResult, seconds=0.4, position=10,
+          stage=110)
 def build(ctx, results, options):
-    """Every criterion of :mod:`..verdict` from the built sections; each interval draws from its own
-    stream of the audit's seed."""
+    """Every criterion of the built sections, in report order; each interval draws from its own stream of the
+    audit's seed."""
     t = options.limits
-    adequacy, test = _adequacy(ctx, ctx.rng("verdict: predictive adequacy"), t)
-    criteria = [adequacy]
-    criteria += [c for key in ("calibration", "drift") if (c := _evidence(results.get(key), key, t)) is not None]
+    model = results.get("model")
+    adequacy = model.result if model is not None and model.result is not None else None
+    kind = "predictive adequacy"
+    criteria = [adequacy.criterion if adequacy is not None else vd.not_assessed(
+        "Predictive adequacy", kind, _unavailable(model, "model") or "it gave no criterion", vd.rule(kind, t))]
+    criteria += [c for key, found in results.items() if issubclass(REGISTRY[key].result or object, Evidence)
+                 and (c := _evidence(found, key, t)) is not None]
     if options.protected:
         criteria.append(_fairness(results.get("fairness"), options.protected, t))
     criteria += [*_faithfulness(results.get("faithfulness"), results.get("explanations"), options, ctx, t),
@@ -40,8 +56,9 @@ def build(ctx, results, options):
     verdict = vd.Verdict.from_criteria(criteria, t)
     section = new("verdict")
     section.data = verdict.to_dict()
+    test = None if adequacy is None else adequacy.score
     section.data["test score"] = None if test is None else test.to_dict()     # the deployer extract's accuracy
-    section.raw["verdict"] = verdict
+    section.result = VerdictResult(verdict)
     return section
 
 
@@ -55,33 +72,13 @@ def _unavailable(section, what: str) -> str | None:
     return f"the {what} section was {'not computed' if section.status == 'skipped' else section.status}{reason}"
 
 
-def _adequacy(ctx, rng, t) -> tuple[vd.Criterion, vd.HoldoutScore | None]:
-    """The predictive-adequacy criterion and the test score it judged (None when none was computed)."""
-    name, kind = "Predictive adequacy", "predictive adequacy"
-    if ctx.y_test is None:
-        return vd.not_assessed(name, kind, "no test target was given", vd.rule(kind, t)), None
-    scarce = vd.scarce_evidence(ctx.y_test, t["min_test_rows"], ctx.task == "classification")
-    if scarce:
-        return vd.not_assessed(name, kind, f"too little evidence: {scarce}", vd.rule(kind, t)), None
-    metric, score = TASK_SCORES[ctx.task]
-    try:
-        test = vd.holdout_score(metric, ctx.y_test, ctx.model.predict(ctx.model_input(ctx.X_test.to_numpy())),
-                                random_state=rng)
-        train = None
-        if ctx.X_train is not None and ctx.y_train is not None:
-            train = float(score(ctx.y_train, ctx.model.predict(ctx.model_input(ctx.X_train.to_numpy()))))
-    except Exception as exc:  # noqa: BLE001 - e.g. the model's predict refusing missing values: said in the verdict
-        return vd.not_assessed(name, kind, f"the model's predictions failed ({type(exc).__name__}: {exc})",
-                               vd.rule(kind, t)), None
-    return vd.predictive_adequacy(test, train, t), test
-
-
 def _evidence(section, key: str, t) -> vd.Criterion | None:
-    """The criterion a model-fitness section ``key`` carries in ``raw["criterion"]`` (None: not applicable to
-    this model); not assessed, with the reason, when the section did not produce one."""
-    if section is not None and "criterion" in section.raw:
-        return section.raw["criterion"]
-    return vd.not_assessed(title(key), key, _unavailable(section, key) or "it gave no criterion", vd.rule(key, t))
+    """The criterion section ``key`` gives in its :class:`~xai_plugins.report.criteria.Evidence` result (None: not
+    applicable to this model); not assessed, with the reason, when the section did not produce one."""
+    if section.result is not None:
+        return section.result.criterion
+    kind = REGISTRY[key].kinds[0].name
+    return vd.not_assessed(title(key), kind, _unavailable(section, key) or "it gave no criterion", vd.rule(kind, t))
 
 
 def _per_row(section) -> tuple[dict, str | None]:
@@ -89,12 +86,12 @@ def _per_row(section) -> tuple[dict, str | None]:
     why = _unavailable(section, "faithfulness")
     if why is not None:
         return {}, why
-    if not section.raw.get("pgi2"):
+    if section.result is None or not section.result.pgi2:
         return {}, "the faithfulness section scored no row"
-    labels = section.raw.get("labels", {})
-    keep = (vd.RANDOM, vd.GREEDY)
+    labels = section.result.labels
+    keep = (RANDOM, GREEDY)
     return {s: {(k if k in keep else labels.get(k, k)): np.asarray(v, dtype=float) for k, v in by_key.items()}
-            for s, by_key in section.raw["pgi2"].items()}, None
+            for s, by_key in section.result.pgi2.items()}, None
 
 
 def _faithfulness(section, explanations, options, ctx, t) -> list:
@@ -102,7 +99,7 @@ def _faithfulness(section, explanations, options, ctx, t) -> list:
     per explainer asked for that failed (the audit is incomplete without it; the greedy PG² reference is no
     contestant)."""
     kind = "faithfulness"
-    methods = explanations.raw.get("methods", {}) if explanations is not None else {}
+    methods = explanations.result.methods if explanations is not None and explanations.result is not None else {}
     return _ranked(section, options, ctx, t) + [
         vd.not_assessed(f"Faithfulness of {m.label}", kind, f"{m.label} did not run: {m.reason}", vd.rule(kind, t))
         for m in methods.values() if m.status == "failed" and not explainers.get(m.key).reference]
@@ -115,33 +112,33 @@ def _ranked(section, options, ctx, t) -> list:
     if why is not None:
         return [vd.not_assessed(name, kind, why, vd.rule(kind, t))]
     at_ref = pgi2.get(options.sigma_ref, {})
-    if vd.GREEDY not in at_ref:
+    if GREEDY not in at_ref:
         return [vd.not_assessed(name, kind, "the greedy PG² reference ranking did not run", vd.rule(kind, t))]
-    methods = [m for m in at_ref if m not in (vd.RANDOM, vd.GREEDY)]
+    methods = [m for m in at_ref if m not in (RANDOM, GREEDY)]
     if not methods:
         return [vd.not_assessed(name, kind, "no explainer other than the greedy PG² reference produced a ranking",
                                 vd.rule(kind, t))]
-    return [vd.explainer_faithfulness(m, at_ref, options.sigma_ref, thresholds=t,
-                                      random_state=ctx.rng(f"verdict: faithfulness {m}")) for m in methods]
+    return [explainer_faithfulness(m, at_ref, options.sigma_ref, thresholds=t,
+                                   random_state=ctx.rng(f"verdict: faithfulness {m}")) for m in methods]
 
 
 def _agreement(section, explanations, rng, t) -> vd.Criterion:
     why = _unavailable(section, "agreement")
     if why is not None:
         return vd.not_assessed("Agreement between explainers", "agreement", why, vd.rule("agreement", t))
-    methods = explanations.raw.get("methods", {})
-    scores = {methods[k].label if k in methods else k: v for k, v in explanations.raw.get("importances", {}).items()
-              if v is not None}
+    explained = explanations.result
+    methods = explained.methods
+    scores = {methods[k].label if k in methods else k: v for k, v in explained.importances.items() if v is not None}
     if len(scores) >= 2:
-        return vd.explainer_agreement(scores, thresholds=t, random_state=rng)
-    return vd.explainer_agreement(global_tau=section.data.get("global tau"), thresholds=t)
+        return explainer_agreement(scores, thresholds=t, random_state=rng)
+    return explainer_agreement(global_tau=section.result.global_tau, thresholds=t)
 
 
 def _stability(section, rng, t) -> vd.Criterion:
     pgi2, why = _per_row(section)
     if why is not None:
         return vd.not_assessed("Stability across σ", "stability", why, vd.rule("stability", t))
-    return vd.sigma_stability(pgi2, thresholds=t, random_state=rng)
+    return sigma_stability(pgi2, thresholds=t, random_state=rng)
 
 
 def _rashomon(section, t) -> vd.Criterion:
@@ -149,15 +146,15 @@ def _rashomon(section, t) -> vd.Criterion:
     if why is not None:
         return vd.not_assessed("Rashomon sensitivity", "Rashomon sensitivity", why,
                                vd.rule("Rashomon sensitivity", t))
-    table = section.data["table"]
-    return vd.rashomon_sensitivity(table.index, table["model_reliance"], table["mcr_minus"], table["mcr_plus"],
-                                   reliance_unit(section.data.get("params", {})), thresholds=t,
-                                   baseline=section.data["constant loss"])
+    rashomon = section.result
+    table = rashomon.table
+    return rashomon_sensitivity(table.index, table["model_reliance"], table["mcr_minus"], table["mcr_plus"],
+                                rashomon.unit, thresholds=t, baseline=rashomon.constant_loss)
 
 
 def _fairness(section, protected, t) -> vd.Criterion:
     why = _unavailable(section, "fairness")
     if why is not None:
-        return vd.fairness(protected, not_assessed_reason=why, thresholds=t)
-    return vd.fairness(protected, section.raw.get("disparities", []), section.raw.get("other findings", ""),
-                       section.raw.get("insufficient", []), thresholds=t)
+        return fairness_criterion(protected, not_assessed_reason=why, thresholds=t)
+    found = section.result
+    return fairness_criterion(protected, found.disparities, found.other_findings, found.insufficient, thresholds=t)

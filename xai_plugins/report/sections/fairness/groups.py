@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .._extras import needs
-from ..errors import InputError
-from .verdict import DEFAULTS as THRESHOLDS_DEFAULTS
-from .verdict import limits as verdict_limits
+from ...._extras import needs
+from ....errors import InputError
+from ...criteria import Threshold, limits
+
+__all__: list = []
 
 #: an attribute with at most this many distinct values is used as groups as it is
 MAX_GROUPS = 10
@@ -41,8 +42,35 @@ MAX_GROUPS = 10
 N_BINS = 4
 #: bootstrap resamples of the test rows for the confidence intervals of the disparity metrics
 N_BOOT = 100
-#: each limit of the fairness section by its name in the report, and its settable threshold in
-#: :data:`..verdict.THRESHOLDS` (value, rationale; ``thresholds=`` / ``--threshold NAME=VALUE``)
+_INF = float("inf")
+#: the settable thresholds of the fairness section (``thresholds=`` / ``--threshold NAME=VALUE``)
+SETTABLE = (
+    Threshold("demographic_parity", 0.1, "fairness: demographic-parity difference above which it warns (fails when "
+              "the whole interval lies above)", "a gap of 10 percentage points in the share of positive predictions, "
+              "the customary limit in fairness practice", "fairness", 0.0, 1.0, "a difference of rates in [0, 1]"),
+    Threshold("equalized_odds", 0.1, "fairness: equalized-odds difference above which it warns (fails when the "
+              "whole interval lies above)", "a gap of 10 percentage points in the true- or false-positive rate, "
+              "the same limit as demographic parity", "fairness", 0.0, 1.0, "a difference of rates in [0, 1]"),
+    Threshold("mean_prediction_gap", 0.5, "fairness (regression): mean-prediction gap, in standard deviations of "
+              "the predictions, above which it warns (fails when the whole interval lies above)",
+              "a medium standardised difference (Cohen's d = 0.5)", "fairness", 0.0, _INF,
+              "a gap in standard deviations ≥ 0"),
+    Threshold("mae_ratio", 1.25, "fairness (regression): worst / best group MAE above which it warns",
+              "the four-fifths rule read for errors (1 / 0.8 = 1.25)", "fairness", 1.0, _INF,
+              "a worst / best ratio ≥ 1"),
+    Threshold("importance_profile_distance", 0.25, "fairness: total-variation distance between two groups' "
+              "importance profiles above which it warns", "a quarter of the importance mass on other features",
+              "fairness", 0.0, 1.0, "a total-variation distance in [0, 1]"),
+    Threshold("proxy_auc", 0.8, "fairness: ROC AUC of the features predicting the attribute above which it warns",
+              "an AUC of 0.8 is conventionally \"good\" discrimination: the features then reveal the attribute",
+              "fairness", 0.0, 1.0, "a ROC AUC in [0, 1]"),
+    Threshold("min_group_rows", 30, "fairness: fewest test rows a group needs for its disparities to be judged",
+              "a rate over fewer than 30 rows has a 95% interval wider than ±0.17 (binomial, p = 0.5), wider than "
+              "the disparities judged: such groups are insufficient evidence", "fairness", 2.0, _INF,
+              "a row count ≥ 2"),
+)
+_DEFAULTS = {t.name: t.default for t in SETTABLE}
+#: each limit of the fairness section by its name in the report, and its settable threshold of :data:`SETTABLE`
 THRESHOLD_NAMES = {
     "demographic parity difference": "demographic_parity",
     "equalized odds difference": "equalized_odds",
@@ -55,15 +83,15 @@ THRESHOLD_NAMES = {
 
 def thresholds(values=None) -> dict:
     """The fairness limits by their report names ({"demographic parity difference": 0.1, ...}) from the
-    verdict's threshold values ``values`` ({name: value}, see :func:`..verdict.limits`; default: defaults)."""
-    values = verdict_limits(values)
+    verdict's threshold values ``values`` ({name: value}, see :func:`...criteria.limits`; default: defaults)."""
+    values = _DEFAULTS if values is None else limits(values)
     return {shown: values[name] for shown, name in THRESHOLD_NAMES.items()}
 
 
 #: the default limits by report name
 THRESHOLDS = thresholds()
 #: groups with fewer test rows than this (the default of the ``min_group_rows`` threshold) are insufficient evidence
-SMALL_GROUP = int(THRESHOLDS_DEFAULTS["min_group_rows"])
+SMALL_GROUP = int(_DEFAULTS["min_group_rows"])
 #: importance profiles are compared only between groups with at least this many explained rows
 MIN_EXPLAINED_ROWS = 10
 MISSING = "missing"
@@ -93,13 +121,13 @@ class Grouping:
 
 
 def _label(value) -> str:
-    from .render import fmt
+    from ...render import fmt
 
     return fmt(value) if isinstance(value, (int, float, np.number)) and not isinstance(value, bool) else str(value)
 
 
 def _bin_names(edges) -> list:
-    from .render import fmt
+    from ...render import fmt
 
     inner = [fmt(e, 3) for e in edges]
     return ([f"< {inner[1]}"] + [f"[{a}, {b})" for a, b in zip(inner[1:-2], inner[2:-1])] + [f"≥ {inner[-2]}"]

@@ -6,27 +6,55 @@ groups and their sizes; predictive performance per group and the disparity metri
 the mean |importance| per feature and group of every per-row explanation method, as a grouped bar
 chart; when the attribute (or an encoding of it) is a model input, the model's reliance on it and,
 from the MCR section, its range over the Rashomon set; and the features that predict it (proxies).
-The section warns when a threshold of :data:`..fairness.THRESHOLDS` is crossed, quoting it.
+The section warns when a threshold of :data:`.groups.THRESHOLDS` is crossed, quoting it, and gives the fairness
+criterion of the model-fitness verdict (:func:`fairness_criterion`, from its typed result :class:`Fairness`).
 ``data["attributes"][name]`` holds every number; ``raw["attributes"]`` the per-attribute findings and
-``blocks`` (tables and figures in display order) the partial shows.
+``blocks`` (tables and figures in display order) its partial shows.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass, field
 
 import matplotlib
 import numpy as np
 import pandas as pd
 
-from ...errors import InputError
-from .. import explainers, figures
-from .. import fairness as fair
-from .. import verdict as vd
-from ..render import fmt
-from ..section import Table
-from . import new, register
-from .mcr import reliance_unit
+from ....errors import InputError
+from ... import criteria, explainers, figures
+from ... import verdict as vd
+from ...criteria import FAIL, NOT_ASSESSED, PASS, WARN, Criterion, Kind, named, not_assessed, rule, shown
+from ...render import fmt
+from ...section import Table, new, register
+from . import groups as fair
+
+__all__: list = []
+
+
+def _rule(t: dict) -> str:
+    return (f"per protected attribute, over groups of ≥ {t['min_group_rows']:g} test rows (min_group_rows; "
+            f"smaller groups are insufficient evidence): fail when a disparity's {vd.CI_LEVEL:.0%} interval lies "
+            f"wholly above its limit (demographic parity {named('demographic_parity', t)}, equalized odds "
+            f"{named('equalized_odds', t)}, mean prediction gap {named('mean_prediction_gap', t)} sd); "
+            "warn when a disparity's value crosses its limit without that certainty, or an "
+            "importance-profile, proxy or error-ratio limit is crossed, or a protected attribute is used by "
+            "the model; else pass")
+
+
+FAIRNESS = Kind("fairness", criteria.MODEL_FITNESS, {"pass": "no disparity found", "warn": "possible disparity",
+                                                     "fail": "disparity"}, _rule)
+
+
+@dataclass
+class Fairness:
+    """What other sections read of the fairness section: the judged ``disparities`` (:class:`Disparity`), the
+    ``other_findings`` crossing a limit (text) and, per attribute with too few rows per group, why it is
+    ``insufficient`` evidence."""
+
+    disparities: list = field(default_factory=list)
+    other_findings: str = ""
+    insufficient: list = field(default_factory=list)
 
 #: features shown per panel of the grouped bar chart, fewer when there are many groups (at most
 #: ``MAX_BARS`` bars per panel, at least 3 features)
@@ -36,7 +64,8 @@ MAX_BARS = 30
 N_PERMUTATIONS = 5
 
 
-@register("fairness", "Fairness towards protected attributes")
+@register("fairness", "Fairness towards protected attributes", reads=("explanations", "mcr"), result=Fairness,
+          thresholds=fair.SETTABLE, kinds=(FAIRNESS,), position=120, stage=90)
 def build(ctx, results, options):
     """Assess every protected attribute; "warn" when a disparity, importance difference, reliance
     or proxy threshold is crossed, "not applicable" when no attribute has two groups."""
@@ -51,9 +80,10 @@ def build(ctx, results, options):
     assessed = [_assess(ctx, results, options, name, predictions) for name in options.protected]
     section.data = {"attributes": {a["name"]: a["data"] for a in assessed},
                     "thresholds": fair.thresholds(options.limits), "min group rows": options.limits["min_group_rows"]}
-    section.raw = {"attributes": assessed, "disparities": [d for a in assessed for d in a["disparities"]],
-                   "other findings": "; ".join(f"{a['name']}: {w}" for a in assessed for w in a["warnings"]),
-                   "insufficient": [a["insufficient"] for a in assessed if a["insufficient"]]}
+    section.raw = {"attributes": assessed}
+    section.result = Fairness([d for a in assessed for d in a["disparities"]],
+                              "; ".join(f"{a['name']}: {w}" for a in assessed for w in a["warnings"]),
+                              [a["insufficient"] for a in assessed if a["insufficient"]])
     blocks = [b for a in assessed for b in a["blocks"]]
     section.tables = [b for b in blocks if isinstance(b, Table)]
     section.figures = [b for b in blocks if isinstance(b, figures.Figure)]
@@ -156,7 +186,7 @@ def _performance(ctx, out, labels, predictions, seed) -> None:
         return
     for metric, row in judged.disparities.iterrows():
         if np.isfinite(row["threshold"]):
-            out["disparities"].append(vd.Disparity(str(out["name"]), str(metric), float(row["value"]),
+            out["disparities"].append(Disparity(str(out["name"]), str(metric), float(row["value"]),
                                                    float(row["ci_low"]), float(row["ci_high"]),
                                                    float(row["threshold"])))
     _disparity_findings(ctx, out, perf, judged, scope)
@@ -218,11 +248,11 @@ def importance_order() -> list:
 def _importances(ctx, results, out, labels) -> None:
     limits = out["limits"]
     explanations = results.get("explanations")
-    raw = explanations.raw if explanations is not None else {}
-    rows = np.asarray(raw.get("rows", []), dtype=int)
-    per_row = {explainers.get(k).label: np.asarray(raw["importances"][k], dtype=float) for k in importance_order()
-               if k in raw.get("importances", {})
-               and np.shape(raw["importances"][k]) == (len(rows), ctx.n_features)}
+    explained = explanations.result if explanations is not None and explanations.result is not None else None
+    importances = {} if explained is None else explained.importances
+    rows = np.asarray([] if explained is None else explained.rows, dtype=int)
+    per_row = {explainers.get(k).label: np.asarray(importances[k], dtype=float) for k in importance_order()
+               if k in importances and np.shape(importances[k]) == (len(rows), ctx.n_features)}
     if not per_row or len(rows) == 0:
         out["findings"].append("Per-group explanation importances: not computed (no per-row explanation ran).")
         return
@@ -346,9 +376,9 @@ def _reliance(ctx, results, out, encodings, seed) -> None:
             f" ({listed}) across the test rows changes the {unit} by {fmt(joint)} (mean of {N_PERMUTATIONS} "
             "permutations; a value near 0 or below means the model's test error does not depend on it).")
     mcr = results.get("mcr")
-    table = mcr.data.get("table") if mcr is not None and mcr.status == "ok" else None
+    table = mcr.result.table if mcr is not None and mcr.status == "ok" else None
     if table is not None and all(c in table.index for c in encodings):
-        unit = reliance_unit(mcr.data.get("params", {}))
+        unit = mcr.result.unit
         for c in encodings:
             rows[f"{c} (training data, Rashomon set)"] = {
                 "lowest reliance (MCR−)": table.loc[c, "mcr_minus"],
@@ -407,3 +437,67 @@ def _proxies(out, X, labels, where, encodings, seed) -> None:
         out["warnings"].append(f"the model features predict it indirectly (AUC "
                                f"{against(indirect, limits['proxy AUC'], 3)} above "
                                f"{fmt(limits['proxy AUC'])}; strongest: {', '.join(proxy.top())})")
+
+
+@dataclass(frozen=True)
+class Disparity:
+    """A disparity between the groups of a protected ``attribute``: ``metric``, ``value`` with its interval
+    [``low``, ``high``] (NaN when there is none), and the ``limit`` above which it is a finding."""
+
+    attribute: str
+    metric: str
+    value: float
+    low: float
+    high: float
+    limit: float
+
+    @property
+    def status(self) -> str:
+        """"fail" when the whole interval lies above the limit (the data show the disparity), "warn" when the
+        value does but the interval reaches the limit (or there is no interval), "pass" when the value is
+        at or below the limit; "not assessed" for a value that is not finite."""
+        if not np.isfinite(self.value):
+            return NOT_ASSESSED
+        if self.value <= self.limit:
+            return PASS
+        return FAIL if np.isfinite(self.low) and self.low > self.limit else WARN
+
+    def __str__(self) -> str:
+        """"attribute: metric value [low, high] vs limit", each number printed on its side of the limit."""
+        limit = (self.limit,)
+        interval = (f" (95% interval [{shown(self.low, limit)}, {shown(self.high, limit)}])"
+                    if np.isfinite([self.low, self.high]).all() else "")
+        return f"{self.attribute}: {self.metric} {shown(self.value, limit)}{interval}, limit {self.limit:g}"
+
+
+def fairness_criterion(attributes, disparities=(), crossed: str = "", insufficient=(), not_assessed_reason: str = "",
+             thresholds=None) -> Criterion:
+    """Fairness criterion of the protected ``attributes``: "fail" when a :class:`Disparity` of ``disparities``
+    fails (its whole interval above its limit), "warn" when one warns, when the fairness section reports
+    other findings (``crossed``: importance profiles, proxies, error ratios, a protected attribute used as a
+    model input) or when an attribute had too few rows per group to be judged (``insufficient``: one text
+    per such attribute), else "pass"; "not assessed" with ``not_assessed_reason``."""
+    name, kind = "Fairness", "fairness"
+    text_rule = rule(kind, thresholds)
+    names = f"Protected attribute{'s' * (len(attributes) > 1)} {', '.join(map(str, attributes))}"
+    if not_assessed_reason:
+        return not_assessed(name, kind, not_assessed_reason, text_rule)
+    by_status = {s: [d for d in disparities if d.status == s] for s in (FAIL, WARN)}
+    status = FAIL if by_status[FAIL] else WARN if by_status[WARN] or crossed or insufficient else PASS
+    within = [d for d in disparities if d.status == PASS]
+    parts = [f"{s} — " + "; ".join(map(str, by_status[s])) for s in (FAIL, WARN) if by_status[s]]
+    parts += [f"within limits — {'; '.join(map(str, within))}"] * bool(within)
+    parts += [f"other findings: {crossed}"] * bool(crossed)
+    parts += [f"insufficient evidence: {'; '.join(insufficient)}"] * bool(insufficient)
+    text = f"{names}: " + (". ".join(parts) if parts else "no fairness threshold crossed") + "."
+    implication = ""
+    if by_status[FAIL]:
+        implication = ("The model's predictions differ between groups of "
+                       + ", ".join(dict.fromkeys(d.attribute for d in by_status[FAIL]))
+                       + " beyond the limit with 95% confidence: it should not be used for decisions about these "
+                         "groups without a documented justification.")
+    elif status == WARN:
+        reasons = ([f"possible disparity: {d}" for d in by_status[WARN]] + [crossed] * bool(crossed)
+                   + [f"too little evidence: {text}" for text in insufficient])
+        implication = f"Review the fairness section before use — {'; '.join(reasons)}."
+    return Criterion(name, status, None, None, text_rule, text, kind, implication)
