@@ -2,6 +2,7 @@
 threshold, within the runtime's rounding; a misread threshold or comparison is caught."""
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -114,3 +115,52 @@ def test_a_forest_without_its_model_or_rows_is_refused(data):
         certify(dataclasses.replace(forest, predict_fn=None), X[:5])
     with pytest.raises(InputError):
         certify(forest, X[:0])
+
+
+# --- the audit: certified before anything is explained --------------------------------------------------
+
+def _small_audit(model, X, y, **options):
+    from xai_plugins.report import audit
+
+    return audit(model, X[300:], y[300:], X_train=X[:300], y_train=y[:300], sections=("faithfulness",),
+                 explainers=("pg2",), progress=False, **options)
+
+
+def test_an_audit_records_its_certificate_in_the_model_card_the_appendix_and_the_json(data):
+    import json
+
+    import jsonschema
+
+    from xai_plugins.report.render import render_html
+
+    X, y = data
+    model = MODELS["lgbm-regressor"](X[:300], y[:300])
+    result = _small_audit(model, X, y)
+    parity = result.sections["model"].data["parity"]
+    assert parity["passed"] and parity["rows"] == 100 and parity["runtime"].startswith("lightgbm")
+    assert result.sections["model"].data["card"]["parity with its runtime"].startswith("passed")
+    html = render_html(result)
+    assert "Parity certificate" in html and "class=\"problems unverified\"" not in html
+    document = json.loads(result.to_json())
+    schema = json.loads((Path(xp.__file__).parent / "report" / "audit.schema.json").read_text())
+    jsonschema.validate(document, schema)
+    assert document["sections"]["model"]["data"]["parity"]["passed"] is True
+
+
+def test_a_model_whose_trees_are_misread_is_refused_or_labelled_unverified(data, monkeypatch, tmp_path, capsys):
+    from xai_plugins.errors import ParityError
+    from xai_plugins.report.render import render_html
+
+    X, y = data
+    model = MODELS["rf"](X[:300], y[:300])
+    library = registry.importer_for(model)
+    xp.clear_model_cache()
+    monkeypatch.setattr(library, "to_forest", _misreading(library, lambda f: int(np.flatnonzero(f.left_child >= 0)[0])))
+    with pytest.raises(ParityError, match="refusing to explain the model.*--unverified"):
+        _small_audit(model, X, y)
+    result = _small_audit(model, X, y, unverified=True)
+    xp.clear_model_cache()
+    assert result.sections["model"].status == "warn" and "UNVERIFIED" in result.sections["model"].reason
+    assert result.sections["model"].data["parity"]["passed"] is False
+    html = render_html(result)
+    assert "class=\"problems unverified\"" in html and "Every\n  number in this report is unverified" in html

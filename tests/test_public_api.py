@@ -35,7 +35,7 @@ PUBLIC_API = {
     "xai_plugins.errors": ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError",
                            "ModelStructureError", "InputTypeError", "UnsupportedModelError", "InputIndexError",
                            "NotFittedError", "ModelGoneError", "NativeMemoryError", "OutputPathError",
-                           "NotAdditiveError", "MissingExtraError", "XaiWarning", "NoiseScaleWarning"],
+                           "NotAdditiveError", "MissingExtraError", "ParityError", "XaiWarning", "NoiseScaleWarning"],
     "xai_plugins.distributed": ["mean_pgi2", "order_statistics", "random_rankings"],
     "xai_plugins.engines.spark": ["keyed"],
 }

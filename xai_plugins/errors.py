@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 
 __all__ = ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError", "ModelStructureError",
            "InputTypeError", "UnsupportedModelError", "InputIndexError", "NotFittedError", "ModelGoneError",
-           "NativeMemoryError", "OutputPathError", "NotAdditiveError", "MissingExtraError", "XaiWarning",
-           "NoiseScaleWarning"]
+           "NativeMemoryError", "OutputPathError", "NotAdditiveError", "MissingExtraError", "ParityError",
+           "XaiWarning", "NoiseScaleWarning"]
 
 
 class XaiError(Exception):
@@ -158,6 +158,25 @@ class ModelStructureError(InputError):
     Traceback (most recent call last):
     ...
     xai_plugins.errors.ModelStructureError: invalid tree structure: ... (at tree 0, node 1)
+    """
+
+
+class ParityError(XaiError, ValueError):
+    """The imported trees do not reproduce the scores of the model's own runtime (the parity certificate failed).
+
+    Raised by :func:`xai_plugins.report.audit` before anything is explained, with the certificate in the message;
+    ``AuditOptions(unverified=True)`` (``xai-audit --unverified``) explains the model anyway, labelling every
+    number unverified. Also a ``ValueError``.
+
+    See Also
+    --------
+    xai_plugins.report.audit : Certifies the model before explaining it.
+
+    Examples
+    --------
+    >>> from xai_plugins.errors import ParityError, XaiError
+    >>> issubclass(ParityError, XaiError) and issubclass(ParityError, ValueError)
+    True
     """
 
 

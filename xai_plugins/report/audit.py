@@ -24,7 +24,7 @@ import numpy as np
 from .._extras import tqdm
 from .._validation import check_n_jobs, core_threads
 from ..engines import engine_for
-from ..errors import InputTypeError, NoiseScaleWarning, XaiError
+from ..errors import InputTypeError, NoiseScaleWarning, ParityError, XaiError
 from . import sections as registry
 from .context import derive_seed, make_context
 from .options import AuditOptions, check_output_paths
@@ -254,6 +254,25 @@ def _parallel(fn):
     return wrapper
 
 
+def _certified(ctx, options):
+    """The champion's parity certificate on the test rows (:func:`~xai_plugins.forest.parity.certify`; None when
+    the model's own predict takes none of them); a failed one refuses the audit
+    (:class:`~xai_plugins.errors.ParityError`) unless ``options.unverified``."""
+    from ..forest.parity import certify
+
+    rows = ctx.X_test.to_numpy(dtype=float)[: options.max_shap_rows]      # the Forest's rows (category codes)
+    if ctx.forest.nan_refused is not None:          # the model's own predict refuses these rows
+        rows = rows[~np.isnan(rows[:, ctx.forest.nan_refused]).any(axis=1)]
+    if not len(rows):
+        return None                                 # no row the model's own predict takes: nothing to compare
+    certificate = certify(ctx.forest, rows, random_state=0)
+    if not certificate.passed and not options.unverified:
+        raise ParityError(f"refusing to explain the model: the trees read from it do not reproduce its own "
+                          f"runtime's scores ({certificate}). Explain it anyway, every number labelled unverified, "
+                          f"with unverified=True (xai-audit --unverified)")
+    return certificate
+
+
 @_parallel
 def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: AuditOptions | None = None,
           client=None, **overrides) -> Audit:
@@ -422,6 +441,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                        random_state=options.random_state, protected=options.protected, cluster=cl, root_seed=root,
                        progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
                        rho=options.rho, binary_flip=options.binary_flip)
+    ctx.parity = _certified(ctx, options)
     _check_noise(ctx, options)
     ctx.plan = plan_audit(ctx, options)
     with _planned_progress(ctx.plan, options.progress) as progress:

@@ -82,6 +82,9 @@ class AuditContext:
     binary_flip: bool = True
     #: every model of the audit by role, the champion (:attr:`model`, :attr:`forest`) first (:meth:`add_model`)
     models: dict = field(default_factory=dict)
+    #: the champion's parity certificate (:class:`~xai_plugins.forest.parity.ParityCertificate`: its Forest against
+    #: the model's own runtime), made before anything is explained; None until then
+    parity: object = None
 
     def __post_init__(self):
         if self.root_seed is None:

@@ -195,6 +195,11 @@ class AuditOptions:
         The archival variant of the PDF report ("pdf/a-3b" or "pdf/a-3u": PDF/A-3 with the audit's JSON
         and the model card embedded, sRGB output intent, XMP metadata, tags); None (``--pdf-variant
         none``): a plain PDF.
+    unverified : bool, default False
+        Explain the model even when its parity certificate fails (its Forest does not reproduce the scores
+        of the model's own runtime on the test rows and beside every split threshold): the report then says on
+        every page that its numbers are unverified. By default such a model is refused
+        (:class:`~xai_plugins.errors.ParityError`).
 
     Attributes
     ----------
@@ -314,6 +319,10 @@ class AuditOptions:
         "archival variant of the PDF report: PDF/A-3 with the audit's JSON and the model card embedded; none: a "
         "plain PDF (default: pdf/a-3b)", type=lambda text: None if text.lower() == "none" else text,
         choices=(*PDF_VARIANTS, None), metavar="{pdf/a-3b,pdf/a-3u,none}")
+    unverified: bool = _option(
+        False, "explain a model whose parity certificate failed",
+        "explain the model even when its imported trees do not reproduce its runtime's scores (the parity "
+        "certificate fails): every number is then labelled unverified (default: refuse)")
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen dataclass

@@ -39,6 +39,8 @@ def build(ctx, results, options):
                  "complete test rows (sampled from)": explained.n_complete, "row count": explained.row_count},
         "machine-dependent": options.machine_dependent,
     }
+    if ctx.parity is not None:
+        section.data["parity certificate"] = str(ctx.parity)
     section.result = Appendix(section.data["hashes"])
     if options.command_line is not None:
         section.data["command line"] = options.command_line
