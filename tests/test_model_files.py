@@ -237,3 +237,17 @@ def test_xai_audit_reads_each_format_without_trust_pickle(data, tmp_path, filena
     err = capsys.readouterr().err
     assert code == 0, err
     assert (tmp_path / "out" / f"{tmp_path.joinpath(filename).stem}.json").is_file()
+
+
+@pytest.mark.parametrize("filename", ["model.onnx", "model.txt"])
+def test_a_model_read_from_a_file_runs_on_a_row_engine_bitwise(data, tmp_path, filename):
+    da = pytest.importorskip("dask.array")
+    X, y = data
+    SAVERS[filename](X, y, str(tmp_path / filename))
+    model = xp.load_model(tmp_path / filename)
+    rows = da.from_array(X[:40], chunks=(13, 4))
+    lazy = xp.pg2(model, rows, [0, 1], 0.4).compute()
+    assert np.array_equal(lazy.value, xp.pg2(model, X[:40], [0, 1], 0.4).value)
+    output = None if xp.import_model(model).n_outputs == 1 else 1
+    ranking = xp.greedy_pg2_ranking(model, rows, 0.4, output=output).compute()
+    assert np.array_equal(ranking.ranking, xp.greedy_pg2_ranking(model, X[:40], 0.4, output=output).ranking)
