@@ -57,7 +57,7 @@ from ..errors import InputTypeError, UnsupportedModelError
 from ._onnx_trees import binary_single, ensemble_forest
 from .layout import Forest
 from .predictor import ModelPredictor
-from .registry import LibraryImporter, register
+from .registry import LibraryImporter, installed_version, register
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
 
@@ -364,12 +364,7 @@ class OnnxImporter(LibraryImporter):
         identical: about ``n_trees * 2**-24 * max |partial sum|`` (4e-7 for 6 trees, 4e-6 for 300 XGBoost trees
         of outputs near 1); a corrupted threshold or weight shows as a leaf value's size on the rows it
         reroutes."""
-        import importlib.metadata
-
-        try:
-            version = importlib.metadata.version("onnxruntime")
-        except importlib.metadata.PackageNotFoundError:
-            version = "(not installed)"
+        version = installed_version("onnxruntime")
         return f"onnxruntime {version}", 2.0 ** -24
 
 

@@ -85,8 +85,8 @@ from ._pmml_trees import (
     targets_of,
 )
 from .layout import Categories, Forest, category_bitsets, concat_trees
-from .predictor import ModelPredictor, labelled_rows
-from .registry import LibraryImporter, register
+from .predictor import ModelPredictor, decision_function, labelled_rows, predict, predict_proba
+from .registry import LibraryImporter, installed_version, register
 
 __all__: list[str] = []      # internal module: PMMLModel is reached through xai_plugins.load_model
 
@@ -425,20 +425,15 @@ class PMMLImporter(LibraryImporter):
     def runtime(self, model: Any) -> tuple[str, float]:
         """pypmml, the PMML evaluator (Java); documents whose numbers are float32 (XGBoost's) are summed in float32
         by PMML's reference evaluator, so the certificate allows float32 rounding for them."""
-        import importlib.metadata
-
-        try:
-            version = importlib.metadata.version("pypmml")
-        except importlib.metadata.PackageNotFoundError:
-            version = "(not installed)"
+        version = installed_version("pypmml")
         return f"pypmml {version}", 2.0 ** -24 if 'x-mathContext="float"' in model.text else 2.0 ** -53
 
     def predictor(self, model: Any) -> ModelPredictor:
         """The evaluator (``pypmml``) in the Forest's output space: ``decision_function`` for a modelChain,
         ``predict_proba`` for other classifiers, ``predict`` for regression."""
-        method: Any = _predict_proba if hasattr(model, "classes_") else _predict
+        method: Any = predict_proba if hasattr(model, "classes_") else predict
         if model.model_element.tag == "MiningModel" and segments_of(model.model_element)[0] == "modelChain":
-            method = _decision_function
+            method = decision_function
         labels = {j: known for j, known in enumerate(labels_of(model)) if known is not None}
         return ModelPredictor(model, functools.partial(_labelled, method=method, labels=labels) if labels else method)
 
@@ -446,18 +441,6 @@ class PMMLImporter(LibraryImporter):
 def _labelled(model: Any, X: Any, method: Any, labels: dict) -> Any:
     """``method`` on rows whose categorical columns hold the Forest's codes, turned into the labels."""
     return method(model, labelled_rows(X, labels))
-
-
-def _predict(model: Any, X: Any) -> Any:
-    return model.predict(X)
-
-
-def _predict_proba(model: Any, X: Any) -> Any:
-    return model.predict_proba(X)
-
-
-def _decision_function(model: Any, X: Any) -> Any:
-    return model.decision_function(X)
 
 
 register(PMMLImporter())

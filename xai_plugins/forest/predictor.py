@@ -103,3 +103,20 @@ def labelled_rows(X: Any, labels: dict) -> Any:
         else:
             out[:, j] = values
     return out
+
+
+# the model's own output methods as picklable functions of (model, X), for ModelPredictor
+
+def predict(model: Any, X: Any) -> Any:
+    """``model.predict(X)``."""
+    return model.predict(X)
+
+
+def predict_proba(model: Any, X: Any) -> Any:
+    """``model.predict_proba(X)``."""
+    return model.predict_proba(X)
+
+
+def decision_function(model: Any, X: Any) -> Any:
+    """``model.decision_function(X)``."""
+    return model.decision_function(X)

@@ -11,7 +11,6 @@ and the model's own predictor.
 from __future__ import annotations
 
 import abc
-import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,14 +80,22 @@ class LibraryImporter(abc.ABC):
         """``(description, unit roundoff)`` of the runtime that scores ``model`` in production: the library and
         its version, and the precision in which its predictor sums the trees (2**-53 for float64; a float32
         runtime such as XGBoost's overrides it). The parity certificate (:mod:`.parity`) reads it."""
-        module = sys.modules.get(self.name)
-        version = getattr(module, "__version__", "") if module is not None else ""
-        return f"{self.name} {version}".strip(), 2.0 ** -53
+        return f"{self.name} {installed_version(self.name)}", 2.0 ** -53
 
     def mutable_class(self) -> type | None:
         """The class whose :attr:`mutators` change a fitted model in place (imported on the first import
         of one of this library's models), or None."""
         return None
+
+
+def installed_version(distribution: str) -> str:
+    """The installed version of a distribution ("(not installed)" without it)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("scikit-learn" if distribution == "sklearn" else distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
 
 
 #: name -> importer, in registration order

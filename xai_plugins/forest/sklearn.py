@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from .layout import CATEGORICAL_INSTEAD, FLOAT32_LIMIT, Forest, category_bitsets, concat_trees
-from .predictor import ModelPredictor, labelled_rows
+from .predictor import ModelPredictor, decision_function, labelled_rows, predict, predict_proba
 from .registry import LibraryImporter, model_feature_names, register
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
@@ -131,22 +131,10 @@ class SklearnImporter(LibraryImporter):
             method = _raw_predict if labels is None else functools.partial(
                 _raw_predict_labels, labels={j: known for j, known in enumerate(labels) if known is not None})
         elif hasattr(model, "classes_"):
-            method = _predict_proba if family == "forest" else _decision_function
+            method = predict_proba if family == "forest" else decision_function
         else:
-            method = _predict
+            method = predict
         return ModelPredictor(model, method)
-
-
-def _predict(model: Any, X: Any) -> Any:
-    return model.predict(X)
-
-
-def _predict_proba(model: Any, X: Any) -> Any:
-    return model.predict_proba(X)
-
-
-def _decision_function(model: Any, X: Any) -> Any:
-    return model.decision_function(X)
 
 
 def _raw_predict(model: Any, X: Any) -> Any:

@@ -191,15 +191,6 @@ def _adequacy(ctx, rng, t) -> tuple[Criterion, HoldoutScore | None]:
     return predictive_adequacy(test, train, t), test
 
 
-def _parity_text(certificate) -> str:
-    """The parity certificate in one sentence for the model card."""
-    outcome = "passed" if certificate.passed else f"FAILED on {certificate.failed_rows} rows"
-    return (f"{outcome}: the Forest against {certificate.runtime} on {certificate.rows} test rows and "
-            f"{certificate.threshold_rows} rows on and one ulp beside {certificate.thresholds_checked} of "
-            f"{certificate.thresholds} split thresholds; largest difference {certificate.max_abs_diff:.3g} on the "
-            f"{certificate.output_space} output (the runtime's rounding allows {certificate.tolerance:.3g})")
-
-
 @register("model", "Model and predictive performance", result=ModelResult, thresholds=THRESHOLDS, kinds=(ADEQUACY,),
           seconds=0.2, position=40, stage=10)
 def build(ctx, results, options):
@@ -213,7 +204,7 @@ def build(ctx, results, options):
         section.data["card"]["test rows"] = cl.n_rows
     if ctx.parity is not None:
         section.data["parity"] = ctx.parity.to_dict()
-        section.data["card"]["parity with its runtime"] = _parity_text(ctx.parity)
+        section.data["card"]["parity with its runtime"] = str(ctx.parity)
         if not ctx.parity.passed:
             section.status, section.reason = "warn", "UNVERIFIED: the trees read from the model do not reproduce its " \
                                                      "runtime's scores (the parity certificate failed)"
