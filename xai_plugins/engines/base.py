@@ -73,6 +73,12 @@ class Engine:
         """The first ``n`` rows of a collection, in memory."""
         raise NotImplementedError
 
+    def held(self, a: Any, n: int) -> Any:
+        """The rows of the collection ``a`` that the driver reads without computing more than ``n`` of
+        them (its checks and cost estimates read these): the first ``n`` rows (none for 0); the
+        in-memory engine holds every row already and returns ``a`` itself."""
+        return self.head(a, n) if n else np.empty((0, 0))
+
     def ship(self, obj: Any, prefix: str = "xai-object", *, cache: bool = True) -> Any:
         """``obj`` as the one shared object of :meth:`map_rows` / :meth:`reduce`, sent to each worker
         once. ``cache``: reuse the shipped handle per object while it lives (objects that do not change)."""

@@ -477,7 +477,7 @@ def _check_noise(ctx, options: AuditOptions) -> None:
     and ``binary_sigma`` on the 0/1 columns) when it swamps a feature's split thresholds and test
     values; noise the sections cannot use is left for them to report."""
     from ..perturbation import check_noise_scale, make_perturbation
-    from ..prediction_gap import split_boundaries
+    from ..prediction_gap._boundaries import split_boundaries
 
     try:
         noise = make_perturbation(ctx.n_features, **ctx.noise(max(options.sigma), options.binary_sigma))

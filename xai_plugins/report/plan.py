@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..forest import library_of
-from ..prediction_gap import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
+from ..prediction_gap._auto import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
 from .pgi2_of_rankings import MC_SAMPLES
 from .sections import COMPUTE_ORDER
 from .verdict import CI_LEVEL
