@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import xai_plugins as xp
-from xai_plugins.prediction_gap import _auto as prediction_gap
-from xai_plugins.prediction_gap import _exact
 from xai_plugins.errors import InputError
 from xai_plugins.forest import import_model
+from xai_plugins.prediction_gap import _auto as prediction_gap
+from xai_plugins.prediction_gap import _exact
 
 from oracle import gaussian, grid_pg2
 

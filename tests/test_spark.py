@@ -13,10 +13,10 @@ pyspark = pytest.importorskip("pyspark")
 from conftest import local_spark, same_greedy_and_mdi  # noqa: E402
 
 import xai_plugins as xp  # noqa: E402
-from xai_plugins.prediction_gap._pg2 import PG2  # noqa: E402
 from xai_plugins.engines import engine_for  # noqa: E402
 from xai_plugins.engines.spark import ENGINE, SparkColumns, keyed  # noqa: E402
 from xai_plugins.errors import FeatureMismatchError, InputError, InputTypeError  # noqa: E402
+from xai_plugins.prediction_gap._pg2 import PG2  # noqa: E402
 
 FEATURES = ["a", "b", "c", "d"]
 

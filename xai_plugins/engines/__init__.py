@@ -45,6 +45,12 @@ def get(name: str) -> Engine:
     raise InputError(f"no engine named {name!r}; registered: {[e.name for e in engines()]}")
 
 
+def remote(engine: Engine) -> bool:
+    """Whether ``engine`` holds its rows away from this process (a cluster engine, whose results are
+    lazy), so that what needs rows in memory reads a sample of them (the audit does)."""
+    return engine.lazy
+
+
 #: types no engine but the in-memory one takes (numpy arrays, plain Python containers and scalars)
 _IN_MEMORY = frozenset({np.ndarray, list, tuple, int, float, str, bool, type(None)})
 
@@ -69,4 +75,4 @@ def engine_for(*objs: Any) -> Engine:
 register(DaskEngine())
 register(SPARK)
 
-__all__ = ["Engine", "MEMORY", "engine_for", "engines", "get", "register"]
+__all__ = ["Engine", "MEMORY", "engine_for", "engines", "get", "register", "remote"]
