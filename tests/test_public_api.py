@@ -43,3 +43,37 @@ def test_every_public_name_exists(module_name):
     module = importlib.import_module(module_name)
     missing = [name for name in PUBLIC_API[module_name] if not hasattr(module, name)]
     assert not missing, f"{module_name} lacks {missing}"
+
+
+def _documented() -> dict:
+    """module -> the names the API reference page (docs/api/index.rst) lists in its autosummary blocks."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "api" / "index.rst"
+    listed, module, in_summary = {}, None, False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith(".. currentmodule::"):
+            module = line.split("::", 1)[1].strip()
+        elif line.startswith(".. autosummary::"):
+            in_summary = True
+        elif in_summary and line.startswith("   ") and not line.strip().startswith(":"):
+            listed.setdefault(module, []).append(line.strip())
+        elif in_summary and line.strip() and not line.startswith("   "):
+            in_summary = False
+    return listed
+
+
+def test_the_api_page_lists_exactly_the_public_api():
+    """Every public name is on docs/api/index.rst (under its module; a name ``xai_plugins`` re-exports may
+    stand under the module defining it), and the page lists nothing else."""
+    on_page = set()
+    for module, names in _documented().items():
+        for name in names:
+            prefix, _, leaf = name.rpartition(".")
+            on_page.add((f"{module}.{prefix}" if prefix else module, leaf))
+    public = {(module, name) for module, names in PUBLIC_API.items() for name in names}
+    missing = [(m, n) for m, n in sorted(public - on_page)
+               if not (m == "xai_plugins" and any(name == n for _, name in on_page))]
+    assert not missing, f"public names not on docs/api/index.rst: {missing}"
+    extra = [(m, n) for m, n in sorted(on_page - public) if n not in PUBLIC_API["xai_plugins"]]
+    assert not extra, f"docs/api/index.rst lists names that are not public: {extra}"

@@ -34,6 +34,8 @@ from .prediction_gap._greedy import GREEDY
 from .prediction_gap._noise import _noise, _portable
 from .prediction_gap._pgi2 import _scores
 
+__all__: list[str] = []      # the adapters' shared container and per-row scores (shap.py, interpret.py)
+
 #: what the values of each method are, for plot axes (in place of shap's "SHAP value")
 VALUE_LABELS = {"pg2": "PG² gain", "local_mdi": "local MDI", "acme": "AcME importance"}
 

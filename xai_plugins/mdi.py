@@ -35,6 +35,8 @@ from .errors import InputError, UnsupportedModelError, XaiWarning
 from .exact_sum import exact_column_sums, exact_mean
 from .forest import Forest, import_model, library_of
 
+__all__ = ["global_mdi", "local_mdi"]
+
 #: scikit-learn ensembles whose bootstrap draws :func:`in_bag_counts` can replay
 _IN_BAG_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 
@@ -398,7 +400,7 @@ LOCAL_MDI = RowMethod("local-mdi", _prepare_local, _local_block, _local_finish)
 def _prepare_global(engine, model, forest, X, sample_weight, n_jobs) -> Plan:
     """The rows and their weights (validated here when in memory, in their blocks otherwise)."""
     rows, _ = engine.rows(X, forest.feature_names, forest.n_features, _rows_with_nan(forest), forest=forest)
-    per_row = ()
+    per_row: tuple = ()
     if sample_weight is not None:
         w = sample_weight
         if not engine.handles(w):

@@ -25,6 +25,8 @@ from .forest import import_model
 from .prediction_gap._noise import _noise, _portable
 from .prediction_gap._pgi2 import _scores
 
+__all__ = ["faithfulness", "random_rankings"]
+
 
 def rank_by_magnitude(values) -> np.ndarray:
     """Feature order per row by decreasing |value| (stable: ties keep the lower index first),

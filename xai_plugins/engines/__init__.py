@@ -1,7 +1,8 @@
 """Row engines: where the per-row work of the methods runs (see :mod:`xai_plugins.engines.base`).
 
-The methods write their per-row work once, as block functions, and ask :func:`engine_for` which
-engine handles their inputs; they never name an engine. In memory is the default (one block);
+The methods declare their per-row work once, as row methods (:mod:`xai_plugins.engines.method`),
+ask :func:`engine_for` which engine handles their inputs and run there with
+:func:`xai_plugins.engines.runner.run`; they never name an engine. In memory is the default (one block);
 Dask (:mod:`xai_plugins.engines.dask`) and Spark (:mod:`xai_plugins.engines.spark`) ship with the
 package; another engine (Ray, ...) subclasses :class:`~xai_plugins.engines.base.Engine` and calls
 :func:`register`.

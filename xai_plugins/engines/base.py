@@ -1,6 +1,9 @@
-"""The row engine interface: what the methods ask of an engine, and the helpers every engine shares.
+"""The row engine interface: what the runner asks of an engine, and the helpers every engine shares.
 
-A *block function* is the per-row work of a method written once, as a function of a block of rows::
+The methods declare their per-row work as row methods (:mod:`xai_plugins.engines.method`), run by
+:mod:`xai_plugins.engines.runner`, the one caller of :meth:`Engine.map_rows`, :meth:`Engine.columns`
+and :meth:`Engine.reduce`. A *block function* is what the runner maps: the per-row work of a method
+on a block of rows::
 
     block_fn(shipped, start, X_block, *per_row_blocks, **shared) -> (b, width) float64 array
 

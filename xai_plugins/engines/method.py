@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["Output", "Plan", "RowMethod", "Sum", "Total"]
+__all__: list[str] = []
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,14 @@ def outputs(method: RowMethod, engine: Engine, plan: Plan) -> dict:
                 part = out.partial(*arrays)
                 part = part if out.combine is None else out.combine([part])
                 cols[out.name] = part if out.total is None else out.total(part)
+            elif out.name not in cols:
+                raise KeyError(f"{method.name}: its block returned no {out.name!r} (it returned {sorted(cols)})")
             elif isinstance(out, Output) and out.rows_axis:
                 cols[out.name] = np.moveaxis(cols[out.name], 0, out.rows_axis)
         return cols
     declared = plan.outputs() if callable(plan.outputs) else plan.outputs
     rows_out = [out for out in declared if not isinstance(out, Sum)]
-    cols: dict = {}
+    cols = {}
     if rows_out:
         shared = plan.shared if plan.progress is None else {**plan.shared, "progress": False}
         layout, width = [], 0

@@ -67,7 +67,7 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     GreedyRanking
         ``.ranking`` (n, d): feature indices in the model's feature order, most important first;
         ``.pg2_path`` (n, d): ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. An engine's ``X``
-        (dask...) gives a lazy GreedyRanking (``greedy_block`` on each block).
+        (dask...) gives a lazy GreedyRanking (the row method ``GREEDY`` on each block).
 
     Raises
     ------

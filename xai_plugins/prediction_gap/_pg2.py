@@ -185,7 +185,8 @@ def _prepare(engine, model, X, S, sigma, perturbation, background, method, n_sam
     forest = import_model(model)
     rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
     d, k = forest.n_features, forest.n_outputs
-    per_row, shared_S = (), None
+    per_row: tuple = ()
+    shared_S = None
     if engine.handles(S):
         per_row = (engine.by_rows(S, rows, "S", transform=functools.partial(_block_masks, d=d, names=names),
                                   width=d, dtype=bool),)

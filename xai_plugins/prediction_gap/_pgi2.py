@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import numbers
+from typing import cast
 
 import numpy as np
 
@@ -109,7 +110,7 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     -----
     With a stacked ranking, a prefix set that several rankings of a row share (the full set
     always, often the first few) is computed once. An engine's ``X`` and/or ``ranking`` (dask...)
-    gives a lazy result (``pgi2_block`` on each block).
+    gives a lazy result (the row method ``PGI2`` on each block).
 
     Examples
     --------
@@ -156,7 +157,8 @@ def _prepare(engine, model, X, ranking, sigma, perturbation, background, prune, 
     stacked = ndim == 3
     rows, names = engine.rows(X, forest.feature_names, d, forest.rows, like=(ranking, 1 if stacked else 0),
                               forest=forest)
-    per_row, shared = (), None
+    per_row: tuple = ()
+    shared = None
     if ndim == 1 and not engine.handles(ranking):
         shared = _check_ranking(ranking, 1, d, names)[0, 0]
     else:
@@ -303,8 +305,8 @@ def _prepare_mean(engine, model, X, ranking, sigma, perturbation, background, n_
     plan = _prepare(engine, model, X, ranking, sigma, perturbation, background, True, False, n_jobs, None, None,
                     2000, None)
     k = plan.shipped.n_outputs
-    plan.outputs = (*plan.outputs, Sum("mean", _sum_block, functools.partial(_mean_finish, k=k), of=("pgi2",),
-                                       shape=() if k == 1 else (k,)))
+    mean = Sum("mean", _sum_block, functools.partial(_mean_finish, k=k), of=("pgi2",), shape=() if k == 1 else (k,))
+    plan.outputs = (*cast(tuple, plan.outputs), mean)
     return plan
 
 
