@@ -131,12 +131,17 @@ def _block(forest, start, X, *, weight, noise, prune, n_jobs, progress=False) ->
     _check_perturbed_finite(X, np.ones((1, d), dtype=np.uint8), forest.missing_value, forest.n_categories)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
-    seconds = (len(X) * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
-               if progress and len(X) > 1 else 0.0)
+    seconds = _cost(forest, len(X)) if progress and len(X) > 1 else 0.0
     ranking, path = _batched(len(X), seconds, progress, "greedy PG² ranking", lambda a, b: _native.greedy_pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight, n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
     return {"ranking": ranking.astype(np.int64), "pg2_path": path}
+
+
+def _cost(forest, n_rows: int) -> float:
+    """Estimated CPU seconds of the greedy ranking of ``n_rows`` rows: d - k + 1 exact PG² of k features at step k."""
+    d = forest.n_features
+    return n_rows * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
 
 
 def _finish(plan: Plan, cols: dict, engine) -> GreedyRanking:
@@ -144,4 +149,4 @@ def _finish(plan: Plan, cols: dict, engine) -> GreedyRanking:
 
 
 #: the greedy PG² ranking as a row method
-GREEDY = RowMethod("greedy-pg2", _prepare, _block, _finish)
+GREEDY = RowMethod("greedy-pg2", _prepare, _block, _finish, _cost)
