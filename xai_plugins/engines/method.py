@@ -63,7 +63,7 @@ class Sum:
     combine: Callable | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Plan:
     """What ``prepare`` hands the runner: the engine's ``rows``, the ``outputs`` of this call (or a
     function giving them, called only by an engine that packs them into columns, when learning their

@@ -23,10 +23,15 @@ def outputs(method: RowMethod, engine: Engine, plan: Plan) -> dict:
     """The named outputs of ``plan``'s rows: the in-memory block's arrays as they are, or the
     engine's collections unpacked from its columns; exact totals and sums reduced."""
     if not engine.lazy:
-        shared = plan.shared if plan.progress is None else {**plan.shared, "progress": plan.progress}
-        cols = method.block(plan.shipped, 0, plan.rows, *plan.per_row, **shared)
+        if plan.progress is None:
+            cols = method.block(plan.shipped, 0, plan.rows, *plan.per_row, **plan.shared)
+        else:
+            cols = method.block(plan.shipped, 0, plan.rows, *plan.per_row, progress=plan.progress, **plan.shared)
         for out in () if callable(plan.outputs) else plan.outputs:
-            if isinstance(out, Sum):
+            if type(out) is Output and not out.rows_axis:
+                if out.name not in cols:
+                    raise KeyError(f"{method.name}: its block returned no {out.name!r} (it returned {sorted(cols)})")
+            elif isinstance(out, Sum):
                 arrays = (plan.rows, *plan.per_row) if out.of is None else [cols[name] for name in out.of]
                 part = out.partial(*arrays)
                 part = part if out.combine is None else out.combine([part])

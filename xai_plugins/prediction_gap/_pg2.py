@@ -21,7 +21,7 @@ from ._exact import _exact_pg2, exact_where_unshown
 from ._noise import _noise, _portable
 from ._results import PG2Estimate
 from ._sampling import _informative, _sampled_pg2, row_seed
-from ._sets import _block_masks, _check_perturbed_finite, _per_row_sets, _set_masks, _squeeze
+from ._sets import _block_masks, _check_perturbed_finite, _one_set, _per_row_sets, _set_masks, _squeeze
 
 __all__ = ["pg2"]
 
@@ -193,7 +193,7 @@ def _prepare(engine, model, X, S, sigma, perturbation, background, method, n_sam
     elif _per_row_sets(S):
         per_row = (engine.by_rows(_set_masks(S, engine.n_rows(rows), d, names), rows, "S"),)
     else:
-        shared_S = _set_masks(S, 1, d, names)[0]
+        shared_S = _one_set(S, d, names)
     noise = _noise(forest, sigma, perturbation, background, rho)
     started, reason = time.perf_counter(), ""
     if method == "auto":
@@ -212,14 +212,19 @@ def _prepare(engine, model, X, S, sigma, perturbation, background, method, n_sam
         root = row_seed(random_state)
         reason += (f"; rows whose samples do not show a relative standard error within {AUTO_ACCEPT:g} x rtol "
                    "are computed exactly") if reason else ""
-    shape = () if k == 1 else (k,)
-    return Plan(rows, (Output("value", shape), Output("stderr", shape), Output("informative", shape, bool),
-                       Total("pair_terms")),
+    return Plan(rows, _outputs(k),
                 shipped=forest, ship="forest" if method == "exact" else "forest+model", per_row=per_row,
                 shared=dict(S=shared_S, method=method, n_samples=int(n_samples), root=root, n_jobs=n_jobs,
                             noise=_portable(forest, noise), prune=prune,
                             auto_rtol=rtol if reason and method != "exact" else None),
                 progress=verbose, state=(method, 0 if method == "exact" else int(n_samples), reason, started))
+
+
+@functools.lru_cache(maxsize=None)
+def _outputs(k: int) -> tuple:
+    """PG²'s outputs for a model of ``k`` outputs: value, stderr, informative per row, the leaf-pair terms summed."""
+    shape = () if k == 1 else (k,)
+    return Output("value", shape), Output("stderr", shape), Output("informative", shape, bool), Total("pair_terms")
 
 
 def _block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, noise, prune, auto_rtol=None,

@@ -3,6 +3,7 @@ rankings checked, the prefix sets of rankings, and rows whose perturbed features
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -53,6 +54,21 @@ def _set_masks(S, n_rows: int, n_features: int, names=None) -> np.ndarray:
         raise InputTypeError(f"S must hold integer feature indices, feature names or be a boolean mask; "
                              f"got dtype {arr.dtype}")
     return _mask_of([f.item() if hasattr(f, "item") else f for f in arr.ravel()], n_rows, n_features, names)
+
+
+def _one_set(S, n_features: int, names) -> np.ndarray:
+    """(n_features,) uint8 mask of one set ``S`` shared by every row (:func:`_set_masks`), remembered for a
+    list of feature indices / names (a loop of one-row calls on the same set makes it once; read-only)."""
+    if isinstance(S, (list, tuple)) and all(type(f) is int or type(f) is str for f in S):
+        return _cached_set(tuple(S), n_features, None if names is None else tuple(names))
+    return _set_masks(S, 1, n_features, names)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_set(S: tuple, n_features: int, names: tuple | None) -> np.ndarray:
+    mask = _set_masks(list(S), 1, n_features, None if names is None else list(names))[0]
+    mask.flags.writeable = False
+    return mask
 
 
 def _mask_of(features, n_rows: int, n_features: int, names) -> np.ndarray:
@@ -119,9 +135,9 @@ def _shared_sets(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _per_row_sets(S) -> bool:
     """Whether an in-memory ``S`` holds one set per row."""
-    if isinstance(S, (list, tuple)) and S and all(isinstance(r, (list, tuple, np.ndarray)) for r in S):
-        return True
-    return np.ndim(S) == 2 if not isinstance(S, (list, tuple)) or S else False
+    if isinstance(S, (list, tuple)):        # a list of feature lists / masks (one per row), else one set
+        return bool(S) and all(isinstance(r, (list, tuple, np.ndarray)) for r in S)
+    return np.ndim(S) == 2
 
 
 def _block_masks(S, *, d, names) -> np.ndarray:
