@@ -77,3 +77,25 @@ def test_the_api_page_lists_exactly_the_public_api():
     assert not missing, f"public names not on docs/api/index.rst: {missing}"
     extra = [(m, n) for m, n in sorted(on_page - public) if n not in PUBLIC_API["xai_plugins"]]
     assert not extra, f"docs/api/index.rst lists names that are not public: {extra}"
+
+
+def test_every_method_module_documents_its_public_names():
+    """A module of the methods layer (``.ci/check_layers``) defines ``__all__``, and each name there is in
+    the API reference: under the module itself, or re-exported by ``xai_plugins`` / ``xai_plugins.distributed``."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / ".ci" / "check_layers"
+    loader = importlib.machinery.SourceFileLoader("check_layers_for_api", str(script))
+    layers = importlib.util.module_from_spec(importlib.util.spec_from_loader("check_layers_for_api", loader))
+    loader.exec_module(layers)
+    documented = set(PUBLIC_API["xai_plugins"]) | set(PUBLIC_API["xai_plugins.distributed"])
+    for module_name, layer in layers.LAYERS.items():
+        if layer != layers.METHODS:
+            continue
+        module = importlib.import_module(module_name)
+        exported = getattr(module, "__all__", None)
+        assert exported is not None, f"{module_name} defines no __all__"
+        missing = [n for n in exported if n not in documented and n not in PUBLIC_API.get(module_name, ())]
+        assert not missing, f"{module_name}.__all__ names {missing}, which the API reference (PUBLIC_API) lacks"
