@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .._validation import category_codes, model_rows
+from .._categories import category_codes
+from .._validation import model_rows
 from ..engines import engine_for
 from ..engines.method import Output, Plan, RowMethod
 from ..engines.runner import run
