@@ -253,11 +253,18 @@ def _model_categories(model) -> tuple[np.ndarray | None, list | None, bool]:
 
 
 def _prepare_local(engine, acme, X) -> Plan:
-    """The rows (checked here in memory: NaN, unseen categorical levels; in their blocks otherwise)."""
+    """The rows, read and checked (category labels as codes, NaN, unseen levels) where they are read: here,
+    when the engine hands them to this reading (in memory), else in their blocks."""
     d = len(acme.feature_names_)
-    rows, _ = engine.rows(X, acme._align_names, d, lambda r: (acme._check_rows(r), list(acme.feature_names_)),
-                          "X_rows")
-    return Plan(rows, functools.partial(_local_outputs, acme), shipped=acme, ship="object")
+    read_here = []
+
+    def read(r):
+        read_here.append(True)
+        return acme._check_rows(r), list(acme.feature_names_)
+
+    rows, _ = engine.rows(X, acme._align_names, d, read, "X_rows")
+    return Plan(rows, functools.partial(_local_outputs, acme), shipped=acme, ship="object",
+                shared=dict(read=not read_here))
 
 
 def _local_outputs(acme) -> tuple:
@@ -269,9 +276,10 @@ def _local_outputs(acme) -> tuple:
             Output("predictions", (R, *per)), Output("effects", (R, *per)), Output("values", (d, *per)))
 
 
-def _local_block(acme, start, X) -> dict:
-    """:meth:`AcME.explain_local` of a block of rows, as named per-row arrays."""
-    return acme._explain_rows(acme._check_rows(X))
+def _local_block(acme, start, X, *, read) -> dict:
+    """:meth:`AcME.explain_local` of a block of rows (``read``: rows as the engine holds them, read and
+    checked here), as named per-row arrays."""
+    return acme._explain_rows(acme._check_rows(X) if read else X)
 
 
 def _local_finish(plan: Plan, cols: dict, engine) -> AcMELocal:
