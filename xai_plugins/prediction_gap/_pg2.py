@@ -233,7 +233,10 @@ def _block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, no
     block's leaf-pair terms. ``masks``: the block's per-row sets (else ``S``, shared). Sampled rows
     draw from :func:`row_seed` ``root``'s child ``start + i``; ``auto_rtol``: they are held to
     ``method="auto"``'s guarantee (:func:`exact_where_unshown`)."""
-    m = np.ascontiguousarray(masks[0], dtype=np.uint8) if masks else np.repeat(S[None, :], len(X), axis=0)
+    if masks:
+        m = np.ascontiguousarray(masks[0], dtype=np.uint8)
+    else:               # the shared set on every row (read only: the C core reads it)
+        m = S[None, :] if len(X) == 1 else np.repeat(S[None, :], len(X), axis=0)
     _check_perturbed_finite(X, m, forest.missing_value, forest.n_categories)
     k = forest.n_outputs
     if method == "exact":

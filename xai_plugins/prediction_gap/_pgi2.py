@@ -186,8 +186,10 @@ def _scores(forest, start, X, *rankings, ranking, stacked, names, noise, prune, 
     ``root``'s child ``start + i``)."""
     d, k = forest.n_features, forest.n_outputs
     _check_perturbed_finite(X, np.ones((1, d), dtype=np.uint8), forest.missing_value, forest.n_categories)
-    r = rankings[0] if rankings else np.broadcast_to(ranking, (len(X), d))
-    r = _check_ranking(np.moveaxis(r, 1, 0) if stacked else r, len(X), d, names)
+    if rankings:
+        r = _check_ranking(np.moveaxis(rankings[0], 1, 0) if stacked else rankings[0], len(X), d, names)
+    else:               # one ranking of every row, checked on the driver
+        r = np.ascontiguousarray(np.broadcast_to(ranking, (1, len(X), d)))
     m, n = r.shape[:2]
     mask, where = _prefix_sets(r)
     sampled = every = None
