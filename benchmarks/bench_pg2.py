@@ -17,7 +17,8 @@ import xai_plugins as xp
 from xai_plugins import _native
 from xai_plugins.forest import import_model
 from xai_plugins.perturbation import cdf_table, make_perturbation
-from xai_plugins.prediction_gap import PRUNE_RTOL, split_boundaries
+from xai_plugins.prediction_gap._boundaries import split_boundaries
+from xai_plugins.prediction_gap._exact import PRUNE_RTOL
 
 
 def timed(fn, repeat):

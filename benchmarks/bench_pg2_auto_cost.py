@@ -39,7 +39,7 @@ def calibration(rows, big: bool) -> None:
     """Measured exact time per row beside the cost model's estimate."""
     import xai_plugins as xp
     from xai_plugins.forest import import_model
-    from xai_plugins.prediction_gap import exact_seconds
+    from xai_plugins.prediction_gap._auto import exact_seconds
 
     d = rows.shape[1]
     print(f"exact PG² per row (ms, CPU, median over {len(rows)} rows) vs the auto cost model")

@@ -152,7 +152,7 @@ def leaf_pair_pg2(forest, x, S, cdfs) -> np.ndarray:
     """The paper's O(n²) sum over all leaf pairs of all tree pairs, in numpy, from the Forest
     arrays: PG² = scale² Σ_t Σ_u Σ_l Σ_m c_l c_m P(box_l ∩ box_m), boxes over the real boundaries."""
     S = set(S)
-    from xai_plugins.prediction_gap import split_boundaries
+    from xai_plugins.prediction_gap._boundaries import split_boundaries
 
     splits = split_boundaries(forest)
     zero = float(getattr(forest, "zero_threshold", 0.0))

@@ -54,7 +54,7 @@ def test_plan_samples_the_dear_sets_of_a_deep_forest_and_keeps_a_small_forest_ex
     assert deep.sampled_from is not None and deep.n_samples == samples_for(PLAN_RTOL)
     # the sampled sets are exactly those whose exact cost the model estimates above a Monte Carlo's
     per_set = deep.n_samples * sample_seconds(ctx.forest, ctx.model)
-    costs = [xp.prediction_gap.exact_seconds(ctx.forest, k) for k in range(1, ctx.n_features + 1)]
+    costs = [xp.prediction_gap._auto.exact_seconds(ctx.forest, k) for k in range(1, ctx.n_features + 1)]
     assert all((c > per_set) == (k >= deep.sampled_from) for k, c in enumerate(costs, start=1))
     assert "Monte Carlo" in deep.sections["faithfulness"].method
     assert deep.rows >= deep.rows_needed or deep.rows == min(50, len(ctx.complete_rows))

@@ -300,7 +300,7 @@ def test_grid_and_leaf_pairs_agree_on_catboost_models(train, kind):
     and the public value matches the label enumeration through CatBoost's own predict."""
     from xai_plugins import _native
     from xai_plugins.perturbation import cdf_table, make_perturbation
-    from xai_plugins.prediction_gap import split_boundaries
+    from xai_plugins.prediction_gap._boundaries import split_boundaries
 
     frame, y = train
     model = _fit(kind, frame, y, depth=6, iterations=12)

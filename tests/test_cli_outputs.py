@@ -7,8 +7,9 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 import xai_plugins.report as report
-from xai_plugins import errors, prediction_gap
+from xai_plugins import errors
 from xai_plugins.cli import main
+from xai_plugins.prediction_gap import _exact
 
 xgboost = pytest.importorskip("xgboost")
 
@@ -97,7 +98,7 @@ def test_check_leaves_existing_files_untouched(tmp_path):
 
 def test_quiet_prints_no_progress_bar(files, capfd, monkeypatch, tmp_path):
     # every PG² call long enough for a bar: the greedy ranking and the PGI² scores show one unless quiet
-    monkeypatch.setattr(prediction_gap, "PROGRESS_AFTER", -1.0)
+    monkeypatch.setattr(_exact, "PROGRESS_AFTER", -1.0)
     flags = ["--model", files / "model.json", "--data", files / "test.csv", "--target", "y", "--no-pdf",
              "--sections", "explanations", "faithfulness", "--explainers", "pg2", "--max-rows", "4", "--mc-pairs", "0",
              "--sigma", "0.3"]
@@ -111,7 +112,7 @@ def test_quiet_prints_no_progress_bar(files, capfd, monkeypatch, tmp_path):
 
 
 def test_quiet_audit_api(monkeypatch, capfd):
-    monkeypatch.setattr(prediction_gap, "PROGRESS_AFTER", -1.0)
+    monkeypatch.setattr(_exact, "PROGRESS_AFTER", -1.0)
     X, y = load_diabetes(return_X_y=True, as_frame=True)
     X = X.iloc[:, :4]
     model = xgboost.XGBRegressor(n_estimators=5, max_depth=2).fit(X.iloc[:150], y.iloc[:150])

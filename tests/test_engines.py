@@ -195,12 +195,15 @@ def test_any_blocking_gives_the_in_memory_bits(cuts):
     engine = BlockEngine()
     edges = [0] + sorted(cuts) + [23]
     Xb = Blocks([X[a:b] for a, b in zip(edges[:-1], edges[1:])])
-    from xai_plugins.prediction_gap import _pg2_on, _pgi2_on
+    from xai_plugins.engines.runner import run
+    from xai_plugins.prediction_gap._pg2 import PG2
+    from xai_plugins.prediction_gap._pgi2 import PGI2
 
-    got = _pg2_on(engine, rf, Xb, [0, 3], 0.3, None, None, "exact", 0, 0.01, None, True, None).compute()
+    got = run(PG2, engine, rf, Xb, [0, 3], 0.3, None, None, "exact", 0, 0.01, None, True, False, None, None).compute()
     same(got.value, xp.pg2(rf, X, [0, 3]).value)
     ranking = np.argsort(rng.random(X.shape), axis=1)
-    same(_pgi2_on(engine, rf, Xb, ranking, 0.3, None, None, True, None).whole(), xp.pgi2(rf, X, ranking))
+    same(run(PGI2, engine, rf, Xb, ranking, 0.3, None, None, True, False, None, None, None, 2000, None).whole(),
+         xp.pgi2(rf, X, ranking))
 
 
 _MODEL: dict = {}

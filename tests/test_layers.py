@@ -1,5 +1,6 @@
 """The layering check (.ci/check_layers): the package passes it, and it catches what it must
-(an import circle, an import up the layers, also inside a function, a method importing dask)."""
+(an import circle, an import up the layers, also inside a function, a method importing dask, a
+module outside the engines branching on the engine or mapping blocks itself)."""
 
 import importlib.machinery
 import importlib.util
@@ -80,3 +81,16 @@ def test_cross_section_raw_read_found(tmp_path, layers):
     assert layers.check(root) == [
         "xai_plugins.report.sections.b:10 reads another section's raw (explained.raw): read its typed result instead",
         "xai_plugins.report.sections.b:4 reads another section's raw (results['a'].raw): read its typed result instead"]
+
+
+def test_engine_branch_or_block_mapping_outside_the_engines_found(tmp_path, layers):
+    root = _package(tmp_path, {
+        "mdi.py": "def f(engine, X):\n    if engine.lazy:\n        return engine.map_rows(g, X, None, [], 1)\n",
+        "report/__init__.py": "", "report/x.py": "def f(rows):\n    return rows.engine.reduce(g, [rows.X])\n",
+        "attributions.py": "import functools\nimport numpy as np\n\n"
+                           "def f(a, out, engine):\n    engine.columns(out, 0, 1)\n"
+                           "    return functools.reduce(max, a), np.add.reduce(a), a.columns\n",
+        "engines/__init__.py": "", "engines/memory.py": "def f(engine):\n    return engine.lazy\n"})
+    problems = sorted(p.split(" (")[0].split(" branches")[0] for p in layers.check(root))
+    assert problems == ["xai_plugins.attributions:5 maps blocks itself", "xai_plugins.mdi:2",
+                        "xai_plugins.mdi:3 maps blocks itself", "xai_plugins.report.x:2 maps blocks itself"]

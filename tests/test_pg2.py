@@ -207,7 +207,7 @@ def test_results_do_not_depend_on_thread_count(diabetes4):
     model = RandomForestRegressor(n_estimators=20, max_depth=4, random_state=0).fit(X, y)
     from xai_plugins import _native
     from xai_plugins.perturbation import cdf_table, make_perturbation
-    from xai_plugins.prediction_gap import split_boundaries
+    from xai_plugins.prediction_gap._boundaries import split_boundaries
 
     forest = import_model(model)
     splits = split_boundaries(forest)

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import xai_plugins as xp
-from xai_plugins import prediction_gap
 from xai_plugins.errors import InputError
 from xai_plugins.forest import import_model
+from xai_plugins.prediction_gap import _auto as prediction_gap
+from xai_plugins.prediction_gap import _exact
 
 from oracle import gaussian, grid_pg2
 
@@ -65,7 +66,7 @@ def test_progress_bar_on_long_calls_only(model_and_rows, monkeypatch, capsys):
     model, rows = model_and_rows
     xp.pg2(model, rows, [0, 1])
     assert "exact PG²" not in capsys.readouterr().err
-    monkeypatch.setattr(prediction_gap, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(_exact, "PROGRESS_AFTER", 0.0)
     quiet = xp.pg2(model, rows, [0, 1], verbose=False)
     assert "exact PG²" not in capsys.readouterr().err
     shown = xp.pg2(model, rows, [0, 1])

@@ -77,7 +77,7 @@ def test_invalid_cdf_table_is_caught_in_c(fitted):
     from xai_plugins.forest import import_model
 
     model, X = fitted
-    from xai_plugins.prediction_gap import split_boundaries
+    from xai_plugins.prediction_gap._boundaries import split_boundaries
 
     splits = split_boundaries(import_model(model))
     table = np.zeros((len(X), 2 * splits.cdf_offset[-1]))  # CDF and survival halves; last CDF entries must be 1
@@ -92,7 +92,7 @@ def test_split_ranks_are_checked_once_and_against_each_table(fitted):
     from xai_plugins import _native
     from xai_plugins.errors import InputIndexError
     from xai_plugins.forest import import_model
-    from xai_plugins.prediction_gap import split_boundaries
+    from xai_plugins.prediction_gap._boundaries import split_boundaries
 
     model, X = fitted
     forest = import_model(model)

@@ -18,7 +18,8 @@ from scipy import stats
 from xai_plugins import _native
 from xai_plugins.errors import InputError, UnsupportedModelError
 from xai_plugins.forest.layout import category_bitsets, concat_trees
-from xai_plugins.prediction_gap import PRUNE_RTOL, split_boundaries
+from xai_plugins.prediction_gap._boundaries import split_boundaries
+from xai_plugins.prediction_gap._exact import PRUNE_RTOL
 
 from oracle import cell_points, noise_mass
 

@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeRegressor
 import xai_plugins as xp
 from xai_plugins.forest import import_model
 from xai_plugins.perturbation import cdf_table, make_perturbation
-from xai_plugins.prediction_gap import split_boundaries
+from xai_plugins.prediction_gap._boundaries import split_boundaries
 
 from oracle import cell_points, gaussian, grid_pg2, leaf_pair_pg2
 

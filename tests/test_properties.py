@@ -536,7 +536,7 @@ def test_auto_is_within_its_claimed_error_of_exact(kind, data):
     exact values; small sigmas give rows whose samples rarely leave x's leaves."""
     from unittest import mock
 
-    from xai_plugins import prediction_gap
+    from xai_plugins.prediction_gap import _auto as prediction_gap
 
     X = draw_X(data, nan=False, extremes=False)
     d = X.shape[1]

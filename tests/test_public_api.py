@@ -78,14 +78,24 @@ def _declared_all(module_name: str):
     return None
 
 
+def _public_objects() -> set:
+    return {id(getattr(importlib.import_module(module), name)) for module, names in PUBLIC_API.items()
+            for name in names}
+
+
 @pytest.mark.parametrize("module_name", _modules())
 def test_every_module_says_what_it_exports(module_name):
+    """Each module defines ``__all__``; a module the API reference does not document lists in it only objects
+    documented elsewhere (``prediction_gap`` lists ``pg2``, documented as ``xai_plugins.pg2``), usually none."""
     value = _declared_all(module_name)
     assert value is not None, f"{module_name} defines no __all__ (internal modules: __all__: list[str] = [])"
-    if module_name not in PUBLIC_API:
-        assert isinstance(value, ast.List) and not value.elts, (
-            f"{module_name} is not in the API reference, so its __all__ must be empty; "
-            f"add its names to PUBLIC_API and docs/api/index.rst to make them public")
+    if module_name in PUBLIC_API:
+        return
+    module = importlib.import_module(module_name)
+    public = _public_objects()
+    private = [name for name in module.__all__ if id(getattr(module, name)) not in public]
+    assert not private, (f"{module_name}.__all__ names {private}, which the API reference does not document: "
+                         f"add them to PUBLIC_API and docs/api/index.rst, or leave them out of __all__")
 
 
 def test_the_api_reference_documents_exactly_the_public_api():

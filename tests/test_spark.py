@@ -13,10 +13,10 @@ pyspark = pytest.importorskip("pyspark")
 from conftest import local_spark, same_greedy_and_mdi  # noqa: E402
 
 import xai_plugins as xp  # noqa: E402
-from xai_plugins import prediction_gap  # noqa: E402
 from xai_plugins.engines import engine_for  # noqa: E402
 from xai_plugins.engines.spark import ENGINE, SparkColumns, keyed  # noqa: E402
 from xai_plugins.errors import FeatureMismatchError, InputError, InputTypeError  # noqa: E402
+from xai_plugins.prediction_gap._pg2 import PG2  # noqa: E402
 
 FEATURES = ["a", "b", "c", "d"]
 
@@ -138,7 +138,7 @@ def test_retried_task_same_bits(spark, data, tmp_path, monkeypatch):
     """A block that fails on its first attempt (Spark retries the task: local[2,4]) gives the same bits."""
     model, frame, ordered = data
     marker = str(tmp_path / "failed-once")
-    real = prediction_gap.pg2_block
+    real = PG2.block
 
     def flaky(*args, **kwargs):
         if not os.path.exists(marker):
@@ -146,7 +146,7 @@ def test_retried_task_same_bits(spark, data, tmp_path, monkeypatch):
             raise RuntimeError("task killed mid-run")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(prediction_gap, "pg2_block", flaky)
+    monkeypatch.setattr(PG2, "block", flaky)
     got = xp.pg2(model, _spark_rows(spark, frame, 3), [0, 2], method="monte_carlo", n_samples=32,
                  random_state=9).compute()
     assert os.path.exists(marker)            # the first attempt did fail

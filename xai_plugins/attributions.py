@@ -23,13 +23,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import _native
 from .engines import engine_for
-from .engines.base import pack
+from .engines.method import Output, Plan, RowMethod
+from .engines.runner import run
 from .forest import Forest, import_model
 from .forest.layout import category_values
-from .mdi import local_mdi, require_impurities
-from .prediction_gap import greedy_pg2_ranking, noise_args
-from .ranking_faithfulness import own_output_pgi2
+from .mdi import require_impurities
+from .prediction_gap._greedy import GREEDY
+from .prediction_gap._noise import _noise, _portable
+from .prediction_gap._pgi2 import _scores
+
+__all__: list[str] = []      # the adapters' shared container and per-row scores (shap.py, interpret.py)
 
 #: what the values of each method are, for plot axes (in place of shap's "SHAP value")
 VALUE_LABELS = {"pg2": "PG² gain", "local_mdi": "local MDI", "acme": "AcME importance"}
@@ -110,47 +115,14 @@ def greedy_gains(ranking: np.ndarray, path: np.ndarray) -> np.ndarray:
 def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, n_jobs=None) -> Attribution:
     """Greedy PG² gains, ranking (n, d[, k]) and exact PGI² of that ranking (n[, k]).
     ``model`` is imported once (a Forest is used as is); ``X`` is aligned to its features by name.
-    An engine's ``X`` (dask...) is computed block by block by that engine (:func:`pg2_attribution_block`)
-    and returned in memory: bitwise this result on the same rows."""
-    engine = engine_for(X)
-    forest = import_model(model)
-    if engine.lazy:
-        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
-        d, k = forest.n_features, forest.n_outputs
-        out = engine.map_rows(pg2_attribution_block, rows, engine.ship_forest(forest), [], d + 2 * d * k + k,
-                              n_jobs=n_jobs, **noise_args(forest, sigma, perturbation, background))
-        data, values, ranking, quality = _split(engine.compute(out)[0], [d, d * k, d * k, k])
-        shape = (len(data), d) if k == 1 else (len(data), d, k)
-        return Attribution(values.reshape(shape), data, names, _output_names(forest), "pg2",
-                           {"ranking": ranking.reshape(shape).astype(np.int64),
-                            "pgi2": np.ascontiguousarray(quality[:, 0]) if k == 1 else quality}, **_categories(forest))
-    rows, names = forest.rows(X, allow_nan=False)
-    noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
-    k = forest.n_outputs
-    ranking = np.empty(rows.shape + (k,), dtype=np.int64)
-    values = np.empty(rows.shape + (k,))
-    for c in range(k):
-        greedy = greedy_pg2_ranking(forest, rows, output=c if k > 1 else None, **noise)
-        ranking[..., c], values[..., c] = greedy.ranking, greedy_gains(greedy.ranking, greedy.pg2_path)
-    quality = own_output_pgi2(forest, rows, ranking, **noise)
-    squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
-    return Attribution(squeeze(values), rows, names, _output_names(forest), "pg2",
-                       {"ranking": squeeze(ranking), "pgi2": squeeze(quality)}, **_categories(forest))
+    An engine's ``X`` (dask...) is computed block by block by that engine (the row method
+    :data:`PG2_ATTRIBUTION`) and returned in memory: bitwise this result on the same rows."""
+    return run(PG2_ATTRIBUTION, engine_for(X), model, X, sigma, perturbation, background, n_jobs)
 
 
 def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
     """Local MDI (n, d) of each row: one impurity per node, so no per-class value for classifiers."""
-    engine = engine_for(X)
-    if engine.lazy:
-        forest = require_impurities(model)
-        rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
-        d = forest.n_features
-        out = engine.map_rows(local_mdi_attribution_block, rows, engine.ship_forest(forest), [], 2 * d, n_jobs=n_jobs)
-        data, values = _split(engine.compute(out)[0], [d, d])
-        return Attribution(values, data, names, None, "local_mdi", **_categories(forest))
-    forest = import_model(model)
-    rows, names = forest.rows(X, allow_nan=True)
-    return Attribution(local_mdi(forest, rows, n_jobs=n_jobs), rows, names, None, "local_mdi", **_categories(forest))
+    return run(LOCAL_MDI_ATTRIBUTION, engine_for(X), model, X, n_jobs)
 
 
 def acme_attribution(acme, X) -> Attribution:
@@ -163,18 +135,65 @@ def acme_attribution(acme, X) -> Attribution:
                        labels=local.grid.labels)
 
 
-def _split(out, widths) -> list:
-    edges = np.cumsum([0] + list(widths))
-    return [np.ascontiguousarray(out[:, a:b]) for a, b in zip(edges[:-1], edges[1:])]
+def _prepare_pg2(engine, model, X, sigma, perturbation, background, n_jobs) -> Plan:
+    forest = import_model(model)
+    rows, names = engine.rows(X, forest.feature_names, forest.n_features, lambda x: forest.rows(x, allow_nan=False),
+                              forest=forest)
+    noise = _portable(forest, _noise(forest, sigma, perturbation, background))
+    d, k = forest.n_features, forest.n_outputs
+    per_output = (d,) if k == 1 else (d, k)
+    return Plan(rows, (Output("data", (d,)), Output("values", per_output), Output("ranking", per_output, np.int64),
+                       Output("pgi2", () if k == 1 else (k,))),
+                shipped=forest, shared=dict(noise=noise, n_jobs=n_jobs), progress=True, state=names)
 
 
-def pg2_attribution_block(forest, start, X, *, n_jobs, sigma, perturbation) -> np.ndarray:
-    """:func:`pg2_attribution` of a block of rows packed as columns: rows, values, ranking, PGI²."""
-    a = pg2_attribution(forest, X, sigma, perturbation=perturbation, n_jobs=n_jobs)
-    return pack(a.data, a.values, a.extras["ranking"], a.extras["pgi2"])
+def _pg2_block(forest, start, X, *, noise, n_jobs, progress=False) -> dict:
+    """Per output c, the greedy PG² order of output c (its gains), and each order's PGI² on its own
+    output (the k orders scored together: the prefix sets they share computed once)."""
+    n, d, k = len(X), forest.n_features, forest.n_outputs
+    ranking = np.empty((n, d, k), dtype=np.int64)
+    values = np.empty((n, d, k))
+    for c in range(k):
+        weight = np.ones(k) if k == 1 else np.eye(k)[c]
+        greedy = GREEDY.block(forest, start, X, weight=weight, noise=noise, prune=True, n_jobs=n_jobs,
+                              progress=progress)
+        ranking[..., c], values[..., c] = greedy["ranking"], greedy_gains(greedy["ranking"], greedy["pg2_path"])
+    scores = _scores(forest, start, X, np.moveaxis(ranking, 2, 1), ranking=None, stacked=True, names=None,
+                     noise=noise, prune=True, n_jobs=n_jobs, sampled_from=None, n_samples=0, root=None,
+                     progress=progress)
+    scores = np.reshape(scores, (n, k, k))
+    quality = np.stack([scores[:, c, c] for c in range(k)], axis=1)
+    squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
+    return {"data": X, "values": squeeze(values), "ranking": squeeze(ranking), "pgi2": squeeze(quality)}
 
 
-def local_mdi_attribution_block(forest, start, X, *, n_jobs) -> np.ndarray:
-    """:func:`local_mdi_attribution` of a block of rows packed as columns: rows, values."""
-    a = local_mdi_attribution(forest, X, n_jobs=n_jobs)
-    return pack(a.data, a.values)
+def _pg2_finish(plan: Plan, cols: dict, engine) -> Attribution:
+    forest = plan.shipped
+    data, values, ranking, quality = engine.compute(cols["data"], cols["values"], cols["ranking"], cols["pgi2"])
+    return Attribution(values, data, plan.state, _output_names(forest), "pg2", {"ranking": ranking, "pgi2": quality},
+                       **_categories(forest))
+
+
+#: greedy PG² gains as a row method (its result always in memory: an Attribution)
+PG2_ATTRIBUTION = RowMethod("pg2-attribution", _prepare_pg2, _pg2_block, _pg2_finish)
+
+
+def _prepare_mdi(engine, model, X, n_jobs) -> Plan:
+    forest = require_impurities(model)
+    rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
+    d = forest.n_features
+    return Plan(rows, (Output("data", (d,)), Output("values", (d,))), shipped=forest, shared=dict(n_jobs=n_jobs),
+                state=names)
+
+
+def _mdi_block(forest, start, X, *, n_jobs) -> dict:
+    return {"data": X, "values": _native.local_mdi(forest, X, n_jobs=n_jobs)}
+
+
+def _mdi_finish(plan: Plan, cols: dict, engine) -> Attribution:
+    data, values = engine.compute(cols["data"], cols["values"])
+    return Attribution(values, data, plan.state, None, "local_mdi", **_categories(plan.shipped))
+
+
+#: local MDI as a row method of attributions (its result always in memory)
+LOCAL_MDI_ATTRIBUTION = RowMethod("local-mdi-attribution", _prepare_mdi, _mdi_block, _mdi_finish)

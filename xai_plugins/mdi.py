@@ -29,9 +29,13 @@ import numpy as np
 
 from . import _native
 from .engines import engine_for
+from .engines.method import Output, Plan, RowMethod, Sum
+from .engines.runner import run
 from .errors import InputError, UnsupportedModelError, XaiWarning
 from .exact_sum import exact_column_sums, exact_mean
 from .forest import Forest, import_model, library_of
+
+__all__ = ["global_mdi", "local_mdi"]
 
 #: scikit-learn ensembles whose bootstrap draws :func:`in_bag_counts` can replay
 _IN_BAG_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
@@ -77,7 +81,7 @@ def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
     X : array-like of shape (n, d) or DataFrame
         The rows (a DataFrame is aligned by column name to the model's features, an array is read
         positionally). NaN follows each node's missing-value direction. A row engine's collection
-        (dask...) gives a lazy (n, d) result (``local_mdi_block`` on each block).
+        (dask...) gives a lazy (n, d) result (the row method ``LOCAL_MDI`` on each block).
     n_jobs : int or None, default None
         Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
 
@@ -118,15 +122,7 @@ def local_mdi(model, X, *, n_jobs=None) -> np.ndarray:
     >>> bool(np.allclose(lmdi.mean(axis=0), xp.global_mdi(model)))   # no bootstrap: the MDI
     True
     """
-    engine = engine_for(X)
-    if engine.lazy:
-        forest = require_impurities(model)
-        rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
-        return engine.map_rows(local_mdi_block, rows, engine.ship_forest(forest), [], forest.n_features,
-                               n_jobs=n_jobs)
-    forest = require_impurities(model)
-    X, _ = forest.rows(X, allow_nan=True)
-    return _native.local_mdi(forest, X, n_jobs=n_jobs)
+    return run(LOCAL_MDI, engine_for(X), model, X, n_jobs)
 
 
 def _is_in_bag_model(model) -> bool:
@@ -325,39 +321,34 @@ def global_mdi(model, X=None, sample_weight=None, *, in_bag=False, n_jobs=None) 
     >>> bool(np.allclose(xp.global_mdi(model, X, in_bag=True), mdi))   # the bootstrap replayed
     True
     """
-    engine = engine_for(X, sample_weight)
-    if engine.lazy:
-        return _global_mdi_on(engine, model, X, sample_weight, in_bag, n_jobs)
     forest = require_impurities(model)
     if X is None:
         if sample_weight is not None or in_bag:
             raise InputError("sample_weight and in_bag need the data X; global_mdi(model) without them "
                              "gives the MDI from the trees alone")
         return _mdi_from_trees(forest)
-    X, _ = forest.rows(X, allow_nan=True)
-    n = len(X)
+    engine = engine_for(X, sample_weight)
     if in_bag:
-        if sample_weight is not None:
-            raise InputError("sample_weight cannot be combined with in_bag=True: the in-bag counts are the weights")
-        _require_in_bag_model(model)
-        counts = in_bag_counts(model, n)
-        _check_in_bag_fit(model, X, counts)
-        row_weight = counts / counts.sum(axis=0, keepdims=True) / forest.n_trees  # per tree: mean over its sample
-        return _native.local_mdi(forest, X, tree_weight=np.ascontiguousarray(row_weight), n_jobs=n_jobs).sum(axis=0)
-    if sample_weight is None:
-        row_weight = np.ones(n)
-    else:
-        try:
-            row_weight = np.asarray(sample_weight, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"sample_weight must be numeric ({exc})") from exc
-    if row_weight.shape != (n,) or np.any(row_weight < 0) or not np.all(np.isfinite(row_weight)) \
-            or row_weight.sum() <= 0:
-        raise InputError(f"sample_weight must be ({n},) (one per row of X), finite, non-negative, and not all "
-                         f"zero; got shape {row_weight.shape}")
-    _warn_if_resampled(model, stacklevel=3)
-    weighted_local = row_weight[:, None] * _native.local_mdi(forest, X, n_jobs=n_jobs)
-    return exact_mean(exact_column_sums(weighted_local), exact_column_sums(row_weight[:, None])[0])
+        return _in_bag_mdi(model, forest, engine, X, sample_weight, n_jobs)
+    return run(GLOBAL_MDI, engine, model, forest, X, sample_weight, n_jobs)
+
+
+def _in_bag_mdi(model, forest, engine, X, sample_weight, n_jobs) -> np.ndarray:
+    """:func:`global_mdi` ``(in_bag=True)``: local MDI weighted per tree by the bootstrap's in-bag
+    counts, replayed over the training rows in order (all of them held on the driver)."""
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, _rows_with_nan(forest), forest=forest)
+    X = engine.held(rows, 0)
+    if len(X) != engine.n_rows(rows):
+        raise InputError("in_bag=True is not supported on a cluster engine's input: it replays the bootstrap "
+                         "draws over the exact training rows in order; compute it in memory, or use "
+                         "global_mdi(model) for the MDI from the trees alone")
+    if sample_weight is not None:
+        raise InputError("sample_weight cannot be combined with in_bag=True: the in-bag counts are the weights")
+    _require_in_bag_model(model)
+    counts = in_bag_counts(model, len(X))
+    _check_in_bag_fit(model, X, counts)
+    row_weight = counts / counts.sum(axis=0, keepdims=True) / forest.n_trees  # per tree: mean over its sample
+    return _native.local_mdi(forest, X, tree_weight=np.ascontiguousarray(row_weight), n_jobs=n_jobs).sum(axis=0)
 
 
 def _mdi_from_trees(forest: Forest) -> np.ndarray:
@@ -379,49 +370,79 @@ def _mdi_from_trees(forest: Forest) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------
-# block functions and the row engines (xai_plugins.engines)
+# local and global MDI as row methods (xai_plugins.engines.runner runs them on any engine)
 # --------------------------------------------------------------------------------------------
 
-def local_mdi_block(forest, start, X, *, n_jobs) -> np.ndarray:
+def _rows_with_nan(forest):
+    """The in-memory reading of ``X``: missing values are allowed (a row goes where the model sends them)."""
+    return lambda X: forest.rows(X, allow_nan=True)
+
+
+def _prepare_local(engine, model, X, n_jobs) -> Plan:
+    forest = require_impurities(model)
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, _rows_with_nan(forest), forest=forest)
+    return Plan(rows, (Output("local_mdi", (forest.n_features,)),), shipped=forest, shared=dict(n_jobs=n_jobs))
+
+
+def _local_block(forest, start, X, *, n_jobs) -> dict:
     """Local MDI (b, d) of a block of rows."""
-    return local_mdi(forest, X, n_jobs=n_jobs)
+    return {"local_mdi": _native.local_mdi(forest, X, n_jobs=n_jobs)}
 
 
-def global_mdi_block(X, w, forest) -> list:
-    """Exact sums of a block for :func:`global_mdi`: the weighted local MDI column sums, then the
-    weight sum (``w`` None: weight 1 per row)."""
-    lm = local_mdi(forest, X)
-    w = np.ones(len(X)) if w is None else np.asarray(w, dtype=np.float64)
-    if np.any(w < 0) or not np.all(np.isfinite(w)):
+def _local_finish(plan: Plan, cols: dict, engine) -> np.ndarray:
+    return cols["local_mdi"]
+
+
+#: local MDI as a row method: (n, d)
+LOCAL_MDI = RowMethod("local-mdi", _prepare_local, _local_block, _local_finish)
+
+
+def _prepare_global(engine, model, forest, X, sample_weight, n_jobs) -> Plan:
+    """The rows and their weights (validated here when in memory, in their blocks otherwise)."""
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, _rows_with_nan(forest), forest=forest)
+    per_row: tuple = ()
+    if sample_weight is not None:
+        w = sample_weight
+        if not engine.handles(w):
+            try:
+                w = np.asarray(w, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"sample_weight must be numeric ({exc})") from exc
+            if w.ndim != 1 or np.any(w < 0) or not np.all(np.isfinite(w)) or w.sum() <= 0:
+                raise InputError(f"sample_weight must be (n,) (one per row of X), finite, non-negative, and not "
+                                 f"all zero; got shape {w.shape}")
+        w = engine.by_rows(w, rows, "sample_weight")
+        if len(w.shape) != 1:
+            raise InputError(f"sample_weight must be (n,) (one per row of X); got {len(w.shape)} dimensions")
+        per_row = (w,)
+    _warn_if_resampled(model, stacklevel=5)   # the caller of xai_plugins.global_mdi
+    d = forest.n_features
+    return Plan(rows, (Output("weighted", (d,)), Output("weight"),
+                       Sum("mdi", _global_sums, _global_mdi_finish, of=("weighted", "weight"), shape=(d,))),
+                shipped=forest, per_row=per_row, shared=dict(n_jobs=n_jobs))
+
+
+def _global_block(forest, start, X, *w, n_jobs) -> dict:
+    """The weighted local MDI of a block of rows and their weights (no ``w``: weight 1 per row)."""
+    lm = _native.local_mdi(forest, X, n_jobs=n_jobs)
+    weight = np.ones(len(X)) if not w else np.asarray(w[0], dtype=np.float64)
+    if np.any(weight < 0) or not np.all(np.isfinite(weight)):
         raise InputError("sample_weight must be finite and non-negative")
-    return exact_column_sums(w[:, None] * lm) + exact_column_sums(w[:, None])
+    return {"weighted": weight[:, None] * lm, "weight": weight}
+
+
+def _global_sums(weighted, weight) -> list:
+    """Exact sums of a block for :func:`global_mdi`: the weighted local MDI column sums, then the weight sum."""
+    return exact_column_sums(weighted) + exact_column_sums(np.reshape(weight, (-1, 1)))
 
 
 def _global_mdi_finish(total) -> np.ndarray:
     return exact_mean(total[:-1], total[-1])
 
 
-def _global_mdi_on(engine, model, X, sample_weight, in_bag, n_jobs):
-    """:func:`global_mdi` on a lazy engine: the weighted mean of local MDI as a lazy (d,) array,
-    reduced exactly per block (no rows collected) and rounded once."""
-    if in_bag:
-        raise InputError("in_bag=True is not supported on a cluster engine's input: it replays the bootstrap "
-                         "draws over the exact training rows in order; compute it in memory, or use "
-                         "global_mdi(model) for the MDI from the trees alone")
-    forest = require_impurities(model)
-    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
-    arrays = [rows]
-    if sample_weight is not None:
-        w = engine.by_rows(sample_weight if engine.handles(sample_weight) else
-                           np.asarray(sample_weight, dtype=np.float64), rows, "sample_weight")
-        if len(w.shape) != 1:
-            raise InputError(f"sample_weight must be (n,) (one per row of X); got {len(w.shape)} dimensions")
-        arrays.append(w)
-    _warn_if_resampled(model, stacklevel=4)   # the caller of xai_plugins.global_mdi
-    block = global_mdi_block if sample_weight is not None else _unweighted_global_mdi_block
-    return engine.reduce(block, arrays, engine.ship_forest(forest), finish=_global_mdi_finish,
-                         shape=(forest.n_features,))
+def _global_finish(plan: Plan, cols: dict, engine) -> np.ndarray:
+    return cols["mdi"]
 
 
-def _unweighted_global_mdi_block(X, forest) -> list:
-    return global_mdi_block(X, None, forest)
+#: global MDI over data as a row method: an exact weighted mean of local MDI, rounded once
+GLOBAL_MDI = RowMethod("global-mdi", _prepare_global, _global_block, _global_finish)

@@ -208,7 +208,7 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
     if isinstance(perturbation, Perturbation):      # already validated (e.g. shipped to a row engine's workers)
         return perturbation
     if background is not None and labels is not None:       # category columns read as the model's codes
-        from ._validation import category_codes
+        from ._categories import category_codes
 
         background = category_codes(background, names, labels, numeric_labels, "background", missing=False)
     rho_vector = _rho_vector(rho, n_features)
@@ -217,7 +217,8 @@ def make_perturbation(n_features: int, sigma=0.3, perturbation=None, background=
         noise = _numeric_perturbation(n_features, sigma, perturbation, background, names, missing, labelled)
         bg = None
         if background is not None:
-            from ._validation import check_refused, model_rows
+            from ._categories import check_refused
+            from ._validation import model_rows
 
             bg, _ = model_rows(background, names, n_features, what="background", allow_nan=True, missing=missing)
             if numeric_labels and labels is not None:       # codes of categories its model refuses: never drawn

@@ -12,13 +12,20 @@ shap's own ``TreeExplainer`` included — can be compared: higher is more faithf
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ._validation import default_feature_names, feature_order, resolve_output
 from .engines import engine_for
+from .engines.method import Output, Plan, RowMethod
+from .engines.runner import run
 from .errors import ExplanationMismatchError, InputError
 from .forest import import_model
-from .prediction_gap import noise_args, pgi2
+from .prediction_gap._noise import _noise, _portable
+from .prediction_gap._pgi2 import _scores
+
+__all__ = ["faithfulness", "random_rankings"]
 
 
 def rank_by_magnitude(values) -> np.ndarray:
@@ -103,8 +110,8 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, output=None, perturba
     -----
     Feature columns are matched to the model's features by name (the explanation's
     ``feature_names``, else a DataFrame ``X``'s columns) and positionally otherwise. Attribution
-    values and/or ``X`` of a row engine (dask...) give a lazy result (``faithfulness_block`` on
-    each block; ``output`` and the additivity check are in memory only).
+    values and/or ``X`` of a row engine (dask...) give a lazy result (the row method ``FAITHFULNESS``
+    on each block; the additivity check reads the rows the driver holds: in memory only).
 
     Examples
     --------
@@ -133,33 +140,8 @@ def faithfulness(model, explanation, sigma=0.3, *, X=None, output=None, perturba
     ...
     xai_plugins.errors.ExplanationMismatchError: the explanation does not add up to this model's output: ...
     """
-    engine = engine_for(X, getattr(explanation, "values", explanation))
-    if engine.lazy:
-        return _faithfulness_on(engine, model, explanation, sigma, X, perturbation, background, n_jobs)
-    forest = import_model(model)
-    values = np.asarray(getattr(explanation, "values", explanation), dtype=np.float64)
-    _check_no_nan(values)
-    if X is None:
-        X = getattr(explanation, "data", None)
-        if X is None:
-            raise InputError("the explanation carries no data; pass the explained rows as X=")
-    if np.ndim(X) != 2 or len(X) != len(values):
-        raise InputError(f"X has shape {np.shape(X)} but the explanation has {len(values)} rows")
-    values, X = _model_order(forest, values, X, getattr(explanation, "feature_names", None))
-    k = forest.n_outputs
-    if values.ndim == 3 and values.shape[2] != k:
-        raise InputError(f"the explanation has {values.shape[2]} outputs but the model has {k}")
-    _check_additive(forest, values, getattr(explanation, "base_values", None), X)
-    c = None if output is None else resolve_output(forest.output_names, output)
-    ranking = rank_by_magnitude(values)
-    noise = dict(sigma=sigma, perturbation=perturbation, background=background, n_jobs=n_jobs)
-    if ranking.ndim == 2:
-        scores = pgi2(forest, X, ranking, **noise)
-    elif c is not None:
-        scores = pgi2(forest, X, ranking[:, :, c], **noise)
-    else:
-        return own_output_pgi2(forest, X, ranking, **noise)
-    return scores if c is None or scores.ndim == 1 else scores[:, c]
+    return run(FAITHFULNESS, engine_for(X, getattr(explanation, "values", explanation)), model, explanation, sigma,
+               X, output, perturbation, background, n_jobs)
 
 
 def _check_no_nan(values: np.ndarray) -> None:
@@ -220,51 +202,26 @@ def _model_outputs(forest, rows) -> list:
     return outputs
 
 
-def _model_order(forest, values, X, explained_names):
-    """``values`` (and array ``X``) with their feature columns in the model's order, matched by the
-    explanation's feature names (else a DataFrame X's columns); positional when either side has none."""
-    names = explained_names if explained_names is not None else getattr(X, "columns", None)
-    if names is None or forest.feature_names is None:
-        return values, X
-    order = feature_order([str(c) for c in names], forest.feature_names, "the explanation")
-    if order is None:
-        return values, X
-    values = values[:, order]
-    if not hasattr(X, "columns"):       # a DataFrame is aligned by pgi2 itself
-        X = np.asarray(X)[:, order]
-    return values, X
-
-
-def own_output_pgi2(model, X, ranking, **noise) -> np.ndarray:
-    """(n, k): PGI² of output c under the ranking for output c, ``ranking`` (n, d, k); the k
-    rankings are scored in one :func:`pgi2` call, so prefix sets they share are computed once."""
-    k = ranking.shape[2]
-    scores = np.reshape(pgi2(model, X, np.moveaxis(ranking, 2, 0), **noise), (k, len(X), k))
-    return np.stack([scores[c, :, c] for c in range(k)], axis=1)
-
-
 # --------------------------------------------------------------------------------------------
-# block functions and the row engines (xai_plugins.engines)
+# faithfulness and random rankings as row methods (xai_plugins.engines.runner runs them on any engine)
 # --------------------------------------------------------------------------------------------
 
-def faithfulness_block(forest, start, X, values, *, n_jobs, sigma, perturbation) -> np.ndarray:
-    """:func:`faithfulness` of a block of rows and their attribution values: (b, k) columns."""
-    return np.asarray(faithfulness(forest, values, sigma, X=X, perturbation=perturbation,
-                                   n_jobs=n_jobs)).reshape(len(X), -1)
-
-
-def _faithfulness_on(engine, model, explanation, sigma, X, perturbation, background, n_jobs):
-    """:func:`faithfulness` on a lazy engine; feature columns matched by name as in memory."""
+def _prepare(engine, model, explanation, sigma, X, output, perturbation, background, n_jobs) -> Plan:
+    """Validated once on the driver: the values' shape and NaNs (in memory), the explained rows, the
+    feature order (matched by name), the outputs, additivity on the first rows the driver holds, the noise."""
     forest = import_model(model)
     values = getattr(explanation, "values", explanation)
+    if not engine.handles(values):
+        values = np.asarray(values, dtype=np.float64)
+        _check_no_nan(values)
     if X is None:
         X = getattr(explanation, "data", None)
         if X is None:
             raise InputError("the explanation carries no data; pass the explained rows as X=")
-    if not engine.handles(values):
-        values = np.asarray(values, dtype=np.float64)
+    if not engine.handles(X) and not engine.handles(values) and (np.ndim(X) != 2 or len(X) != len(values)):
+        raise InputError(f"X has shape {np.shape(X)} but the explanation has {len(values)} rows")
     if len(values.shape) not in (2, 3):
-        raise InputError(f"attribution values must be (n, d) or (n, d, k); got {len(values.shape)} dimensions")
+        raise InputError(f"attribution values must be (n, d) or (n, d, k); got shape {tuple(values.shape)}")
     names = getattr(explanation, "feature_names", None)
     if names is None:
         names = getattr(X, "columns", None)
@@ -272,27 +229,53 @@ def _faithfulness_on(engine, model, explanation, sigma, X, perturbation, backgro
         order = feature_order([str(c) for c in names], forest.feature_names, "the explanation")
         if order is not None:
             values = values[:, order]
-            if not hasattr(X, "columns"):
+            if not hasattr(X, "columns"):       # a DataFrame is aligned by name
                 X = X[:, order] if engine.handles(X) else np.asarray(X)[:, order]
-    rows, _ = engine.rows(X, forest.feature_names, forest.n_features,
-                          lambda x: forest.rows(x, allow_nan=False), like=(values, 0), forest=forest)
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, like=(values, 0), forest=forest)
     values = engine.by_rows(values, rows, "the explanation")
     if values.shape[1] != forest.n_features:
         raise InputError(f"the explanation has {values.shape[1]} features but the model has {forest.n_features}")
     k = forest.n_outputs
     if len(values.shape) == 3 and values.shape[2] != k:
         raise InputError(f"the explanation has {values.shape[2]} outputs but the model has {k}")
-    out = engine.map_rows(faithfulness_block, rows, engine.ship_forest(forest), [values], k, n_jobs=n_jobs,
-                          **noise_args(forest, sigma, perturbation, background))
-    return engine.columns(out, 0, k, shape=() if len(values.shape) == 2 and k == 1 else (k,))
+    _check_additive(forest, engine.held(values, 0), getattr(explanation, "base_values", None), X)
+    c = None if output is None else resolve_output(forest.output_names, output)
+    noise = _portable(forest, _noise(forest, sigma, perturbation, background))
+    shape = () if c is not None or (len(values.shape) == 2 and k == 1) else (k,)
+    return Plan(rows, (Output("pgi2", shape),), shipped=forest, per_row=(values,),
+                shared=dict(output=c, noise=noise, n_jobs=n_jobs))
 
 
-def random_ranking_block(seed, start, X, *, d) -> np.ndarray:
+def _block(forest, start, X, values, *, output, noise, n_jobs) -> dict:
+    """PGI² of the rankings by magnitude of a block of rows' attribution values."""
+    ranking = rank_by_magnitude(values)
+    score = functools.partial(_scores, forest, start, X, names=None, noise=noise, prune=True, n_jobs=n_jobs,
+                              sampled_from=None, n_samples=0, root=None)
+    if ranking.ndim == 2:
+        scores = score(ranking, ranking=None, stacked=False)[:, 0]
+    elif output is not None:
+        scores = score(ranking[:, :, output], ranking=None, stacked=False)[:, 0]
+    else:       # each output's PGI² under its own ranking; the k rankings' shared prefix sets computed once
+        k = ranking.shape[2]
+        scores = np.reshape(score(np.moveaxis(ranking, 2, 1), ranking=None, stacked=True), (len(X), k, k))
+        return {"pgi2": np.stack([scores[:, c, c] for c in range(k)], axis=1)}
+    return {"pgi2": scores if output is None or scores.ndim == 1 else scores[:, output]}
+
+
+def _finish(plan: Plan, cols: dict, engine) -> np.ndarray:
+    return cols["pgi2"]
+
+
+#: faithfulness as a row method
+FAITHFULNESS = RowMethod("faithfulness", _prepare, _block, _finish)
+
+
+def _random_block(seed, start, X, *, d) -> dict:
     """Rows ``start..start+b`` of ``argsort(default_rng(seed).random((n, d)), axis=1)``: the
     generator is advanced past the rows before the block (one 64-bit draw per double)."""
     bits = np.random.PCG64(seed)
     bits.advance(int(start) * d)
-    return np.argsort(np.random.Generator(bits).random((len(X), d)), axis=1).astype(np.float64)
+    return {"ranking": np.argsort(np.random.Generator(bits).random((len(X), d)), axis=1)}
 
 
 def random_rankings(X, random_state=None):
@@ -335,8 +318,18 @@ def random_rankings(X, random_state=None):
         seed = int(np.random.default_rng(seed).integers(2 ** 63))
     if seed is None:
         seed = np.random.SeedSequence()
-    engine = engine_for(X)
+    return run(RANDOM_RANKINGS, engine_for(X), X, seed)
+
+
+def _prepare_random(engine, X, seed) -> Plan:
     d = X.shape[1]
     rows, _ = engine.rows(X, None, d, lambda x: (np.asarray(x, dtype=np.float64), default_feature_names(d)))
-    out = engine.map_rows(random_ranking_block, rows, seed, [], d, d=d)
-    return engine.columns(out, 0, d, dtype=np.int64)
+    return Plan(rows, (Output("ranking", (d,), np.int64),), shipped=seed, ship="value", shared=dict(d=d))
+
+
+def _finish_random(plan: Plan, cols: dict, engine) -> np.ndarray:
+    return cols["ranking"]
+
+
+#: random rankings as a row method
+RANDOM_RANKINGS = RowMethod("random-rankings", _prepare_random, _random_block, _finish_random)

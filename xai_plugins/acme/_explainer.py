@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
 import numpy as np
 import pandas as pd
 
-from .._validation import category_codes, model_rows
+from .._categories import category_codes
+from .._validation import model_rows
 from ..engines import engine_for
-from ..engines.base import pack
+from ..engines.method import Output, Plan, RowMethod
+from ..engines.runner import run
 from ..errors import InputError, XaiError, XaiWarning
 from ..forest import Forest, import_model, library_of, model_feature_names, model_missing_value
 from ._effects import local_effects, segment_effects
@@ -213,11 +216,11 @@ class AcME:
 
         A row engine's ``X_rows`` (a dask array / DataFrame...) gives a lazy AcMELocal whose
         ``.compute()`` is bitwise this explanation of the same rows, each block explained on a
-        worker by ``acme_block`` (this AcME object, with its model, is shipped once)."""
-        engine = engine_for(X_rows)
-        if engine.lazy:
-            return _acme_local_on(engine, self, X_rows)
-        rows = self._check_rows(X_rows)
+        worker by the row method ``ACME_LOCAL`` (this AcME object, with its model, is shipped once)."""
+        return run(ACME_LOCAL, engine_for(X_rows), self, X_rows)
+
+    def _explain_rows(self, rows: np.ndarray) -> dict:
+        """The per-row arrays of :meth:`explain_local` of checked ``rows``."""
         g = self.grid_
         R, n = g.values.size, rows.shape[0]
         batch = self.batch_size or max(1, _ROWS_PER_CALL // (R + 1))
@@ -231,9 +234,8 @@ class AcME:
         effects, importances = local_effects(g, row_pred, grid_pred, self.variant)
         k = row_pred.shape[1]
         squeeze = (lambda a: a[..., 0]) if k == 1 else (lambda a: a)
-        return AcMELocal(grid=g, output_names=self._scorer.output_names(k), variant=self.variant, X=rows,
-                         row_levels=g.row_levels(rows, self.background_), row_predictions=squeeze(row_pred),
-                         predictions=squeeze(grid_pred), effects=squeeze(effects), values=squeeze(importances))
+        return dict(X=rows, row_levels=g.row_levels(rows, self.background_), row_predictions=squeeze(row_pred),
+                    predictions=squeeze(grid_pred), effects=squeeze(effects), values=squeeze(importances))
 
 
 def _model_categories(model) -> tuple[np.ndarray | None, list | None, bool]:
@@ -250,31 +252,45 @@ def _model_categories(model) -> tuple[np.ndarray | None, list | None, bool]:
             forest.numeric_labels)
 
 
-def acme_block(acme, start, X) -> np.ndarray:
-    """:meth:`AcME.explain_local` of a block of rows, its per-row arrays packed side by side."""
-    local = acme.explain_local(X)
-    return pack(local.X, local.row_levels, local.row_predictions, local.predictions, local.effects, local.values)
-
-
-def _acme_local_on(engine, acme, X) -> AcMELocal:
-    """:meth:`AcME.explain_local` on a lazy engine: the number of model outputs is read from one
-    model call on the driver (the global baseline row); rows are checked (NaN, unseen categorical
-    levels) when the blocks run."""
+def _prepare_local(engine, acme, X) -> Plan:
+    """The rows, read and checked (category labels as codes, NaN, unseen levels) where they are read: here,
+    when the engine hands them to this reading (in memory), else in their blocks."""
     d = len(acme.feature_names_)
-    rows, _ = engine.rows(X, acme._align_names, d, lambda r: (acme._check_rows(r), list(acme.feature_names_)),
-                          "X_rows")
-    R = acme.grid_.values.size
+    read_here = []
+
+    def read(r):
+        read_here.append(True)
+        return acme._check_rows(r), list(acme.feature_names_)
+
+    rows, _ = engine.rows(X, acme._align_names, d, read, "X_rows")
+    return Plan(rows, functools.partial(_local_outputs, acme), shipped=acme, ship="object",
+                shared=dict(read=not read_here))
+
+
+def _local_outputs(acme) -> tuple:
+    """The outputs' shapes: the number of model outputs read from one model call (the global baseline row)."""
+    d, R = len(acme.feature_names_), acme.grid_.values.size
     k = acme._scorer(acme.baseline_[None, :]).shape[1]
-    out = engine.map_rows(acme_block, rows, engine.ship(acme, "xai-acme"), [], 2 * d + k * (1 + 2 * R + d))
-    edges = np.cumsum([0, d, d, k, R * k, R * k, d * k])
+    per = (k,) if k > 1 else ()          # the per-output axis dropped for one output, as in memory
+    return (Output("X", (d,)), Output("row_levels", (d,)), Output("row_predictions", per),
+            Output("predictions", (R, *per)), Output("effects", (R, *per)), Output("values", (d, *per)))
 
-    def part(i, *shape):        # the per-output axis k dropped for one output, as in memory
-        return engine.columns(out, int(edges[i]), int(edges[i + 1]), shape=shape if k > 1 else shape[:-1])
 
+def _local_block(acme, start, X, *, read) -> dict:
+    """:meth:`AcME.explain_local` of a block of rows (``read``: rows as the engine holds them, read and
+    checked here), as named per-row arrays."""
+    return acme._explain_rows(acme._check_rows(X) if read else X)
+
+
+def _local_finish(plan: Plan, cols: dict, engine) -> AcMELocal:
+    acme, rp = plan.shipped, cols["row_predictions"]
+    k = 1 if len(rp.shape) == 1 else rp.shape[1]
     return engine.result(AcMELocal, grid=acme.grid_, output_names=acme._scorer.output_names(k), variant=acme.variant,
-                         X=engine.columns(out, 0, d), row_levels=engine.columns(out, d, 2 * d),
-                         row_predictions=part(2, k), predictions=part(3, R, k), effects=part(4, R, k),
-                         values=part(5, d, k))
+                         **cols)
+
+
+#: AcME's local explanation as a row method
+ACME_LOCAL = RowMethod("acme", _prepare_local, _local_block, _local_finish)
 
 
 def _check_settings(n_quantiles, task, variant, batch_size) -> None:

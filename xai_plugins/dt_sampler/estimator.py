@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from .._validation import category_codes, check_is_fitted, check_random_state, feature_index, model_rows
+from .._categories import category_codes
+from .._validation import check_is_fitted, check_random_state, feature_index, model_rows
 from ..errors import InputError, InputTypeError
 from .binarize import DEFAULT_QUANTILES, apply_tests, fit_tests
 from .emergence import emergence

@@ -1,7 +1,8 @@
 """Row engines: where the per-row work of the methods runs (see :mod:`xai_plugins.engines.base`).
 
-The methods write their per-row work once, as block functions, and ask :func:`engine_for` which
-engine handles their inputs; they never name an engine. In memory is the default (one block);
+The methods declare their per-row work once, as row methods (:mod:`xai_plugins.engines.method`),
+ask :func:`engine_for` which engine handles their inputs and run there with
+:func:`xai_plugins.engines.runner.run`; they never name an engine. In memory is the default (one block);
 Dask (:mod:`xai_plugins.engines.dask`) and Spark (:mod:`xai_plugins.engines.spark`) ship with the
 package; another engine (Ray, ...) subclasses :class:`~xai_plugins.engines.base.Engine` and calls
 :func:`register`.
@@ -45,6 +46,12 @@ def get(name: str) -> Engine:
     raise InputError(f"no engine named {name!r}; registered: {[e.name for e in engines()]}")
 
 
+def remote(engine: Engine) -> bool:
+    """Whether ``engine`` holds its rows away from this process (a cluster engine, whose results are
+    lazy), so that what needs rows in memory reads a sample of them (the audit does)."""
+    return engine.lazy
+
+
 #: types no engine but the in-memory one takes (numpy arrays, plain Python containers and scalars)
 _IN_MEMORY = frozenset({np.ndarray, list, tuple, int, float, str, bool, type(None)})
 
@@ -69,4 +76,4 @@ def engine_for(*objs: Any) -> Engine:
 register(DaskEngine())
 register(SPARK)
 
-__all__ = ["Engine", "MEMORY", "engine_for", "engines", "get", "register"]
+__all__ = ["Engine", "MEMORY", "engine_for", "engines", "get", "register", "remote"]

@@ -1,6 +1,9 @@
-"""The row engine interface: what the methods ask of an engine, and the helpers every engine shares.
+"""The row engine interface: what the runner asks of an engine, and the helpers every engine shares.
 
-A *block function* is the per-row work of a method written once, as a function of a block of rows::
+The methods declare their per-row work as row methods (:mod:`xai_plugins.engines.method`), run by
+:mod:`xai_plugins.engines.runner`, the one caller of :meth:`Engine.map_rows`, :meth:`Engine.columns`
+and :meth:`Engine.reduce`. A *block function* is what the runner maps: the per-row work of a method
+on a block of rows::
 
     block_fn(shipped, start, X_block, *per_row_blocks, **shared) -> (b, width) float64 array
 
@@ -72,6 +75,12 @@ class Engine:
     def head(self, a: Any, n: int) -> np.ndarray:
         """The first ``n`` rows of a collection, in memory."""
         raise NotImplementedError
+
+    def held(self, a: Any, n: int) -> Any:
+        """The rows of the collection ``a`` that the driver reads without computing more than ``n`` of
+        them (its checks and cost estimates read these): the first ``n`` rows (none for 0); the
+        in-memory engine holds every row already and returns ``a`` itself."""
+        return self.head(a, n) if n else np.empty((0, 0))
 
     def ship(self, obj: Any, prefix: str = "xai-object", *, cache: bool = True) -> Any:
         """``obj`` as the one shared object of :meth:`map_rows` / :meth:`reduce`, sent to each worker

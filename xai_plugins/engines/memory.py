@@ -40,6 +40,10 @@ class MemoryEngine(Engine):
         """``a[:n]``."""
         return np.asarray(a[:n])
 
+    def held(self, a, n: int):
+        """``a`` itself: every row is on the driver."""
+        return a
+
     def ship(self, obj, prefix="xai-object", *, cache=True):
         """``obj`` itself: nothing to send."""
         return obj

@@ -16,7 +16,8 @@ from typing import Any, Callable
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
-from .._validation import category_codes, check_codes, check_refused, check_taken, model_rows
+from .._categories import category_codes, check_codes, check_refused, check_taken
+from .._validation import model_rows
 from ..errors import InputError, ModelStructureError
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
@@ -220,7 +221,7 @@ class Forest:
     cat_start: np.ndarray | None = None
     cat_bits: np.ndarray | None = None
     #: per feature, the categories the model was trained on (their positions are its codes), or None; a
-    #: DataFrame's category / text columns are read as these codes (``xai_plugins._validation.category_codes``)
+    #: DataFrame's category / text columns are read as these codes (``xai_plugins._categories.category_codes``)
     category_labels: list | None = None
     #: True when the model's own predict reads a number in a categorical column as a label to look up in
     #: ``category_labels`` (scikit-learn encoders, HistGradientBoosting), in arrays and DataFrames alike;
@@ -330,8 +331,8 @@ class Forest:
 class Categories(tuple):
     """A feature's training categories (a label's position is its code, as in ``Forest.category_labels``)
     whose model refuses a label outside them, rather than read it as an unseen category: ``refusal`` says
-    who refuses it and what to do (read by :func:`~xai_plugins._validation.category_codes` and
-    :func:`~xai_plugins._validation.check_refused`); ``refuses_missing``: a missing value too (an encoder
+    who refuses it and what to do (read by :func:`~xai_plugins._categories.category_codes` and
+    :func:`~xai_plugins._categories.check_refused`); ``refuses_missing``: a missing value too (an encoder
     with ``handle_unknown='error'`` that met none in training); ``refuses_unseen`` False: only a missing
     value is refused."""
 
@@ -351,7 +352,7 @@ class Categories(tuple):
 
 
 def category_values(rows: np.ndarray, labels: list | None) -> np.ndarray:
-    """The inverse of :func:`xai_plugins._validation.category_codes`: ``rows`` (n, d) with each
+    """The inverse of :func:`xai_plugins._categories.category_codes`: ``rows`` (n, d) with each
     feature that has ``labels`` (per feature, or None) read back from codes to labels, as an object
     array (NaN stays NaN; a code outside the labels, an unseen category, stays the number it is).
     ``rows`` itself when no feature has labels."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._extras import tqdm
 from .._validation import check_n_jobs, core_threads
-from ..engines import engine_for
+from ..engines import engine_for, remote
 from ..errors import InputTypeError, NoiseScaleWarning, ParityError, XaiError
 from . import sections as registry
 from .context import derive_seed, make_context
@@ -426,7 +426,7 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     start_all = time.perf_counter()
     root = np.random.SeedSequence(options.random_state)
     cl, engine = None, engine_for(X_test, y_test, client)
-    if engine.lazy:         # the test data on a row engine (Dask, Spark): every complete row explained there
+    if remote(engine):      # the test data on a row engine (Dask, Spark): every complete row explained there
         from ..forest import import_model
         from .runners import prepare
 
@@ -498,7 +498,7 @@ def _check_noise(ctx, options: AuditOptions) -> None:
     and ``binary_sigma`` on the 0/1 columns) when it swamps a feature's split thresholds and test
     values; noise the sections cannot use is left for them to report."""
     from ..perturbation import check_noise_scale, make_perturbation
-    from ..prediction_gap import split_boundaries
+    from ..prediction_gap._boundaries import split_boundaries
 
     try:
         noise = make_perturbation(ctx.n_features, **ctx.noise(max(options.sigma), options.binary_sigma))

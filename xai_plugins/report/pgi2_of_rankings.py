@@ -15,6 +15,8 @@ import pandas as pd
 
 from ..engines import engine_for
 from ..engines.base import pack
+from ..engines.method import Output, Plan, RowMethod
+from ..engines.runner import outputs
 from ..exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from ..prediction_gap import pg2, pgi2
 
@@ -55,8 +57,7 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     engine = engine_for(X, *rankings.values())
     methods, d = list(rankings), ctx.n_features
     # (m, n, d): one call per σ, shared prefixes computed once
-    packed = engine.map_rows(_side_by_side, X, None, [rankings[m] for m in methods], len(methods) * d)
-    stacked = engine.columns(packed, 0, len(methods) * d, shape=(len(methods), d), dtype=np.int64, rows_axis=1)
+    stacked = _side_by_side(engine, X, None, [rankings[m] for m in methods], (len(methods), d), np.int64, rows_axis=1)
     columns, keys, every = [], [], np.arange(d)
     for j, sigma in enumerate(sigmas):
         sampling = {} if sampled_from is None else dict(sampled_from=sampled_from, n_samples=n_samples,
@@ -71,7 +72,7 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
                     random_state=ctx.seed(f"faithfulness all features {j}"), **sampling).value
         columns.append(engine.by_rows(scale, X, "the PG² of every feature"))
     output = ctx.output if ctx.forest.n_outputs > 1 else None
-    (values,) = (compute or engine.compute)(engine.map_rows(_side_by_side, X, output, columns, len(keys) + len(sigmas)))
+    (values,) = (compute or engine.compute)(_side_by_side(engine, X, output, columns, (len(keys) + len(sigmas),)))
     values = np.asarray(values, dtype=np.float64)
     n, means = len(values), column_means(column_sums(values))
     scored = values[:, :len(keys)]
@@ -85,10 +86,27 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
                   {s: float(means[len(keys) + j]) for j, s in enumerate(sigmas)})
 
 
-def _side_by_side(output, start, X, *blocks) -> np.ndarray:
-    """Per-row blocks side by side (``output``: the explained output of a multi-output model's blocks,
-    their last axis; None for a single-output model)."""
-    return pack(*(b if output is None else b[..., output] for b in blocks))
+def _side_by_side(engine, X, output, per_row, shape, dtype=np.float64, rows_axis=0):
+    """The per-row collections ``per_row`` (blocked like the rows ``X``) side by side, as one per-row
+    collection of trailing ``shape`` (``output``: the explained output of a multi-output model's
+    collections, their last axis; None for a single-output model)."""
+    plan = Plan(X, (Output("out", shape, dtype, rows_axis),), shipped=(output, shape, dtype), ship="value",
+                per_row=tuple(per_row))
+    return outputs(_SIDE_BY_SIDE, engine, plan)["out"]
+
+
+def _side_block(shipped, start, X, *blocks) -> dict:
+    output, shape, dtype = shipped
+    packed = pack(*(b if output is None else b[..., output] for b in blocks))
+    return {"out": packed.reshape((len(X), *shape)).astype(dtype, copy=False)}
+
+
+def _no_plan(*args, **kwargs):
+    raise TypeError("given its plan (runner.outputs), not prepared")
+
+
+#: per-row collections side by side, as a row method
+_SIDE_BY_SIDE = RowMethod("side-by-side", _no_plan, _side_block, lambda plan, cols, engine: cols)
 
 
 def score_table(keys, means, sds, medians, n_rows, methods, sigmas) -> pd.DataFrame:

@@ -30,7 +30,10 @@ import numpy as np
 import pandas as pd
 
 from ..forest import library_of
-from ..prediction_gap import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
+from ..prediction_gap._auto import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
+from ..prediction_gap._greedy import GREEDY
+from .explainers import REGISTRY as EXPLAINER_REGISTRY
+from .explainers import Costs
 from .pgi2_of_rankings import MC_SAMPLES
 from .section import FIXED_SECONDS, REGISTRY, compute_order
 from .verdict import CI_LEVEL
@@ -48,16 +51,9 @@ ROW_SD = 0.3
 #: on ``benchmarks/bench_audit.py``'s workloads, 20,000 rows per call: the wine forest (63 trees, depth ≤ 26)
 #: 2.0 µs per sample, the California LightGBM (564 trees) 20 µs: 3.3 and 3.6 times the XGBoost rate
 PREDICT_FACTOR = {"sklearn": 4.0, "lightgbm": 4.0}
-#: TreeSHAP seconds per (row, tree, leaf, depth²) and local MDI seconds per (row, tree, depth)
-SHAP_SECONDS, MDI_SECONDS = 1.0e-9, 2.0e-8
-#: AcME: the quantile grid is evaluated on the explained rows and on this many background rows
-ACME_BACKGROUND = 100
 #: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
 #: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure
 FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.3, 0.8
-#: DT-Sampler: ApproxMC's model count with the first tree's UniGen call, then each further sampled tree, on the
-#: default 60 rows × 8 features × 3 branch nodes; the breast-cancer demo's CPU time (1.0 s and 0.11 s)
-DT_COUNT_SECONDS, DT_TREE_SECONDS = 1.0, 0.11
 
 
 @dataclass(frozen=True)
@@ -153,7 +149,8 @@ def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float)
     full set shared."""
     exact = [exact_seconds(forest, k) for k in range(d + 1)]
     cut = d + 1 if sampled_from is None else sampled_from
-    greedy = sum((d - k + 1) * exact[k] for k in range(1, d + 1))
+    assert GREEDY.cost is not None          # the greedy ranking's row method declares its cost
+    greedy = GREEDY.cost(forest, 1)
     pgi2 = sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
     every = exact[d] if d < cut else per_set
     return _PG2Costs(greedy, pgi2 + every, every)
@@ -254,28 +251,16 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
 
 
 def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: float, why: str) -> SectionPlan:
-    """The explainers' estimate: greedy PG² (exact), TreeSHAP, local MDI, AcME, MCR and DT-Sampler, their global
-    importance panels and local figures."""
-    forest, d = ctx.forest, ctx.n_features
-    depths = leaf_depths(forest)
+    """The explainers' estimate: each explainer's own (:meth:`~.explainers.Explainer.cost`: greedy PG², TreeSHAP,
+    local MDI, AcME, MCR, DT-Sampler...), their global importance panels and local figures."""
+    depths = leaf_depths(ctx.forest)
     leaves = float(depths.sum())
     mean_depth = float(np.sum(depths @ np.arange(depths.shape[1]))) / max(leaves, 1.0)
-    shap_rows = max(options.max_shap_rows, rows)
+    costs = Costs(rows, per_sample, greedy_per_row, leaves, mean_depth, _n_rows(ctx), FIGURE_SECONDS,
+                  PYPLOT_FIGURE_SECONDS)
     on = set(options.explainers)
     seconds = REGISTRY["explanations"].seconds + FIGURE_SECONDS * math.ceil(len(on) / 2)     # importance panels
-    if "pg2" in on:
-        seconds += rows * greedy_per_row
-    if "shap" in on:
-        seconds += shap_rows * leaves * forest.leaf_width * mean_depth ** 2 * SHAP_SECONDS
-        seconds += options.n_local * PYPLOT_FIGURE_SECONDS                                   # waterfalls
-    if "local_mdi" in on:
-        seconds += rows * forest.n_trees * mean_depth * MDI_SECONDS
-    if "acme" in on:
-        seconds += (rows + ACME_BACKGROUND) * d * options.acme_quantiles * per_sample
-        seconds += options.n_local * PYPLOT_FIGURE_SECONDS                                   # what-if figures
-    if "mcr" in on and (getattr(ctx.model, "bootstrap", True) is False or options.mcr_fit_forest):
-        seconds += options.mcr_permutations * d * _n_rows(ctx) * per_sample
-    if "dt_sampler" in on and ctx.task == "classification":
-        size = options.dt_sampler_rows / 60.0 * min(options.dt_sampler_features, d) / 8.0
-        seconds += (DT_COUNT_SECONDS + options.dt_sampler_samples * DT_TREE_SECONDS) * size + FIGURE_SECONDS
+    for key in (k for k in EXPLAINER_REGISTRY if k in on):
+        for term in EXPLAINER_REGISTRY[key].cost(ctx, options, costs):
+            seconds += term
     return SectionPlan("explanations", "greedy PG² exact" if "pg2" in on else "-", rows, 0, seconds, why)

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..engines.base import pack
+from ..engines.method import Output, Plan, RowMethod, Sum
+from ..engines.runner import outputs
 from ..errors import InputError
 from ..forest.layout import code_frame
 from .explainers import REGISTRY, Explainer, MethodResult, run
@@ -72,8 +73,8 @@ class AuditRows:
     def tile(self, order):
         """One ranking ``order`` for every explained row (a collection of the engine)."""
         order = np.asarray(order, dtype=np.int64)
-        out = self.engine.map_rows(_tile_block, self.X, order, [], order.size)
-        return self.engine.columns(out, 0, order.size, dtype=np.int64)
+        plan = Plan(self.X, (Output("ranking", (order.size,), np.int64),), shipped=order, ship="value")
+        return outputs(_TILE, self.engine, plan)["ranking"]
 
     def random_rankings(self, seed: int):
         """One uniformly random feature order per explained row (a collection of the engine), drawn
@@ -81,30 +82,51 @@ class AuditRows:
         where the row is, so the random floor of the same rows is the same in memory and on any engine,
         for any row order and partitioning (equal rows get equal orders)."""
         d = int(self.X.shape[1])
-        out = self.engine.map_rows(_random_order_block, self.X, int(seed), [], d)
-        return self.engine.columns(out, 0, d, dtype=np.int64)
+        plan = Plan(self.X, (Output("ranking", (d,), np.int64),), shipped=int(seed), ship="value")
+        return outputs(_RANDOM_ORDER, self.engine, plan)["ranking"]
 
 
-def _tile_block(order, start, X):
-    return np.broadcast_to(order.astype(np.float64), (len(X), order.size))
+def _tile_block(order, start, X) -> dict:
+    return {"ranking": np.repeat(order[None, :], len(X), axis=0)}
 
 
-def _random_order_block(seed, start, X) -> np.ndarray:
+def _random_order_block(seed, start, X) -> dict:
     """Per row, a uniformly random permutation drawn from a ``numpy.random.SeedSequence`` keyed by ``seed``
     and the row's float64 bits (−0.0 read as 0.0): a function of the row's values only, never of ``start``."""
     bits = np.ascontiguousarray(np.asarray(X, dtype=np.float64) + 0.0).view(np.uint32)
-    out = np.empty((len(bits), bits.shape[1] // 2))
+    out = np.empty((len(bits), bits.shape[1] // 2), dtype=np.int64)
     for i, row in enumerate(bits):
         out[i] = np.random.default_rng(np.random.SeedSequence([seed, *row.tolist()])).permutation(out.shape[1])
-    return out
+    return {"ranking": out}
 
 
-def _explainer_block(shipped, start, X, *, widths):
-    """One block of a per-row explainer (``shipped``: the explainer and its state), its outputs packed
-    side by side (``widths``: name -> columns)."""
+def _explainer_block(shipped, start, X) -> dict:
+    """One block of a per-row explainer (``shipped``: the explainer and its state): its outputs as
+    float64 (b, m) arrays, the ranking as int64."""
     explainer, state = shipped
     out = explainer.block(state, X)
-    return pack(*[out[name] for name in widths])
+    return {name: np.asarray(v, dtype=np.int64 if name == "ranking" else np.float64).reshape(len(X), -1)
+            for name, v in out.items()}
+
+
+def _sums_of(*arrays) -> list:
+    """Exact column sums of per-row outputs side by side, and the row count (:func:`column_sums`)."""
+    return column_sums(np.concatenate([np.reshape(np.asarray(a, dtype=np.float64), (len(a), -1)) for a in arrays],
+                                      axis=1))
+
+
+def _no_plan(*args, **kwargs):
+    raise TypeError("the audit's row methods are given their plan (runners.outputs), not prepared")
+
+
+def _no_finish(plan, cols, engine):
+    return cols
+
+
+#: the audit's row methods: a per-row explainer's block, a ranking tiled over the rows, random orders
+_EXPLAINER = RowMethod("explainer", _no_plan, _explainer_block, _no_finish)
+_TILE = RowMethod("tile", _no_plan, _tile_block, _no_finish)
+_RANDOM_ORDER = RowMethod("random-order", _no_plan, _random_order_block, _no_finish)
 
 
 def run_all(ctx, rows: AuditRows, options) -> dict:
@@ -126,7 +148,7 @@ def run_all(ctx, rows: AuditRows, options) -> dict:
     start = time.perf_counter()
     try:
         kept = rows.keep(*[mapped[k]["ranking"] for k in keys], *[mapped[k]["sums"] for k in keys],
-                         *[mapped[k]["sampled"] for k in keys])
+                         *[mapped[k]["scores"] for k in keys], *[mapped[k]["importance"] for k in keys])
         small = rows.values(*kept[len(keys):])
     except Exception as exc:  # noqa: BLE001 - one pass for every per-row method: they fail together, saying why
         for key in keys:
@@ -136,7 +158,7 @@ def run_all(ctx, rows: AuditRows, options) -> dict:
     for j, key in enumerate(keys):
         seconds = methods[key].seconds + shared
         methods[key] = run(key, _finish, REGISTRY[key], ctx, rows, mapped[key], kept[j], small[j],
-                           small[len(keys) + j], options)
+                           small[len(keys) + j], small[2 * len(keys) + j], options)
         methods[key].seconds += seconds
     return methods
 
@@ -170,44 +192,40 @@ def _map(explainer: Explainer, ctx, rows: AuditRows, options) -> MethodResult:
     probe = check_block(explainer, explainer.block(state, ctx.X_test.to_numpy()[ctx.complete_rows[:1]]), 1,
                         ctx.n_features)
     widths = {name: int(np.prod(v.shape[1:])) for name, v in probe.items()}
-    shipped = engine.ship((explainer, state), "xai-explainer", cache=False)
-    packed = engine.map_rows(_explainer_block, X, shipped, [], sum(widths.values()), widths=widths)
     averaged = [name for name in widths if name not in PER_ROW[1:]]
+    declared = tuple(Output(name, (w,), np.int64 if name == "ranking" else np.float64) for name, w in widths.items())
+    sums = Sum("sums", _sums_of, of=tuple(averaged))
+    shipped = (explainer, state)
     if pick is None and explainer.every_row and rows.every is not None:    # the mean over every row, as in memory
+        cols = outputs(_EXPLAINER, engine, Plan(X, declared, shipped=shipped, ship="object-once"))
         X = rows.every
-        summed = engine.map_rows(_explainer_block, X, shipped, [], sum(widths.values()), widths=widths)
+        total = outputs(_EXPLAINER, engine, Plan(X, tuple(o for o in declared if o.name in averaged) + (sums,),
+                                                  shipped=shipped, ship="object-once"))["sums"]
     else:
-        summed = packed
-    explained = packed if pick is None else packed[pick]
-    at, where = 0, {}
-    for name, width in widths.items():
-        where[name] = np.arange(at, at + width)
-        at += width
+        cols = outputs(_EXPLAINER, engine, Plan(X, declared + (sums,), shipped=shipped, ship="object-once"))
+        total = cols["sums"]
+    explained = {name: cols[name] if pick is None else cols[name][pick] for name in PER_ROW}
     result = MethodResult(explainer.key)
     result.extras["mapped"] = {
-        "state": state, "widths": widths, "averaged": averaged, "rows": int(engine.n_rows(X)), "where": where,
-        "ranking": engine.columns(explained, int(where["ranking"][0]), int(where["ranking"][-1]) + 1, dtype=np.int64),
-        "sums": engine.reduce(_column_sums_of, [summed], np.concatenate([where[name] for name in averaged])),
-        "sampled": engine.take(explained, rows.agreement)}
+        "state": state, "widths": widths, "averaged": averaged, "rows": int(engine.n_rows(X)),
+        "ranking": explained["ranking"], "sums": total,
+        "scores": engine.take(explained["scores"], rows.agreement),
+        "importance": engine.take(explained["importance"], rows.agreement)}
     return result
 
 
-def _column_sums_of(block, columns) -> list:
-    return column_sums(block[:, columns])
-
-
-def _finish(explainer: Explainer, ctx, rows: AuditRows, mapped: dict, ranking, total, sampled,
+def _finish(explainer: Explainer, ctx, rows: AuditRows, mapped: dict, ranking, total, scores, importance,
             options) -> MethodResult:
     """A per-row explainer's result from its reductions (``total``: the exact column sums of the
-    averaged outputs; ``sampled``: scores and importances of the agreement rows)."""
+    averaged outputs; ``scores`` / ``importance``: those of the agreement rows)."""
     flat, means, at = column_means(total), {}, 0
     for name in mapped["averaged"]:
         means[name] = flat[at:at + mapped["widths"][name]]
         at += mapped["widths"][name]
-    sampled, where = np.asarray(sampled, dtype=float), mapped["where"]
     result = MethodResult(explainer.key, importance=pd.Series(means["importance"], index=ctx.feature_names),
-                          local_scores=sampled[:, where["scores"]], ranking=ranking, params={"rows": mapped["rows"]})
-    result.extras["per_row"] = sampled[:, where["importance"]]
+                          local_scores=np.asarray(scores, dtype=float), ranking=ranking,
+                          params={"rows": mapped["rows"]})
+    result.extras["per_row"] = np.asarray(importance, dtype=float)
     explainer.finish(ctx, result, mapped["state"], means, rows.local_X, rows.local_labels, options)
     return result
 
@@ -286,7 +304,8 @@ def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state, p
     y = None if y_test is None else engine.by_rows(y_test, rows, "y_test")
     apart = {name: engine.by_rows(a, rows, f"protected column {name!r}") for name, a in apart.items()}
     n_rows = engine.n_rows(rows)
-    (missing,) = engine.compute(engine.reduce(_missing_counts, [rows]))[0]
+    missing_counts = outputs(_ROWS, engine, Plan(rows, (Sum("missing", _missing_counts),)))["missing"]
+    (missing,) = engine.compute(missing_counts)[0]
     X, position = engine.persist(*engine.where(rows, _complete))
     cl = EngineRows(engine, X, position, n_rows, np.asarray(missing, dtype=np.int64), min(int(sample_size), n_rows),
                     rows)
@@ -302,8 +321,13 @@ def prepare(forest, X_test, y_test, *, engine, sample_size: int, random_state, p
     return cl, sample, None if y is None else np.asarray(got[1]).ravel()
 
 
-def _score_block(scorer, start, X):
-    return np.column_stack([scorer(X), start + np.arange(len(X), dtype=np.float64)])
+def _score_block(scorer, start, X) -> dict:
+    return {"score": scorer(X), "index": start + np.arange(len(X), dtype=np.float64)}
+
+
+def _extremes_of(score, index, m: int) -> np.ndarray:
+    """:func:`_extremes` of a block's (score, row index) pairs."""
+    return _extremes(np.column_stack([score, index]), m)
 
 
 def _extremes(block, m: int) -> np.ndarray:
@@ -327,13 +351,23 @@ def engine_rows(ctx, cl: EngineRows, n_local: int) -> AuditRows:
     agreement = np.sort(ctx.rng("agreement rows").permutation(n)[:min(n, cl.sample_size)])
     local_X, local_labels = np.empty((0, ctx.n_features)), []
     if n_local > 0:
-        scores = engine.map_rows(_score_block, cl.X, engine.ship(ctx.portable_scorer(), "xai-scorer", cache=False),
-                                 [], 2)
-        (candidates,) = engine.compute(engine.reduce(_extremes, [scores], n_local,
-                                                     combine=functools.partial(_merge_extremes, m=n_local)))
+        extremes = Sum("extremes", functools.partial(_extremes_of, m=n_local), of=("score", "index"),
+                       combine=functools.partial(_merge_extremes, m=n_local))
+        plan = Plan(cl.X, (Output("score"), Output("index"), extremes), shipped=ctx.portable_scorer(),
+                    ship="object-once")
+        (candidates,) = engine.compute(outputs(_SCORER, engine, plan)["extremes"])
         local_idx = extremes_first(candidates[:, 1].astype(np.int64), n_local)
         picked = np.sort(local_idx)
         local_X, labels = engine.compute(engine.take(cl.X, picked), engine.take(cl.position, picked))
         order = np.searchsorted(picked, local_idx)      # back to the alternating order
         local_X, local_labels = np.asarray(local_X)[order], [str(int(v)) for v in np.asarray(labels)[order]]
     return AuditRows(engine, cl.X, None, agreement, local_X, local_labels, cl.every)
+
+
+def _nothing(shipped, start, X, *per_row) -> dict:
+    return {}
+
+
+#: reductions of the rows themselves, and the model's scores of the rows
+_ROWS = RowMethod("rows", _no_plan, _nothing, _no_finish)
+_SCORER = RowMethod("scorer", _no_plan, _score_block, _no_finish)

@@ -34,6 +34,24 @@ import pandas as pd
 from ...ranking_faithfulness import rank_by_magnitude
 
 
+@dataclass(frozen=True)
+class Costs:
+    """What an explainer's cost estimate reads (see :meth:`Explainer.cost`; the audit's plan fills it from the
+    model, the data sizes and the options): the explained ``rows``, the seconds of one Monte Carlo sample
+    (``per_sample``) and of one row's greedy PG² ranking (``greedy_per_row``), the model's ``leaves`` and their
+    ``mean_depth``, the rows of the data (test and training: ``data_rows``), the seconds of one figure embedded
+    as a PNG (``figure``) and of one drawn through pyplot (``pyplot``)."""
+
+    rows: int
+    per_sample: float
+    greedy_per_row: float
+    leaves: float
+    mean_depth: float
+    data_rows: int
+    figure: float
+    pyplot: float
+
+
 class NotApplicable(Exception):
     """The method does not apply to this model or task; the message says why."""
 
@@ -137,6 +155,12 @@ class Explainer:
         """Explainers of the whole data (no :meth:`block`): the result on the audit's data."""
         raise NotImplementedError(f"explainer {self.key!r} has neither a block function nor a run method")
 
+    def cost(self, ctx, options, costs: Costs) -> list:
+        """The estimated CPU seconds of this explainer in an audit, as the terms the plan adds up (the
+        work, its figures), from :class:`Costs`; a function of the model, the data sizes and the
+        options only (the same inputs, the same plan). Default: nothing to estimate."""
+        return []
+
     def limitation(self, ctx, result: MethodResult, options, name) -> str | None:
         """What the report's limitations say about this method when it ran (``name(option)``: how
         the reader sets an option), or None."""
@@ -199,5 +223,5 @@ for _name in ("treeshap", "greedy_pg2", "local_mdi", "acme", "dt_sampler", "mcr"
 #: the built-in explainers (the default of ``explainers=``)
 EXPLAINERS = keys()
 
-__all__ = ["EXPLAINERS", "Explainer", "MethodResult", "NotApplicable", "REGISTRY", "Unsupported", "by_magnitude", "get",
-           "keys", "name_list", "register", "run"]
+__all__ = ["Costs", "EXPLAINERS", "Explainer", "MethodResult", "NotApplicable", "REGISTRY", "Unsupported",
+           "by_magnitude", "get", "keys", "name_list", "register", "run"]

@@ -9,6 +9,9 @@ from ...acme import AcME
 from .. import figures
 from . import Explainer, NotApplicable, by_magnitude, register
 
+#: AcME: the quantile grid is evaluated on the explained rows and on this many background rows
+ACME_BACKGROUND = 100
+
 
 @register
 class AcMEExplainer(Explainer):
@@ -16,6 +19,11 @@ class AcMEExplainer(Explainer):
     importances and what-if curves of the explained rows."""
 
     key, label, caption = "acme", "AcME", "mean standardised effect"
+
+    def cost(self, ctx, options, costs):
+        """The model on the quantile grid of every explained and background row, and the what-if figures."""
+        return [(costs.rows + ACME_BACKGROUND) * ctx.n_features * options.acme_quantiles * costs.per_sample,
+                options.n_local * costs.pyplot]
 
     def prepare(self, ctx, options):
         """The AcME explainer of the explained output on the complete background rows."""

@@ -21,6 +21,10 @@ class GreedyPG2(Explainer):
                "PG² is not monotone in the perturbed set)")
     reference = signed = True
 
+    def cost(self, ctx, options, costs):
+        """The greedy ranking of every explained row, exact."""
+        return [costs.rows * costs.greedy_per_row]
+
     def prepare(self, ctx, options):
         """The Forest, the explained output, the noise in absolute units (its categorical laws included, no
         background shipped) and

@@ -7,6 +7,9 @@ from ...mdi import local_mdi, require_impurities
 from ..context import detached
 from . import Explainer, NotApplicable, by_magnitude, register
 
+#: local MDI seconds per (row, tree, depth)
+MDI_SECONDS = 2.0e-8
+
 
 @register
 class LocalMDI(Explainer):
@@ -19,6 +22,10 @@ class LocalMDI(Explainer):
     every_row = True            # local MDI follows a missing value's default direction
     caption = ("mean impurity decrease of the feature's splits along the rows' paths (a property of the fitted "
                "trees, not of the explained output)")
+
+    def cost(self, ctx, options, costs):
+        """Local MDI of every explained row (per row, tree and depth)."""
+        return [costs.rows * ctx.forest.n_trees * costs.mean_depth * MDI_SECONDS]
 
     def prepare(self, ctx, options):
         """The Forest with node impurities (:class:`NotApplicable` when the model stores none)."""

@@ -23,6 +23,13 @@ class ModelClassReliance(Explainer):
     explains = "the model's loss when a feature is scrambled"
     in_importance_bars = False
 
+    def cost(self, ctx, options, costs):
+        """The permutations of every feature over the data, when the model is a forest it refits or one without
+        bootstrap."""
+        if getattr(ctx.model, "bootstrap", True) is False or options.mcr_fit_forest:
+            return [options.mcr_permutations * ctx.n_features * costs.data_rows * costs.per_sample]
+        return []
+
     def run(self, ctx, rows, options):
         """RF-MCR with the audit's permutations and tolerance."""
         return model_class_reliance_result(ctx, n_permutations=options.mcr_permutations, epsilon=options.mcr_epsilon,

@@ -43,6 +43,10 @@ def tree_shap(model, rows):
     return shap.Explanation(summed, base_values=explanation.base_values, data=np.asarray(rows), feature_names=names)
 
 
+#: TreeSHAP seconds per (row, tree, leaf, depth²)
+SHAP_SECONDS = 1.0e-9
+
+
 @register
 class TreeSHAP(Explainer):
     """TreeSHAP of the explained output; global importance: mean |SHAP value| (per class too for a
@@ -50,6 +54,12 @@ class TreeSHAP(Explainer):
 
     key, label, caption = "shap", "SHAP", "mean |SHAP value|"
     per_class = True
+
+    def cost(self, ctx, options, costs):
+        """TreeSHAP of at least ``max_shap_rows`` rows (per row, tree, leaf and depth²), and its waterfalls."""
+        shap_rows = max(options.max_shap_rows, costs.rows)
+        return [shap_rows * costs.leaves * ctx.forest.leaf_width * costs.mean_depth ** 2 * SHAP_SECONDS,
+                options.n_local * costs.pyplot]
 
     def prepare(self, ctx, options):
         """The model, how to feed it rows, the explained output and the class count; :class:`Unsupported` for a

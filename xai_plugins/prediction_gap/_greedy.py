@@ -1,0 +1,152 @@
+"""The greedy PG² ranking (:func:`greedy_pg2_ranking`), declared once as a row method (:data:`GREEDY`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _native
+from .._validation import resolve_output
+from ..engines import engine_for
+from ..engines.method import Output, Plan, RowMethod
+from ..engines.runner import run
+from ..forest import import_model
+from ..perturbation import cdf_table
+from ._auto import exact_seconds
+from ._boundaries import split_boundaries
+from ._exact import PRUNE_RTOL, _batched
+from ._noise import _noise, _portable
+from ._results import GreedyRanking
+from ._sets import _check_perturbed_finite
+
+__all__ = ["greedy_pg2_ranking"]
+
+
+def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
+                       verbose=True, n_jobs=None, rho=None) -> GreedyRanking:
+    r"""Greedy PG² ranking of the features of every row of ``X``, most important first.
+
+    Step k adds the feature that most increases the squared prediction gap of the features chosen
+    so far:
+
+    .. math::
+
+        \pi(k) = \operatorname*{arg\,max}_{j} \mathrm{PG}^2(x, \{\pi(1), \dots, \pi(k-1)\} \cup \{j\}),
+
+    with PG² summed over the model's outputs (or taken for ``output`` only). Ties go to the
+    lowest feature index (features the model never reaches tie at the end in index order).
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        A model :func:`xai_plugins.import_model` supports, or a :class:`xai_plugins.Forest`.
+    X : array-like of shape (n, d) or DataFrame
+        The rows (a DataFrame is aligned by column name to the model's features). A row engine's
+        collection (dask...) gives a lazy result.
+    sigma : float or array-like of shape (d,), default 0.3
+        Gaussian noise scale, as for :func:`xai_plugins.pg2`.
+    perturbation : frozen scipy.stats distribution, list of them, or None, default None
+        Noise distribution(s) instead of the Gaussian, as for :func:`xai_plugins.pg2`.
+    background : array-like or DataFrame or None, default None
+        Background data (``sigma`` in its standard deviations), as for :func:`xai_plugins.pg2`.
+    output : int, str or None, default None
+        Rank on this output only (an index or name: a class label, an output name); None sums PG²
+        over the outputs.
+    prune : bool, default True
+        As for :func:`xai_plugins.pg2`. With pruning, each step first screens its candidates with
+        a looser certified bound and evaluates again only those that could still be the best, so
+        the ranking is the one the all-pairs sums give.
+    verbose : bool, default True
+        Progress bar on long calls, as for :func:`xai_plugins.pg2`.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+    rho : float, array-like or None, default None
+        Categorical features' redraw probability, as for :func:`xai_plugins.pg2`.
+
+    Returns
+    -------
+    GreedyRanking
+        ``.ranking`` (n, d): feature indices in the model's feature order, most important first;
+        ``.pg2_path`` (n, d): ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. An engine's ``X``
+        (dask...) gives a lazy GreedyRanking (the row method ``GREEDY`` on each block).
+
+    Raises
+    ------
+    InputError
+        NaN (or the model's ``missing=`` sentinel) in a numeric feature of ``X`` (every feature is
+        perturbed; a categorical one's missing value is an atom of its law, as in :func:`pg2`), empty
+        data or bad noise settings.
+    FeatureMismatchError
+        DataFrame columns that cannot be aligned to the model's features.
+    InputIndexError
+        An ``output`` index out of range.
+    UnsupportedModelError
+        A model that cannot be imported.
+
+    See Also
+    --------
+    xai_plugins.GreedyRanking : The result.
+    xai_plugins.pgi2 : Scores the ranking.
+    xai_plugins.shap.PG2Explainer : The greedy PG² gains as a ``shap.Explanation``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> import xai_plugins as xp
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> X = (X - X.mean(0)) / X.std(0)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> result = xp.greedy_pg2_ranking(model, X[:5], sigma=0.3)
+    >>> result.ranking.shape, result.pg2_path.shape
+    ((5, 10), (5, 10))
+    >>> bool(np.all(np.sort(result.ranking, axis=1) == np.arange(10)))   # a permutation per row
+    True
+    >>> first_two = result.ranking[0, :2]
+    >>> bool(np.isclose(result.pg2_path[0, 1], xp.pg2(model, X[:1], first_two, sigma=0.3).value[0]))
+    True
+    """
+    return run(GREEDY, engine_for(X), model, X, sigma, perturbation, background, output, prune, verbose, n_jobs, rho)
+
+
+def _prepare(engine, model, X, sigma, perturbation, background, output, prune, verbose, n_jobs, rho) -> Plan:
+    """Validated once on the driver: the output whose PG² is maximised (its weight), the noise."""
+    forest = import_model(model)
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
+    c = None if output is None else resolve_output(forest.output_names, output)
+    weight = np.ones(forest.n_outputs)
+    if c is not None:
+        weight = np.zeros(forest.n_outputs)
+        weight[c] = 1.0
+    noise = _noise(forest, sigma, perturbation, background, rho)
+    d = forest.n_features
+    return Plan(rows, (Output("ranking", (d,), np.int64), Output("pg2_path", (d,))), shipped=forest,
+                shared=dict(weight=weight, noise=_portable(forest, noise), prune=prune, n_jobs=n_jobs),
+                progress=verbose)
+
+
+def _block(forest, start, X, *, weight, noise, prune, n_jobs, progress=False) -> dict:
+    """The greedy ranking and its PG² path of a block of rows."""
+    d = forest.n_features
+    _check_perturbed_finite(X, np.ones((1, d), dtype=np.uint8), forest.missing_value, forest.n_categories)
+    splits = split_boundaries(forest)
+    table = cdf_table(splits, X, noise, range(d))
+    seconds = _cost(forest, len(X)) if progress and len(X) > 1 else 0.0
+    ranking, path = _batched(len(X), seconds, progress, "greedy PG² ranking", lambda a, b: _native.greedy_pg2(
+        splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight, n_jobs=n_jobs,
+        prune_rtol=PRUNE_RTOL if prune else 0.0))
+    return {"ranking": ranking.astype(np.int64), "pg2_path": path}
+
+
+def _cost(forest, n_rows: int) -> float:
+    """Estimated CPU seconds of the greedy ranking of ``n_rows`` rows: d - k + 1 exact PG² of k features at step k."""
+    d = forest.n_features
+    return n_rows * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
+
+
+def _finish(plan: Plan, cols: dict, engine) -> GreedyRanking:
+    return engine.result(GreedyRanking, ranking=cols["ranking"], pg2_path=cols["pg2_path"])
+
+
+#: the greedy PG² ranking as a row method
+GREEDY = RowMethod("greedy-pg2", _prepare, _block, _finish, _cost)
