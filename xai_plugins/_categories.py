@@ -11,7 +11,7 @@ import numpy as np
 from ._validation import _is_series, is_dask
 from .errors import InputError
 
-__all__ = ["category_codes", "check_codes", "check_refused", "check_taken"]
+__all__: list[str] = []      # internal module: the public names are in the API reference
 
 
 def category_codes(X, names, labels: list, numeric_labels: bool = False, what: str = "X", *, missing: bool = True):

@@ -89,6 +89,8 @@ from .errors import MissingExtraError, XaiError
 from .forest import import_model
 from .forest.files import native_message
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: the subcommands: a first word of the command line that is not a flag
 SUBCOMMANDS = ("sign", "verify", "keygen", "reasons")
 #: exit statuses: success, a failed section or method under --strict or a --fail-on gate tripped, a user error

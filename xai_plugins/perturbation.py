@@ -35,6 +35,8 @@ from scipy import special
 
 from .errors import InputError, InputTypeError, NoiseScaleWarning
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: σ at or above this multiple of the range of a feature's split thresholds and the rows' values makes
 #: its perturbation meaningless: the perturbed value then falls within that range with probability
 #: ≤ range / (σ √(2π)) < 0.4 %, so PG² compares only "below every threshold" with "above every

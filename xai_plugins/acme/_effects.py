@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 _REFERENCE_VAR_PAD = 1e-4       # the released code's sqrt(var + 1e-4)
 
 

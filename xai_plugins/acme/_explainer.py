@@ -21,6 +21,8 @@ from ._grid import build_grid, categorical_mask, global_baseline
 from ._results import AcMEGlobal, AcMELocal
 from ._scoring import TASKS, Scorer, infer_task, is_classifier
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 _VARIANTS = ("paper", "reference")
 _ROWS_PER_CALL = 1 << 16        # default cap on perturbed rows per local predict call
 

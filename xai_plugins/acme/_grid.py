@@ -16,6 +16,8 @@ from scipy import stats
 from .._validation import feature_index
 from ..forest.layout import category_values
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 @dataclass(frozen=True)
 class Grid:

@@ -11,6 +11,8 @@ from .._validation import resolve_output
 from ..errors import InputError, InputIndexError
 from ._grid import Grid
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 def _importance_frame(names, values, output_names) -> pd.DataFrame:
     """Importances (d,) or (d, k) as a DataFrame sorted by their total, one column per output."""

@@ -9,6 +9,8 @@ from .._validation import check_is_fitted
 from ..errors import InputError, InputTypeError, UnsupportedModelError
 from ..forest.layout import category_frame
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 TASKS = ("regression", "classification")
 
 

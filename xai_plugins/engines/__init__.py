@@ -76,4 +76,4 @@ def engine_for(*objs: Any) -> Engine:
 register(DaskEngine())
 register(SPARK)
 
-__all__ = ["Engine", "MEMORY", "engine_for", "engines", "get", "register", "remote"]
+__all__: list[str] = []      # internal module: the public names are in the API reference

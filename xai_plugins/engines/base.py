@@ -30,6 +30,8 @@ import numpy as np
 
 from ..errors import InputError, ModelGoneError
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 BlockFn = Callable[..., np.ndarray]
 
 

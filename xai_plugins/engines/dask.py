@@ -34,6 +34,8 @@ from .._validation import default_feature_names, feature_order, frame_values, is
 from ..errors import InputError
 from .base import BlockFn, Engine, RowReader, add_all, call_block, from_keys, lazy_result_type, order_keys, plain_forest
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: rows per block of an in-memory X sent to the workers
 IN_MEMORY_BLOCK_ROWS = 10_000
 _INSTALL = 'dask input needs dask: pip install "xai_plugins[dask]"'

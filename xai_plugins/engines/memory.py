@@ -9,6 +9,8 @@ import numpy as np
 from ..errors import InputError
 from .base import BlockFn, Engine, call_block, from_keys, order_keys
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 class MemoryEngine(Engine):
     """Runs a block function once, on every row; results are numpy arrays."""

@@ -32,6 +32,8 @@ from .plan import AuditPlan, plan_audit
 from .section import plain
 from .sections.governance import load_approval, read_model_card
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 @dataclass
 class Audit:

@@ -20,6 +20,8 @@ from ..engines.runner import outputs
 from ..exact_sum import SUM_SCALE_BITS, exact_column_sums, exact_mean
 from ..prediction_gap import pg2, pgi2
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 MC_SAMPLES = (100, 1_000, 10_000)
 
 

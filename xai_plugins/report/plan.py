@@ -38,6 +38,8 @@ from .pgi2_of_rankings import MC_SAMPLES
 from .section import FIXED_SECONDS, REGISTRY, compute_order
 from .verdict import CI_LEVEL
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: relative standard error of one Monte Carlo PG² of the faithfulness section (per row and prefix set): the
 #: verdict reads means over rows of PGI² (an average of d prefix sets), whose spread across rows is far larger
 PLAN_RTOL = 0.03

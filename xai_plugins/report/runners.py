@@ -33,6 +33,8 @@ from .explainers import REGISTRY, Explainer, MethodResult, run
 from .pgi2_of_rankings import column_means, column_sums
 from .section import SKIPPED
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: the block outputs every per-row explainer returns (the others are averaged for its ``finish``)
 PER_ROW = ("importance", "scores", "ranking")
 

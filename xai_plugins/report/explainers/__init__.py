@@ -223,5 +223,4 @@ for _name in ("treeshap", "greedy_pg2", "local_mdi", "acme", "dt_sampler", "mcr"
 #: the built-in explainers (the default of ``explainers=``)
 EXPLAINERS = keys()
 
-__all__ = ["Costs", "EXPLAINERS", "Explainer", "MethodResult", "NotApplicable", "REGISTRY", "Unsupported",
-           "by_magnitude", "get", "keys", "name_list", "register", "run"]
+__all__: list[str] = []      # internal module: the public names are in the API reference

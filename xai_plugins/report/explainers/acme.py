@@ -9,6 +9,8 @@ from ...acme import AcME
 from .. import figures
 from . import Explainer, NotApplicable, by_magnitude, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: AcME: the quantile grid is evaluated on the explained rows and on this many background rows
 ACME_BACKGROUND = 100
 

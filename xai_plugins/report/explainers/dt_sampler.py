@@ -10,6 +10,8 @@ import pandas as pd
 from .. import figures
 from . import Explainer, MethodResult, NotApplicable, name_list, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: DT-Sampler: ApproxMC's model count with the first tree's UniGen call, then each further sampled tree, on the
 #: default 60 rows × 8 features × 3 branch nodes; the breast-cancer demo's CPU time (1.0 s and 0.11 s)
 DT_COUNT_SECONDS, DT_TREE_SECONDS = 1.0, 0.11

@@ -9,6 +9,8 @@ from ...prediction_gap import greedy_pg2_ranking
 from ..context import detached
 from . import Explainer, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 
 @register
 class GreedyPG2(Explainer):

@@ -7,6 +7,8 @@ from ...mdi import local_mdi, require_impurities
 from ..context import detached
 from . import Explainer, NotApplicable, by_magnitude, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: local MDI seconds per (row, tree, depth)
 MDI_SECONDS = 2.0e-8
 

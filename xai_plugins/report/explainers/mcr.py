@@ -10,6 +10,8 @@ import pandas as pd
 from ...forest import explained_model, library_of
 from . import Explainer, MethodResult, NotApplicable, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: RandomForest / ExtraTrees classes whose bootstrap=False fit MCR applies to
 MCR_MODELS = ("RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier", "ExtraTreesRegressor")
 

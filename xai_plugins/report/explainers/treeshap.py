@@ -11,6 +11,8 @@ from .. import figures
 from ..context import Scorer
 from . import Explainer, Unsupported, by_magnitude, register
 
+__all__: list[str] = []      # internal module: the public names are in the API reference
+
 #: the last (model, TreeExplainer) of this process: one explainer per audit, not per block
 _TREE_EXPLAINER: list = []
 
