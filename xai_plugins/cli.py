@@ -30,10 +30,10 @@ combine); an audit without a verdict trips every gate. Beside the HTML, JSON and
 hashed before anything is written) and output file, the ``--id-cols``, and the audit's content hashes
 of the model and data (see :mod:`xai_plugins.report.manifest`). ``--threshold NAME=VALUE`` changes one
 of the verdict's thresholds (the names, defaults, valid ranges and rationales are listed in the report's
-verdict section and :data:`~xai_plugins.report.verdict.THRESHOLD_RANGES`).
+verdict section and :data:`~xai_plugins.report.criteria.THRESHOLD_RANGES`).
 
 ``--approval approval.yaml`` fills the governance block's decision, conditions, date, approver and role
-(:func:`~xai_plugins.report.governance.load_approval`); ``--sign KEY --signer NAME`` signs each manifest at
+(:func:`~xai_plugins.report.sections.governance.load_approval`); ``--sign KEY --signer NAME`` signs each manifest at
 the end of the run. The subcommands ``sign``, ``verify`` and ``keygen`` (first word) sign a folder's
 manifests, check a folder against its manifests and signatures (exit 1 and one line per file that differs),
 and make an Ed25519 key pair to try it out (see :mod:`xai_plugins.report.record`). A key, a password or an
@@ -349,7 +349,7 @@ def prepare_files(args, argv, inputs, spark=None) -> dict:
     if card is not None and not Path(card).is_file():
         raise CLIError(f"--model-card file {card!r} does not exist")
     if card is not None:
-        from .report.governance import read_model_card
+        from .report.sections.governance import read_model_card
 
         try:
             read_model_card(card)
@@ -500,10 +500,10 @@ def verdict_gate(result, fail_on) -> int:
 
 def check_approval(path) -> None:
     """:class:`CLIError` for an ``--approval`` file that is missing, unreadable or holds an unknown key or a
-    bad value (see :func:`~xai_plugins.report.governance.load_approval`), before any audit work."""
+    bad value (see :func:`~xai_plugins.report.sections.governance.load_approval`), before any audit work."""
     if path is None:
         return
-    from .report.governance import load_approval
+    from .report.sections.governance import load_approval
 
     try:
         load_approval(path)
