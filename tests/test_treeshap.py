@@ -242,3 +242,16 @@ def test_bad_input_is_refused(data):
     with pytest.raises(InputError, match="node covers"):
         xp.tree_shap(without_covers, X[:2])
     assert xp.tree_shap(without_covers, X[:2], background=X[:5]).method == "interventional"
+
+
+@pytest.mark.parametrize("with_background", [False, True])
+def test_a_row_engine_gives_the_in_memory_values_bitwise(data, with_background):
+    da = pytest.importorskip("dask.array")
+    X, y = data
+    model = MODELS["lgbm-multiclass"](X, y)
+    background = X[200:230] if with_background else None
+    lazy = xp.tree_shap(model, da.from_array(X[:50], chunks=(17, 5)), background=background)
+    computed = lazy.compute()
+    in_memory = xp.tree_shap(model, X[:50], background=background)
+    assert np.array_equal(computed.values, in_memory.values)
+    assert np.array_equal(computed.base_values, in_memory.base_values) and computed.method == in_memory.method

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _native
+from .engines import engine_for
+from .engines.method import Output, Plan, RowMethod
+from .engines.runner import run
 from .errors import InputError
 from .forest import import_model
 
@@ -98,6 +101,8 @@ def tree_shap(model, X, *, background=None, method="auto", n_jobs=None) -> TreeS
     -------
     TreeSHAPValues
         ``values`` (n, d) or (n, d, k), ``base_values``, ``method``, ``feature_names``, ``output_names``.
+        A row engine's ``X`` (a dask array / DataFrame, a Spark DataFrame) gives a lazy result whose
+        ``compute()`` equals the in-memory one bitwise.
 
     Raises
     ------
@@ -125,26 +130,51 @@ def tree_shap(model, X, *, background=None, method="auto", n_jobs=None) -> TreeS
     >>> xp.tree_shap(model, X[:5], background=X[:50]).method
     'interventional'
     """
+    return run(TREESHAP, engine_for(X, background), model, X, background, method, n_jobs)
+
+
+def _prepare(engine, model, X, background, method, n_jobs) -> Plan:
+    """Validate on the driver; the base values (the same for every row) computed here once, on a zero row."""
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest = import_model(model)
-    rows = forest.rows(X)[0]
+    rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
     if method == "auto":
         method = "path_dependent" if background is None else "interventional"
+    shared: dict = dict(n_jobs=n_jobs, k=forest.n_outputs)
     if method == "interventional":
         if background is None:
             raise InputError("interventional TreeSHAP needs background= rows")
-        out = _native.treeshap(forest, rows, background=forest.rows(background, what="background")[0],
-                               n_jobs=n_jobs)
-    else:
-        if forest.weight is None or not np.all(forest.weight[forest.tree_offset[:-1]] > 0):
-            raise InputError(f"path-dependent TreeSHAP weighs each tree's branches by their node covers, which "
-                             f"this {forest.model_type} does not store (or stores as 0); pass background= rows "
-                             f"for interventional TreeSHAP")
-        out = _native.treeshap(forest, rows, cover=forest.weight, n_jobs=n_jobs)
-    values = np.moveaxis(out[:, :, :-1], 1, 2)              # (n, d, k)
-    base = out[0, :, -1] if len(out) else np.full(forest.n_outputs, np.nan)
-    if forest.n_outputs == 1:
-        return TreeSHAPValues(values[:, :, 0], float(base[0]), method, forest.feature_names,
-                              list(forest.output_names))
-    return TreeSHAPValues(values, base, method, forest.feature_names, list(forest.output_names))
+        held = engine.compute(background)[0] if engine.handles(background) else background
+        shared["background"] = forest.rows(held, what="background")[0]
+    elif forest.weight is None or not np.all(forest.weight[forest.tree_offset[:-1]] > 0):
+        raise InputError(f"path-dependent TreeSHAP weighs each tree's branches by their node covers, which "
+                         f"this {forest.model_type} does not store (or stores as 0); pass background= rows "
+                         f"for interventional TreeSHAP")
+    base = _treeshap(forest, np.zeros((1, forest.n_features)), shared.get("background"), 1)[0, :, -1]
+    shape = (forest.n_features,) if forest.n_outputs == 1 else (forest.n_features, forest.n_outputs)
+    return Plan(rows, (Output("values", shape),), shipped=forest, shared=shared,
+                state=(method, float(base[0]) if forest.n_outputs == 1 else base, forest))
+
+
+def _treeshap(forest, X, background, n_jobs) -> np.ndarray:
+    """(n, k, d + 1) values of the C core, the base value last."""
+    if background is None:
+        return _native.treeshap(forest, X, cover=forest.weight, n_jobs=n_jobs)
+    return _native.treeshap(forest, X, background=background, n_jobs=n_jobs)
+
+
+def _block(forest, start, X, *, n_jobs, k, background=None) -> dict:
+    """TreeSHAP values of a block of rows: (b, d) for one output, (b, d, k) otherwise."""
+    values = np.moveaxis(_treeshap(forest, X, background, n_jobs)[:, :, :-1], 1, 2)
+    return {"values": values[:, :, 0] if k == 1 else values}
+
+
+def _finish(plan: Plan, cols: dict, engine) -> TreeSHAPValues:
+    method, base, forest = plan.state
+    return engine.result(TreeSHAPValues, values=cols["values"], base_values=base, method=method,
+                         feature_names=forest.feature_names, output_names=list(forest.output_names))
+
+
+#: TreeSHAP as a row method: the same bits in memory and on any row engine, for any blocking
+TREESHAP = RowMethod("treeshap", _prepare, _block, _finish)
