@@ -255,3 +255,21 @@ def test_a_row_engine_gives_the_in_memory_values_bitwise(data, with_background):
     in_memory = xp.tree_shap(model, X[:50], background=background)
     assert np.array_equal(computed.values, in_memory.values)
     assert np.array_equal(computed.base_values, in_memory.base_values) and computed.method == in_memory.method
+
+
+def test_an_audit_of_a_categorical_histgradientboosting_model_is_complete_with_shap():
+    """shap's TreeExplainer cannot read this model; the audit's TreeSHAP runs on the package's Forest."""
+    from xai_plugins.report import audit
+
+    rng = np.random.default_rng(11)
+    n = 600
+    frame = pd.DataFrame({"sex": pd.Categorical(rng.choice(["Male", "Female"], n)),
+                          "charge": pd.Categorical(rng.choice(["felony", "misdemeanor"], n)),
+                          "age": rng.integers(18, 70, n).astype(float), "priors": rng.poisson(2, n).astype(float)})
+    y = ((frame["charge"] == "felony") & (frame["priors"] > 1)) | (frame["age"] < 23)
+    model = HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype", random_state=0)
+    model.fit(frame[:400], y[:400])
+    result = audit(model, frame[400:], y[400:], X_train=frame[:400], y_train=y[:400], explainers=("shap", "pg2"),
+                   sections=("explanations", "faithfulness"), progress=False)
+    assert result.methods["shap"].status == "ok", result.methods["shap"].reason
+    assert set(result.methods["shap"].importance.index) == {"sex", "charge", "age", "priors"}

@@ -1,48 +1,33 @@
-"""TreeSHAP (shap's ``TreeExplainer``): per-row |SHAP value| of the explained output."""
+"""TreeSHAP of the explained output, computed by the package's C core on the model's Forest
+(:func:`xai_plugins.tree_shap`): every model the package reads, in its input columns (a categorical input, or a
+column a Pipeline one-hot encodes, is one player). Path-dependent where the trees store node covers, else
+interventional against a seeded sample of the background rows."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ..._validation import default_feature_names
-from ...forest import explained_model, import_model, library_of
+from ...treeshap import tree_shap
 from .. import figures
-from ..context import Scorer
-from . import Explainer, Unsupported, by_magnitude, register
+from ..context import detached
+from . import Explainer, by_magnitude, register
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
 
-#: the last (model, TreeExplainer) of this process: one explainer per audit, not per block
-_TREE_EXPLAINER: list = []
+#: background rows of the interventional TreeSHAP a model without node covers gets
+BACKGROUND_ROWS = 100
 
 
-def tree_explainer(model):
-    """shap's TreeExplainer of ``model``, built once per model in this process."""
-    import shap
-
-    if not _TREE_EXPLAINER or _TREE_EXPLAINER[0] is not model:
-        _TREE_EXPLAINER[:] = [model, shap.TreeExplainer(model)]
-    return _TREE_EXPLAINER[1]
-
-
-def tree_shap(model, rows):
-    """shap's TreeSHAP explanation of ``model`` on its input ``rows``. A scikit-learn Pipeline's final
-    model is explained on the pipeline's transform of the rows and the values of the columns made from
-    one input column are added into it (TreeSHAP depends only on which side of each split a value
-    falls, so these are the values of the pipeline's compiled Forest; additivity is kept)."""
-    import shap
-
-    inner, to_inner, sources = explained_model(model)
-    explanation = tree_explainer(inner)(to_inner(rows))
-    if sources is None:
-        return explanation
-    values = np.asarray(explanation.values, dtype=float)
-    n_inputs = int(model.n_features_in_)
-    summed = np.zeros((values.shape[0], n_inputs) + values.shape[2:])
-    np.add.at(summed, (slice(None), sources), values)
-    names = list(getattr(rows, "columns", [])) or default_feature_names(n_inputs)
-    return shap.Explanation(summed, base_values=explanation.base_values, data=np.asarray(rows), feature_names=names)
+def _background(ctx):
+    """None when the trees store node covers (path-dependent TreeSHAP), else a seeded sample of at most
+    :data:`BACKGROUND_ROWS` background rows (interventional TreeSHAP)."""
+    forest = ctx.forest
+    if forest.weight is not None and np.all(forest.weight[forest.tree_offset[:-1]] > 0):
+        return None
+    rows = ctx.background
+    keep = np.sort(ctx.rng("shap background").permutation(len(rows))[:BACKGROUND_ROWS])
+    return rows[keep]
 
 
 #: TreeSHAP seconds per (row, tree, leaf, depth²)
@@ -64,27 +49,19 @@ class TreeSHAP(Explainer):
                 options.n_local * costs.pyplot]
 
     def prepare(self, ctx, options):
-        """The model, how to feed it rows, the explained output and the class count; :class:`Unsupported` for a
-        scikit-learn model with categorical splits (HistGradientBoosting's ``categorical_features``): shap reads
-        scikit-learn trees with its own parser, which takes a category set for a numeric threshold (it fails on
-        text categories and is silently wrong on category codes). XGBoost, LightGBM and CatBoost categorical
-        splits it reads."""
-        inner = explained_model(ctx.model)[0]
-        if library_of(inner) == "sklearn" and import_model(inner).categorical.any():
-            raise Unsupported("shap's TreeExplainer cannot read this model's categorical splits (it reads a "
-                              "scikit-learn model's category sets as numeric thresholds)")
-        scorer = ctx.scorer()
-        return ctx.model, Scorer(None, ctx.output, scorer.columns, scorer.labels), len(ctx.classes)
+        """The Forest (without its predictor: sent to the engine's workers), the background of interventional
+        TreeSHAP (None: path-dependent), the explained output and the class count."""
+        return detached(ctx.forest), _background(ctx), ctx.output, len(ctx.classes)
 
     def block(self, state, X):
-        """|SHAP values| of the explained output, their ranking, and per class (k > 2) |SHAP values|."""
-        model, scorer, n_classes = state
-        values = np.asarray(tree_shap(model, scorer.native_input(X)).values, dtype=float)
+        """|TreeSHAP values| of the explained output, their ranking, and per class (k > 2) |values|."""
+        forest, background, output, n_classes = state
+        values = np.asarray(tree_shap(forest, X, background=background).values, dtype=float)
         out = {}
         if values.ndim == 3:
             if values.shape[2] > 2 and values.shape[2] == n_classes:
                 out["per class"] = np.abs(values).reshape(len(X), -1)
-            values = values[..., scorer.output]
+            values = values[..., output]
         return {"importance": np.abs(values), **by_magnitude(values), **out}
 
     def scope(self, ctx, rows, options):
@@ -93,15 +70,26 @@ class TreeSHAP(Explainer):
 
     def finish(self, ctx, result, state, means, local_X, local_labels, options):
         """The algorithm's description, the per-class table and the local rows' waterfall plots."""
-        result.params["algorithm"] = ("TreeSHAP; absent features follow the training data's paths through the "
-                                      "trees (no background sample)")
+        background = state[1]
+        result.params["algorithm"] = (
+            "TreeSHAP (the package's C core, in the model's input columns); absent features follow the training "
+            "data's paths through the trees (node covers, no background sample)" if background is None else
+            f"interventional TreeSHAP (the package's C core, in the model's input columns): the trees store no "
+            f"node covers, so absent features take the values of {len(background)} seeded background rows")
         if "per class" in means:
             result.extras["per class"] = pd.DataFrame(means["per class"].reshape(ctx.n_features, -1),
                                                       index=ctx.feature_names, columns=[str(c) for c in ctx.classes])
         if len(local_X):
-            explanation = tree_shap(ctx.model, ctx.model_input(local_X))
-            if explanation.values.ndim == 3:
-                explanation = explanation[..., ctx.output]
+            import shap
+
+            found = tree_shap(ctx.forest, np.asarray(local_X, dtype=float), background=state[1])
+            values, base = np.asarray(found.values), np.atleast_1d(found.base_values)
+            if values.ndim == 3:
+                values, base = values[..., ctx.output], base[ctx.output:ctx.output + 1]
+            shown = ctx.model_input(local_X)
+            data = shown.to_numpy() if hasattr(shown, "to_numpy") else np.asarray(shown)
+            explanation = shap.Explanation(values, base_values=np.full(len(values), float(base[0])), data=data,
+                                           feature_names=list(ctx.feature_names))
             result.figures = [shap_figure(ctx, label, explanation[i]) for i, label in enumerate(local_labels)]
 
     def limitation(self, ctx, result, options, name):
