@@ -273,3 +273,19 @@ def test_an_audit_of_a_categorical_histgradientboosting_model_is_complete_with_s
                    sections=("explanations", "faithfulness"), progress=False)
     assert result.methods["shap"].status == "ok", result.methods["shap"].reason
     assert set(result.methods["shap"].importance.index) == {"sex", "charge", "age", "priors"}
+
+
+def test_the_shap_and_interpret_explainers_give_the_values_with_their_base(data):
+    from xai_plugins.interpret import TreeSHAPExplainer as InterpretTreeSHAP
+    from xai_plugins.shap import TreeSHAPExplainer
+
+    X, y = data
+    model = MODELS["xgb"](X, y)
+    explanation = TreeSHAPExplainer(model)(X[:8])
+    expected = xp.tree_shap(model, X[:8])
+    assert np.array_equal(explanation.values, expected.values)
+    assert np.allclose(explanation.base_values, expected.base_values) and len(explanation.base_values) == 8
+    assert np.allclose(explanation.values.sum(1) + explanation.base_values, xp.import_model(model).predict(X[:8])[:, 0])
+    shap.plots.waterfall(explanation[0], show=False)              # additive: shap's waterfall draws it
+    local = InterpretTreeSHAP(model, X[:50]).explain_local(X[:3])
+    assert np.allclose(local.data(0)["scores"], expected.values[0])

@@ -33,11 +33,12 @@ from .mdi import require_impurities
 from .prediction_gap._greedy import GREEDY
 from .prediction_gap._noise import _noise, _portable
 from .prediction_gap._pgi2 import _scores
+from .treeshap import tree_shap
 
 __all__: list[str] = []      # the adapters' shared container and per-row scores (shap.py, interpret.py)
 
 #: what the values of each method are, for plot axes (in place of shap's "SHAP value")
-VALUE_LABELS = {"pg2": "PG² gain", "local_mdi": "local MDI", "acme": "AcME importance"}
+VALUE_LABELS = {"pg2": "PG² gain", "local_mdi": "local MDI", "acme": "AcME importance", "treeshap": "SHAP value"}
 
 
 @dataclass
@@ -123,6 +124,17 @@ def pg2_attribution(model, X, sigma=0.3, *, perturbation=None, background=None, 
 def local_mdi_attribution(model, X, *, n_jobs=None) -> Attribution:
     """Local MDI (n, d) of each row: one impurity per node, so no per-class value for classifiers."""
     return run(LOCAL_MDI_ATTRIBUTION, engine_for(X), model, X, n_jobs)
+
+
+def treeshap_attribution(model, X, *, background=None, n_jobs=None) -> Attribution:
+    """Exact TreeSHAP values (n, d[, k]) of :func:`xai_plugins.tree_shap` (interventional with ``background``,
+    else path-dependent), in memory, with ``extras["base_values"]`` the value of the empty coalition per row."""
+    forest = import_model(model)
+    rows, names = forest.rows(X)
+    found = tree_shap(forest, rows, background=background, n_jobs=n_jobs)      # rows in memory: in memory
+    base = np.broadcast_to(np.asarray(found.base_values, dtype=float), (len(rows),) + np.shape(found.base_values))
+    return Attribution(np.asarray(found.values), rows, names, _output_names(forest), "treeshap",
+                       {"base_values": np.array(base), "algorithm": found.method}, **_categories(forest))
 
 
 def acme_attribution(acme, X) -> Attribution:

@@ -31,6 +31,7 @@ from .attributions import (
     feature_types,
     local_mdi_attribution,
     pg2_attribution,
+    treeshap_attribution,
 )
 from .errors import InputError
 from .forest import import_model
@@ -258,6 +259,64 @@ class PG2Explainer(_AttributionExplainer):
                          random_state=random_state)
 
 
+class TreeSHAPExplainer(_AttributionExplainer):
+    """Greybox InterpretML explainer: exact TreeSHAP of any tree model the package reads.
+
+    ``explain_local(X, y=None, name=None)`` gives :func:`xai_plugins.tree_shap` per row (path-dependent
+    without ``background``, interventional with it), in the model's input columns;
+    ``explain_global(name=None)`` the mean |value| over ``data`` (at most ``max_global_rows`` rows, sampled
+    with ``random_state``). Both return an :class:`AttributionExplanation`. Registered through the
+    ``interpret_ext_greybox`` entry point.
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        Any model :func:`xai_plugins.import_model` reads.
+    data : array-like, DataFrame or None, default None
+        Background rows of the global explanation (which needs them).
+    background : array-like, DataFrame or None, default None
+        Background rows of interventional TreeSHAP.
+    output : int, str or None, default None
+        The output shown, for a model with several.
+    max_global_rows : int, default 200
+        Most rows of ``data`` the global explanation averages over.
+    random_state : int or None, default 0
+        Seed of the sample of ``data`` rows.
+    n_jobs : int or None, default None
+        Threads of the C core.
+
+    Attributes
+    ----------
+    forest : Forest
+        The imported model.
+
+    See Also
+    --------
+    xai_plugins.tree_shap : The values as arrays.
+    xai_plugins.shap.TreeSHAPExplainer : The same values as a ``shap.Explanation``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.interpret import TreeSHAPExplainer
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> local = TreeSHAPExplainer(model, X).explain_local(X[:3])
+    >>> len(local.data(0)["scores"])
+    10
+    """
+
+    explainer_type = "specific"
+
+    def __init__(self, model, data=None, *, background=None, output=None, max_global_rows=200, random_state=0,
+                 n_jobs=None):
+        self.forest = import_model(model)
+        super().__init__(model, background_data(data), partial(treeshap_attribution, self.forest,
+                                                                background=background, n_jobs=n_jobs),
+                         output=output, max_global_rows=max_global_rows, random_state=random_state)
+
+
 class LocalMDIExplainer(_AttributionExplainer):
     """Greybox InterpretML explainer: local MDI of a scikit-learn tree model.
 
@@ -399,4 +458,4 @@ class AcMEExplainer(_AttributionExplainer):
                                    importances, curves, name or "AcMEExplainer (global)")
 
 
-__all__ = ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "AttributionExplanation"]
+__all__ = ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "TreeSHAPExplainer", "AttributionExplanation"]

@@ -43,7 +43,13 @@ from functools import partial
 
 import shap as _shap
 
-from .attributions import acme_attribution, background_data, local_mdi_attribution, pg2_attribution
+from .attributions import (
+    acme_attribution,
+    background_data,
+    local_mdi_attribution,
+    pg2_attribution,
+    treeshap_attribution,
+)
 from .errors import NotAdditiveError
 from .forest import import_model
 from .mdi import require_impurities
@@ -182,11 +188,14 @@ class _AttributionExplainer(_shap.Explainer):
         scheduler, see the module docstring)."""
         start = time.perf_counter()
         result = self._attribute(X)
+        extras = dict(result.extras)
+        base = extras.pop("base_values", None)            # additive values (TreeSHAP) carry their own
         explanation = _shap.Explanation(
-            values=result.values, base_values=NotAdditive(result.value_label), data=result.display_data,
+            values=result.values, base_values=NotAdditive(result.value_label) if base is None else base,
+            data=result.display_data,
             feature_names=result.feature_names, output_names=result.output_names,
             compute_time=time.perf_counter() - start)
-        for name, value in result.extras.items():
+        for name, value in extras.items():
             setattr(explanation, name, value)
         return explanation
 
@@ -261,6 +270,52 @@ class PG2Explainer(_AttributionExplainer):
         self.background = background_data(background)
         super().__init__(model, partial(pg2_attribution, self.forest, sigma=sigma, perturbation=perturbation,
                                         background=self.background, n_jobs=n_jobs))
+
+
+class TreeSHAPExplainer(_AttributionExplainer):
+    """Exact TreeSHAP of any tree model the package reads, as a ``shap.Explainer`` (the package's C core,
+    :func:`xai_plugins.tree_shap`): in the model's input columns (a categorical input, or a column a
+    Pipeline one-hot encodes, is one player), for models shap's own ``TreeExplainer`` cannot read too.
+
+    The values are additive: ``base_values`` is the value of the empty coalition, so every shap plot
+    (waterfall and force included) works. Path-dependent TreeSHAP (node covers) without a
+    ``background``, interventional TreeSHAP with one.
+
+    Parameters
+    ----------
+    model : fitted tree ensemble or Forest
+        Any model :func:`xai_plugins.import_model` reads.
+    background : array-like, DataFrame or None, default None
+        Background rows of interventional TreeSHAP.
+    n_jobs : int or None, default None
+        Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
+
+    Attributes
+    ----------
+    forest : Forest
+        The imported model.
+
+    See Also
+    --------
+    xai_plugins.tree_shap : The values as arrays.
+    xai_plugins.which_shap : Every SHAP variant scored by exact PGI².
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.ensemble import RandomForestRegressor
+    >>> from xai_plugins.shap import TreeSHAPExplainer
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> model = RandomForestRegressor(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    >>> explanation = TreeSHAPExplainer(model)(X[:5])
+    >>> bool(np.allclose(explanation.values.sum(1) + explanation.base_values, model.predict(X[:5])))
+    True
+    """
+
+    def __init__(self, model, *, background=None, n_jobs=None):
+        self.forest = import_model(model)
+        super().__init__(model, partial(treeshap_attribution, self.forest, background=background, n_jobs=n_jobs))
 
 
 class LocalMDIExplainer(_AttributionExplainer):
@@ -376,4 +431,4 @@ class AcMEExplainer(_AttributionExplainer):
         super().__init__(model, partial(acme_attribution, self.acme))
 
 
-__all__ = ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "label_plot", "NotAdditive"]
+__all__ = ["PG2Explainer", "LocalMDIExplainer", "AcMEExplainer", "TreeSHAPExplainer", "label_plot", "NotAdditive"]
