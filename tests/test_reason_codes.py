@@ -141,3 +141,22 @@ def test_xai_audit_reasons_writes_one_line_per_reason(credit, tmp_path, capsys):
     assert "COL=ATTR" in capsys.readouterr().err
     assert main([*argv[:-2], "--out", str(tmp_path / "data.csv")]) == 2
     assert "one of the input files" in capsys.readouterr().err
+
+
+def test_the_audit_decisions_section_scores_every_shap_and_certifies_the_reasons(credit):
+    import json
+
+    from xai_plugins.report import audit
+
+    model, frame = credit
+    y = model.predict(frame)
+    result = audit(model, frame[400:], y[400:], X_train=frame[:400], y_train=y[:400], protected=["sex"],
+                   sections=("explanations", "decisions"), explainers=("shap", "pg2"), progress=False)
+    section = result.sections["decisions"]
+    assert section.status == "ok", section.reason
+    scored = set(section.data["which shap"])
+    assert {"path-dependent TreeSHAP", "interventional TreeSHAP", "shap TreeExplainer"} <= scored
+    assert set(section.data["certified share"]) == {"0.5", "0.8", "0.9", "0.95"}
+    shares = list(section.data["certified share"].values())
+    assert shares == sorted(shares, reverse=True) and 0.0 <= shares[-1] <= shares[0] <= 1.0
+    assert json.loads(result.to_json())["sections"]["decisions"]["data"]["reasons by"] == section.data["reasons by"]
