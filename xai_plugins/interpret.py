@@ -264,8 +264,8 @@ class TreeSHAPExplainer(_AttributionExplainer):
 
     ``explain_local(X, y=None, name=None)`` gives :func:`xai_plugins.tree_shap` per row (path-dependent
     without ``background``, interventional with it), in the model's input columns;
-    ``explain_global(name=None)`` the mean |value| over ``data`` (at most ``max_global_rows`` rows, sampled
-    with ``random_state``). Both return an :class:`AttributionExplanation`. Registered through the
+    ``explain_global(name=None)`` the mean absolute value over ``data`` (at most ``max_global_rows`` rows,
+    sampled with ``random_state``). Both return an :class:`AttributionExplanation`. Registered through the
     ``interpret_ext_greybox`` entry point.
 
     Parameters

@@ -101,10 +101,10 @@ def model_format(path: str | os.PathLike) -> str:
 def load_model(path: str | os.PathLike, *, trust_pickle: bool = False) -> Any:
     """The fitted model saved at ``path``, read through its library's own loader, without unpickling.
 
-    The format is told by the file's content (:func:`model_format`), not only by its extension: XGBoost
+    The format is told by the file's content, not only by its extension: XGBoost
     JSON / UBJSON, a LightGBM text model (``Booster.save_model``), a CatBoost ``.cbm`` or JSON model, an
     ONNX-ML tree ensemble (skl2onnx, onnxmltools), a PMML document (sklearn2pmml, JPMML), a scikit-learn
-    model or Pipeline saved with skops (only the tree structures of :data:`SKOPS_TRUSTED` beyond skops' own
+    model or Pipeline saved with skops (only scikit-learn's tree structures beyond skops' own
     trusted types), or a pickle / joblib file with ``trust_pickle``. The model is returned as its library's
     object, which every function of the package takes.
 

@@ -388,7 +388,7 @@ class AuditOptions:
     def describe(self, cli: bool = False) -> dict:
         """The settings for the report's appendix: readable label → value, with the CLI flag
         (``cli``) or the Python argument in parentheses so the reader can change it; the settings of an
-        explainer that was not asked for (:func:`method_of_option`) are left out."""
+        explainer that was not asked for (``method_of_option``) are left out."""
         out = {}
         for f in dataclasses.fields(self):
             method = method_of_option(f.name)
