@@ -279,12 +279,13 @@ static int treeshap_interventional(const xai_forest *f, const double *X, int64_t
     uint8_t *side = calloc((size_t)f->n_features, 1);
     int32_t *feats = xai_alloc(stride, sizeof(int32_t));
     double *coef = xai_alloc((int64_t)stride * stride, sizeof(double));
-    double *pred = xai_alloc(K, sizeof(double));
-    if (side == NULL || feats == NULL || coef == NULL || pred == NULL) {
+    double *pred = xai_alloc(K, sizeof(double)), *base_value = xai_alloc(K, sizeof(double));
+    if (side == NULL || feats == NULL || coef == NULL || pred == NULL || base_value == NULL) {
         free(side);
         free(feats);
         free(coef);
         free(pred);
+        free(base_value);
         return XAI_E_NOMEM;
     }
     /* coef[a][b] = a! b! / (a + b + 1)!, built from coef[0][0] = 1 by the ratios of factorials */
@@ -299,14 +300,6 @@ static int treeshap_interventional(const xai_forest *f, const double *X, int64_t
      * -v a! (b-1)! / (a+b)! = coef[a][b-1] to B's */
     const double scale = f->aggregate == XAI_AGGREGATE_MEAN ? xai_mean_scale(f) : 1.0;
     const double per_row = 1.0 / (double)n_background;
-    double *base_value = xai_alloc(K, sizeof(double));
-    if (base_value == NULL) {
-        free(side);
-        free(feats);
-        free(coef);
-        free(pred);
-        return XAI_E_NOMEM;
-    }
     for (int32_t o = 0; o < K; o++)
         base_value[o] = 0.0;
     for (int64_t b = 0; b < n_background; b++) {      /* the mean model output over the background */

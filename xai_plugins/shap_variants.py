@@ -150,8 +150,7 @@ def which_shap(model, X, *, background=None, sigma=0.3, output=None, n_jobs=None
 def _candidates(model, forest, X, rows, background, n_jobs) -> dict[str, Callable[[], Any]]:
     """name -> a function computing that attribution as (n, d) or (n, d, k)."""
     def ours(method, **kw):
-        return lambda: np.atleast_3d(tree_shap(forest, rows, method=method, n_jobs=n_jobs, **kw).values) \
-            if forest.n_outputs > 1 else tree_shap(forest, rows, method=method, n_jobs=n_jobs, **kw).values
+        return lambda: tree_shap(forest, rows, method=method, n_jobs=n_jobs, **kw).values
 
     out: dict[str, Callable[[], Any]] = {"path-dependent TreeSHAP": ours("path_dependent")}
     if background is not None:
