@@ -174,3 +174,16 @@ def test_bad_input(spark, data):
     with pytest.raises(InputError, match="perturbed feature"):      # raised in a block, carried to the driver
         est.compute()
     assert isinstance(est.value, SparkColumns)
+
+
+@pytest.mark.parametrize("with_background", [False, True])
+def test_tree_shap_bitwise_in_memory(spark, data, with_background):
+    """TreeSHAP on a Spark DataFrame (columns out of order, 3 partitions): path-dependent and interventional
+    values and base values bitwise the in-memory ones on the rows in id order."""
+    model, frame, ordered = data
+    background = ordered[40:55] if with_background else None
+    lazy = xp.tree_shap(model, _spark_rows(spark, frame, 3), background=background)
+    got, ref = lazy.compute(), xp.tree_shap(model, ordered, background=background)
+    _same(got.values, ref.values)
+    _same(got.base_values, ref.base_values)
+    assert got.method == ref.method == ("interventional" if with_background else "path_dependent")

@@ -228,3 +228,51 @@ def test_cli_threshold_flag(tmp_path, capsys, small):
     status = main(["--model", str(tmp_path / "m.joblib"), "--trust-pickle", "--data", str(tmp_path / "test.csv"),
                    "--target", "y", "--out", str(tmp_path / "out"), "--threshold", "agreements=0.5", "--no-pdf"])
     assert status == 2 and "unknown threshold(s) ['agreements']" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the attribution shown
+@pytest.fixture(scope="module")
+def forest_audits():
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    X = X.iloc[:, :6]
+    model = RandomForestClassifier(n_estimators=15, max_depth=4, random_state=0).fit(X[:300], y[:300])
+    common = dict(explainers=("shap", "pg2", "local_mdi"), sections=("explanations", "faithfulness", "agreement"),
+                  max_rows=25, sigma=(0.3, 1.0), mc_pairs=0, n_local=0)
+    return {shown: audit(model, X[300:420], y[300:420], X_train=X[:300], shown_explainer=shown, **common)
+            for shown in (None, "local_mdi")}
+
+
+def test_the_verdict_judges_only_the_attribution_shown(forest_audits):
+    every, shown = forest_audits[None], forest_audits["local_mdi"]
+    names = lambda a: [c.name for c in a.verdict.criterion("faithfulness")]  # noqa: E731
+    assert names(every) == ["Faithfulness of SHAP", "Faithfulness of local MDI"]
+    assert names(shown) == ["Faithfulness of local MDI"]
+    judged = shown.verdict.criterion("faithfulness")[0]
+    same = every.verdict.criterion("faithfulness")[1]
+    # F is still measured against the best ranking found among every evaluated ranking, SHAP's included
+    assert judged.value == same.value and judged.status == same.status
+    assert "local MDI is the explainer whose attributions are shown" in judged.explanation
+    assert "SHAP scored in the faithfulness section, not judged" in judged.explanation
+    # the faithfulness section still scores both explainers
+    assert {"SHAP", "local MDI"} <= set(shown.sections["faithfulness"].result.labels.values())
+    # stability: D over the shown explainer only, so never above D over every explainer
+    d_every, d_shown = (a.verdict.criterion("stability")[0].value for a in (every, shown))
+    assert d_shown <= d_every
+
+
+def test_the_shown_explainer_must_be_one_that_runs():
+    X, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    model = GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
+    for bad in ("pg2", "acme"):
+        with pytest.raises(InputError, match="shown_explainer must be one of the explainers run"):
+            audit(model, X, y, explainers=("shap", "pg2"), shown_explainer=bad)
+
+
+def test_the_cli_takes_the_shown_explainer():
+    from xai_plugins.cli import audit_options, build_parser
+
+    argv = ["--shown-explainer", "local_mdi", "--explainers", "shap", "local_mdi"]
+    assert audit_options(build_parser().parse_args(argv), argv).shown_explainer == "local_mdi"
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--shown-explainer", "nope"])
+    assert exc.value.code == 2

@@ -110,6 +110,12 @@ class AuditOptions:
         the greedy PG² ranking and the Monte Carlo comparison use the middle one.
     explainers : sequence of str, default every registered explainer
         The explanation methods to run (registered explainer keys, ``xai_plugins.report.EXPLAINERS``).
+    shown_explainer : str or None, default None
+        The explainer whose attributions the team will show to the people the decisions concern (one of
+        ``explainers``, not the greedy PG² reference). The explanation-reliability verdict then judges the
+        faithfulness and the stability across σ of that explainer alone; the others are still scored in the
+        faithfulness section and compared in the agreement section. None: every explainer is judged and the
+        worst decides.
     sections : sequence of str, default ("explanations", "faithfulness", "agreement", "mcr")
         The optional sections to compute; the others are cheap and always built.
     title : str, default "Model audit"
@@ -242,6 +248,11 @@ class AuditOptions:
                            "noise levels in training standard deviations", type=float, nargs="+")
     explainers: tuple = _option(EXPLAINERS, "explanation methods", "explainers to run",
                                 nargs="+", choices=EXPLAINERS, metavar="METHOD")
+    shown_explainer: str | None = _option(
+        None, "explainer whose attributions are shown (judged by the verdict)",
+        "the explainer whose attributions the team will show: the explanation-reliability verdict judges its "
+        "faithfulness and stability alone (default: every explainer, the worst decides)", choices=EXPLAINERS,
+        metavar="METHOD")
     sections: tuple = _option(None, "optional sections computed", "optional sections to compute",
                               factory=default_sections, nargs="+", choices=_OptionalSections(), metavar="SECTION")
     title: str = _option("Model audit", "report title")
@@ -337,6 +348,11 @@ class AuditOptions:
             raise InputError(f"sigma must hold positive noise levels; got {self.sigma!r}")
         set_("sigma", sigma)
         set_("explainers", _choices(self.explainers, registry.keys(), "explainers"))
+        if self.shown_explainer is not None:
+            shown = self.shown_explainer
+            if shown not in self.explainers or registry.get(shown).reference:
+                raise InputError(f"shown_explainer must be one of the explainers run (not the greedy PG² reference): "
+                                 f"{[k for k in self.explainers if not registry.get(k).reference]}; got {shown!r}")
         sections = _choices(self.sections, optional_sections(), "sections")
         if self.strict and sections == default_sections():          # a strict audit maps itself to the regulations
             sections = (*sections, "regulatory")
@@ -406,6 +422,8 @@ class AuditOptions:
         value = getattr(self, name)
         if name == "explainers":
             return ", ".join(registry.get(k).label for k in value)
+        if name == "shown_explainer":
+            return "none named: every explainer is judged" if value is None else registry.get(value).label
         if name == "sections":
             return ", ".join(title(k) for k in value)
         if name == "thresholds":

@@ -349,11 +349,12 @@ def explainer_faithfulness(method: str, per_row: dict, sigma: float, *, threshol
                      bounds)
 
 
-def sigma_stability(pgi2: dict, *, thresholds=None, n_boot: int = N_BOOT, level: float = CI_LEVEL,
+def sigma_stability(pgi2: dict, *, judged=None, thresholds=None, n_boot: int = N_BOOT, level: float = CI_LEVEL,
                     random_state=None) -> Criterion:
     """Stability criterion from ``pgi2`` = {σ: {name: (rows,) PGI²}} (the same rows at every σ, each σ with
-    ``"random"`` and ``"greedy"``): D = max over explainers of (max_σ F − min_σ F), F against the best ranking
-    found at each σ (:func:`best_found`), graded by the thresholds ``stability_warn`` / ``stability_fail``;
+    ``"random"`` and ``"greedy"``): D = max over the explainers ``judged`` (default: every one in ``pgi2``) of
+    (max_σ F − min_σ F), F against the best ranking found at each σ among every ranking in ``pgi2``
+    (:func:`best_found`), graded by the thresholds ``stability_warn`` / ``stability_fail``;
     the interval is a paired bootstrap of D (rows resampled once for every array); the explanation also
     says whether the explainers' order by F changes between σ."""
     name, kind, t = "Stability across σ", "stability", limits(thresholds)
@@ -362,7 +363,7 @@ def sigma_stability(pgi2: dict, *, thresholds=None, n_boot: int = N_BOOT, level:
     usable = {s: v for s, v in pgi2.items() if s in best and np.mean(best[s]) - np.mean(v[RANDOM]) > 0}
     sigmas = sorted(usable)
     methods = [m for m in (usable[sigmas[0]] if sigmas else ()) if m not in (RANDOM, GREEDY)
-               and all(m in usable[s] for s in sigmas)]
+               and all(m in usable[s] for s in sigmas) and (judged is None or m in judged)]
     if len(sigmas) < 2 or not methods:
         return not_assessed(name, kind, "fewer than two noise levels σ with an explainer, random and greedy PGI² "
                             "(and a ranking above random)", text_rule)

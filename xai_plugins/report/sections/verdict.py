@@ -11,6 +11,7 @@ whose section did not run is "not assessed", with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +52,7 @@ def build(ctx, results, options):
         criteria.append(_fairness(results.get("fairness"), options.protected, t))
     criteria += [*_faithfulness(results.get("faithfulness"), results.get("explanations"), options, ctx, t),
                  _agreement(results.get("agreement"), results.get("explanations"), ctx.rng("verdict: agreement"), t),
-                 _stability(results.get("faithfulness"), ctx.rng("verdict: stability"), t),
+                 _stability(results.get("faithfulness"), options, ctx.rng("verdict: stability"), t),
                  _rashomon(results.get("mcr"), t)]
     verdict = vd.Verdict.from_criteria(criteria, t)
     section = new("verdict")
@@ -100,9 +101,22 @@ def _faithfulness(section, explanations, options, ctx, t) -> list:
     contestant)."""
     kind = "faithfulness"
     methods = explanations.result.methods if explanations is not None and explanations.result is not None else {}
-    return _ranked(section, options, ctx, t) + [
-        vd.not_assessed(f"Faithfulness of {m.label}", kind, f"{m.label} did not run: {m.reason}", vd.rule(kind, t))
-        for m in methods.values() if m.status == "failed" and not explainers.get(m.key).reference]
+    failed = [vd.not_assessed(f"Faithfulness of {m.label}", kind, f"{m.label} did not run: {m.reason}",
+                              vd.rule(kind, t))
+              for m in methods.values() if m.status == "failed" and not explainers.get(m.key).reference
+              and options.shown_explainer in (None, m.key)]
+    ranked = _ranked(section, options, ctx, t)
+    shown_missing = options.shown_explainer is not None and all(c.status == vd.NOT_ASSESSED for c in ranked)
+    return failed if failed and shown_missing else ranked + failed
+
+
+def _judged(methods, options) -> list:
+    """The explainers among ``methods`` (display labels) that the explanation-reliability verdict judges: the one
+    whose attributions are shown (``options.shown_explainer``) when named, else all of them."""
+    if options.shown_explainer is None:
+        return list(methods)
+    shown = explainers.get(options.shown_explainer).label
+    return [m for m in methods if m == shown]
 
 
 def _ranked(section, options, ctx, t) -> list:
@@ -114,12 +128,22 @@ def _ranked(section, options, ctx, t) -> list:
     at_ref = pgi2.get(options.sigma_ref, {})
     if GREEDY not in at_ref:
         return [vd.not_assessed(name, kind, "the greedy PG² reference ranking did not run", vd.rule(kind, t))]
-    methods = [m for m in at_ref if m not in (RANDOM, GREEDY)]
+    methods = _judged([m for m in at_ref if m not in (RANDOM, GREEDY)], options)
     if not methods:
-        return [vd.not_assessed(name, kind, "no explainer other than the greedy PG² reference produced a ranking",
-                                vd.rule(kind, t))]
-    return [explainer_faithfulness(m, at_ref, options.sigma_ref, thresholds=t,
-                                   random_state=ctx.rng(f"verdict: faithfulness {m}")) for m in methods]
+        if options.shown_explainer is None:
+            return [vd.not_assessed(name, kind, "no explainer other than the greedy PG² reference produced a ranking",
+                                    vd.rule(kind, t))]
+        shown = explainers.get(options.shown_explainer).label
+        return [vd.not_assessed(f"Faithfulness of {shown}", kind, f"{shown}, the explainer whose attributions are "
+                                "shown, produced no ranking of the explained rows", vd.rule(kind, t))]
+    judged = [explainer_faithfulness(m, at_ref, options.sigma_ref, thresholds=t,
+                                     random_state=ctx.rng(f"verdict: faithfulness {m}")) for m in methods]
+    if options.shown_explainer is None:
+        return judged
+    others = [m for m in at_ref if m not in (RANDOM, GREEDY, *methods)]
+    told = (f" {methods[0]} is the explainer whose attributions are shown: the verdict judges it alone"
+            + (f" ({', '.join(others)} scored in the faithfulness section, not judged)." if others else "."))
+    return [dataclasses.replace(c, explanation=c.explanation + told) for c in judged]
 
 
 def _agreement(section, explanations, rng, t) -> vd.Criterion:
@@ -134,11 +158,13 @@ def _agreement(section, explanations, rng, t) -> vd.Criterion:
     return explainer_agreement(global_tau=section.result.global_tau, thresholds=t)
 
 
-def _stability(section, rng, t) -> vd.Criterion:
+def _stability(section, options, rng, t) -> vd.Criterion:
     pgi2, why = _per_row(section)
     if why is not None:
         return vd.not_assessed("Stability across σ", "stability", why, vd.rule("stability", t))
-    return sigma_stability(pgi2, thresholds=t, random_state=rng)
+    judged = None if options.shown_explainer is None else _judged(
+        {m for by_name in pgi2.values() for m in by_name}, options)
+    return sigma_stability(pgi2, judged=judged, thresholds=t, random_state=rng)
 
 
 def _rashomon(section, t) -> vd.Criterion:
