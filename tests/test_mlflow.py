@@ -178,3 +178,27 @@ def test_refusals_name_what_cannot_be_audited(store, diabetes_split):
         _evaluate(forest, X_test, y_test, max_row=3)
     with pytest.raises(InputError, match="model_type='classifier' but the model is a regression model"):
         _evaluate(forest, X_test, y_test, model_type="classifier")
+
+
+def test_a_baseline_model_is_the_champion_and_the_evaluated_model_its_challenger(store, diabetes_split):
+    """evaluator_config's baseline_model (a model URI): the audit's champion is the baseline, the evaluated model
+    its challenger; the promotion verdict is logged as a metric that MetricThreshold gates on."""
+    X_train, y_train, X_test, y_test = diabetes_split
+    baseline = RandomForestRegressor(n_estimators=8, max_depth=3, bootstrap=False, random_state=0).fit(X_train, y_train)
+    candidate = RandomForestRegressor(n_estimators=8, max_depth=2, bootstrap=False, random_state=1).fit(X_train, y_train)
+    baseline_uri, candidate_uri = _log(baseline, X_train), _log(candidate, X_train)
+    with mlflow.start_run():
+        result = mlflow.models.evaluate(candidate_uri, X_test.assign(y=y_test), targets="y", model_type="regressor",
+                                        evaluators=["xai_audit"],
+                                        evaluator_config={"xai_audit": {**CONFIG, "X_train": X_train,
+                                                                        "y_train": y_train, "pdf": False,
+                                                                        "baseline_model": baseline_uri}})
+    audit_json = result.artifacts["xai_audit_json"].content
+    comparison = audit_json["sections"]["comparison"]
+    assert comparison["status"] == "ok"
+    assert result.metrics["xai_audit_promotion"] == STATUS[comparison["data"]["promotion"]["status"]]
+    r2 = {row["quantity"]: row for row in comparison["data"]["deltas"]}["test R²"]
+    assert r2["champion"] == pytest.approx(r2_score(y_test, baseline.predict(X_test)))
+    assert r2["challenger"] == pytest.approx(r2_score(y_test, candidate.predict(X_test)))
+    mlflow.validate_evaluation_results(
+        {"xai_audit_promotion": MetricThreshold(threshold=2, greater_is_better=False)}, result)

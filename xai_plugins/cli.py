@@ -2,7 +2,8 @@
 
     xai-audit --model model.json --data test.csv --target y --out reports/ [--train train.csv]
               [--sep ";"] [--id-cols id] [--protected race sex] [--model-card card.yaml] [--run-id R-42] [--strict]
-              [--fail-on warn | fail | fitness:warn | explanations:fail ...]
+              [--fail-on warn | fail | fitness:warn | explanations:fail | promotion:fail ...]
+              [--challenger other_model.json]
               [--threshold faithfulness_pass=0.6 ...]
               [--sections explanations faithfulness ...] [--sigma 0.1 0.3 1.0] [--trust-pickle]
     xai-audit --model model.json --data "test/*.parquet" --target y --scheduler tcp://host:8786
@@ -25,7 +26,10 @@ computed in full, not what it found: the two verdicts are in the report and unde
 ``verdict`` key. ``--fail-on LEVEL`` reads them: the exit status is 1 when either verdict is at or
 worse than LEVEL (``warn`` or ``fail``), one stderr line per verdict that trips it;
 ``--fail-on fitness:LEVEL`` or ``explanations:LEVEL`` gates on one verdict only (repeat the flag to
-combine); an audit without a verdict trips every gate. Beside the HTML, JSON and PDF, each run writes
+combine); an audit without a verdict trips every gate. ``--challenger FILE`` compares a second model with
+``--model`` on the same rows (the report's champion/challenger section, :mod:`xai_plugins.report.sections.comparison`)
+and adds a third verdict, promotion, which ``--fail-on promotion:LEVEL`` gates on (without a challenger that gate
+trips). Beside the HTML, JSON and PDF, each run writes
 ``<stem>.manifest.json``: the SHA-256 of every input file (model, data, training data, model card;
 hashed before anything is written) and output file, the ``--id-cols``, and the audit's content hashes
 of the model and data (see :mod:`xai_plugins.report.manifest`). ``--threshold NAME=VALUE`` changes one
@@ -97,7 +101,7 @@ SUBCOMMANDS = ("sign", "verify", "keygen", "reasons")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: ``--fail-on`` scopes: the Verdict attributes a gate reads ("" = both, i.e. the worst of the two)
 GATE_SCOPES = {"": ("model_fitness", "explanation_reliability"), "fitness": ("model_fitness",),
-               "explanations": ("explanation_reliability",)}
+               "explanations": ("explanation_reliability",), "promotion": ("promotion",)}
 #: ``--fail-on`` values: LEVEL or SCOPE:LEVEL
 FAIL_ON = tuple(f"{scope}:{level}" if scope else level for scope in GATE_SCOPES for level in ("warn", "fail"))
 
@@ -120,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     files.add_argument("--data", help="CSV or parquet (.parquet/.pq) file of the test data (features + target "
                        "column, and any --protected and --id-cols columns); with --scheduler or --spark-master, a glob "
                        "of parquet (.parquet/.pq or a folder) or CSV files")
+    files.add_argument("--challenger", metavar="FILE",
+                       help="a model file to compare with --model on the same rows (the same formats): adds the "
+                            "champion/challenger section and its promotion verdict (gate it with --fail-on "
+                            "promotion:LEVEL)")
     files.add_argument("--target", help="name of the target column in --data (and --train)")
     files.add_argument("--train", help="CSV or parquet file of the training data (same columns): noise scale, AcME, "
                        "MCR")
@@ -294,7 +302,8 @@ def input_files(args) -> list:
     import glob
 
     data = sorted(glob.glob(args.data)) if args.scheduler or args.spark_master else [args.data]
-    named = [("model", args.model), *(("test data", d) for d in data), ("training data", args.train),
+    named = [("model", args.model), ("challenger", args.challenger), *(("test data", d) for d in data),
+             ("training data", args.train),
              ("model card", getattr(args, "model_card", None)), ("approval", args.approval)]
     files = []
     for role, path in named:
@@ -345,6 +354,13 @@ def prepare_files(args, argv, inputs, spark=None) -> dict:
     except (XaiError, ValueError) as exc:
         raise CLIError(f"cannot audit {Path(args.model).name}: {native_message(exc)}") from exc
     check_id_columns(args.id_cols, args.target, forest)
+    challenger = None
+    if args.challenger:
+        challenger = load_model(args.challenger, args.trust_pickle)
+        try:
+            check_id_columns(args.id_cols, args.target, import_model(challenger))
+        except (XaiError, ValueError) as exc:
+            raise CLIError(f"cannot compare with {Path(args.challenger).name}: {native_message(exc)}") from exc
     card = getattr(args, "model_card", None)
     if card is not None and not Path(card).is_file():
         raise CLIError(f"--model-card file {card!r} does not exist")
@@ -357,6 +373,8 @@ def prepare_files(args, argv, inputs, spark=None) -> dict:
             raise CLIError(f"--model-card: {exc}") from exc
     protected = tuple(getattr(args, "protected", ()))
     provenance = {"model file": f"{Path(args.model).name} (sha256 {digest[args.model]})"}
+    if args.challenger:
+        provenance["challenger file"] = f"{Path(args.challenger).name} (sha256 {digest[args.challenger]})"
     if args.scheduler or spark is not None:
         X, y, provenance["test files"] = read_cluster_table(args.data, args.target, args.sep, spark, args.id_cols)
         check_columns(X, protected, "--data", "--protected")
@@ -378,7 +396,7 @@ def prepare_files(args, argv, inputs, spark=None) -> dict:
     if not hasattr(args, "title"):
         fixed["title"] = f"Explanation audit of {Path(args.model).name}"
     return {"model": model, "X_test": X, "y_test": y, "X_train": X_train, "y_train": y_train,
-            "options": audit_options(args, argv, **fixed)}
+            "challenger": challenger, "options": audit_options(args, argv, **fixed)}
 
 
 def check_id_columns(id_cols, target: str, forest) -> None:
@@ -465,13 +483,14 @@ def report_problems(result, strict: bool) -> int:
 
 
 def print_verdict(result) -> None:
-    """Print the audit's two verdicts on stdout: its title, then one line per verdict with its status and
-    the criterion that decided it (the verdict objects' ``str``), or that no verdict was computed."""
+    """Print the audit's two verdicts (and the promotion verdict of an audit with a challenger) on stdout: its
+    title, then one line per verdict with its status and the criterion that decided it (the verdict objects'
+    ``str``), or that no verdict was computed."""
     if result.verdict is None:
         print(f"{result.title}: no verdict was computed (see the report's verdict section)")
         return
     print(f"{result.title}:")
-    for judgement in result.verdict.judgements:
+    for judgement in (*result.verdict.judgements, *([result.promotion] if result.promotion is not None else [])):
         print(f"  {judgement}")
 
 
@@ -490,7 +509,13 @@ def verdict_gate(result, fail_on) -> int:
     status = EXIT_OK
     for gate in dict.fromkeys(fail_on):
         scope, _, level = gate.rpartition(":")
-        for judgement in (getattr(result.verdict, name) for name in GATE_SCOPES[scope]):
+        if scope == "promotion" and result.promotion is None:
+            print(f"xai-audit: verdict gate: {result.title}: no promotion verdict was computed (it needs "
+                  f"--challenger and the comparison section), so --fail-on {gate} cannot pass", file=sys.stderr)
+            status = EXIT_FAILED
+            continue
+        for judgement in (result.promotion if name == "promotion" else getattr(result.verdict, name)
+                          for name in GATE_SCOPES[scope]):
             if severity(judgement.status) >= severity(level):
                 print(f"xai-audit: verdict gate: {result.title}: {judgement.name} is {judgement.status.upper()} "
                       f"(--fail-on {gate})", file=sys.stderr)

@@ -18,7 +18,7 @@ model, predictions without a model, a model of another flavour) is refused with 
 ``evaluator_config`` (MLflow wants it nested, ``{"xai_audit": {...}}``, when ``evaluators`` is a list) takes
 any field of :class:`~xai_plugins.report.options.AuditOptions` (``max_rows``,
 ``thresholds``, ``protected``, ...) and ``X_train`` / ``y_train`` (training data: noise scale, predictive
-adequacy, AcME, MCR), ``n_jobs`` and ``pdf`` (default True). The metrics, all numbers, so that
+adequacy, AcME, MCR), ``n_jobs``, ``pdf`` (default True) and ``baseline_model``. The metrics, all numbers, so that
 ``MetricThreshold`` can gate on them (:func:`audit_metrics`):
 
 - ``xai_audit_model_fitness``, ``xai_audit_explanation_reliability`` and ``xai_audit_verdict`` (the worst
@@ -27,7 +27,11 @@ adequacy, AcME, MCR), ``n_jobs`` and ``pdf`` (default True). The metrics, all nu
 - per assessed criterion (``xai_audit_faithfulness_of_shap``, ``xai_audit_agreement_between_explainers``,
   ...): its measured value, ``..._ci_low`` / ``..._ci_high`` (the bootstrap interval) and ``..._status``;
 - ``xai_audit_test_<score>``: the test performance (``xai_audit_test_r2``, ``xai_audit_test_accuracy``, ...);
-- ``xai_audit_failed_sections``: sections and methods that failed to compute (``xai-audit --strict``).
+- ``xai_audit_failed_sections``: sections and methods that failed to compute (``xai-audit --strict``);
+- ``xai_audit_promotion`` (0 pass, 1 warn, 2 fail) when ``evaluator_config`` names a ``baseline_model`` (a model
+  URI, a loaded pyfunc model or the fitted model): the baseline is then the audited model (the champion) and the
+  evaluated model its challenger (:mod:`xai_plugins.report.sections.comparison`). MLflow 3's ``evaluate`` has no
+  ``baseline_model`` argument of its own any more, so it is taken here.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ FLAVOURS = ("mlflow.sklearn", "mlflow.xgboost", "mlflow.lightgbm")
 #: MLflow model types the audit applies to, and the task each one means
 MODEL_TYPES = {"regressor": "regression", "classifier": "classification"}
 #: evaluator_config keys that are not AuditOptions fields
-EXTRA_KEYS = ("X_train", "y_train", "n_jobs", "pdf")
+EXTRA_KEYS = ("X_train", "y_train", "n_jobs", "pdf", "baseline_model")
 
 
 class BinaryEvaluationArtifact(EvaluationArtifact):
@@ -95,9 +99,13 @@ class XaiAuditEvaluator(ModelEvaluator):
         defaults = {"title": f"Explanation audit of MLflow run {run_id}", "run_id": run_id,
                     "provenance": {"MLflow run": run_id, "MLflow dataset": f"{dataset.name} (digest {dataset.hash})"}}
         options = {**defaults, **options}
-        result = audit(raw, X, pd.Series(dataset.labels_data, index=getattr(X, "index", None)),
+        champion, challenger = raw, None
+        if extra.get("baseline_model") is not None:      # the baseline is the champion, the model challenges it
+            champion, challenger = baseline_model(extra["baseline_model"]), raw
+            _check_model_type(champion, model_type)
+        result = audit(champion, X, pd.Series(dataset.labels_data, index=getattr(X, "index", None)),
                        X_train=extra.get("X_train"), y_train=extra.get("y_train"), n_jobs=extra.get("n_jobs"),
-                       **options)
+                       challenger=challenger, **options)
         metrics = audit_metrics(result)
         client = MlflowClient()
         artifacts = _log_reports(client, run_id, result, extra.get("pdf", True))
@@ -145,6 +153,16 @@ def raw_model(model):
     return raw
 
 
+def baseline_model(model):
+    """The tree ensemble of the ``baseline_model`` of ``evaluator_config``: a model URI (``"runs:/<id>/model"``,
+    ``"models:/name/1"``...), a loaded MLflow pyfunc model, or the fitted model itself."""
+    import mlflow.pyfunc
+
+    if isinstance(model, str):
+        model = mlflow.pyfunc.load_model(model)
+    return raw_model(model) if hasattr(model, "metadata") else model
+
+
 def _check_model_type(raw, model_type) -> None:
     """:class:`InputError` when ``model_type`` names another task than the model's."""
     from .forest import import_model
@@ -171,6 +189,8 @@ def audit_metrics(result) -> dict:
         for judgement in result.verdict.judgements:
             metrics[_key(judgement.name)] = float(severity(judgement.status))
         metrics[_key("verdict")] = max(metrics[_key(j.name)] for j in result.verdict.judgements)
+        if result.promotion is not None:
+            metrics[_key(result.promotion.name)] = float(severity(result.promotion.status))
         for criterion in result.verdict.criteria:
             if criterion.status == NOT_ASSESSED:
                 continue

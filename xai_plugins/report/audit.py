@@ -26,7 +26,7 @@ from .._validation import check_n_jobs, core_threads
 from ..engines import engine_for, remote
 from ..errors import InputTypeError, NoiseScaleWarning, ParityError, XaiError
 from . import sections as registry
-from .context import derive_seed, make_context
+from .context import CHALLENGER, CHAMPION, derive_seed, make_context
 from .options import AuditOptions, check_output_paths
 from .plan import AuditPlan, plan_audit
 from .section import plain
@@ -111,6 +111,13 @@ class Audit:
     verdict: object = None
     #: the run-time plan made before the sections ran (``xai_plugins.report.plan.AuditPlan``)
     plan: AuditPlan | None = None
+
+    @property
+    def promotion(self):
+        """The promotion verdict of an audit with a challenger (a :class:`~xai_plugins.report.verdict.Judgement`:
+        may the challenger replace the audited model?), None without one."""
+        comparison = self.sections.get("comparison")
+        return None if comparison is None or comparison.result is None else comparison.result.promotion
 
     @property
     def problems(self) -> list:
@@ -256,20 +263,22 @@ def _parallel(fn):
     return wrapper
 
 
-def _certified(ctx, options):
-    """The champion's parity certificate on the test rows (:func:`~xai_plugins.forest.parity.certify`; None when
-    the model's own predict takes none of them); a failed one refuses the audit
-    (:class:`~xai_plugins.errors.ParityError`) unless ``options.unverified``."""
+def _certified(ctx, options, role: str = CHAMPION):
+    """The parity certificate of the model held under ``role`` on the test rows
+    (:func:`~xai_plugins.forest.parity.certify`; None when the model's own predict takes none of them); a failed one
+    refuses the audit (:class:`~xai_plugins.errors.ParityError`) unless ``options.unverified``."""
     from ..forest.parity import certify
 
+    forest = ctx.models[role].forest
     rows = ctx.X_test.to_numpy(dtype=float)[: options.max_shap_rows]      # the Forest's rows (category codes)
-    if ctx.forest.nan_refused is not None:          # the model's own predict refuses these rows
-        rows = rows[~np.isnan(rows[:, ctx.forest.nan_refused]).any(axis=1)]
+    if forest.nan_refused is not None:              # the model's own predict refuses these rows
+        rows = rows[~np.isnan(rows[:, forest.nan_refused]).any(axis=1)]
     if not len(rows):
         return None                                 # no row the model's own predict takes: nothing to compare
-    certificate = certify(ctx.forest, rows, random_state=0)
+    certificate = certify(forest, rows, random_state=0)
     if not certificate.passed and not options.unverified:
-        raise ParityError(f"refusing to explain the model: the trees read from it do not reproduce its own "
+        what = "the model" if role == CHAMPION else f"the {role} model"
+        raise ParityError(f"refusing to explain {what}: the trees read from it do not reproduce its own "
                           f"runtime's scores ({certificate}). Explain it anyway, every number labelled unverified, "
                           f"with unverified=True (xai-audit --unverified)")
     return certificate
@@ -277,7 +286,7 @@ def _certified(ctx, options):
 
 @_parallel
 def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: AuditOptions | None = None,
-          client=None, **overrides) -> Audit:
+          client=None, challenger=None, **overrides) -> Audit:
     """Audit the explanations of a fitted tree ensemble and return an inspectable :class:`Audit`.
 
     Builds every section of the report once (summary, model card, calibration, data summary,
@@ -307,6 +316,13 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
     client : distributed.Client, pyspark.sql.SparkSession or None, default None
         Run on this Dask cluster (a ``distributed.Client``) or Spark session (default with Spark
         data: the active one).
+    challenger : fitted model or None, default None
+        A model to compare with ``model`` (the champion) on the same rows: any model
+        :func:`xai_plugins.import_model` supports, of the same task, input columns (read alike) and classes,
+        of any library or kind. Its parity certificate is checked as the champion's, and the
+        "comparison" section gives the deltas of performance, calibration and fairness, the shift of
+        reliance per feature, both models' faithfulness and their agreement, and the promotion verdict
+        (``Audit.promotion``).
     n_jobs : int or None, default None
         Threads (scikit-learn convention, -1 = every core). The default None runs the C core's rows
         and RF-MCR's trees on every core, whose results are the same bits on any thread count, and
@@ -444,6 +460,9 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
                        progress=options.progress and cl is None,   # on a cluster: the scheduler's progress
                        rho=options.rho, binary_flip=options.binary_flip)
     ctx.parity = _certified(ctx, options)
+    if challenger is not None:
+        ctx.add_model(CHALLENGER, challenger)
+        _certified(ctx, options, CHALLENGER)
     _check_noise(ctx, options)
     ctx.plan = plan_audit(ctx, options)
     with _planned_progress(ctx.plan, options.progress) as progress:

@@ -10,6 +10,7 @@ method explains, the protected attributes, the random streams and the row sample
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import warnings
 import zlib
@@ -105,8 +106,27 @@ class AuditContext:
         if forest.n_features != self.n_features or names not in (None, [str(n) for n in self.feature_names]):
             raise FeatureMismatchError(f"the {role} model's {forest.n_features} features {names or ''} differ from "
                                        f"the champion's {self.feature_names}")
+        read_apart = [name for j, name in enumerate(self.feature_names)
+                      if bool(forest.categorical[j]) != bool(self.categorical[j])
+                      or (self.categorical[j] and _labels(forest, j) != _labels(self.forest, j))]
+        if read_apart:
+            raise FeatureMismatchError(f"the {role} model reads the column(s) {read_apart} otherwise than the champion "
+                                       "(categories against numbers, or other category labels): the two models must "
+                                       "read every input column alike to be compared on the same perturbations")
+        if (model_classes(model, forest) or []) != self.classes:
+            raise InputError(f"the {role} model's classes {model_classes(model, forest)} differ from the champion's "
+                             f"{self.classes}")
+        explained_output(forest, self.classes, self.positive_class)
         self.models[role] = AuditedModel(role, model, forest)
         return self.models[role]
+
+    def view(self, role: str) -> "AuditContext":
+        """This context with the model held under ``role`` (:meth:`add_model`) in the champion's place: the same
+        data, classes, explained class, seeds and noise; that model's explained output and its label."""
+        held = self.models[role]
+        output, label = explained_output(held.forest, self.classes, self.positive_class)
+        return dataclasses.replace(self, model=held.model, forest=held.forest, output=output, output_label=label,
+                                   models={}, parity=None)
 
     def seed(self, stream: str) -> np.random.SeedSequence:
         """The seed of one named random stream (a section's name, or "rows"): derived from
@@ -383,26 +403,36 @@ def make_context(model, X_test, y_test=None, *, X_train=None, y_train=None, posi
         y_test = check_target(y_test, classes, n_rows=len(X_test_f), what="y_test")
     if y_train is not None:
         y_train = check_target(y_train, classes, n_rows=0 if X_train_f is None else len(X_train_f), what="y_train")
-    if classes is not None:
-        if positive_class is None:
-            positive_class = _default_class(classes, y_test)
-        if forest.n_outputs == 1 and positive_class != classes[-1]:
-            raise InputError(f"the single margin of a binary boosted model is the log-odds of class {classes[-1]!r}; "
-                             f"positive_class must be {classes[-1]!r}")
-        if positive_class not in classes:
-            raise InputError(f"positive_class {positive_class!r} is not one of the model's classes {classes}")
-        position = classes.index(positive_class)
-        output = 0 if forest.n_outputs == 1 else position
-        if forest.output_space == "probability":
-            label = f"the predicted probability of class {positive_class}"
-        else:
-            label = f"the margin (log-odds) of class {positive_class}"
-    else:
-        output, label = 0, "the regression output"
-        classes = []
+    if classes is not None and positive_class is None:
+        positive_class = _default_class(classes, y_test)
+    output, label = explained_output(forest, classes, positive_class)
     return AuditContext(model, forest, X_test_f, y_test, X_train_f, y_train, names, forest.task, output, label,
-                        positive_class, random_state, groups, groups_train, classes, cluster, root_seed, progress,
+                        positive_class, random_state, groups, groups_train, classes or [], cluster, root_seed, progress,
                         rho, binary_flip=bool(binary_flip))
+
+
+def _labels(forest: Forest, j: int) -> list:
+    """The category labels of categorical feature ``j`` of ``forest`` by code, as text."""
+    labels = None if forest.category_labels is None else forest.category_labels[j]
+    return [] if labels is None else [str(v) for v in labels]
+
+
+def explained_output(forest: Forest, classes: list | None, positive_class) -> tuple[int, str]:
+    """The output column of ``forest`` every method explains and its label in words: the regression output, or
+    for a classifier of ``classes`` the probability (random forests) or margin (boosted models) of
+    ``positive_class``. Raises :class:`InputError` for a class the model does not have, and for any class but the
+    last of a binary boosted model (its single margin is the log-odds of the last class)."""
+    if not classes:
+        return 0, "the regression output"
+    if forest.n_outputs == 1 and positive_class != classes[-1]:
+        raise InputError(f"the single margin of a binary boosted model is the log-odds of class {classes[-1]!r}; "
+                         f"positive_class must be {classes[-1]!r}")
+    if positive_class not in classes:
+        raise InputError(f"positive_class {positive_class!r} is not one of the model's classes {classes}")
+    output = 0 if forest.n_outputs == 1 else classes.index(positive_class)
+    if forest.output_space == "probability":
+        return output, f"the predicted probability of class {positive_class}"
+    return output, f"the margin (log-odds) of class {positive_class}"
 
 
 def _default_class(classes: list, y) -> object:

@@ -54,6 +54,8 @@ def shown(value: float, limits=(), spec: str = ".3g") -> str:
 
 #: the two verdicts: what the model is worth, and what its explanations are worth
 MODEL_FITNESS, EXPLANATION_RELIABILITY = "model fitness", "explanation reliability"
+#: the verdict of a champion/challenger comparison: may the challenger replace the audited model?
+PROMOTION = "promotion"
 #: the verdict each kind of criterion joins (an unknown kind raises, so no criterion is silently left out of both
 #: verdicts): the built-in kinds, in the order of the report's thresholds table; a section's new :class:`Kind`
 #: joins at the end when it registers
@@ -66,7 +68,10 @@ _BUILTIN_KINDS = frozenset(VERDICT_OF_KIND)
 QUESTIONS = {MODEL_FITNESS: "Is the model fit for use? (predictive adequacy, calibration and drift when assessed, "
                             "fairness when protected attributes are named)",
              EXPLANATION_RELIABILITY: "Can its explanations be relied on? (faithfulness, agreement, stability across "
-                                      "σ, Rashomon sensitivity)"}
+                                      "σ, Rashomon sensitivity)",
+             PROMOTION: "May the challenger replace the audited model? (performance not worse beyond a margin, "
+                        "fairness not worse, explanations not less faithful, no unexplained shift of reliance onto a "
+                        "protected attribute or its proxies)"}
 
 #: the one source of every qualitative word the report uses for a graded quantity: kind -> status -> word
 #: the one source of every qualitative word the report uses for a graded quantity: kind -> status -> word (each

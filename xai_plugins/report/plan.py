@@ -32,6 +32,7 @@ import pandas as pd
 from ..forest import library_of
 from ..prediction_gap._auto import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
 from ..prediction_gap._greedy import GREEDY
+from .context import CHALLENGER
 from .explainers import REGISTRY as EXPLAINER_REGISTRY
 from .explainers import Costs
 from .pgi2_of_rankings import MC_SAMPLES
@@ -249,7 +250,28 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
             "faithfulness", f"PGI² {method}", rows, 0 if sampled_from is None else samples_for(PLAN_RTOL),
             own["faithfulness"] + FIGURE_SECONDS * (1 + (options.mc_pairs > 0)) + rows * n_sigma * costs.pgi2
             + comparison, why)
+    if CHALLENGER in ctx.models and explained_on:
+        sections["comparison"] = _comparison(ctx, options, rows, why)
     return sections
+
+
+def _comparison(ctx, options, rows: int, why: str) -> SectionPlan:
+    """The champion/challenger comparison's estimate: the challenger's explainers on the explained rows and their
+    PGI² at one σ, each model's PG² of every feature alone, of the champion's top-k prefix sets and of every
+    feature, and the challenger's permutation reliance on the training rows (where RF-MCR runs)."""
+    other, d = ctx.view(CHALLENGER), ctx.n_features
+    m = len(options.explainers) + 1
+    per_sample = sample_seconds(other.forest, other.model)
+    costs = _pg2_costs(other.forest, d, m, None, 0.0)
+    seconds = _explanations(other, options, rows, costs.greedy, per_sample, why).seconds + rows * costs.pgi2
+    k = min(options.top_k, d)
+    for view in (ctx, other):
+        seconds += rows * (d * exact_seconds(view.forest, 1) + sum(exact_seconds(view.forest, j) for j in
+                                                                   range(1, k + 1)) + 2 * exact_seconds(view.forest, d))
+    if "mcr" in options.explainers and ctx.X_train is not None:
+        seconds += options.mcr_permutations * (d + 1) * len(ctx.X_train) * per_sample
+    return SectionPlan("comparison", "challenger: greedy PG² exact, PGI² at σ_ref", rows, 0,
+                       REGISTRY["comparison"].seconds + FIGURE_SECONDS + seconds, why)
 
 
 def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: float, why: str) -> SectionPlan:

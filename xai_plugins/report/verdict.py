@@ -20,6 +20,7 @@ from .criteria import (  # noqa: F401
     MODEL_FITNESS,
     NOT_ASSESSED,
     PASS,
+    PROMOTION,
     QUESTIONS,
     SEVERITY,
     THRESHOLD_RANGES,
@@ -178,8 +179,9 @@ class Judgement:
             return said
         return [{MODEL_FITNESS: "Every assessed criterion of the model's fitness passes.",
                  EXPLANATION_RELIABILITY: "Every assessed criterion of the explanations passes: they may be used to "
-                                          "support individual decisions, within the limitations stated below."}
-                [self.name]]
+                                          "support individual decisions, within the limitations stated below.",
+                 PROMOTION: "Every assessed criterion of the comparison passes: the challenger is not worse than the "
+                            "audited model on what was measured."}[self.name]]
 
     def __str__(self) -> str:
         """One line: the verdict, its status and the criterion that decided it (the worst one, see

@@ -108,7 +108,7 @@ def build(ctx, results, options):
     if n_rows == 0:
         section.status, section.reason = "not applicable", "no explained rows"
         return section
-    rankings, labels = _rankings(methods, on)
+    rankings, labels = rankings_of(methods, on)
     rankings[FLOOR] = on.random_rankings(ctx.seed_int("faithfulness"))
     sigmas = list(options.sigma)
     sampled_from, n_samples = planned_sampling(ctx)
@@ -197,7 +197,7 @@ def _rtol(n_samples: int) -> float:
     return float(np.sqrt(GAP_CV2 / n_samples))
 
 
-def _rankings(methods, on) -> tuple[dict, dict]:
+def rankings_of(methods, on) -> tuple[dict, dict]:
     """Per-row rankings by method key (the greedy PG² one under :data:`CEILING`), global importances
     applied to every row, and each key's display label."""
     rankings, labels = {}, {FLOOR: "random"}
@@ -274,7 +274,7 @@ def _monte_carlo(ctx, section, rows, options) -> None:
                                     "error they leave.", shown, index=False))
 
 
-def _normalised(method, random, best, axis=-1):
+def normalised(method, random, best, axis=-1):
     """F of the row means along ``axis``: (mean(method) − mean(random)) / (mean(best) − mean(random)); NaN
     where no ranking beats random on average (a bootstrap resample can draw such rows: F is undefined
     there, and an interval that meets one is undefined too rather than above 1)."""
@@ -313,8 +313,8 @@ def faithfulness_score(method, random, best, *, n_boot: int = N_BOOT, level: flo
     if not gap > 0:
         raise InputError(f"no evaluated ranking scores above random rankings (mean PGI² gap {gap:.3g}); "
                          "the normalised faithfulness is undefined")
-    ci = bootstrap_ci(arrays, _normalised, n_boot=n_boot, level=level, random_state=random_state)
-    return FaithfulnessScore(float(_normalised(*arrays)), ci, gap)
+    ci = bootstrap_ci(arrays, normalised, n_boot=n_boot, level=level, random_state=random_state)
+    return FaithfulnessScore(float(normalised(*arrays)), ci, gap)
 
 
 def explainer_faithfulness(method: str, per_row: dict, sigma: float, *, thresholds=None, n_boot: int = N_BOOT,
@@ -381,7 +381,7 @@ def sigma_stability(pgi2: dict, *, judged=None, thresholds=None, n_boot: int = N
 
     value = float(spread(*arrays))
     ci = bootstrap_ci(arrays, spread, n_boot=n_boot, level=level, random_state=random_state)
-    scores = {s: {m: float(_normalised(usable[s][m], usable[s][RANDOM], best[s])) for m in methods} for s in sigmas}
+    scores = {s: {m: float(normalised(usable[s][m], usable[s][RANDOM], best[s])) for m in methods} for s in sigmas}
     orders = {s: tuple(sorted(methods, key=lambda m: -scores[s][m])) for s in sigmas}
     moved = max(methods, key=lambda m: max(scores[s][m] for s in sigmas) - min(scores[s][m] for s in sigmas))
     order_text = ("The explainers' order by F is the same at every σ." if len(set(orders.values())) == 1 else

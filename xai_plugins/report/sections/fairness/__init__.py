@@ -55,6 +55,8 @@ class Fairness:
     disparities: list = field(default_factory=list)
     other_findings: str = ""
     insufficient: list = field(default_factory=list)
+    #: per attribute, the model features that encode it or share the most information with it (its proxies)
+    proxies: dict = field(default_factory=dict)
 
 #: features shown per panel of the grouped bar chart, fewer when there are many groups (at most
 #: ``MAX_BARS`` bars per panel, at least 3 features)
@@ -62,6 +64,8 @@ TOP_FEATURES = 10
 MAX_BARS = 30
 #: permutations of the model's own reliance on the attribute's columns (test data)
 N_PERMUTATIONS = 5
+#: share of a protected attribute's entropy from which a feature sharing information with it is one of its proxies
+PROXY_SHARE = 0.1
 
 
 @register("fairness", "Fairness towards protected attributes", reads=("explanations", "mcr"), result=Fairness,
@@ -83,7 +87,8 @@ def build(ctx, results, options):
     section.raw = {"attributes": assessed}
     section.result = Fairness([d for a in assessed for d in a["disparities"]],
                               "; ".join(f"{a['name']}: {w}" for a in assessed for w in a["warnings"]),
-                              [a["insufficient"] for a in assessed if a["insufficient"]])
+                              [a["insufficient"] for a in assessed if a["insufficient"]],
+                              {a["name"]: a["proxy features"] for a in assessed})
     blocks = [b for a in assessed for b in a["blocks"]]
     section.tables = [b for b in blocks if isinstance(b, Table)]
     section.figures = [b for b in blocks if isinstance(b, figures.Figure)]
@@ -137,7 +142,8 @@ def new_attribute(name, limits=None) -> dict:
     limits = vd.limits(limits)
     return {"name": name, "blocks": [], "findings": [], "warnings": [], "not assessed": "",
             "data": {"groups": "", "group sizes": {}}, "limits": fair.thresholds(limits),
-            "min rows": limits["min_group_rows"], "disparities": [], "disparity warnings": [], "insufficient": ""}
+            "min rows": limits["min_group_rows"], "disparities": [], "disparity warnings": [], "insufficient": "",
+            "proxy features": []}
 
 
 def _performance(ctx, out, labels, predictions, seed) -> None:
@@ -413,6 +419,8 @@ def _proxies(out, X, labels, where, encodings, seed) -> None:
     except InputError as exc:
         out["findings"].append(f"Proxy check: not assessed ({exc}).")
         return
+    shares = proxy.table["share of the attribute's entropy"]
+    out["proxy features"] = list(dict.fromkeys([*encodings, *(c for c in proxy.top() if shares[c] >= PROXY_SHARE)]))
     out["data"]["proxies"] = {"data": where, "rows": proxy.rows, "folds": proxy.folds, "auc": proxy.auc,
                               "table": proxy.table, "top": proxy.top(), "note": proxy.note}
     out["blocks"].append(Table(
@@ -421,10 +429,9 @@ def _proxies(out, X, labels, where, encodings, seed) -> None:
         "the group).", proxy.table.head(8).replace({"encodes the attribute": {"": "–"}})))
     indirect = proxy.auc.get("features other than its encodings", proxy.auc.get("all features") if not encodings
                              else None)
-    shares = proxy.table["share of the attribute's entropy"]
     strongest = ", ".join(f"{c} ({fmt(100 * shares[c], 2)}% of its entropy)" for c in proxy.top())
     text = (f"Proxy check: the features that carry the most information about {name} are {strongest}"
-            + ("; every one of them carries little of it." if shares[proxy.top()].max() < 0.1 else "."))
+            + ("; every one of them carries little of it." if shares[proxy.top()].max() < PROXY_SHARE else "."))
     if proxy.auc:
         text += (" A small random-forest classifier predicts the group with a cross-validated ROC AUC of "
                  + "; ".join(f"{against(v, limits['proxy AUC'], 3)} from {k}" for k, v in proxy.auc.items())
