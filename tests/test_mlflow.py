@@ -184,8 +184,9 @@ def test_a_baseline_model_is_the_champion_and_the_evaluated_model_its_challenger
     """evaluator_config's baseline_model (a model URI): the audit's champion is the baseline, the evaluated model
     its challenger; the promotion verdict is logged as a metric that MetricThreshold gates on."""
     X_train, y_train, X_test, y_test = diabetes_split
-    baseline = RandomForestRegressor(n_estimators=8, max_depth=3, bootstrap=False, random_state=0).fit(X_train, y_train)
-    candidate = RandomForestRegressor(n_estimators=8, max_depth=2, bootstrap=False, random_state=1).fit(X_train, y_train)
+    forest = dict(n_estimators=8, bootstrap=False)
+    baseline = RandomForestRegressor(max_depth=3, random_state=0, **forest).fit(X_train, y_train)
+    candidate = RandomForestRegressor(max_depth=2, random_state=1, **forest).fit(X_train, y_train)
     baseline_uri, candidate_uri = _log(baseline, X_train), _log(candidate, X_train)
     with mlflow.start_run():
         result = mlflow.models.evaluate(candidate_uri, X_test.assign(y=y_test), targets="y", model_type="regressor",
