@@ -54,7 +54,8 @@ def test_every_section_is_present_and_computed(report):
     assert list(a.sections) == list(RENDER_ORDER)
     for key, section in a.sections.items():
         assert title(key) in html
-        expected = "skipped" if key in ("fairness", "regulatory") else "ok"   # no protected attribute; not asked for
+        # skipped: no protected attribute, not asked for, no challenger
+        expected = "skipped" if key in ("fairness", "regulatory", "comparison") else "ok"
         assert section.status == expected, (key, section.reason)
     for key in ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr"):
         assert a.methods[key].status == "ok", (key, a.methods[key].reason)
