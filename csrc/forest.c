@@ -1,4 +1,4 @@
-/* forest.c -- structure validation and the parity predictor over the xai_forest layout. */
+/* forest.c -- structure validation, the parity predictor and the reachable-leaf counts over the xai_forest layout. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -256,5 +256,42 @@ int xai_predict(const xai_forest *f, const double *X, int64_t n_rows, double *ou
         for (int32_t o = 0; o < f->n_outputs; o++)
             y[o] = f->base_score[o] + scale * y[o];
     }
+    return xai_error_return(XAI_OK);
+}
+
+int xai_reachable_leaves(const xai_forest *f, const double *X, int64_t n_rows, const uint8_t *mask, int64_t *counts)
+{
+    xai_error_clear();
+    if (f == NULL || X == NULL || mask == NULL || counts == NULL || n_rows < 0 || f->max_depth < 0)
+        return xai_error_return(XAI_E_SIZE);
+    /* a depth-first walk: each level pushes at most two children and pops one */
+    int64_t *stack = malloc((size_t)(2 * (int64_t)f->max_depth + 2) * sizeof(int64_t));
+    if (stack == NULL)
+        return xai_error_return(XAI_E_NOMEM);
+    for (int64_t i = 0; i < n_rows; i++) {
+        const double *x = X + i * f->n_features;
+        const uint8_t *free_feature = mask + i * f->n_features;
+        for (int32_t t = 0; t < f->n_trees; t++) {
+            const int64_t base = f->tree_offset[t];
+            int64_t top = 0, leaves = 0;
+            stack[top++] = base;
+            while (top > 0) {
+                const int64_t g = stack[--top];
+                if (f->left_child[g] < 0) {
+                    leaves++;
+                    continue;
+                }
+                const int32_t j = f->feature[g];
+                if (free_feature[j]) {
+                    stack[top++] = base + f->left_child[g];
+                    stack[top++] = base + f->right_child[g];
+                } else {
+                    stack[top++] = base + (xai_goes_left(f, g, x[j]) ? f->left_child[g] : f->right_child[g]);
+                }
+            }
+            counts[i * f->n_trees + t] = leaves;
+        }
+    }
+    free(stack);
     return xai_error_return(XAI_OK);
 }

@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#define XAI_ABI_VERSION 14
+#define XAI_ABI_VERSION 15
 
 /* cffi-cdef-begin */
 enum {
@@ -122,6 +122,13 @@ int xai_validate(const xai_forest *forest);
 /* out[i * n_outputs + o] = model output o for row i of X[n_rows * n_features] (margin space).
  * NaN follows missing_left; a categorical feature's value goes by its atom (see xai_forest). */
 int xai_predict(const xai_forest *forest, const double *X, int64_t n_rows, double *out);
+
+/* counts[i * n_trees + t] = the leaves of tree t that row i can reach when every feature j with
+ * mask[i * n_features + j] != 0 takes any value and the others keep row i's (a perturbed feature's
+ * split sends the row both ways): the leaves exact PG2 pairs up (pg2.c), counted before pruning.
+ * mask is read as 0 / nonzero; X of a masked feature is not read. */
+int xai_reachable_leaves(const xai_forest *forest, const double *X, int64_t n_rows, const uint8_t *mask,
+                         int64_t *counts);
 
 /* Exact PG2(x, S) = E[(f(x') - f(x))^2] with x'_j = x_j + noise_j for numeric j in S; a categorical
  * j in S takes atom a with probability p_a, read from its table (below).

@@ -15,6 +15,14 @@ from oracle import gaussian, grid_pg2
 xgb = pytest.importorskip("xgboost")
 
 
+def _price_exact_high(monkeypatch):
+    """Price the exact method so high that auto samples (its per-Forest prices computed afresh)."""
+    import weakref
+
+    monkeypatch.setattr(prediction_gap, "AUTO_SECONDS_PER_ROW", 1.0)
+    monkeypatch.setattr(prediction_gap, "_PRICES", weakref.WeakKeyDictionary())
+
+
 @pytest.fixture(scope="module")
 def model_and_rows(diabetes_std):
     X, y = diabetes_std
@@ -33,7 +41,7 @@ def test_auto_takes_monte_carlo_with_the_pilot_sample_count(model_and_rows, monk
     """With exact work priced very high, auto samples; its sample count comes from the pilot's
     spread, so the estimate's relative standard error is about rtol on the pilot rows."""
     model, rows = model_and_rows
-    monkeypatch.setattr(prediction_gap, "AUTO_SECONDS_PER_PAIR", 1.0)
+    _price_exact_high(monkeypatch)
     est = xp.pg2(model, rows, [0, 2, 5], method="auto", rtol=0.05, random_state=0)
     assert est.method == "monte_carlo" and "ran monte_carlo" in est.reason
     exact = xp.pg2(model, rows, [0, 2, 5]).value
@@ -49,10 +57,65 @@ def test_exact_cost_estimate_grows_with_the_perturbed_set(model_and_rows):
     leaves = np.bincount(np.repeat(np.arange(forest.n_trees), np.diff(forest.tree_offset)),
                          weights=(forest.left_child < 0), minlength=forest.n_trees)
     all_pairs = (leaves.sum() ** 2 - np.sum(leaves ** 2)) / 2   # S = all: every leaf reachable
-    per_pair = prediction_gap.AUTO_PRUNED_SHARE * prediction_gap.AUTO_SECONDS_PER_PAIR
-    setup = forest.n_trees * prediction_gap.AUTO_SECONDS_PER_TREE
-    assert costs[0] >= setup
-    assert costs[3] == pytest.approx(setup + all_pairs * per_pair)
+    expected = (prediction_gap.AUTO_SECONDS_PER_ROW + leaves.sum() * prediction_gap.AUTO_SECONDS_PER_LEAF
+                + all_pairs * prediction_gap.AUTO_SECONDS_PER_PAIR)
+    assert costs[3] == pytest.approx(expected)
+    rows = model_and_rows[1]
+    every = np.ones(rows.shape, dtype=bool)
+    assert prediction_gap.exact_seconds(forest, 0, rows, every) == pytest.approx(expected)
+
+
+def test_reachable_leaves_are_the_leaves_some_value_of_the_free_features_reaches():
+    """The C walk's count against scikit-learn's own apply() over a grid of values of the free features holding
+    every threshold and a point beyond each (every leaf a CART tree grows has a non-empty box)."""
+    from itertools import product
+
+    from sklearn.datasets import load_diabetes
+    from sklearn.ensemble import RandomForestRegressor
+
+    X, y = load_diabetes(return_X_y=True)
+    model = RandomForestRegressor(n_estimators=6, max_depth=5, random_state=0).fit(X, y)
+    forest = import_model(model)
+    for free in ([2], [2, 8], [0, 3]):
+        mask = np.zeros((3, X.shape[1]), dtype=bool)
+        mask[:, free] = True
+        counts = prediction_gap.reachable_leaf_counts(forest, X[:3], mask)
+        grids = []
+        for j in free:
+            cuts = np.unique(np.concatenate([t.tree_.threshold[t.tree_.feature == j] for t in model.estimators_]))
+            grids.append(np.concatenate([cuts, np.nextafter(cuts, np.inf), [cuts.min() - 1, cuts.max() + 1]]))
+        for i in range(3):
+            grid = np.repeat(X[i:i + 1], np.prod([len(g) for g in grids]), axis=0)
+            grid[:, free] = np.array(list(product(*grids)))
+            reached = model.apply(grid)
+            assert counts[i].tolist() == [len(np.unique(reached[:, t])) for t in range(forest.n_trees)]
+
+
+def test_the_pair_estimate_bounds_the_pair_terms_the_exact_sum_computes(model_and_rows):
+    """The cost model's pair count is the pairs of reachable leaves; the exact sum computes those of them whose
+    trees share a perturbed feature (without pruning): never more, and most of them once every feature varies."""
+    model, rows = model_and_rows
+    forest = import_model(model)
+    for k in (1, 3, 6, rows.shape[1]):
+        mask = np.zeros(rows.shape, dtype=bool)
+        mask[:, :k] = True
+        estimated = prediction_gap._pairs(forest, prediction_gap.reachable_leaf_counts(forest, rows, mask))
+        computed = xp.pg2(model, rows, list(range(k)), prune=False).pair_terms
+        assert computed <= estimated.sum()
+        if k == rows.shape[1]:
+            assert computed >= 0.5 * estimated.sum()
+
+
+def test_a_monte_carlo_sample_is_priced_by_the_models_library(model_and_rows):
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+    model, rows = model_and_rows
+    X, y = rows, np.arange(len(rows), dtype=float)
+    forest_model = RandomForestRegressor(n_estimators=30, max_depth=4, random_state=0).fit(X, y)
+    boosted = GradientBoostingRegressor(n_estimators=30, max_depth=4, random_state=0).fit(X, y)
+    xgb_price, rf_price, gb_price = (prediction_gap.sample_seconds(import_model(m)) for m in (model, forest_model,
+                                                                                              boosted))
+    assert gb_price < rf_price and xgb_price < rf_price      # a scikit-learn forest predicts tree by tree
 
 
 @pytest.mark.parametrize("rtol", [0, 1, -0.1, "1%"])
@@ -118,7 +181,7 @@ def test_auto_computes_exactly_the_rows_whose_samples_show_no_error(faraway_row,
     computed exactly (and said so); the other rows keep an informative Monte Carlo estimate."""
     model, row, j = faraway_row
     rows = np.vstack([row, model_and_rows[1]])
-    monkeypatch.setattr(prediction_gap, "AUTO_SECONDS_PER_TREE", 1.0)
+    _price_exact_high(monkeypatch)
     est = xp.pg2(model, rows, [j], method="auto", rtol=0.05, random_state=0)
     assert est.method == "monte_carlo" and "computed exactly" in est.reason
     assert est.stderr[0] == 0 and est.informative.all()
@@ -157,7 +220,7 @@ def test_dask_auto_keeps_the_guarantee_bitwise(faraway_row, model_and_rows, monk
     da = pytest.importorskip("dask.array")
     model, row, j = faraway_row
     rows = np.vstack([row, model_and_rows[1]])
-    monkeypatch.setattr(prediction_gap, "AUTO_SECONDS_PER_TREE", 1.0)
+    _price_exact_high(monkeypatch)
     est = xp.pg2(model, rows, [j], method="auto", rtol=0.05, random_state=0)
     lazy = xp.pg2(model, da.from_array(rows, chunks=(3, rows.shape[1])), [j], method="auto", rtol=0.05,
                   random_state=0)

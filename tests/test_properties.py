@@ -534,6 +534,7 @@ def test_auto_is_within_its_claimed_error_of_exact(kind, data):
     """Whichever method auto runs (its cost drawn: exact cheap, or priced out so that it samples),
     |auto - exact| <= 5 stderr (1e-12 of the scale for exact values), and a zero stderr only on
     exact values; small sigmas give rows whose samples rarely leave x's leaves."""
+    import weakref
     from unittest import mock
 
     from xai_plugins.prediction_gap import _auto as prediction_gap
@@ -545,9 +546,10 @@ def test_auto_is_within_its_claimed_error_of_exact(kind, data):
     S = data.draw(st.lists(st.integers(0, d - 1), min_size=1, max_size=min(3, d), unique=True), label="S")
     sigma = data.draw(st.sampled_from((0.01, 0.05, 0.3, 1.0)), label="sigma")
     rtol = data.draw(st.sampled_from((0.05, 0.1, 0.3)), label="rtol")
-    per_tree = data.draw(st.sampled_from((prediction_gap.AUTO_SECONDS_PER_TREE, 10.0)), label="exact price")
+    per_tree = data.draw(st.sampled_from((prediction_gap.AUTO_SECONDS_PER_ROW, 10.0)), label="exact price")
     rows = threshold_rows(data, forest, X, max_rows=3)
-    with mock.patch.object(prediction_gap, "AUTO_SECONDS_PER_TREE", per_tree):
+    with mock.patch.object(prediction_gap, "AUTO_SECONDS_PER_ROW", per_tree), \
+            mock.patch.object(prediction_gap, "_PRICES", weakref.WeakKeyDictionary()):
         est = xp.pg2(model, rows, S, sigma=sigma, method="auto", rtol=rtol, random_state=0)
     event(f"auto ran {est.method}")
     value, stderr = (np.asarray(a, dtype=np.float64).reshape(len(rows), -1) for a in (est.value, est.stderr))

@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 14
+ABI_VERSION = 15
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -167,6 +167,20 @@ def predict(forest, X: np.ndarray, n_jobs: int | None = None) -> np.ndarray:
 
     _run_chunks(len(X), n_jobs, work)
     return out
+
+
+def reachable_leaves(forest, X: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(n, n_trees) int64: per row of ``X`` (n, d) float64, the leaves of each tree it can reach when the features
+    of its row of ``mask`` (n, d) vary and the others keep its values (``xai_reachable_leaves``)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    mask = np.ascontiguousarray(mask, dtype=np.uint8)
+    if X.ndim != 2 or X.shape[1] != forest.n_features or mask.shape != X.shape:
+        raise InputError(f"reachable_leaves takes X and mask of shape (n, {forest.n_features}); got {X.shape} and "
+                         f"{mask.shape}")
+    counts = np.empty((len(X), forest.n_trees), dtype=np.int64)
+    _check(lib.xai_reachable_leaves(c_forest(forest).ptr, _ptr("double *", X), len(X), _ptr("uint8_t *", mask),
+                                    _ptr("int64_t *", counts)), "reachable_leaves", 0)
+    return counts
 
 
 #: ``pairs=`` of :func:`pg2` / :func:`greedy_pg2` -> the C core's XAI_PAIRS_* (csrc/xai.h)

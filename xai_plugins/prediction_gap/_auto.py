@@ -1,5 +1,10 @@
-"""The cost model of ``pg2(method="auto")``: the exact method's CPU seconds from the model's leaf
-depths (:func:`exact_seconds`), a Monte Carlo pilot, and the choice between them (:func:`auto_method`)."""
+"""The cost model of ``pg2(method="auto")`` and of the audit's run-time plan: the exact method's CPU seconds from
+the leaves it pairs up (:func:`exact_seconds`), one Monte Carlo sample's through the model's own predictor
+(:func:`sample_seconds`), a Monte Carlo pilot, and the choice between them (:func:`auto_method`).
+
+Both estimates are functions of the model, the rows and the sets only, never of a clock: the same call makes the
+same choice on every machine. They are calibrated on a 2-core x86-64 machine with
+``benchmarks/bench_pg2_auto_cost.py``, which prints each estimate beside the measured time."""
 
 from __future__ import annotations
 
@@ -9,21 +14,31 @@ import weakref
 
 import numpy as np
 
+from .._native import reachable_leaves
 from ..errors import InputError
-from ..forest import Forest, tree_levels
+from ..forest import Forest, explained_model, library_of, tree_levels
 from ._sampling import _informative, _sampled_pg2, row_seed
 
 __all__: list[str] = []
 
-#: The cost model of ``method="auto"``, in CPU seconds of one thread, calibrated on a 2-core x86-64
-#: machine with ``benchmarks/bench_pg2_auto_cost.py`` (XGBoost 100 and 500 trees of depth 6, |S| = 2,
-#: 4 and all): the exact method's setup per tree and row (walks, boxes, tables), one leaf-pair term
-#: of its sum, the share of the pairs that the default pruning keeps (about half on the California
-#: models), and one tree of one Monte Carlo sample through the model's own predictor.
-AUTO_SECONDS_PER_TREE = 3.0e-6
-AUTO_SECONDS_PER_PAIR = 0.9e-9
-AUTO_PRUNED_SHARE = 0.5
-AUTO_SECONDS_PER_TREE_SAMPLE = 1.0e-8
+#: The exact method's CPU seconds of one thread per row, fitted (relative least squares) on the XGBoost 100 × 6 and
+#: 500 × 6, LightGBM 300 × 31 and 1,000 × 63 and random-forest models of California housing and the PG² paper's
+#: 40 × 4 model, every |S|: a fixed part per row, one reachable leaf (walks, boxes, table rows) and one pair of
+#: reachable leaves of the same output, per output a leaf holds (about half of them survive the default pruning,
+#: which the constant absorbs). The fit is within a factor 0.5–1.9 of every measured time.
+AUTO_SECONDS_PER_ROW = 5.0e-5
+AUTO_SECONDS_PER_LEAF = 2.8e-7
+AUTO_SECONDS_PER_PAIR = 4.5e-10
+#: One Monte Carlo sample through the model's own predictor: a fixed part (drawing the noise, the gap) plus, per
+#: tree, its mean leaf depth times the seconds of one level of that library's predict (measured by
+#: ``bench_pg2_auto_cost.py --samples``: XGBoost 2.1 ns, LightGBM 4.4–7.2, CatBoost 1.2, scikit-learn forests
+#: 4.4–10, GradientBoosting 1.7, HistGradientBoosting 4.2, onnxruntime 44; PMML evaluators run in Java, row by
+#: row: a fixed 20 µs). A model of no listed kind takes the dearest level.
+AUTO_SECONDS_PER_SAMPLE = 3.0e-7
+AUTO_SECONDS_PER_LEVEL = {"xgboost": 2.2e-9, "lightgbm": 7.0e-9, "catboost": 1.2e-9, "sklearn": 6.0e-9,
+                          "sklearn GradientBoosting": 1.8e-9, "sklearn HistGradientBoosting": 4.5e-9,
+                          "onnx": 4.4e-8, "pmml": 4.4e-8}
+AUTO_SECONDS_PER_PMML_SAMPLE = 2.0e-5
 #: Monte Carlo pilot of ``method="auto"``: samples per row, on at most this many rows.
 AUTO_PILOT_SAMPLES, AUTO_PILOT_ROWS = 256, 8
 #: The Monte Carlo of ``method="auto"`` draws at least max(AUTO_MIN_SAMPLES, 1/rtol²) samples per row
@@ -59,32 +74,80 @@ def _walk_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([t for t, _ in leaves]), np.concatenate([d for _, d in leaves])
 
 
-def exact_seconds(forest: Forest, n_perturbed: float) -> float:
-    """Estimated CPU seconds of one exact PG² evaluation of a row with ``n_perturbed`` features in
-    S: :data:`AUTO_SECONDS_PER_TREE` per tree, plus the leaf pairs. A leaf at depth D is reachable
-    with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the chance), which gives
-    N_t leaves per tree and Σ_{t<u, same output} N_t N_u leaf pairs, of which
-    :data:`AUTO_PRUNED_SHARE` are kept, at :data:`AUTO_SECONDS_PER_PAIR` per output a leaf holds
-    (a random forest's class-probability leaves hold every class)."""
-    counts = leaf_depths(forest)
-    outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
-    per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
+def _pairs(forest: Forest, per_tree: np.ndarray) -> np.ndarray:
+    """Pairs of distinct trees of the same output, weighted by the counts ``per_tree`` (..., n_trees) of their
+    leaves, times the outputs a leaf holds: the leaf-pair terms of the exact sum (before pruning)."""
     if forest.n_outputs == 1:
-        pairs = float(per_tree.sum() ** 2 - per_tree @ per_tree) / 2.0
+        pairs = (per_tree.sum(axis=-1) ** 2 - np.sum(per_tree ** 2, axis=-1)) / 2.0
     else:
         target = np.asarray(forest.tree_target)
-        per_output = np.bincount(target, weights=per_tree, minlength=forest.n_outputs)
-        square = np.bincount(target, weights=per_tree ** 2, minlength=forest.n_outputs)
-        pairs = float(np.sum(per_output ** 2 - square) / 2.0)
-    per_pair = forest.leaf_width * AUTO_PRUNED_SHARE * AUTO_SECONDS_PER_PAIR
-    return forest.n_trees * AUTO_SECONDS_PER_TREE + pairs * per_pair
+        pairs = sum((per_tree[..., target == o].sum(axis=-1) ** 2 - np.sum(per_tree[..., target == o] ** 2,
+                                                                              axis=-1)) / 2.0
+                    for o in np.unique(target))
+    return pairs * forest.leaf_width
+
+
+def exact_seconds(forest: Forest, n_perturbed: float, rows=None, masks=None) -> float:
+    """Estimated CPU seconds of one exact PG² evaluation of a row: :data:`AUTO_SECONDS_PER_ROW`, plus
+    :data:`AUTO_SECONDS_PER_LEAF` per reachable leaf and :data:`AUTO_SECONDS_PER_PAIR` per pair of reachable leaves
+    of the same output. With ``rows`` (n, d) and ``masks`` (n, d) bool, the reachable leaves are counted on them
+    (:func:`reachable_leaf_counts`; their mean cost per row); otherwise, for a set of ``n_perturbed`` features, a
+    leaf at depth D is reachable with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the
+    chance)."""
+    if rows is not None:
+        per_tree = reachable_leaf_counts(forest, rows, masks).astype(float)
+    else:
+        counts = leaf_depths(forest)
+        outside = 1.0 - min(max(n_perturbed, 0.0), forest.n_features) / forest.n_features
+        per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
+    leaves, pairs = np.sum(per_tree, axis=-1), _pairs(forest, per_tree)
+    return float(np.mean(AUTO_SECONDS_PER_ROW + leaves * AUTO_SECONDS_PER_LEAF + pairs * AUTO_SECONDS_PER_PAIR))
+
+
+def reachable_leaf_counts(forest: Forest, rows, masks) -> np.ndarray:
+    """(n, n_trees): the leaves of each tree that each row of ``rows`` can reach when the features of its row of
+    ``masks`` vary and the others keep its values (the C core's walk; a missing value of a varied feature is not
+    read)."""
+    rows = np.where(np.asarray(masks, dtype=bool), 0.0, np.asarray(rows, dtype=np.float64))
+    return reachable_leaves(forest, rows, np.asarray(masks, dtype=np.uint8))
+
+
+def sample_seconds(forest: Forest, model=None) -> float:
+    """Estimated CPU seconds of one Monte Carlo sample through the predictor of ``model`` (default: the model the
+    Forest was read from): :data:`AUTO_SECONDS_PER_SAMPLE` plus, per tree, its mean leaf depth times
+    :data:`AUTO_SECONDS_PER_LEVEL` of the model's library (scikit-learn's boosting estimators apart)."""
+    if model is None:
+        model = getattr(forest.predict_fn, "_model", lambda: None)()
+    kind = library_of(model) if model is not None else None
+    if kind == "pmml":
+        return AUTO_SECONDS_PER_PMML_SAMPLE
+    if kind == "sklearn":
+        name = type(explained_model(model)[0]).__name__
+        kind = next((f"sklearn {k}" for k in ("HistGradientBoosting", "GradientBoosting") if name.startswith(k)),
+                    kind)
+    level = AUTO_SECONDS_PER_LEVEL.get(kind or "", max(AUTO_SECONDS_PER_LEVEL.values()))
+    counts = leaf_depths(forest)
+    mean_depth = float(np.sum(counts @ np.arange(counts.shape[1]))) / max(float(counts.sum()), 1.0)
+    return AUTO_SECONDS_PER_SAMPLE + forest.n_trees * mean_depth * level
+
+
+_PRICES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _prices(forest: Forest) -> tuple[float, float]:
+    """(:func:`sample_seconds`, :func:`exact_seconds` with every feature perturbed: every leaf reachable, the
+    dearest exact evaluation of a row) of ``forest``, computed once per Forest."""
+    cached = _PRICES.get(forest)
+    if cached is None:
+        cached = _PRICES[forest] = (sample_seconds(forest), exact_seconds(forest, forest.n_features))
+    return cached
 
 
 def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[str, int, str]:
     """``(method, n_samples, reason)`` for ``method="auto"``: the cheaper of the exact method
-    (:func:`exact_seconds`) and Monte Carlo at :data:`AUTO_SECONDS_PER_TREE_SAMPLE` per tree and
-    sample. Monte Carlo needs n = (sd/mean)² / rtol² samples for a relative standard error rtol, at
-    least max(:data:`AUTO_MIN_SAMPLES`, 1/rtol²); when the exact method costs no more than that
+    (:func:`exact_seconds` of the leaves the first :data:`AUTO_PILOT_ROWS` rows reach) and Monte Carlo at
+    :func:`sample_seconds` per sample. Monte Carlo needs n = (sd/mean)² / rtol² samples for a relative standard
+    error rtol, at least max(:data:`AUTO_MIN_SAMPLES`, 1/rtol²); when the exact method costs no more than that
     floor plus the pilot, it runs without one. Otherwise sd/mean of the squared gap comes from a
     pilot of :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows (the 90th
     percentile over them; a pilot row with fewer than :data:`MIN_INFORMATIVE_GAPS` nonzero gaps
@@ -94,11 +157,13 @@ def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[st
         raise InputError(f"rtol must be a relative accuracy in (0, 1); got {rtol!r}")
     rtol = float(rtol)
     n = len(X)
-    exact = exact_seconds(forest, float(np.count_nonzero(masks)) / n if n else 0.0)
-    per_sample = forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE
-    floor = max(AUTO_MIN_SAMPLES, math.ceil(1.0 / rtol ** 2))
     pilot_rows = min(n, AUTO_PILOT_ROWS)
+    per_sample, dearest = _prices(forest)
+    floor = max(AUTO_MIN_SAMPLES, math.ceil(1.0 / rtol ** 2))
     pilot_seconds = pilot_rows * AUTO_PILOT_SAMPLES * per_sample
+    # every leaf reachable bounds the exact cost: below the cheapest Monte Carlo, no leaf need be counted
+    exact = (min(dearest, exact_seconds(forest, 0.0, X[:pilot_rows], masks[:pilot_rows]))
+             if n and dearest > floor * per_sample else dearest)
     head = f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row"
     if n == 0 or exact * n <= pilot_seconds + n * floor * per_sample:
         return "exact", 0, (f"{head} vs Monte Carlo ≥ {floor * per_sample * 1e3:.3g} ms per row (at least {floor} "

@@ -3,7 +3,8 @@ data sizes and the options, and the choices that keep the whole audit's estimate
 accuracy the verdict needs.
 
 The estimates reuse the cost model of ``pg2(method="auto")`` (:func:`~xai_plugins.prediction_gap.exact_seconds`:
-per tree, per reachable leaf pair by depth), price a Monte Carlo sample by the trees it passes through, and
+per reachable leaf and leaf pair; ``sample_seconds``: a Monte Carlo sample by the tree levels it passes through in
+the model's own predictor, per library), and
 count what does not grow with the model: each section's tables and bootstraps (the ``seconds`` its unit declares), its
 figures (:data:`FIGURE_SECONDS`, :data:`PYPLOT_FIGURE_SECONDS`) and DT-Sampler's model count and sampled trees.
 Everything here is a function of the model, the data sizes and the options, never of the clock: the same
@@ -29,8 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..forest import library_of
-from ..prediction_gap._auto import AUTO_MIN_SAMPLES, AUTO_SECONDS_PER_TREE_SAMPLE, exact_seconds, leaf_depths
+from ..prediction_gap._auto import AUTO_MIN_SAMPLES, exact_seconds, leaf_depths, sample_seconds
 from ..prediction_gap._greedy import GREEDY
 from .context import CHALLENGER
 from .explainers import REGISTRY as EXPLAINER_REGISTRY
@@ -49,11 +49,6 @@ GAP_CV2 = 2.0
 #: the standard deviation over rows of the per-row normalised faithfulness assumed when counting the rows the
 #: verdict needs (per-row scores lie in [0, 1] for a ranking between the random floor and the best one found)
 ROW_SD = 0.3
-#: cost of one Monte Carlo sample per tree relative to the XGBoost calibration of ``AUTO_SECONDS_PER_TREE_SAMPLE``:
-#: scikit-learn and LightGBM predictors pay more per tree (deeper trees, per-tree dispatch). Measured in CPU time
-#: on ``benchmarks/bench_audit.py``'s workloads, 20,000 rows per call: the wine forest (63 trees, depth ≤ 26)
-#: 2.0 µs per sample, the California LightGBM (564 trees) 20 µs: 3.3 and 3.6 times the XGBoost rate
-PREDICT_FACTOR = {"sklearn": 4.0, "lightgbm": 4.0}
 #: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
 #: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure
 FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.3, 0.8
@@ -123,12 +118,6 @@ def rows_needed(limits: dict, max_rows: int) -> int:
     half_width = max((limits["faithfulness_pass"] - limits["faithfulness_fail"]) / 2.0, 1e-3)
     z = float(norm.ppf(0.5 + CI_LEVEL / 2.0))
     return int(min(max_rows, max(2, math.ceil((z * ROW_SD / half_width) ** 2))))
-
-
-def sample_seconds(forest, model) -> float:
-    """Estimated seconds of one Monte Carlo sample through the model's own predictor."""
-    factor = PREDICT_FACTOR.get(library_of(model) or "", 1.0)
-    return forest.n_trees * AUTO_SECONDS_PER_TREE_SAMPLE * factor
 
 
 def samples_for(rtol: float) -> int:
