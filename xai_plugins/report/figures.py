@@ -19,6 +19,7 @@ import numpy as np
 from matplotlib import transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import MaxNLocator
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
 
@@ -277,5 +278,21 @@ def drift_bars(caption: str, psi, labels, limits: dict, top: int = 15) -> Figure
             ax.axvline(value, color="k", ls=style, lw=0.8, label=text)
         ax.set_xlabel("population stability index (PSI, dimensionless)")
         legend_outside(ax)
+        fig.tight_layout()
+        return Figure(caption, to_data_uri(fig))
+
+
+def small_multiples(caption: str, panels, draw, audits: int, ncols: int = 3, width: float = 2.3):
+    """One figure of small multiples: ``draw(ax, panel)`` for each of ``panels``, ``ncols`` panels of ``width`` inches
+    to a row, each with the positions 1 to ``audits`` (integers) on its x axis."""
+    nrows = -(-len(panels) // ncols)
+    with matplotlib.rc_context(STYLE):
+        fig, axes = new_figure(width * ncols, 1.75 * nrows, nrows, ncols)
+        for ax, panel in zip(axes.flat, panels):
+            draw(ax, panel)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlim(0.5, audits + 0.5)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_visible(False)
         fig.tight_layout()
         return Figure(caption, to_data_uri(fig))
