@@ -42,7 +42,23 @@ def files(audits, tmp_path_factory):
     (folder / "unversioned.json").write_text(json.dumps(unversioned), encoding="utf-8")
     other = dict(unversioned, schema_version="2.0")
     (folder / "other.json").write_text(json.dumps(other), encoding="utf-8")
+    for stem, digest in (("old", "a" * 64), ("new", "b" * 64)):      # the manifests xai-audit writes beside them
+        inputs = [{"role": "model", "path": "model.json", "bytes": 1, "sha256": digest},
+                  {"role": "test data", "path": "test.csv", "bytes": 1, "sha256": "c" * 64}]
+        (folder / f"{stem}.manifest.json").write_text(json.dumps({"inputs": inputs}), encoding="utf-8")
     return folder
+
+
+def test_the_manifests_beside_the_files_name_the_input_files(files):
+    found = diff_audits(files / "old.json", files / "new.json")
+    model = [c for c in found.of_kind("input") if c.subject == "model file (sha256)"]
+    assert [(c.old, c.new) for c in model] == [("a" * 12, "b" * 12)]
+    assert "test data file (sha256)" not in {c.subject for c in found.of_kind("input")}      # the same file
+    assert found.tripped(["model"]) == [c for c in found.of_kind("input") if c.subject.startswith("model")]
+    (files / "broken.json").write_text(json.dumps(json.loads((files / "old.json").read_text())), encoding="utf-8")
+    (files / "broken.manifest.json").write_text("{", encoding="utf-8")
+    with pytest.raises(InputError, match="cannot read the manifest"):
+        diff_audits(files / "old.json", files / "broken.json")
 
 
 def test_an_audit_against_itself_has_no_change(audits, files):

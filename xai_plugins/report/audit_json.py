@@ -56,15 +56,18 @@ def load(source) -> Loaded:
     if isinstance(source, dict):
         return Loaded(source, str(source.get("title", "audit")))
     path = Path(source)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot read the audit JSON {str(path)!r}: {exc}") from exc
+    doc = _read(path, "the audit JSON")
     if not isinstance(doc, dict) or "sections" not in doc:
         raise InputError(f"{str(path)!r} is not an audit's JSON (no 'sections' key)")
     beside = path.with_name(path.name.removesuffix(".json") + SUFFIX)
-    manifest = json.loads(beside.read_text(encoding="utf-8")) if beside.is_file() else {}
-    return Loaded(doc, path.name, path, manifest)
+    return Loaded(doc, path.name, path, _read(beside, "the manifest") if beside.is_file() else {})
+
+
+def _read(path: Path, what: str):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"cannot read {what} {str(path)!r}: {exc}") from exc
 
 
 def check_versions(audits) -> None:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pandas as pd
 
@@ -139,8 +140,8 @@ class AuditHistory(Document):
         if explainers:
             out.append(small_multiples(
                 f"Reliance per explainer: each feature's share of the explainer's total absolute global importance, "
-                f"for the {TOP_FEATURES} features with the largest share in any audit.", explainers,
-                self._reliance_panel, len(self.audits), ncols=2, width=3.45))
+                f"for the {TOP_FEATURES} features with the largest share in any audit (a feature has one colour in "
+                f"every panel).", explainers, self._reliance_panel, len(self.audits), legend=True))
         return out
 
     def _criterion_panel(self, ax, panel) -> None:
@@ -163,17 +164,24 @@ class AuditHistory(Document):
         crossed = rows[rows["crossed"]]
         ax.scatter(crossed["audit"], values[crossed.index], s=110, facecolors="none", edgecolors="#8a1c1c", lw=1.4,
                    zorder=3)
-        ax.set_title(name if len(name) < 34 else name[:32] + "…")
+        ax.set_title(name if len(name) < 30 else name[:28] + "…", fontsize=7.5)
 
-    def _reliance_panel(self, ax, explainer) -> None:
+    def _shares(self, explainer) -> pd.DataFrame:
+        """An explainer's reliance shares (audits × its :data:`TOP_FEATURES` features with the largest share)."""
         rows = self.table[(self.table["measure"] == "reliance") & (self.table["group"] == explainer)]
         shares = rows.pivot_table(index="audit", columns="name", values="value", aggfunc="first")
-        top = shares.max().sort_values(ascending=False).index[:TOP_FEATURES]
-        for feature in top:
-            ax.plot(shares.index, shares[feature], marker="o", ms=3, lw=1, label=str(feature))
+        return shares[shares.max().sort_values(ascending=False).index[:TOP_FEATURES]]
+
+    def _reliance_panel(self, ax, explainer) -> None:
+        explainers = dict.fromkeys(self.table.loc[self.table["measure"] == "reliance", "group"])
+        features = list(dict.fromkeys(f for e in explainers for f in self._shares(e).columns))
+        colours = matplotlib.colormaps["tab10" if len(features) <= 10 else "tab20"]
+        shares = self._shares(explainer)
+        for feature in shares.columns:
+            ax.plot(shares.index, shares[feature], marker="o", ms=2.5, lw=1, label=str(feature),
+                    color=colours(features.index(feature) % colours.N))
         ax.set_title(explainer)
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=6, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.02))
 
 
 
