@@ -24,6 +24,8 @@ __all__: list[str] = []      # internal module: the public names are in the API 
 #: history) only within one version
 SCHEMA_VERSION = "1.0"
 
+#: the content hashes of the model and of the (in-memory) test data in the reproducibility appendix, by their key
+MODEL_HASH, TEST_HASH = "model (sha256 of the tree arrays)", "test data (sha256)"
 #: the two verdicts, by their key in the JSON
 VERDICTS = ("model fitness", "explanation reliability")
 #: the criteria statuses in order of severity ("not assessed" has none: never better nor worse)

@@ -20,10 +20,11 @@ Everything is read from the two audits' JSON (:mod:`.audit_json`); nothing is re
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
-from . import audit_json
-from .document import Document
+from ..errors import InputError
+from . import audit_json, document
 
 __all__ = ["AuditDiff", "Change", "diff_audits"]
 
@@ -36,13 +37,12 @@ GATES = {
     "faithfulness": "an explainer's faithfulness got worse: its status, or F fell by more than the value tolerance",
     "reliance": "a feature's share of an explainer's importance moved by more than the reliance tolerance",
     "data": "a feature of the test data moved by more than the data tolerance",
-    "model": "the model changed (the hash of its tree arrays)",
+    "model": "the model changed (the content hash of its tree arrays; another file of the same trees is the same "
+             "model)",
     "any": "any change reported",
 }
 #: the gate ``xai-audit diff`` applies without ``--fail-on-change``
 DEFAULT_GATES = ("verdict",)
-#: the order of the change kinds in the outputs
-KINDS = ("input", "threshold", "verdict", "criterion", "reliance", "data")
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _text(value) -> str:
 
 
 @dataclass
-class AuditDiff(Document):
+class AuditDiff:
     """What changed between two audits: the result of :func:`diff_audits` and ``Audit.diff``.
 
     Parameters
@@ -163,12 +163,12 @@ class AuditDiff(Document):
         return bool(self.changes)
 
     @property
-    def title(self) -> str:  # type: ignore[override]
+    def title(self) -> str:
         """The document's title."""
         return f"Audit diff: {self.old['label']} → {self.new['label']}"
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         """The document's description (its metadata)."""
         return f"What changed between the explanation audits {self.old['label']} and {self.new['label']}"
 
@@ -182,19 +182,33 @@ class AuditDiff(Document):
         return [c for c in self.changes if c.kind == kind]
 
     def tripped(self, gates=DEFAULT_GATES) -> list:
-        """The changes that trip any of ``gates`` (keys of :data:`GATES`: "verdict", "criterion", "faithfulness",
-        "reliance", "data", "model", "any"); empty: every gate passes."""
+        """The changes that trip any of ``gates`` (keys of ``xai_plugins.report.diff.GATES``: "verdict",
+        "criterion", "faithfulness", "reliance", "data", "model", "any"); empty: every gate passes."""
         unknown = sorted(set(gates) - set(GATES))
         if unknown:
-            raise ValueError(f"unknown gate(s) {unknown}; the gates are {list(GATES)}")
+            raise InputError(f"unknown gate(s) {unknown}; the gates are {list(GATES)}")
         rules = {"verdict": lambda c: c.kind == "verdict" and c.worse,
                  "criterion": lambda c: c.kind == "criterion" and c.worse,
                  "faithfulness": lambda c: c.kind == "criterion" and c.group == "faithfulness" and c.worse,
                  "reliance": lambda c: c.kind == "reliance",
                  "data": lambda c: c.kind == "data",
-                 "model": lambda c: c.kind == "input" and c.subject.startswith("model"),
+                 "model": lambda c: c.kind == "input" and c.subject == audit_json.MODEL_HASH,
                  "any": lambda c: True}
         return [c for c in self.changes if any(rules[g](c) for g in gates)]
+
+    def to_json(self, path=None, **kwargs) -> str:
+        """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first)."""
+        return document.json_text(self, path, **kwargs)
+
+    def to_html(self, path=None) -> str:
+        """The self-contained HTML report, in the audit report's look; also written to ``path`` when given (checked
+        before rendering)."""
+        return document.html(self, path)
+
+    def to_pdf(self, path=None, html: str | None = None) -> bytes:
+        """The PDF report rendered from the same HTML, with no network access; also written to ``path`` when given
+        (checked before rendering). ``html``: what :meth:`to_html` returned, when the caller has it."""
+        return document.pdf(self, path, html)
 
     def lines(self) -> list:
         """One line per change (what ``xai-audit diff`` prints)."""
@@ -303,8 +317,9 @@ def _inputs(before, after) -> list:
             for k in dict.fromkeys([*old, *new]) if k in old and k in new and old[k] != new[k]]
 
 
-def _short(digest):
-    return None if digest is None else " ".join(d[:12] for d in str(digest).split())
+def _short(text):
+    """``text`` with each SHA-256 hex digest in it cut to its first 12 digits."""
+    return None if text is None else re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1", str(text))
 
 
 def _thresholds(old, new) -> list:
@@ -376,9 +391,8 @@ def _reliance(old_doc, new_doc, tolerance: float) -> list:
 
 def _data(before, after, tolerance: float) -> tuple:
     """The test data's changes and the sentence saying what was compared."""
-    key = "test data (sha256)"
-    same = audit_json.inputs(before).get(key)
-    if same is not None and same == audit_json.inputs(after).get(key):
+    same = audit_json.inputs(before).get(audit_json.TEST_HASH)
+    if same is not None and same == audit_json.inputs(after).get(audit_json.TEST_HASH):
         return [], "test data: not compared, the two audits read the same test data (same content hash)"
     (rows_a, a), (rows_b, b) = audit_json.data_summary(before.doc), audit_json.data_summary(after.doc)
     said = (f"test data ({rows_a} → {rows_b} rows): from the data section's per-feature summary (the JSON holds no "

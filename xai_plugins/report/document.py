@@ -1,6 +1,12 @@
 """The documents made from audits beside the audit itself (the audit-to-audit diff, the audit history): written
 to JSON, HTML and PDF with the audit report's look (:mod:`.render`), each output path checked before anything is
-rendered (:func:`check_path`) and written with its folders (:func:`write`)."""
+rendered (:func:`check_path`) and written with its folders (:func:`write`).
+
+A document is an object with ``to_dict()`` (JSON-ready), ``TEMPLATE`` (its jinja2 template under ``templates/``,
+which reads the document as ``doc``), ``title``, ``description`` and ``created`` (an aware datetime or None): its
+metadata, which become the PDF's document information. Its ``to_json``, ``to_html`` and ``to_pdf`` call
+:func:`json_text`, :func:`html` and :func:`pdf`.
+"""
 
 from __future__ import annotations
 
@@ -25,53 +31,39 @@ def write(path, payload: bytes) -> None:
     path.write_bytes(payload)
 
 
-class Document:
-    """A document made from audits: its JSON-ready :meth:`to_dict` rendered through the jinja2 template ``TEMPLATE``
-    (the template reads the document as ``doc``) with the audit report's stylesheet; ``title``, ``created`` (an
-    aware datetime or None) and ``description`` fill its metadata (the PDF's document information)."""
+def json_text(document, path=None, **kwargs) -> str:
+    """The document's ``to_dict()`` as JSON text; also written to ``path`` when given (checked first)."""
+    check_path(path)
+    text = json.dumps(document.to_dict(), indent=kwargs.pop("indent", 2), ensure_ascii=False, **kwargs)
+    if path is not None:
+        write(path, text.encode("utf-8"))
+    return text
 
-    TEMPLATE = ""
-    title = ""
-    description = ""
 
-    def to_dict(self) -> dict:
-        """The document as JSON-ready dicts and lists."""
-        raise NotImplementedError
+def html(document, path=None) -> str:
+    """The document as one self-contained HTML page of the audit report's look; also written to ``path`` when given
+    (checked before rendering)."""
+    from .. import __version__
+    from .render import render_page
 
-    @property
-    def created(self):
-        """When the newest audit it reads was computed (None when undated)."""
-        return None
+    check_path(path)
+    created = document.created
+    meta = {"description": document.description, "keywords": ["explanation audit", document.title],
+            "generator": f"xai_plugins {__version__}",
+            "created": None if created is None else created.strftime("%Y-%m-%dT%H:%MZ"), "custom": {}}
+    text = render_page(document.TEMPLATE, meta, doc=document)
+    if path is not None:
+        write(path, text.encode("utf-8"))
+    return text
 
-    def to_json(self, path=None, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first)."""
-        check_path(path)
-        text = json.dumps(self.to_dict(), indent=kwargs.pop("indent", 2), ensure_ascii=False, **kwargs)
-        if path is not None:
-            write(path, text.encode("utf-8"))
-        return text
 
-    def to_html(self, path=None) -> str:
-        """The self-contained HTML document; also written to ``path`` when given (checked before rendering)."""
-        from .. import __version__
-        from .render import render_page
+def pdf(document, path=None, source: str | None = None) -> bytes:
+    """The PDF rendered by weasyprint from the document's HTML (``source``: what :func:`html` returned, when the caller
+    has it), with no network access; also written to ``path`` when given (checked before rendering)."""
+    from .render import html_to_pdf
 
-        check_path(path)
-        meta: dict = {"description": self.description, "keywords": ["explanation audit", self.title],
-                "generator": f"xai_plugins {__version__}",
-                "created": None if self.created is None else self.created.strftime("%Y-%m-%dT%H:%MZ"), "custom": {}}
-        html = render_page(self.TEMPLATE, meta, doc=self)
-        if path is not None:
-            write(path, html.encode("utf-8"))
-        return html
-
-    def to_pdf(self, path=None, html: str | None = None) -> bytes:
-        """The PDF rendered by weasyprint from the same HTML, with no network access; also written to ``path`` when
-        given (checked before rendering). ``html``: what :meth:`to_html` returned, when the caller has it."""
-        from .render import html_to_pdf
-
-        check_path(path)
-        pdf = html_to_pdf(self.to_html() if html is None else html)
-        if path is not None:
-            write(path, pdf)
-        return pdf
+    check_path(path)
+    data = html_to_pdf(html(document) if source is None else source)
+    if path is not None:
+        write(path, data)
+    return data

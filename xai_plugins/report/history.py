@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from . import audit_json
-from .document import Document, check_path, write
+from . import audit_json, document
 from .figures import small_multiples
 from .manifest import SUFFIX
 
@@ -34,7 +33,7 @@ TOP_FEATURES = 6
 
 
 @dataclass
-class AuditHistory(Document):
+class AuditHistory:
     """The audits' measures over time: the result of :func:`audit_history`.
 
     Parameters
@@ -43,12 +42,12 @@ class AuditHistory(Document):
         Per audit, in the order they were computed: its position "audit" (1, 2, ...), "label" (its file's name),
         "title", "created", "model" (the first 12 hex digits of its model's content hash) and the two verdicts.
     table : pandas.DataFrame
-        The tidy table, one row per audit and measure (columns :data:`COLUMNS`): "measure" is "verdict",
-        "criterion" or "reliance"; "group" the criterion's kind or the explainer; "name" the verdict, criterion or
-        feature; "status" the verdict's or criterion's status; "value" the criterion's value or the feature's share
-        of the explainer's total absolute importance; "low" and "high" the criterion's interval; "crossed" True at
-        the first audit where the verdict's or criterion's status is worse than at the audit before (it crossed a
-        threshold).
+        The tidy table, one row per audit and measure (columns ``xai_plugins.report.history.COLUMNS``): "measure"
+        is "verdict", "criterion" or "reliance"; "group" the criterion's kind or the explainer; "name" the verdict,
+        criterion or feature; "status" the verdict's or criterion's status; "value" the criterion's value or the
+        feature's share of the explainer's total absolute importance; "low" and "high" the criterion's interval;
+        "crossed" True at the first audit where the verdict's or criterion's status is worse than at the audit
+        before (it crossed a threshold).
     thresholds : dict, default {}
         {criterion kind: {threshold name: value}}: the pass, warn and fail thresholds of each kind of criterion as the
         newest audit set them, drawn on the criteria's panels.
@@ -84,12 +83,12 @@ class AuditHistory(Document):
     TEMPLATE = "history.html"
 
     @property
-    def title(self) -> str:  # type: ignore[override]
+    def title(self) -> str:
         """The document's title."""
         return f"Audit history of {self.audits[-1]['title']} ({len(self.audits)} audits)"
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:
         """The document's description (its metadata)."""
         return f"Verdicts, criteria and reliance over {len(self.audits)} explanation audits"
 
@@ -110,22 +109,36 @@ class AuditHistory(Document):
 
         return {"audits": self.audits, "crossings": records(self.crossings), "table": records(self.table)}
 
+    def to_json(self, path=None, **kwargs) -> str:
+        """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first)."""
+        return document.json_text(self, path, **kwargs)
+
+    def to_html(self, path=None) -> str:
+        """The self-contained HTML page, in the audit report's look; also written to ``path`` when given (checked
+        before rendering)."""
+        return document.html(self, path)
+
+    def to_pdf(self, path=None, html: str | None = None) -> bytes:
+        """The PDF page rendered from the same HTML, with no network access; also written to ``path`` when given
+        (checked before rendering). ``html``: what :meth:`to_html` returned, when the caller has it."""
+        return document.pdf(self, path, html)
+
     def to_csv(self, path=None) -> str:
         """The tidy table as CSV text; also written to ``path`` when given (checked first)."""
-        check_path(path)
+        document.check_path(path)
         text = self.table.to_csv(index=False)
         if path is not None:
-            write(path, text.encode("utf-8"))
+            document.write(path, text.encode("utf-8"))
         return text
 
     def to_parquet(self, path) -> None:
         """The tidy table as a parquet file at ``path`` (needs pyarrow)."""
-        check_path(path)
+        document.check_path(path)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.table.to_parquet(path, index=False)
 
     def figures(self) -> list:
-        """The page's figures (:class:`~.figures.Figure`): the verdicts and every assessed criterion with its
+        """The page's figures (each a caption and an embedded PNG): the verdicts and every assessed criterion with its
         interval and thresholds, then each explainer's reliance on its main features, one small panel each."""
         criteria = self.table[(self.table["measure"] == "criterion") & self.table["value"].notna()]
         panels = [("verdict", name) for name in audit_json.VERDICTS] + \
@@ -263,7 +276,7 @@ def audit_history(audits) -> AuditHistory:
 
 
 def _about(position: int, audit) -> dict:
-    model = audit_json.inputs(audit).get("model (sha256 of the tree arrays)")
+    model = audit_json.inputs(audit).get(audit_json.MODEL_HASH)
     return {"audit": position, "label": audit.label, "title": audit.doc.get("title"),
             "created": audit.doc.get("created"), "model": None if model is None else model[:12],
             **audit_json.verdicts(audit.doc)}
