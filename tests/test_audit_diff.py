@@ -54,6 +54,7 @@ def test_the_manifests_beside_the_files_name_the_input_files(files):
     model = [c for c in found.of_kind("input") if c.subject == "model file (sha256)"]
     assert [(c.old, c.new) for c in model] == [("a" * 12, "b" * 12)]
     assert "test data file (sha256)" not in {c.subject for c in found.of_kind("input")}      # the same file
+    assert found.inputs["test data file (sha256)"] == "same" and found.inputs["model file (sha256)"] == "different"
     assert [c.subject for c in found.tripped(["model"])] == ["model (sha256 of the tree arrays)"]   # the trees
     (files / "broken.json").write_text(json.dumps(json.loads((files / "old.json").read_text())), encoding="utf-8")
     (files / "broken.manifest.json").write_text("{", encoding="utf-8")
@@ -74,6 +75,8 @@ def test_a_challenger_changes_the_model_the_reliance_and_the_verdict(audits):
     found = old.diff(new)
     inputs = {c.subject for c in found.of_kind("input")}
     assert {"model (sha256 of the tree arrays)", "test data (sha256)", "training data (sha256)"} == inputs
+    assert found.inputs == dict.fromkeys(inputs, "different")
+    assert set(old.diff(old).inputs.values()) == {"same"}
     verdicts = found.of_kind("verdict")
     assert [(c.subject, c.old, c.new, c.worse) for c in verdicts] == [("model fitness", "warn", "fail", True)]
     adequacy = [c for c in found.of_kind("criterion") if c.subject == "Predictive adequacy"]

@@ -126,6 +126,9 @@ class AuditDiff:
         What was compared, one sentence each (what the JSON held to compare).
     tolerances : dict
         The tolerances applied ("value", "reliance", "data").
+    inputs : dict, default {}
+        Every input either audit names (content hashes, input files) -> "same", "different" or "in one audit only":
+        same model? same data?
 
     Attributes
     ----------
@@ -155,6 +158,7 @@ class AuditDiff:
     changes: list
     compared: list
     tolerances: dict = field(default_factory=lambda: dict(TOLERANCES))
+    inputs: dict = field(default_factory=dict)
     TEMPLATE = "diff.html"
 
     @property
@@ -217,7 +221,7 @@ class AuditDiff:
     def to_dict(self) -> dict:
         """The diff as JSON-ready dicts and lists."""
         return {"old": self.old, "new": self.new, "tolerances": self.tolerances, "compared": self.compared,
-                "changed": self.changed, "changes": [c.to_dict() for c in self.changes]}
+                "inputs": self.inputs, "changed": self.changed, "changes": [c.to_dict() for c in self.changes]}
 
 
 def diff_audits(old, new, *, value_tolerance: float = TOLERANCES["value"],
@@ -297,7 +301,7 @@ def diff_audits(old, new, *, value_tolerance: float = TOLERANCES["value"],
         f"reliance: each explainer's global importance of every feature as a share of its total absolute importance, "
         f"when a share moved by more than {reliance_tolerance:g}",
         compared_data]
-    return AuditDiff(_about(before), _about(after), changes, compared, tolerances)
+    return AuditDiff(_about(before), _about(after), changes, compared, tolerances, _same_inputs(before, after))
 
 
 def _about(audit) -> dict:
@@ -309,6 +313,12 @@ def _changed_values(kind: str, old: dict, new: dict, group=lambda name: "") -> l
     """A change per key whose value differs between ``old`` and ``new`` (a key in one only: None in the other)."""
     return [Change(kind, group(k), k, old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new])
             if old.get(k) != new.get(k)]
+
+
+def _same_inputs(before, after) -> dict:
+    old, new = audit_json.inputs(before), audit_json.inputs(after)
+    return {k: "in one audit only" if k not in old or k not in new else "same" if old[k] == new[k] else "different"
+            for k in dict.fromkeys([*old, *new])}
 
 
 def _inputs(before, after) -> list:
