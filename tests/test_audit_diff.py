@@ -10,6 +10,7 @@ from sklearn.ensemble import RandomForestRegressor
 from xai_plugins.cli import main
 from xai_plugins.errors import InputError, SchemaVersionError
 from xai_plugins.report import AuditDiff, Change, audit, diff_audits
+from xai_plugins.report.audit_json import SCHEMA_VERSION
 from xai_plugins.report.diff import GATES
 
 FAST = dict(sigma=[0.3], explainers=["local_mdi", "pg2"], sections=["faithfulness"], max_rows=10, mc_pairs=0,
@@ -180,3 +181,22 @@ def test_cli_writes_the_report(files, capsys, tmp_path):
         [line for line in out.splitlines() if not line.startswith("wrote ")]
     html = (tmp_path / "diff.html").read_text(encoding="utf-8")
     assert "What changed between two audits" in html and "Reliance on each feature" in html
+
+
+def _categorical(shares: dict) -> dict:
+    """An audit JSON whose data section holds one categorical feature, "colour", with these category shares."""
+    table = {"caption": "", "columns": ["feature", "category", "test rows", "test share", "training rows",
+                                        "training share"],
+             "rows": [["colour", category, 1, share, 1, share] for category, share in shares.items()]}
+    return {"schema_version": SCHEMA_VERSION, "title": "t", "created": "2026-01-01 00:00 UTC",
+            "sections": {"data": {"data": {"rows": 10}, "tables": [table]}}}
+
+
+def test_categorical_test_features_compare_by_their_category_shares():
+    found = diff_audits(_categorical({"red": 0.5, "blue": 0.5}), _categorical({"red": 0.8, "blue": 0.2}))
+    assert [(c.subject, c.detail) for c in found.of_kind("data")] == [
+        ("colour", "category shares 0.3 apart (total variation)")]
+    assert "red: 0.8; blue: 0.2" in found.to_html() and "colour: red 0.5, blue 0.5 → red 0.8" in found.lines()[0]
+    assert diff_audits(_categorical({"red": 0.5, "blue": 0.5}), _categorical({"red": 0.6, "blue": 0.4})).changes == []
+    assert diff_audits(_categorical({"red": 1.0}), _categorical({"blue": 1.0})).of_kind("data")[0].detail == \
+        "category shares 1 apart (total variation)"

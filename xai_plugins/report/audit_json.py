@@ -129,18 +129,22 @@ def reliance(doc) -> dict:
 
 
 def data_summary(doc) -> tuple:
-    """(rows, {feature: {"mean", "sd", "missing"}}): the test data's size and per-feature summary from the data
-    section's distribution table ((0, {}) when the section was not computed); "missing" is a share of the rows."""
+    """(rows, {feature: summary}): the test data's size and per-feature summary from the data section's tables ((0, {})
+    when the section was not computed): a numeric feature's {"mean", "sd", "missing"} ("missing": a share of the rows),
+    a categorical feature's {category: share of the test rows}."""
     section = doc.get("sections", {}).get("data") or {}
     rows = (section.get("data") or {}).get("rows") or 0
+    out: dict = {}
     for table in section.get("tables", []):
-        columns = table["columns"]
-        if {"feature", "mean", "sd", "missing"} <= set(columns):
-            at = {c: columns.index(c) for c in ("feature", "mean", "sd", "missing")}
-            return rows, {r[at["feature"]]: {"mean": r[at["mean"]], "sd": r[at["sd"]],
-                                              "missing": (r[at["missing"]] or 0) / rows if rows else None}
-                          for r in table["rows"]}
-    return rows, {}
+        at = {c: i for i, c in enumerate(table["columns"])}
+        if {"feature", "mean", "sd", "missing"} <= set(at):
+            out.update((r[at["feature"]], {"mean": r[at["mean"]], "sd": r[at["sd"]],
+                                           "missing": (r[at["missing"]] or 0) / rows if rows else None})
+                       for r in table["rows"])
+        elif {"feature", "category", "test share"} <= set(at):
+            for r in table["rows"]:
+                out.setdefault(r[at["feature"]], {})[str(r[at["category"]])] = r[at["test share"]]
+    return rows, out
 
 
 def inputs(audit: Loaded) -> dict:

@@ -12,9 +12,10 @@ Everything is read from the two audits' JSON (:mod:`.audit_json`); nothing is re
   intervals, a value change counting when it exceeds the ``value`` tolerance;
 - reliance: each explainer's global importance of every feature as a share of its total absolute importance, a
   change counting when a share moves by more than the ``reliance`` tolerance (or the feature is in one audit only);
-- the test data: from the data section's per-feature summary (the JSON holds no rows), the shift of a feature's mean
-  in pooled standard deviations and the relative change of its standard deviation, counting above the ``data``
-  tolerance; features in one test set only. Skipped when the test data's content hash is the same.
+- the test data: from the data section's per-feature summary (the JSON holds no rows), the shift of a numeric feature's
+  mean in pooled standard deviations and the relative change of its standard deviation, and the total-variation
+  distance between a categorical feature's category shares, counting above the ``data`` tolerance; features in one
+  test set only. Skipped when the test data's content hash is the same.
 """
 
 from __future__ import annotations
@@ -239,8 +240,9 @@ def diff_audits(old, new, *, value_tolerance: float = TOLERANCES["value"],
     reliance_tolerance : float, default 0.05
         A feature's share of an explainer's total absolute importance: a move larger than this is reported.
     data_tolerance : float, default 0.2
-        A test feature's mean shift in pooled standard deviations, or relative change of its standard deviation,
-        larger than this is reported.
+        A numeric test feature's mean shift in pooled standard deviations, or relative change of its standard
+        deviation, or a categorical one's total-variation distance between its category shares, larger than this is
+        reported.
 
     Returns
     -------
@@ -405,27 +407,38 @@ def _data(before, after, tolerance: float) -> tuple:
     if same is not None and same == audit_json.inputs(after).get(audit_json.TEST_HASH):
         return [], "test data: not compared, the two audits read the same test data (same content hash)"
     (rows_a, a), (rows_b, b) = audit_json.data_summary(before.doc), audit_json.data_summary(after.doc)
-    said = (f"test data ({rows_a} → {rows_b} rows): from the data section's per-feature summary (the JSON holds no "
-            f"rows), each feature's mean shift in pooled standard deviations and the relative change of its standard "
-            f"deviation, when either exceeds {tolerance:g}; features in one test set only")
     if not a or not b:
         return [], "test data: not compared, the data section is missing from an audit"
+    said = (f"test data ({rows_a} → {rows_b} rows): from the data section's per-feature summary (the JSON holds no "
+            f"rows), a numeric feature's mean shift in pooled standard deviations and the relative change of its "
+            f"standard deviation, a categorical feature's total-variation distance between its category shares, when "
+            f"one exceeds {tolerance:g}; features in one test set only")
     changes = []
     for feature in dict.fromkeys([*a, *b]):
         x, y = a.get(feature), b.get(feature)
-        if x is None or y is None:
-            changes.append(Change("data", "", feature, x, y, detail="in one test set only"))
-            continue
-        shift, spread = _shift(x, y)
-        if (shift is not None and abs(shift) > tolerance) or (spread is not None and abs(spread) > tolerance):
-            changes.append(Change("data", "", feature, x, y, detail=f"mean shift {_number(shift)} pooled sd; "
-                                                                     f"sd {_number(spread)} relative"))
+        moved = "in one test set only" if x is None or y is None else _moved(x, y, tolerance)
+        if moved:
+            changes.append(Change("data", "", feature, x, y, detail=moved))
     return changes, said
+
+
+def _moved(x: dict, y: dict, tolerance: float) -> str:
+    """How a feature's test summary moved beyond ``tolerance`` ("" when it did not)."""
+    numeric = "mean" in x, "mean" in y
+    if numeric == (False, False):
+        distance = sum(abs(x.get(c, 0.0) - y.get(c, 0.0)) for c in {*x, *y}) / 2
+        return f"category shares {distance:.3g} apart (total variation)" if distance > tolerance else ""
+    if numeric != (True, True):
+        return "numeric in one test set, categorical in the other"
+    shift, spread = _shift(x, y)
+    if (shift is not None and abs(shift) > tolerance) or (spread is not None and abs(spread) > tolerance):
+        return f"mean shift {_number(shift)} pooled sd; sd {_number(spread)} relative"
+    return ""
 
 
 def _shift(x: dict, y: dict) -> tuple:
     """(mean shift in pooled standard deviations, relative change of the standard deviation); None where a summary
-    lacks the numbers (a categorical feature) or the spread is nil."""
+    lacks the numbers or the spread is nil."""
     if any(not isinstance(v, (int, float)) or not math.isfinite(v) for v in (x["mean"], y["mean"], x["sd"], y["sd"])):
         return None, None
     pooled = math.sqrt((x["sd"] ** 2 + y["sd"] ** 2) / 2)
