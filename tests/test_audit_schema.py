@@ -14,6 +14,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 
 from xai_plugins.report import audit
+from xai_plugins.report.audit_json import SCHEMA_VERSION
 from xai_plugins.report.section import STATUSES
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -62,6 +63,7 @@ def test_audit_json_validates(schema, small_audit):
     (("sections", "summary", "status"), "done"),
     (("rows explained",), -1),
     (("created",), "yesterday"),
+    (("schema_version",), "0.9"),
     (("methods", "shap", "importance"), [1.0, 2.0]),
 ])
 def test_schema_rejects_a_broken_audit_json(schema, small_audit, path, value):
@@ -74,11 +76,17 @@ def test_schema_rejects_a_broken_audit_json(schema, small_audit, path, value):
     assert _errors(schema, broken) != []
 
 
-@pytest.mark.parametrize("key", ["verdict", "sections", "methods", "title"])
+@pytest.mark.parametrize("key", ["verdict", "sections", "methods", "title", "schema_version"])
 def test_schema_requires_the_top_level_keys(schema, small_audit, key):
     document = json.loads(small_audit.to_json())
     del document[key]
     assert _errors(schema, document) != []
+
+
+def test_audit_json_carries_the_schema_version_the_schema_describes(schema, small_audit):
+    assert json.loads(small_audit.to_json())["schema_version"] == SCHEMA_VERSION
+    assert schema["properties"]["schema_version"]["const"] == SCHEMA_VERSION
+    assert re.fullmatch(r"[0-9]+\.[0-9]+", SCHEMA_VERSION)
 
 
 def test_schema_is_package_data():

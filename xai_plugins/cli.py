@@ -11,6 +11,8 @@
     xai-audit sign reports/ --key key.pem --signer "J. Doe" [--key-password-env VAR]
     xai-audit verify reports/ [--public-key key.pub.pem] [--model model.json --data test.csv --train train.csv]
     xai-audit keygen key.pem
+    xai-audit diff old.json new.json [--out DIR] [--fail-on-change verdict criterion faithfulness reliance data ...]
+    xai-audit history reports/ [--out DIR]
 
 Every audit setting is a flag derived from :class:`~xai_plugins.report.options.AuditOptions` (same
 names, same defaults as :func:`xai_plugins.report.audit`). Everything the command line names is
@@ -40,7 +42,11 @@ verdict section and :data:`~xai_plugins.report.criteria.THRESHOLD_RANGES`).
 (:func:`~xai_plugins.report.sections.governance.load_approval`); ``--sign KEY --signer NAME`` signs each manifest at
 the end of the run. The subcommands ``sign``, ``verify`` and ``keygen`` (first word) sign a folder's
 manifests, check a folder against its manifests and signatures (exit 1 and one line per file that differs),
-and make an Ed25519 key pair to try it out (see :mod:`xai_plugins.report.record`). A key, a password or an
+and make an Ed25519 key pair to try it out (see :mod:`xai_plugins.report.record`). ``diff`` prints what changed
+between two audits' JSON, one line per change (``--out``: the report as HTML, PDF and JSON), and exits 1 when a
+change trips a ``--fail-on-change`` gate (default ``verdict``: a verdict got worse), 2 for audits of different schema
+versions; ``history`` draws the audits of a folder or glob over time (see :mod:`xai_plugins.report.diff` and
+:mod:`xai_plugins.report.history`). A key, a password or an
 approval file that cannot be used is refused (exit 2) before any audit work.
 
 With ``--scheduler`` the audit runs on that Dask cluster (see :func:`xai_plugins.report.audit`'s
@@ -96,7 +102,7 @@ from .forest.files import native_message
 __all__: list[str] = []      # internal module: the public names are in the API reference
 
 #: the subcommands: a first word of the command line that is not a flag
-SUBCOMMANDS = ("sign", "verify", "keygen", "reasons")
+SUBCOMMANDS = ("sign", "verify", "keygen", "reasons", "diff", "history")
 #: exit statuses: success, a failed section or method under --strict or a --fail-on gate tripped, a user error
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: ``--fail-on`` scopes: the Verdict attributes a gate reads ("" = both, i.e. the worst of the two)
@@ -116,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Without arguments: demo audits of three models on scikit-learn's diabetes and breast-cancer data (the third "
         "a Pipeline with a categorical feature).",
         epilog="Filing an audit: 'xai-audit keygen KEY.pem' makes an Ed25519 key pair, 'xai-audit sign DIR --key KEY "
-        "--signer NAME' signs the manifests in DIR, 'xai-audit verify DIR' re-hashes and checks them (each with "
-        "--help).")
+        "--signer NAME' signs the manifests in DIR, 'xai-audit verify DIR' re-hashes and checks them. Comparing "
+        "audits: 'xai-audit diff OLD.json NEW.json' (a CI gate), 'xai-audit history DIR' (each with --help).")
     files = parser.add_argument_group("files")
     files.add_argument("--model", help="model file: XGBoost .json/.ubj, LightGBM model.txt, CatBoost .cbm/.json, "
                        "ONNX, PMML, skops; .pkl/.joblib only with --trust-pickle")
@@ -215,12 +221,17 @@ def signing_key(path, signer, password_env):
 
 
 def subcommand(argv) -> int:
-    """Run ``xai-audit sign | verify | keygen | reasons`` (``argv[0]``); the exit status (0 ok, 1 verification
-    failed or, for reasons, a row not certified under ``--fail-uncertified``, 2 user error)."""
+    """Run ``xai-audit sign | verify | keygen | reasons | diff | history`` (``argv[0]``); the exit status (0 ok, 1
+    verification failed or, for reasons, a row not certified under ``--fail-uncertified``, for diff a
+    ``--fail-on-change`` gate tripped, 2 user error)."""
     if argv[0] == "reasons":
         from ._cli_reasons import reasons_command
 
         return reasons_command(argv[1:])
+    if argv[0] in ("diff", "history"):
+        from ._cli_lifecycle import diff_command, history_command
+
+        return (diff_command if argv[0] == "diff" else history_command)(argv[1:])
     parser = argparse.ArgumentParser(prog=f"xai-audit {argv[0]}")
     if argv[0] == "keygen":
         parser.description = "Write a new Ed25519 key pair: OUT (private, PEM) and OUT-stem.pub.pem (public)."

@@ -7,7 +7,8 @@ inherits the builtin a caller would expect (``except ValueError`` keeps working)
     ├── InputError(XaiError, ValueError)          bad data or argument value (NaN, sizes, sigma <= 0, ...)
     │   ├── FeatureMismatchError                  columns that cannot be aligned to the model's features
     │   ├── ExplanationMismatchError              attributions that are not additive for this model's output
-    │   └── ModelStructureError                   trees that are not well-formed (from the C validator)
+    │   ├── ModelStructureError                   trees that are not well-formed (from the C validator)
+    │   └── SchemaVersionError                    audit JSONs of different (or no) schema versions compared
     ├── InputTypeError(XaiError, TypeError)       an argument of the wrong type (complex X, n_jobs="x", ...)
     ├── UnsupportedModelError(XaiError, TypeError)  model type, objective or split kind not supported
     ├── InputIndexError(XaiError, IndexError)     a feature / output / row index out of range
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 __all__ = ["XaiError", "InputError", "FeatureMismatchError", "ExplanationMismatchError", "ModelStructureError",
            "InputTypeError", "UnsupportedModelError", "InputIndexError", "NotFittedError", "ModelGoneError",
            "NativeMemoryError", "OutputPathError", "NotAdditiveError", "MissingExtraError", "ParityError",
+           "SchemaVersionError",
            "XaiWarning", "NoiseScaleWarning"]
 
 
@@ -177,6 +179,29 @@ class ParityError(XaiError, ValueError):
     >>> from xai_plugins.errors import ParityError, XaiError
     >>> issubclass(ParityError, XaiError) and issubclass(ParityError, ValueError)
     True
+    """
+
+
+class SchemaVersionError(InputError):
+    """Audit JSONs that cannot be compared: of different schema versions, or one without a version.
+
+    Raised by :func:`xai_plugins.report.diff_audits` (``Audit.diff``, ``xai-audit diff``) and
+    :func:`xai_plugins.report.audit_history` (``xai-audit history``), naming each audit's version; an audit
+    written before versions were recorded has none and must be computed again. Also an :class:`InputError`
+    and a ``ValueError``.
+
+    See Also
+    --------
+    xai_plugins.report.diff_audits : Compares two audits of one schema version.
+
+    Examples
+    --------
+    >>> from xai_plugins.report import diff_audits
+    >>> try:
+    ...     diff_audits({"schema_version": "1.0"}, {"title": "an older audit"})
+    ... except ValueError as exc:
+    ...     print(type(exc).__name__)
+    SchemaVersionError
     """
 
 

@@ -8,9 +8,11 @@
 
 # the documented API is __all__; the other names stay importable from here
 from .audit import Audit, audit
+from .diff import AuditDiff, Change, diff_audits
 from .explainers import EXPLAINERS, MethodResult  # noqa: F401
+from .history import AuditHistory, audit_history
 from .options import OPTIONAL_SECTIONS, AuditOptions  # noqa: F401
 from .section import Section, Table, register  # noqa: F401
 from .sections import COMPUTE_ORDER, RENDER_ORDER  # noqa: F401
 
-__all__ = ["audit", "Audit", "AuditOptions"]
+__all__ = ["audit", "Audit", "AuditOptions", "diff_audits", "AuditDiff", "Change", "audit_history", "AuditHistory"]

@@ -26,8 +26,11 @@ from .._validation import check_n_jobs, core_threads
 from ..engines import engine_for, remote
 from ..errors import InputTypeError, NoiseScaleWarning, ParityError, XaiError
 from . import sections as registry
+from .audit_json import SCHEMA_VERSION
 from .context import CHALLENGER, CHAMPION, derive_seed, make_context
-from .options import AuditOptions, check_output_paths
+from .document import check_path as _check_path
+from .document import write as _write
+from .options import AuditOptions
 from .plan import AuditPlan, plan_audit
 from .section import plain
 from .sections.governance import load_approval, read_model_card
@@ -95,7 +98,7 @@ class Audit:
     >>> list(a.sections)[:3]
     ['verdict', 'governance', 'summary']
     >>> sorted(json.loads(a.to_json()))
-    ['created', 'methods', 'parameters', 'plan', 'rows explained', 'sections', 'title', 'verdict']
+    ['created', 'methods', 'parameters', 'plan', 'rows explained', 'schema_version', 'sections', 'title', 'verdict']
     >>> a.to_html().startswith("<!DOCTYPE html>")
     True
     """
@@ -155,11 +158,19 @@ class Audit:
     def to_dict(self) -> dict:
         """The whole audit as JSON-ready dicts and lists (figures reduced to their captions)."""
         verdict = self.verdict.to_dict() if hasattr(self.verdict, "to_dict") else plain(self.verdict)
-        return {"title": self.title, "created": self.created, "rows explained": self.rows_explained,
-                "verdict": verdict, "parameters": plain(self.parameters),
+        return {"schema_version": SCHEMA_VERSION, "title": self.title, "created": self.created,
+                "rows explained": self.rows_explained, "verdict": verdict, "parameters": plain(self.parameters),
                 "sections": {k: s.to_dict() for k, s in self.sections.items()},
                 "methods": {k: m.to_dict() for k, m in self.methods.items()},
                 **({} if self.plan is None else {"plan": self.plan.to_dict()})}
+
+    def diff(self, other, **tolerances):
+        """What changed from this audit to ``other`` (an Audit, its ``to_dict()`` or its JSON's path): an
+        :class:`~xai_plugins.report.AuditDiff`, as :func:`~xai_plugins.report.diff_audits` (``tolerances``: its
+        keyword arguments) computes it."""
+        from .diff import diff_audits
+
+        return diff_audits(self, other, **tolerances)
 
     def to_json(self, path=None, **kwargs) -> str:
         """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first:
@@ -229,17 +240,6 @@ class Audit:
         if path is not None:
             _write(path, pdf)
         return pdf
-
-
-def _check_path(path) -> None:
-    if path is not None:
-        check_output_paths([path])
-
-
-def _write(path, payload: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(payload)
 
 
 def _parallel(fn):

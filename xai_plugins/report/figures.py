@@ -19,6 +19,7 @@ import numpy as np
 from matplotlib import transforms
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure as MplFigure
+from matplotlib.ticker import MaxNLocator
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
 
@@ -278,4 +279,25 @@ def drift_bars(caption: str, psi, labels, limits: dict, top: int = 15) -> Figure
         ax.set_xlabel("population stability index (PSI, dimensionless)")
         legend_outside(ax)
         fig.tight_layout()
+        return Figure(caption, to_data_uri(fig))
+
+
+def small_multiples(caption: str, panels, draw, audits: int, ncols: int = 4, legend: bool = False) -> Figure:
+    """One figure of small multiples: ``draw(ax, panel)`` for each of ``panels``, ``ncols`` panels to a row (the
+    width of a page), each with the positions 1 to ``audits`` (integers) on its x axis; ``legend``: one legend below
+    the panels, of every line labelled in any of them (each label once: a label keeps its colour across panels)."""
+    nrows = -(-len(panels) // ncols)
+    with matplotlib.rc_context(STYLE):
+        fig, axes = new_figure(1.75 * ncols, 1.3 * nrows, nrows, ncols)
+        for ax, panel in zip(axes.flat, panels):
+            draw(ax, panel)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlim(0.5, audits + 0.5)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.set_visible(False)
+        fig.tight_layout()
+        if legend:
+            labelled = {label: handle for ax in axes.flat for handle, label in zip(*ax.get_legend_handles_labels())}
+            fig.legend(list(labelled.values()), list(labelled), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                       ncol=min(len(labelled), 5), frameon=False)
         return Figure(caption, to_data_uri(fig))

@@ -96,10 +96,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def render_page(template: str, meta: dict, **context) -> str:
+    """One self-contained HTML document of the report's look: ``template`` rendered with the report's CSS inlined,
+    ``meta`` (the document metadata its ``<meta>`` elements carry: see :func:`pdf_metadata`) and ``context``."""
+    return environment().get_template(template).render(css=_load("audit.css"), meta=meta, **context)
+
+
 def render_html(audit, template: str = "audit.html") -> str:
     """The audit as one HTML document with its CSS inlined and every figure embedded."""
-    return environment().get_template(template).render(audit=audit, s=audit.sections, css=_load("audit.css"),
-                                                       meta=pdf_metadata(audit))
+    return render_page(template, pdf_metadata(audit), audit=audit, s=audit.sections)
 
 
 def render_deployer_html(audit, content: dict) -> str:
@@ -107,8 +112,7 @@ def render_deployer_html(audit, content: dict) -> str:
     ``content`` from :func:`~.deployer.deployer_content`, the audit id and metadata from :func:`pdf_metadata`."""
     meta = pdf_metadata(audit)
     meta["description"] = "Deployer extract of the " + meta["description"][0].lower() + meta["description"][1:]
-    return environment().get_template("deployer.html").render(audit=audit, d=content, css=_load("audit.css"),
-                                                              meta=meta)
+    return render_page("deployer.html", meta, audit=audit, d=content)
 
 
 def html_to_pdf(html: str, fetcher: DataOnlyFetcher | None = None, *, variant: str | None = None,

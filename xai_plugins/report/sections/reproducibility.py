@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import describe
+from ..audit_json import MODEL_HASH, TEST_HASH
 from ..section import Table, new, register
 
 __all__: list = []
@@ -24,13 +25,13 @@ def build(ctx, results, options):
     sets them), the row facts, and the package versions. Timings are added by the audit."""
     section = new("reproducibility")
     cl = ctx.cluster
-    test_label = ("test data (sha256)" if cl is None
+    test_label = (TEST_HASH if cl is None
                   else f"test data: the in-memory sample of {len(ctx.X_test)} rows (sha256)")
     explained = results["explanations"].result
     section.data = {
         "versions": describe.versions(),
         "seed": options.random_state,
-        "hashes": {"model (sha256 of the tree arrays)": describe.sha256_of_model(ctx.forest),
+        "hashes": {MODEL_HASH: describe.sha256_of_model(ctx.forest),
                    test_label: describe.sha256_of_data(ctx.X_test, ctx.y_test),
                    "training data (sha256)": describe.sha256_of_data(ctx.X_train, ctx.y_train),
                    **(options.provenance or {})},
