@@ -22,9 +22,9 @@ a model, the data files (CSV read with ``--sep``, or parquet: ``.parquet`` / ``.
 target column fits the model's task, and the ``--protected`` and ``--id-cols`` columns exist
 (``--id-cols``: row identifiers, dropped from the features). After the files written, stdout shows the
 two verdicts (model fitness, explanation reliability), one line each with the criterion that decided it
-(``--quiet`` removes only the progress bars). A section or method that fails is printed to stderr as a
-one-line warning; with ``--strict`` the exit status is then 1. ``--strict`` checks that the audit was
-computed in full, not what it found: the two verdicts are in the report and under the JSON's
+(``--quiet`` replaces the progress bars by one stderr line a minute). A section or method that fails is
+printed to stderr as a one-line warning; with ``--strict`` the exit status is then 1. ``--strict`` checks
+that the audit was computed in full, not what it found: the two verdicts are in the report and under the JSON's
 ``verdict`` key. ``--fail-on LEVEL`` reads them: the exit status is 1 when either verdict is at or
 worse than LEVEL (``warn`` or ``fail``), one stderr line per verdict that trips it;
 ``--fail-on fitness:LEVEL`` or ``explanations:LEVEL`` gates on one verdict only (repeat the flag to
@@ -170,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="exit with status 1 when a verdict is at or worse than LEVEL (warn or fail); SCOPE "
                           "fitness: or explanations: reads one verdict only (default: both); repeatable. Unlike "
                           "--strict, which checks that every section was computed, this reads the verdicts")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--quiet", action="store_true",
+                     help="no progress bars: one status line a minute on stderr instead")
     run.add_argument("--n-jobs", type=int, default=None,
                      help="threads, as audit()'s n_jobs (default: the C core and RF-MCR on every core, the same "
                           "bits as one thread, the model's own predictor on one; N or -1: everything on N or every "
@@ -337,7 +338,8 @@ def audit_options(args, argv, **fixed):
     if getattr(args, "approval", None):
         given["approval"] = args.approval
     try:
-        return AuditOptions(progress=not args.quiet, command_line=shlex.join(["xai-audit", *argv]), **given)
+        return AuditOptions(progress=not args.quiet, heartbeat=60.0 if args.quiet else None,
+                            command_line=shlex.join(["xai-audit", *argv]), **given)
     except (XaiError, ValueError, TypeError) as exc:
         raise CLIError(_flagged(str(exc))) from exc
 

@@ -14,6 +14,8 @@ import dataclasses
 import datetime as _dt
 import functools
 import json
+import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from .context import CHALLENGER, CHAMPION, derive_seed, make_context
 from .document import check_path as _check_path
 from .document import write as _write
 from .options import AuditOptions
-from .plan import AuditPlan, plan_audit
+from .plan import AuditPlan, measured_speed, plan_audit
 from .section import plain
 from .sections.governance import load_approval, read_model_card
 
@@ -465,7 +467,9 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         _certified(ctx, options, CHALLENGER)
     _check_noise(ctx, options)
     ctx.plan = plan_audit(ctx, options)
-    with _planned_progress(ctx.plan, options.progress) as progress:
+    if options.max_minutes is not None and cl is None:      # the cap, on this machine: time one row's PG² work
+        ctx.plan = plan_audit(ctx, options, measured_speed(ctx, options), time.perf_counter() - start_all)
+    with _planned_progress(ctx.plan, options.progress, options.heartbeat) as progress:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoiseScaleWarning)     # said once, by _check_noise
             built = registry.build_all(ctx, options, on_section=progress)
@@ -490,15 +494,28 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
 
 
 @contextlib.contextmanager
-def _planned_progress(plan, show: bool):
+def _planned_progress(plan, show: bool, heartbeat: float | None = None):
     """The audit's progress display: the plan printed once, then one bar whose total is the plan's estimated
     seconds (tqdm's ETA follows from it), advanced by each section's estimate as it finishes, the running
-    section and its estimate as the postfix. Yields ``on_section(name)`` for :func:`~.sections.build_all`."""
+    section and its estimate as the postfix; without the bar (``show`` False) and with ``heartbeat``, one stderr
+    line every ``heartbeat`` seconds saying which section runs, the time spent and the plan's estimate. Yields
+    ``on_section(name)`` for :func:`~.sections.build_all`."""
     bar = tqdm(total=round(plan.seconds, 1), desc="audit", unit="est. s", disable=not show, leave=False,
                bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} est. s [{elapsed}<{remaining}{postfix}]")
     if show:
         bar.write(f"xai_plugins audit plan (estimated, ≈ {plan.seconds:.0f} s before rendering):\n{plan.describe()}")
     running: list = []
+    started, stop = time.perf_counter(), threading.Event()
+
+    def beat():
+        while not stop.wait(heartbeat):
+            section = running[-1] if running else "starting"
+            print(f"xai_plugins audit: {(time.perf_counter() - started) / 60:.1f} min, running {section} (the plan "
+                  f"estimated ≈ {plan.seconds:.0f} s in all)", file=sys.stderr, flush=True)
+
+    beating = threading.Thread(target=beat, daemon=True) if heartbeat and not show else None
+    if beating is not None:
+        beating.start()
 
     def on_section(name):
         if running:
@@ -509,6 +526,7 @@ def _planned_progress(plan, show: bool):
     try:
         yield on_section
     finally:
+        stop.set()
         if running:
             bar.update(plan.estimate(running.pop()))
         bar.close()

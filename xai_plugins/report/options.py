@@ -133,6 +133,12 @@ class AuditOptions:
     time_budget : float or None, default None
         Opt-in: seconds for the per-row PG² work, fewer rows when it would take longer (makes the
         row count depend on the machine's speed).
+    max_minutes : float or None, default None
+        Opt-in: wall-clock minutes the whole audit (before rendering) may take on this machine. One
+        explained row's greedy ranking and PGI² are timed before any section runs; the plan's
+        estimates are scaled by the measured speed, and the plan keeps within the cap as it keeps
+        within ``cost_target`` (Monte Carlo for the dearest PGI² sets with a stated error, then
+        fewer rows, never fewer than the verdict needs). Makes the report machine-dependent.
     cost_target : float, default 25.0
         Estimated seconds the run-time plan keeps the whole audit (every section before
         rendering: greedy ranking, faithfulness, the other explainers, figures) within: beyond
@@ -197,6 +203,10 @@ class AuditOptions:
         ``xai-audit`` and the MLflow evaluator), listed in the reproducibility appendix.
     progress : bool, default True
         Show progress bars.
+    heartbeat : float or None, default None
+        Without progress bars, one status line on stderr every ``heartbeat`` seconds of a long
+        audit (the section running, the time spent and the plan's estimate); ``xai-audit --quiet``
+        sets 60.
     pdf_variant : str or None, default "pdf/a-3b"
         The archival variant of the PDF report ("pdf/a-3b" or "pdf/a-3u": PDF/A-3 with the audit's JSON
         and the model card embedded, sRGB output intent, XMP metadata, tags); None (``--pdf-variant
@@ -215,7 +225,7 @@ class AuditOptions:
         Every verdict threshold's value: the defaults with ``thresholds`` applied.
     machine_dependent : bool
         Whether the report's numbers may depend on the machine's speed (only with
-        ``time_budget``).
+        ``time_budget`` or ``max_minutes``).
 
     Raises
     ------
@@ -269,6 +279,12 @@ class AuditOptions:
         None, "time budget for the per-row PG² work (s)",
         "opt-in: seconds for the per-row PG² work, fewer rows when it would take longer (makes the row count "
         "depend on the machine's speed; default: none)", type=float)
+    max_minutes: float | None = _option(
+        None, "wall-clock cap of the whole audit (minutes)",
+        "opt-in: minutes the whole audit (before rendering) may take on this machine: one explained row's PG² work "
+        "is timed, the plan's estimates are scaled by how fast this machine is, and the plan keeps within the cap (the "
+        "dearest PGI² sets by seeded Monte Carlo with a stated error, then fewer explained rows, never fewer than the "
+        "verdict needs); makes the report machine-dependent, as it then says (default: none)", type=float)
     cost_target: float = _option(
         25.0, "run-time plan: target for the whole audit's estimate (s)",
         "estimated seconds the run-time plan keeps the whole audit (every section before rendering: greedy ranking, "
@@ -325,6 +341,7 @@ class AuditOptions:
     command_line: str | None = _option(None, "command line")
     provenance: dict | None = _option(None, "provenance")
     progress: bool = _option(True, "progress bars")
+    heartbeat: float | None = _option(None, "seconds between status lines without progress bars")
     pdf_variant: str | None = _option(
         "pdf/a-3b", "PDF variant (none: plain PDF)",
         "archival variant of the PDF report: PDF/A-3 with the audit's JSON and the model card embedded; none: a "
@@ -364,7 +381,7 @@ class AuditOptions:
             _positive_int(self, name)
         for name in ("n_local", "mc_pairs"):
             _positive_int(self, name, minimum=0)
-        for name in ("time_budget", "binary_sigma", "cost_target"):
+        for name in ("time_budget", "binary_sigma", "cost_target", "max_minutes", "heartbeat"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, numbers.Real) and 0 < value < float("inf")):
                 raise InputError(f"{name} must be a positive number or None; got {value!r}")
@@ -399,7 +416,7 @@ class AuditOptions:
     @property
     def machine_dependent(self) -> bool:
         """Whether the report's numbers may depend on the machine's speed (only with ``time_budget``)."""
-        return self.time_budget is not None
+        return self.time_budget is not None or self.max_minutes is not None
 
     def describe(self, cli: bool = False) -> dict:
         """The settings for the report's appendix: readable label → value, with the CLI flag
@@ -408,7 +425,7 @@ class AuditOptions:
         out = {}
         for f in dataclasses.fields(self):
             method = method_of_option(f.name)
-            if f.name in ("command_line", "provenance", "progress", "title", "model_card", "approval") or \
+            if f.name in ("command_line", "provenance", "progress", "heartbeat", "title", "model_card", "approval") or \
                     (method is not None and method not in self.explainers):
                 continue
             handle = flag(f.name) if cli else f"{f.name}="

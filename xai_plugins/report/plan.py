@@ -25,6 +25,7 @@ rows the verdict needs is shown as it is.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,6 +80,9 @@ class AuditPlan:
     n_samples: int
     target: float
     rows_needed: int
+    #: with ``max_minutes``: how many times the plan's estimate this machine took for one explained row's PG² work
+    #: (the estimates stay the plan's; the target is the cap divided by it); 1 otherwise
+    speed: float = 1.0
 
     @property
     def seconds(self) -> float:
@@ -99,7 +103,7 @@ class AuditPlan:
         """JSON-ready plan (see ``audit.schema.json``)."""
         return {"rows": self.rows, "sampled from set size": self.sampled_from, "samples per sampled set":
                 self.n_samples, "target seconds": self.target, "rows needed": self.rows_needed,
-                "estimated seconds": round(self.seconds, 2),
+                "estimated seconds": round(self.seconds, 2), "measured speed": self.speed,
                 "sections": [{"section": s.name, "method": s.method, "rows": s.rows, "samples": s.samples,
                               "estimated seconds": round(s.seconds, 3), "note": s.note}
                              for s in self.sections.values()]}
@@ -157,11 +161,14 @@ def pg2_work(forest, rows: int, m: int, n_sigma: int, greedy: bool = True, sampl
     return rows * ((c.greedy if greedy else 0.0) + n_sigma * c.pgi2)
 
 
-def plan_audit(ctx, options) -> AuditPlan:
+def plan_audit(ctx, options, speed: float = 1.0, spent: float = 0.0) -> AuditPlan:
     """The :class:`AuditPlan` of an audit of ``ctx`` with ``options`` (deterministic: the model, the data sizes
-    and the options only)."""
+    and the options only). With ``options.max_minutes``, the target is what is left of the cap after ``spent``
+    seconds, divided by ``speed`` (:func:`measured_speed`: this machine's time over the plan's estimate)."""
     forest, d = ctx.forest, ctx.n_features
     target = float(options.cost_target)
+    if options.max_minutes is not None:
+        target = max(60.0 * options.max_minutes - spent, 0.0) / speed
     faithful_on = "faithfulness" in options.sections
     n_complete = len(ctx.complete_rows) if ctx.cluster is None else ctx.cluster.n_complete
     max_rows = min(options.max_rows, n_complete) if ctx.cluster is None else n_complete
@@ -182,7 +189,10 @@ def plan_audit(ctx, options) -> AuditPlan:
     if ctx.cluster is not None:
         why = "row engine: every complete test row, exact"
     elif total(rows, None) > target:
-        why = f"the whole audit ≈ {total(rows, None):.0f} s over the {target:g} s target"
+        why = f"the whole audit ≈ {total(rows, None):.0f} s over the {target:.3g} s target"
+        if options.max_minutes is not None:
+            why += (f" (the {options.max_minutes:g} min cap: this machine takes {speed:.2g}× the plan's estimates, "
+                    f"{spent:.0f} s spent measuring it)")
         if can_sample and total(rows, dearer[0]) < total(rows, None):
             sampled_from = dearer[0]
             why += (f": prefix sets of ≥ {sampled_from} features by Monte Carlo ({n_samples} samples each, "
@@ -192,7 +202,33 @@ def plan_audit(ctx, options) -> AuditPlan:
             rows = max(needed, fits)
             why += f"; {rows} explained rows (the target allows {fits}, the verdict needs {needed})"
     return AuditPlan(plan(rows, sampled_from, why), rows, sampled_from, n_samples if sampled_from is not None else 0,
-                     target, needed)
+                     target, needed, speed)
+
+
+def measured_speed(ctx, options) -> float:
+    """This machine's CPU time for one explained row's PG² work (its greedy ranking when the greedy reference runs,
+    and the PGI² of every ranking at every σ when the faithfulness section runs) over the plan's estimate of it; 1
+    when the audit has no PG² work. The row is the first the plan would explain; its results are not kept."""
+    from ..prediction_gap import greedy_pg2_ranking, pgi2
+    from .sections.explanations import consumers
+
+    greedy = any(EXPLAINER_REGISTRY[k].reference for k in options.explainers)
+    faithful = "faithfulness" in options.sections and bool(consumers() & set(options.sections))
+    if not (greedy or faithful) or not len(ctx.complete_rows):
+        return 1.0
+    d, m = ctx.n_features, len(options.explainers) + 1
+    row = ctx.X_test.to_numpy()[ctx.sample_rows(1)]
+    noise = ctx.noise(options.sigma_ref, options.binary_sigma)
+    costs = _pg2_costs(ctx.forest, d, m, None, 0.0)
+    started = time.process_time()
+    ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, verbose=False).ranking if greedy
+               else np.arange(d)[None, :])
+    if faithful:
+        stacked = np.repeat(ranking[None], m, axis=0)
+        for sigma in options.sigma:
+            pgi2(ctx.forest, row, stacked, **ctx.noise(sigma, options.binary_sigma), verbose=False)
+    estimate = (costs.greedy if greedy else 0.0) + (len(options.sigma) * costs.pgi2 if faithful else 0.0)
+    return float(np.clip((time.process_time() - started) / max(estimate, 1e-9), 0.05, 100.0))
 
 
 def _most_rows(fits, max_rows: int) -> int:

@@ -50,11 +50,19 @@ def build(ctx, results, options):
                      "(bootstrap-free random forests); they are estimates from permutations, not guarantees.")
     if results["agreement"].status == "ok":
         items.append("Kendall τ-b counts ties; top-k overlap ignores the order inside the top k.")
-    if options.machine_dependent:
+    if options.time_budget is not None:
         items.append(f"A time budget of {options.time_budget:g} s was set: the number of explained rows and the "
                      "Monte Carlo sample counts at equal time depend on this machine's speed and load, so another "
                      "run may give other numbers. Without a time budget every number depends only on the data "
                      "and the options.")
+    if options.max_minutes is not None and ctx.plan is not None:
+        items.append(f"A wall-clock cap of {options.max_minutes:g} min was set: this machine ran one explained row's "
+                     f"PG² work {ctx.plan.speed:.2g}× as long as the plan's estimate, so the plan kept "
+                     f"{ctx.plan.rows} explained rows"
+                     + (f" and estimated prefix sets of {ctx.plan.sampled_from} features or more by Monte Carlo"
+                        if ctx.plan.sampled_from is not None else "")
+                     + "; on another machine, or under another load, the same audit may keep other rows. Without "
+                       "the cap every number depends only on the data and the options.")
     section.data = {"items": items}
     return section
 
