@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import functools
-import json
 import sys
 import threading
 import time
@@ -31,6 +30,7 @@ from . import sections as registry
 from .audit_json import SCHEMA_VERSION
 from .context import CHALLENGER, CHAMPION, derive_seed, make_context
 from .document import check_path as _check_path
+from .document import json_text
 from .document import write as _write
 from .options import AuditOptions
 from .plan import AuditPlan, measured_speed, plan_audit
@@ -177,11 +177,7 @@ class Audit:
     def to_json(self, path=None, **kwargs) -> str:
         """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first:
         :class:`~xai_plugins.errors.OutputPathError` when it cannot be written)."""
-        _check_path(path)
-        text = json.dumps(self.to_dict(), indent=kwargs.pop("indent", 2), ensure_ascii=False, **kwargs)
-        if path is not None:
-            _write(path, text.encode("utf-8"))
-        return text
+        return json_text(self, path, **kwargs)
 
     def to_html(self, path=None) -> str:
         """The self-contained HTML report; also written to ``path`` when given (checked before

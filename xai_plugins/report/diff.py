@@ -114,7 +114,7 @@ def _text(value) -> str:
 
 
 @dataclass
-class AuditDiff:
+class AuditDiff(document.Document):
     """What changed between two audits: the result of :func:`diff_audits` and ``Audit.diff``.
 
     Parameters
@@ -200,20 +200,6 @@ class AuditDiff:
                  "model": lambda c: c.kind == "input" and c.subject == audit_json.MODEL_HASH,
                  "any": lambda c: True}
         return [c for c in self.changes if any(rules[g](c) for g in gates)]
-
-    def to_json(self, path=None, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first)."""
-        return document.json_text(self, path, **kwargs)
-
-    def to_html(self, path=None) -> str:
-        """The self-contained HTML report, in the audit report's look; also written to ``path`` when given (checked
-        before rendering)."""
-        return document.html(self, path)
-
-    def to_pdf(self, path=None, html: str | None = None) -> bytes:
-        """The PDF report rendered from the same HTML, with no network access; also written to ``path`` when given
-        (checked before rendering). ``html``: what :meth:`to_html` returned, when the caller has it."""
-        return document.pdf(self, path, html)
 
     def lines(self) -> list:
         """One line per change (what ``xai-audit diff`` prints)."""

@@ -2,10 +2,10 @@
 to JSON, HTML and PDF with the audit report's look (:mod:`.render`), each output path checked before anything is
 rendered (:func:`check_path`) and written with its folders (:func:`write`).
 
-A document is an object with ``to_dict()`` (JSON-ready), ``TEMPLATE`` (its jinja2 template under ``templates/``,
-which reads the document as ``doc``), ``title``, ``description`` and ``created`` (an aware datetime or None): its
-metadata, which become the PDF's document information. Its ``to_json``, ``to_html`` and ``to_pdf`` call
-:func:`json_text`, :func:`html` and :func:`pdf`.
+A document is a :class:`Document`: an object with ``to_dict()`` (JSON-ready), ``TEMPLATE`` (its jinja2 template
+under ``templates/``, which reads the document as ``doc``), ``title``, ``description`` and ``created`` (an aware
+datetime or None): its metadata, which become the PDF's document information. Its ``to_json``, ``to_html`` and
+``to_pdf`` call :func:`json_text`, :func:`html` and :func:`pdf`.
 """
 
 from __future__ import annotations
@@ -67,3 +67,24 @@ def pdf(document, path=None, source: str | None = None) -> bytes:
     if path is not None:
         write(path, data)
     return data
+
+
+class Document:
+    """What a document made from audits writes: :meth:`to_json`, :meth:`to_html` and :meth:`to_pdf` (the subclass
+    gives ``to_dict``, ``TEMPLATE``, ``title``, ``description`` and ``created``)."""
+
+    TEMPLATE = ""
+
+    def to_json(self, path=None, **kwargs) -> str:
+        """``to_dict()`` as JSON text; also written to ``path`` when given (checked first)."""
+        return json_text(self, path, **kwargs)
+
+    def to_html(self, path=None) -> str:
+        """The self-contained HTML page, in the audit report's look; also written to ``path`` when given (checked
+        before rendering)."""
+        return html(self, path)
+
+    def to_pdf(self, path=None, html: str | None = None) -> bytes:
+        """The PDF rendered from the same HTML, with no network access; also written to ``path`` when given (checked
+        before rendering). ``html``: what :meth:`to_html` returned, when the caller has it."""
+        return pdf(self, path, html)

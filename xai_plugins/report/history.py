@@ -33,7 +33,7 @@ TOP_FEATURES = 6
 
 
 @dataclass
-class AuditHistory:
+class AuditHistory(document.Document):
     """The audits' measures over time: the result of :func:`audit_history`.
 
     Parameters
@@ -108,20 +108,6 @@ class AuditHistory:
             return json.loads(frame.to_json(orient="records"))
 
         return {"audits": self.audits, "crossings": records(self.crossings), "table": records(self.table)}
-
-    def to_json(self, path=None, **kwargs) -> str:
-        """:meth:`to_dict` as JSON text; also written to ``path`` when given (checked first)."""
-        return document.json_text(self, path, **kwargs)
-
-    def to_html(self, path=None) -> str:
-        """The self-contained HTML page, in the audit report's look; also written to ``path`` when given (checked
-        before rendering)."""
-        return document.html(self, path)
-
-    def to_pdf(self, path=None, html: str | None = None) -> bytes:
-        """The PDF page rendered from the same HTML, with no network access; also written to ``path`` when given
-        (checked before rendering). ``html``: what :meth:`to_html` returned, when the caller has it."""
-        return document.pdf(self, path, html)
 
     def to_csv(self, path=None) -> str:
         """The tidy table as CSV text; also written to ``path`` when given (checked first)."""
