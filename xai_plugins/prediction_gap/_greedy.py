@@ -52,9 +52,10 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
         Rank on this output only (an index or name: a class label, an output name); None sums PG²
         over the outputs.
     prune : bool, default True
-        As for :func:`xai_plugins.pg2`. With pruning, each step first screens its candidates with
-        a looser certified bound and evaluates again only those that could still be the best, so
-        the ranking is the one the all-pairs sums give.
+        As for :func:`xai_plugins.pg2`. Either way each step first screens its candidates with a
+        looser certified bound and evaluates again only those that could still be the best, so
+        the ranking and its path are those of evaluating every candidate of every step in full
+        (with pruning: to ``PRUNE_RTOL``; without: every leaf pair).
     verbose : bool, default True
         Progress bar on long calls, as for :func:`xai_plugins.pg2`.
     n_jobs : int or None, default None
