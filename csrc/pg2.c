@@ -1640,10 +1640,12 @@ enum { CAND_OUT, CAND_OPEN, CAND_EXACT };
  * is out (some other candidate is strictly better). A screened evaluation that dropped no leaf is the
  * one prune_rtol gives, bit for bit (a stricter bound drops no leaf either, and with nothing dropped
  * the sums are the unpruned ones): that candidate is exact, its interval its value alone. The
- * candidates left are evaluated with prune_rtol, unless exact, and the best of them is chosen. A lone
- * candidate is evaluated once. cand, lo, hi: d entries of scratch; state: d entries (CAND_*). */
-static int greedy_step(workspace *w, uint8_t *mask, const double *weight, double *cand, double *lo, double *hi,
-                       uint8_t *state, double *value, int32_t *best, double *best_value)
+ * candidates left are evaluated with prune_rtol, unless exact, and the best of them is chosen; with
+ * need_value 0 (its objective is not asked for) a candidate left alone is chosen as it is. A lone
+ * candidate is evaluated once (not at all without need_value). cand, lo, hi: d entries of scratch;
+ * state: d entries (CAND_*). */
+static int greedy_step(workspace *w, uint8_t *mask, const double *weight, int need_value, double *cand, double *lo,
+                       double *hi, uint8_t *state, double *value, int32_t *best, double *best_value)
 {
     const int32_t d = w->f->n_features;
     const double strict = w->prune_rtol, slack = SCREEN_RTOL / (1.0 - SCREEN_RTOL) + 1e-12;
@@ -1670,11 +1672,20 @@ static int greedy_step(workspace *w, uint8_t *mask, const double *weight, double
             best_low = fmax(best_low, lo[j]);
         }
         w->prune_rtol = strict;
-        for (int32_t j = 0; j < d; j++)
+        left = 0;
+        for (int32_t j = 0; j < d; j++) {
             if (state[j] != CAND_OUT && hi[j] < best_low)
                 state[j] = CAND_OUT;
+            left += state[j] != CAND_OUT;
+        }
     }
     *best = -1;
+    if (left == 1 && !need_value) {
+        for (int32_t j = 0; j < d; j++)
+            if (state[j] != CAND_OUT)
+                *best = j;
+        return status;
+    }
     for (int32_t j = 0; j < d && status == XAI_OK; j++) {
         if (state[j] == CAND_OUT)
             continue;
@@ -1698,7 +1709,7 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
     int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, pairs);
     if (status != XAI_OK)
         return status;
-    if (output_weight == NULL || ranking == NULL || path == NULL)
+    if (output_weight == NULL || ranking == NULL)
         return XAI_E_SIZE;
     for (int32_t o = 0; o < f->n_outputs; o++)
         if (!(output_weight[o] >= 0.0 && output_weight[o] < INFINITY))
@@ -1717,13 +1728,14 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
         for (int32_t step = 0; step < d && status == XAI_OK; step++) {
             int32_t best = -1;
             double best_value = 0.0;
-            status = greedy_step(&w, mask, output_weight, cand, cand + d, cand + 2 * (size_t)d, state, value, &best,
-                                 &best_value);
+            status = greedy_step(&w, mask, output_weight, path != NULL, cand, cand + d, cand + 2 * (size_t)d, state,
+                                 value, &best, &best_value);
             if (status != XAI_OK)
                 break;
             mask[best] = 1;
             ranking[i * d + step] = best;
-            path[i * d + step] = best_value;
+            if (path != NULL)
+                path[i * d + step] = best_value;
         }
     }
     free(mask);

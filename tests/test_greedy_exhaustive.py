@@ -1,7 +1,8 @@
 """The greedy PG² ranking against an exhaustive greedy: at every step, the exact PG² of every candidate
 set (the chosen features plus one more) through the same C evaluation, the objective summed over the
 outputs in their order, the argmax lowest index first. The ranking and its path must be the same bit for
-bit, with and without pruning, on boosted, bagged, oblivious and categorical models and on exact ties."""
+bit, with and without pruning, on boosted, bagged, oblivious and categorical models and on exact ties; the
+ranking alone (``path=False``) is the same ranking."""
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder
 
+import xai_plugins as xp
 from xai_plugins import _native
 from xai_plugins.engines import engine_for
 from xai_plugins.perturbation import cdf_table
@@ -65,6 +67,10 @@ def _check(model, X, output=None, background=None):
         want_ranking, want_path = _exhaustive(splits, rows, table, weight, rtol)
         np.testing.assert_array_equal(ranking, want_ranking, err_msg=f"prune_rtol {rtol}")
         np.testing.assert_array_equal(path.view(np.int64), want_path.view(np.int64), err_msg=f"prune_rtol {rtol}")
+        alone, no_path = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, rows, table, weight, n_jobs=1,
+                                            prune_rtol=rtol, path=False)
+        assert no_path is None
+        np.testing.assert_array_equal(alone, want_ranking, err_msg=f"ranking alone, prune_rtol {rtol}")
     return ranking
 
 
@@ -141,3 +147,14 @@ def test_exact_ties_go_to_the_lowest_index(diabetes):
     ranking = _check(model, padded[:5])
     for order in ranking:
         assert [f for f in order if f in (0, 1, 5, 6)] == [0, 1, 5, 6]
+
+
+def test_public_ranking_alone(diabetes):
+    """``path=False``: the same ranking through the public API, the path NaN; in parallel threads too."""
+    X, y, _ = diabetes
+    model = xgb.XGBRegressor(n_estimators=30, max_depth=4, random_state=0).fit(X, y)
+    full = xp.greedy_pg2_ranking(model, X[:6], 0.3, n_jobs=1)
+    for n_jobs in (1, 2):
+        alone = xp.greedy_pg2_ranking(model, X[:6], 0.3, path=False, n_jobs=n_jobs)
+        np.testing.assert_array_equal(alone.ranking, full.ranking)
+        assert np.isnan(alone.pg2_path).all() and alone.pg2_path.shape == full.pg2_path.shape
