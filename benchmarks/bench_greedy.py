@@ -16,10 +16,11 @@ Workloads (each model fitted once per run, one thread):
 
 Per model, the median over ``--rows`` test rows of the CPU seconds (``time.process_time``, ``n_jobs=1``) of one
 call on one row, the model imported by a first call: ``xp.greedy_pg2_ranking`` (default pruning, ``--no-prune``
-sums every leaf pair), the same ranking alone (``path=False``: no PG² path, fewer exact evaluations), ``xp.tree_shap``
-(path-dependent) and shap's ``TreeExplainer.shap_values`` (of the forest behind the Pipeline, on the one-hot rows). With ``--ref DIR`` (a checkout of the previous main with its C extension
-built in place) the reference's greedy ranking runs in a subprocess on the same pickled models and rows, right
-before the new build, and the two builds' rankings and PG² paths are compared bit for bit.
+sums every leaf pair), the same ranking alone (``path=False``: no PG² path, fewer exact evaluations),
+``xp.tree_shap`` (path-dependent) and shap's ``TreeExplainer.shap_values`` (of the forest behind the Pipeline, on
+the one-hot rows). With ``--ref DIR`` (a checkout of the previous main with its C extension built in place) the
+reference's greedy ranking runs in a subprocess on the same pickled models and rows, right before the new build,
+and the two builds' rankings and PG² paths are compared bit for bit.
 
 Run: python benchmarks/bench_greedy.py [--ref ../oldmain] [--rows 3] [--models NAME ...] [--no-prune]
 """
