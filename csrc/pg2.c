@@ -1680,10 +1680,15 @@ static int greedy_step(workspace *w, uint8_t *mask, const double *weight, int ne
         }
     }
     *best = -1;
-    if (left == 1 && !need_value) {
+    if (left == 1 && !need_value) { /* its set is not evaluated, only checked (set_from_mask) */
         for (int32_t j = 0; j < d; j++)
             if (state[j] != CAND_OUT)
                 *best = j;
+        if (status == XAI_OK) {
+            mask[*best] = 1;
+            status = set_from_mask(w, mask);
+            mask[*best] = 0;
+        }
         return status;
     }
     for (int32_t j = 0; j < d && status == XAI_OK; j++) {

@@ -16,6 +16,7 @@ from sklearn.preprocessing import OneHotEncoder
 import xai_plugins as xp
 from xai_plugins import _native
 from xai_plugins.engines import engine_for
+from xai_plugins.errors import InputError
 from xai_plugins.perturbation import cdf_table
 from xai_plugins.prediction_gap._boundaries import split_boundaries
 from xai_plugins.prediction_gap._exact import PRUNE_RTOL
@@ -158,3 +159,17 @@ def test_public_ranking_alone(diabetes):
         alone = xp.greedy_pg2_ranking(model, X[:6], 0.3, path=False, n_jobs=n_jobs)
         np.testing.assert_array_equal(alone.ranking, full.ranking)
         assert np.isnan(alone.pg2_path).all() and alone.pg2_path.shape == full.pg2_path.shape
+
+
+def test_ranking_alone_still_checks_the_tables_of_a_set_it_does_not_evaluate():
+    """One feature: the ranking alone evaluates nothing, yet a bad CDF table is refused as with the path."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 1))
+    model = xgb.XGBRegressor(n_estimators=5, max_depth=3).fit(X, X[:, 0] ** 2)
+    splits, rows, table, weight = _inputs(model, X[:3])
+    ranking, _ = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, rows, table, weight, path=False)
+    np.testing.assert_array_equal(ranking, 0)
+    table[:, 1] = 2.0  # a CDF above 1
+    for path in (True, False):
+        with pytest.raises(InputError):
+            _native.greedy_pg2(splits.c_forest, splits.cdf_offset, rows, table, weight, path=path)
