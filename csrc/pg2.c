@@ -82,7 +82,9 @@ enum { COL_FLO, COL_FHI, COL_NSLO, COL_NSHI, COL_INV, COL_BLOCKS };
 /* Entries of block_rows' memory of P(A & A_m) per set id (a power of 2). */
 enum { SET_CACHE = 64 };
 
-/* The pruning bound with which a greedy step screens its candidates (greedy_step). */
+/* The pruning bound with which a greedy step screens its candidates (greedy_step; a looser one, or a
+ * cascade 0.1 then 1e-3, leaves more candidates to evaluate again and costs more on the California
+ * models of benchmarks/bench_greedy.py). */
 #define SCREEN_RTOL 1e-3
 
 /* Entries per (leaf, used feature) in the rank buffer: lo, hi, depth; rows_prepare then replaces
@@ -1011,6 +1013,30 @@ XAI_INLINE double last_band_sum(const double *restrict a, const double *restrict
     return sum;
 }
 
+/* Most outputs whose sums output_sums holds in registers. */
+enum { OUTPUT_SUMS_MAX = 8 };
+
+/* acc[o] += weighted[o] * b[m W + o] * prob[m] for m < n in order, o < W <= OUTPUT_SUMS_MAX: one outer leaf's sums with several
+ * outputs. Each acc[o] is a chain of additions in m; held in a register over m (W a constant where inlined)
+ * rather than stored and loaded again at every m, it takes the same operations in the same order. */
+XAI_INLINE void output_sums(double *restrict acc, const double *restrict weighted, const double *restrict b,
+                            const double *restrict prob, int32_t W, int32_t n)
+{
+    double sum[OUTPUT_SUMS_MAX];
+    for (int32_t o = 0; o < W; o++)
+        sum[o] = acc[o];
+    for (int32_t m = 0; m < n; m++)
+        for (int32_t o = 0; o < W; o++)
+            sum[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
+    for (int32_t o = 0; o < W; o++)
+        acc[o] = sum[o];
+}
+
+#define OUTPUT_SUMS_CASE(k)                           \
+    case k:                                           \
+        output_sums(acc, weighted, b, prob, k, n);    \
+        break;
+
 /* The rest of the inner side of the leaf-pair loop (the columns: lay_slots, block_columns): per block of
  * CHUNK leaves, the positions some leaf of the block constrains; per record, the sum of the means of
  * the later records with its target and where those records' leaves end. */
@@ -1186,9 +1212,13 @@ static void block_pairs(workspace *w, int32_t it, int64_t a, int32_t n, int64_t 
             prev_k = K;
         }
         prob = level + (size_t)(K - 1) * CHUNK;
-        for (int32_t m = 0; m < n; m++)
-            for (int32_t o = 0; o < W; o++)
-                acc[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
+        switch (W) { OUTPUT_SUMS_CASE(2) OUTPUT_SUMS_CASE(3) OUTPUT_SUMS_CASE(4) OUTPUT_SUMS_CASE(5) OUTPUT_SUMS_CASE(6)
+                     OUTPUT_SUMS_CASE(7) OUTPUT_SUMS_CASE(8)
+        default:
+            for (int32_t m = 0; m < n; m++)
+                for (int32_t o = 0; o < W; o++)
+                    acc[o] += weighted[o] * b[(size_t)m * W + o] * prob[m];
+        }
     }
     acc[0] += acc0;
 }
@@ -1598,39 +1628,73 @@ static int greedy_objective(workspace *w, const uint8_t *mask, const double *wei
     return XAI_OK;
 }
 
+/* A candidate's state in a greedy step (greedy_step). */
+enum { CAND_OUT, CAND_OPEN, CAND_EXACT };
+
 /* One greedy step of the current row: the feature j outside mask maximising the objective, lowest
- * index on ties, and its objective. With pruning, every candidate is first screened with the looser
- * bound screen = max(SCREEN_RTOL, prune_rtol): its objective O then lies within err(O) = (2 screen +
- * 1e-12) |O| of the one prune_rtol gives (relative error r on every output, weights >= 0 and PG2 >= 0
- * bound the objective's by r / (1 - r) <= 2r; 1e-12 covers rounding). Only the candidates whose
- * interval reaches the best lower end are evaluated again with prune_rtol, so the choice is the one
- * evaluating every candidate with prune_rtol would make. A lone candidate is evaluated once. */
-static int greedy_step(workspace *w, uint8_t *mask, const double *weight, double *cand, double *value,
-                       int32_t *best, double *best_value)
+ * index on ties, and its objective, as evaluating every candidate with prune_rtol would give them.
+ * Unless prune_rtol is at least as loose, the candidates are first screened with the looser bound
+ * SCREEN_RTOL = r: an objective O so evaluated lies within r / (1 - r) |O| + 1e-12 |O| of the one
+ * prune_rtol gives (relative error r on every output, weights >= 0 and PG2 >= 0 bound the objective's
+ * by r / (1 - r); 1e-12 covers rounding), and a candidate whose upper end is below the best lower end
+ * is out (some other candidate is strictly better). A screened evaluation that dropped no leaf is the
+ * one prune_rtol gives, bit for bit (a stricter bound drops no leaf either, and with nothing dropped
+ * the sums are the unpruned ones): that candidate is exact, its interval its value alone. The
+ * candidates left are evaluated with prune_rtol, unless exact, and the best of them is chosen; with
+ * need_value 0 (its objective is not asked for) a candidate left alone is chosen as it is. A lone
+ * candidate is evaluated once (not at all without need_value). cand, lo, hi: d entries of scratch;
+ * state: d entries (CAND_*). */
+static int greedy_step(workspace *w, uint8_t *mask, const double *weight, int need_value, double *cand, double *lo,
+                       double *hi, uint8_t *state, double *value, int32_t *best, double *best_value)
 {
     const int32_t d = w->f->n_features;
+    const double strict = w->prune_rtol, slack = SCREEN_RTOL / (1.0 - SCREEN_RTOL) + 1e-12;
     int32_t left = 0;
-    for (int32_t j = 0; j < d; j++)
+    for (int32_t j = 0; j < d; j++) {
+        state[j] = mask[j] ? CAND_OUT : CAND_OPEN;
         left += !mask[j];
-    const double strict = w->prune_rtol;
-    const double screen = left > 1 && strict > 0.0 && strict < SCREEN_RTOL ? SCREEN_RTOL : strict;
-    double best_low = -INFINITY;
-    int status = XAI_OK;
-    w->prune_rtol = screen;
-    for (int32_t j = 0; j < d && status == XAI_OK; j++) {
-        if (mask[j])
-            continue;
-        mask[j] = 1;
-        status = greedy_objective(w, mask, weight, value, &cand[j]);
-        mask[j] = 0;
-        best_low = fmax(best_low, cand[j] - (2.0 * screen + 1e-12) * fabs(cand[j]));
     }
-    w->prune_rtol = strict;
+    int status = XAI_OK;
+    if (left > 1 && strict < SCREEN_RTOL) {
+        double best_low = -INFINITY;
+        w->prune_rtol = SCREEN_RTOL;
+        for (int32_t j = 0; j < d && status == XAI_OK; j++) {
+            if (state[j] == CAND_OUT)
+                continue;
+            const int64_t pruned = w->n_pruned;
+            mask[j] = 1;
+            status = greedy_objective(w, mask, weight, value, &cand[j]);
+            mask[j] = 0;
+            const int exact = w->n_pruned == pruned;
+            state[j] = exact ? CAND_EXACT : CAND_OPEN;
+            lo[j] = exact ? cand[j] : cand[j] - slack * fabs(cand[j]);
+            hi[j] = exact ? cand[j] : cand[j] + slack * fabs(cand[j]);
+            best_low = fmax(best_low, lo[j]);
+        }
+        w->prune_rtol = strict;
+        left = 0;
+        for (int32_t j = 0; j < d; j++) {
+            if (state[j] != CAND_OUT && hi[j] < best_low)
+                state[j] = CAND_OUT;
+            left += state[j] != CAND_OUT;
+        }
+    }
     *best = -1;
+    if (left == 1 && !need_value) { /* its set is not evaluated, only checked (set_from_mask) */
+        for (int32_t j = 0; j < d; j++)
+            if (state[j] != CAND_OUT)
+                *best = j;
+        if (status == XAI_OK) {
+            mask[*best] = 1;
+            status = set_from_mask(w, mask);
+            mask[*best] = 0;
+        }
+        return status;
+    }
     for (int32_t j = 0; j < d && status == XAI_OK; j++) {
-        if (mask[j] || cand[j] + (2.0 * screen + 1e-12) * fabs(cand[j]) < best_low)
+        if (state[j] == CAND_OUT)
             continue;
-        if (screen != strict) {
+        if (state[j] == CAND_OPEN) {
             mask[j] = 1;
             status = greedy_objective(w, mask, weight, value, &cand[j]);
             mask[j] = 0;
@@ -1650,7 +1714,7 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
     int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, pairs);
     if (status != XAI_OK)
         return status;
-    if (output_weight == NULL || ranking == NULL || path == NULL)
+    if (output_weight == NULL || ranking == NULL)
         return XAI_E_SIZE;
     for (int32_t o = 0; o < f->n_outputs; o++)
         if (!(output_weight[o] >= 0.0 && output_weight[o] < INFINITY))
@@ -1659,8 +1723,9 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
     workspace w;
     status = ws_init(&w, f, cdf_offset, prune_rtol, pairs);
     uint8_t *mask = calloc((size_t)d, 1);
-    double *value = malloc((size_t)f->n_outputs * sizeof(double)), *cand = malloc((size_t)d * sizeof(double));
-    if (status == XAI_OK && (mask == NULL || value == NULL || cand == NULL))
+    uint8_t *state = malloc((size_t)d);
+    double *value = malloc((size_t)f->n_outputs * sizeof(double)), *cand = malloc(3 * (size_t)d * sizeof(double));
+    if (status == XAI_OK && (mask == NULL || state == NULL || value == NULL || cand == NULL))
         status = XAI_E_NOMEM;
     for (int64_t i = 0; i < n_rows && status == XAI_OK; i++) {
         set_row(&w, X, cdf, cdf_len, i);
@@ -1668,15 +1733,18 @@ static int greedy_rows(const xai_forest *f, const double *X, int64_t n_rows,
         for (int32_t step = 0; step < d && status == XAI_OK; step++) {
             int32_t best = -1;
             double best_value = 0.0;
-            status = greedy_step(&w, mask, output_weight, cand, value, &best, &best_value);
+            status = greedy_step(&w, mask, output_weight, path != NULL, cand, cand + d, cand + 2 * (size_t)d, state,
+                                 value, &best, &best_value);
             if (status != XAI_OK)
                 break;
             mask[best] = 1;
             ranking[i * d + step] = best;
-            path[i * d + step] = best_value;
+            if (path != NULL)
+                path[i * d + step] = best_value;
         }
     }
     free(mask);
+    free(state);
     free(value);
     free(cand);
     ws_free(&w);

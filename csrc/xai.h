@@ -164,7 +164,9 @@ int xai_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
 
 /* Greedy PG2 ranking: step k adds the feature that maximises sum_o weight[o] * PG2(x, S + {j})
  * (weights finite and >= 0, else XAI_E_VALUE); ties go to the lowest feature index. ranking[i * n_features + k] is the k-th feature,
- * path[i * n_features + k] the objective after adding it. Same cdf layout, prune_rtol and pairs as xai_pg2. */
+ * path[i * n_features + k] the objective after adding it; path may be NULL (the ranking alone, which then
+ * evaluates exactly only the candidates that screening could not tell apart). Same cdf layout, prune_rtol and
+ * pairs as xai_pg2. */
 int xai_greedy_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
                    const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs,
                    const double *output_weight, int32_t *ranking, double *path);

@@ -220,24 +220,25 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0,
 
 
 def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None,
-               prune_rtol=0.0, pairs: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-    """Greedy PG² ranking per row: ((n, d) int ranking, (n, d) objective after each step);
-    ``prune_rtol`` and ``pairs`` as for :func:`pg2`."""
+               prune_rtol=0.0, pairs: str = "auto", path: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """Greedy PG² ranking per row: ((n, d) int ranking, (n, d) objective after each step, or None with
+    ``path=False``: the ranking alone, which evaluates fewer sets exactly); ``prune_rtol`` and ``pairs`` as
+    for :func:`pg2`."""
     s = cforest.ptr
     code = _pairs(pairs)
     n, d = X.shape
     ranking = np.empty((n, d), dtype=np.int32)
-    path = np.empty((n, d))
+    objective = np.empty((n, d)) if path else None
     weight = np.ascontiguousarray(output_weight, dtype=np.float64)
 
     def work(a, b):
         _check(lib.xai_greedy_pg2(s, _ptr("double *", X[a:b]), b - a, _ptr("double *", cdf[a:b]),
                                   _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol, code,
                                   _ptr("double *", weight), _ptr("int32_t *", ranking[a:b]),
-                                  _ptr("double *", path[a:b])), "greedy PG²", a)
+                                  _ptr("double *", None if objective is None else objective[a:b])), "greedy PG²", a)
 
     _run_chunks(n, n_jobs, work)
-    return ranking, path
+    return ranking, objective
 
 
 #: Forest -> its local MDI walk layout (xai_mdi_layout's records, dropped with the Forest)

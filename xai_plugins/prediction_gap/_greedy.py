@@ -22,7 +22,7 @@ __all__ = ["greedy_pg2_ranking"]
 
 
 def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=None, output=None, prune=True,
-                       verbose=True, n_jobs=None, rho=None) -> GreedyRanking:
+                       verbose=True, n_jobs=None, rho=None, path=True) -> GreedyRanking:
     r"""Greedy PG² ranking of the features of every row of ``X``, most important first.
 
     Step k adds the feature that most increases the squared prediction gap of the features chosen
@@ -52,21 +52,26 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
         Rank on this output only (an index or name: a class label, an output name); None sums PG²
         over the outputs.
     prune : bool, default True
-        As for :func:`xai_plugins.pg2`. With pruning, each step first screens its candidates with
-        a looser certified bound and evaluates again only those that could still be the best, so
-        the ranking is the one the all-pairs sums give.
+        As for :func:`xai_plugins.pg2`. Either way each step first screens its candidates with a
+        looser certified bound and evaluates again only those that could still be the best, so
+        the ranking and its path are those of evaluating every candidate of every step in full
+        (with pruning: to ``PRUNE_RTOL``; without: every leaf pair).
     verbose : bool, default True
         Progress bar on long calls, as for :func:`xai_plugins.pg2`.
     n_jobs : int or None, default None
         Threads of the C core (None = 1 or the ``joblib.parallel_config`` in force, -1 = all).
     rho : float, array-like or None, default None
         Categorical features' redraw probability, as for :func:`xai_plugins.pg2`.
+    path : bool, default True
+        Compute ``pg2_path``. False gives the same ranking for less work: a step whose screening
+        leaves one candidate does not evaluate it exactly, and the last step (one feature left)
+        evaluates nothing; ``pg2_path`` is then NaN.
 
     Returns
     -------
     GreedyRanking
         ``.ranking`` (n, d): feature indices in the model's feature order, most important first;
-        ``.pg2_path`` (n, d): ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))``. An engine's ``X``
+        ``.pg2_path`` (n, d): ``pg2_path[i, k] = PG²(x_i, π_i(1..k+1))`` (NaN with ``path=False``). An engine's ``X``
         (dask...) gives a lazy GreedyRanking (the row method ``GREEDY`` on each block).
 
     Raises
@@ -106,10 +111,12 @@ def greedy_pg2_ranking(model, X, sigma=0.3, *, perturbation=None, background=Non
     >>> bool(np.isclose(result.pg2_path[0, 1], xp.pg2(model, X[:1], first_two, sigma=0.3).value[0]))
     True
     """
-    return run(GREEDY, engine_for(X), model, X, sigma, perturbation, background, output, prune, verbose, n_jobs, rho)
+    return run(GREEDY, engine_for(X), model, X, sigma, perturbation, background, output, prune, verbose, n_jobs, rho,
+               path)
 
 
-def _prepare(engine, model, X, sigma, perturbation, background, output, prune, verbose, n_jobs, rho) -> Plan:
+def _prepare(engine, model, X, sigma, perturbation, background, output, prune, verbose, n_jobs, rho,
+             path=True) -> Plan:
     """Validated once on the driver: the output whose PG² is maximised (its weight), the noise."""
     forest = import_model(model)
     rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
@@ -121,21 +128,25 @@ def _prepare(engine, model, X, sigma, perturbation, background, output, prune, v
     noise = _noise(forest, sigma, perturbation, background, rho)
     d = forest.n_features
     return Plan(rows, (Output("ranking", (d,), np.int64), Output("pg2_path", (d,))), shipped=forest,
-                shared=dict(weight=weight, noise=_portable(forest, noise), prune=prune, n_jobs=n_jobs),
+                shared=dict(weight=weight, noise=_portable(forest, noise), prune=prune, n_jobs=n_jobs, path=path),
                 progress=verbose)
 
 
-def _block(forest, start, X, *, weight, noise, prune, n_jobs, progress=False) -> dict:
-    """The greedy ranking and its PG² path of a block of rows."""
+def _block(forest, start, X, *, weight, noise, prune, n_jobs, path=True, progress=False) -> dict:
+    """The greedy ranking and its PG² path (NaN when not asked for) of a block of rows."""
     d = forest.n_features
     _check_perturbed_finite(X, np.ones((1, d), dtype=np.uint8), forest.missing_value, forest.n_categories)
     splits = split_boundaries(forest)
     table = cdf_table(splits, X, noise, range(d))
     seconds = _cost(forest, len(X)) if progress and len(X) > 1 else 0.0
-    ranking, path = _batched(len(X), seconds, progress, "greedy PG² ranking", lambda a, b: _native.greedy_pg2(
-        splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight, n_jobs=n_jobs,
-        prune_rtol=PRUNE_RTOL if prune else 0.0))
-    return {"ranking": ranking.astype(np.int64), "pg2_path": path}
+
+    def call(a, b):
+        ranking, objective = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight,
+                                                n_jobs=n_jobs, prune_rtol=PRUNE_RTOL if prune else 0.0, path=path)
+        return ranking, np.full((b - a, d), np.nan) if objective is None else objective
+
+    ranking, objective = _batched(len(X), seconds, progress, "greedy PG² ranking", call)
+    return {"ranking": ranking.astype(np.int64), "pg2_path": objective}
 
 
 def _cost(forest, n_rows: int) -> float:

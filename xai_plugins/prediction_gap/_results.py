@@ -119,14 +119,14 @@ class GreedyRanking:
         Feature indices in the model's feature order, most important first.
     pg2_path : ndarray of shape (n, d)
         ``pg2_path[i, k] = PG²(x_i, ranking[i, :k+1])`` (PG² is not monotone in S, so the path
-        need not rise).
+        need not rise); NaN where the ranking alone was asked for (``path=False``).
 
     Attributes
     ----------
     ranking : ndarray of int of shape (n, d)
         Per-row feature order, most important first.
     pg2_path : ndarray of shape (n, d)
-        PG² of each prefix of the ranking.
+        PG² of each prefix of the ranking (NaN with ``path=False``).
 
     See Also
     --------
