@@ -203,3 +203,20 @@ def test_a_baseline_model_is_the_champion_and_the_evaluated_model_its_challenger
     assert r2["challenger"] == pytest.approx(r2_score(y_test, candidate.predict(X_test)))
     mlflow.validate_evaluation_results(
         {"xai_audit_promotion": MetricThreshold(threshold=2, greater_is_better=False)}, result)
+
+
+def test_the_history_reads_the_audits_of_mlflow_runs(evaluated, store, capsys):
+    """history over runs:/<run id> URIs: the audit each run's xai_audit evaluation logged, in the order computed."""
+    from xai_plugins.cli import main
+    from xai_plugins.report import audit_history
+
+    _, result, run_id = evaluated
+    found = audit_history([f"runs:/{run_id}", f"runs:/{run_id}/xai_audit/audit.json"])
+    assert [a["label"] for a in found.audits] == [f"runs:/{run_id}", f"runs:/{run_id}/xai_audit/audit.json"]
+    logged = result.artifacts["xai_audit_json"].content
+    verdicts = found.table[(found.table.audit == 1) & (found.table.measure == "verdict")]
+    assert dict(zip(verdicts.name, verdicts.status)) == {k: logged["verdict"][k]["status"]
+                                                        for k in ("model fitness", "explanation reliability")}
+    assert main(["history", f"runs:/{run_id}", f"runs:/{run_id}"]) == 0
+    with pytest.raises(InputError, match="runs:/no-such-run"):
+        audit_history(["runs:/no-such-run"])

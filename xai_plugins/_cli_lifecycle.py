@@ -74,20 +74,22 @@ def diff_command(argv) -> int:
 
 
 def history_command(argv) -> int:
-    """``xai-audit history DIR_OR_GLOB``: a summary line per audit and per crossing on stdout; with ``--out`` the
-    one-page report, history.csv and history.parquet (with pyarrow). Exit 0, or 2 for audits that cannot be read or
-    compared."""
+    """``xai-audit history DIR_OR_GLOB`` (or ``runs:/RUN_ID ...``): a summary line per audit and per crossing on
+    stdout; with ``--out`` the one-page report, history.csv and history.parquet (with pyarrow). Exit 0, or 2 for
+    audits that cannot be read or compared."""
     from .report.history import audit_history
 
     parser = argparse.ArgumentParser(
         prog="xai-audit history", description="Verdicts, criteria with their intervals and per-feature reliance over "
         "the audits of one model family, ordered by when they were computed; the first audit at which a verdict or "
         "criterion got worse is marked.")
-    parser.add_argument("where", metavar="DIR_OR_GLOB", help="a folder of audit JSONs, or a glob of them (quoted)")
+    parser.add_argument("where", metavar="DIR_OR_GLOB", nargs="+",
+                        help="a folder of audit JSONs, or a glob of them (quoted), or MLflow runs (runs:/RUN_ID ...: "
+                             "the audits their xai_audit evaluation logged)")
     _out_flags(parser, "history")
     args = parser.parse_args(argv)
     try:
-        found = audit_history(args.where)
+        found = audit_history(args.where[0] if len(args.where) == 1 else args.where)
         paths = _write(found, args.out, "history", not args.no_pdf) if args.out else []
         if args.out:
             paths.append(Path(args.out) / "history.csv")

@@ -49,20 +49,48 @@ class Loaded:
 
 
 def load(source) -> Loaded:
-    """Read one audit: an :class:`~.audit.Audit`, its ``to_dict()`` or the path of its JSON (with the manifest
-    ``<stem>.manifest.json`` beside it, when there is one). Raises :class:`~xai_plugins.errors.InputError` for a
+    """Read one audit: an :class:`~.audit.Audit`, its ``to_dict()``, the path of its JSON (with the manifest
+    ``<stem>.manifest.json`` beside it, when there is one) or an MLflow run's URI (``runs:/<run id>``: the audit the
+    ``xai_audit`` evaluator logged). Raises :class:`~xai_plugins.errors.InputError` for a
     file that is not an audit's JSON."""
     if hasattr(source, "to_dict") and hasattr(source, "sections"):
         doc = source.to_dict()
         return Loaded(doc, str(doc["title"]))
     if isinstance(source, dict):
         return Loaded(source, str(source.get("title", "audit")))
+    if str(source).startswith(RUNS):
+        return _from_mlflow(str(source))
     path = Path(source)
     doc = _read(path, "the audit JSON")
     if not isinstance(doc, dict) or "sections" not in doc:
         raise InputError(f"{str(path)!r} is not an audit's JSON (no 'sections' key)")
     beside = path.with_name(path.name.removesuffix(".json") + SUFFIX)
     return Loaded(doc, path.name, path, _read(beside, "the manifest") if beside.is_file() else {})
+
+
+#: the prefix of an MLflow run's URI: ``runs:/<run id>`` reads the audit the ``xai_audit`` evaluator logged there
+RUNS = "runs:/"
+
+
+def _from_mlflow(uri: str) -> Loaded:
+    """The audit an MLflow run holds: ``runs:/<run id>`` (the ``xai_audit`` evaluator's ``xai_audit/audit.json``) or
+    ``runs:/<run id>/<path of an audit JSON>``, downloaded with its folder (the manifest beside it) from the tracking
+    server the environment names."""
+    import tempfile
+
+    from .._extras import needs
+
+    with needs("mlflow", "audits read from MLflow runs"):
+        import mlflow.artifacts
+    run_id, _, inner = uri[len(RUNS):].partition("/")
+    folder, _, name = (inner or "xai_audit/audit.json").rpartition("/")
+    try:
+        local = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=folder or None,
+                                                    dst_path=tempfile.mkdtemp(prefix="xai-audit-"))
+    except Exception as exc:  # noqa: BLE001 - MLflow's errors name the run and the store
+        raise InputError(f"cannot read the audit of {uri}: {exc}") from exc
+    found = load(Path(local) / name)
+    return Loaded(found.doc, uri, found.path, found.manifest)
 
 
 def _read(path: Path, what: str):

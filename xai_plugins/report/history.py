@@ -209,7 +209,8 @@ def audit_history(audits) -> AuditHistory:
     ----------
     audits : str, path-like or sequence of Audit, dict or path-like
         A folder of audit JSONs or a glob of them (the manifests and signatures beside them left out), or the
-        audits themselves (:class:`~xai_plugins.report.Audit` objects, their ``to_dict()`` or their JSON paths).
+        audits themselves (:class:`~xai_plugins.report.Audit` objects, their ``to_dict()``, their JSON paths, or
+        MLflow runs' URIs ``runs:/<run id>`` whose ``xai_audit`` evaluation logged them).
 
     Returns
     -------
@@ -249,7 +250,8 @@ def audit_history(audits) -> AuditHistory:
     >>> sorted(set(h.table["measure"])), len(h.crossings)
     (['criterion', 'reliance', 'verdict'], 0)
     """
-    sources = audit_files(audits) if isinstance(audits, (str, Path)) else list(audits)
+    single = isinstance(audits, (str, Path)) and not str(audits).startswith(audit_json.RUNS)
+    sources = audit_files(audits) if single else [audits] if isinstance(audits, str) else list(audits)
     if not sources:
         raise InputError(f"no audit JSON found in {audits!r}")
     loaded = [audit_json.load(s) for s in sources]
