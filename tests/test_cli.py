@@ -193,5 +193,5 @@ def test_flags_and_defaults_come_from_audit_options():
 
     argv = ["--sigma", "0.2", "--max-rows", "7", "--strict", "--quiet"]
     options = audit_options(parser.parse_args(argv), argv)
-    assert options == AuditOptions(sigma=(0.2,), max_rows=7, strict=True, progress=False,
+    assert options == AuditOptions(sigma=(0.2,), max_rows=7, strict=True, progress=False, heartbeat=60.0,
                                    command_line="xai-audit " + " ".join(argv))
