@@ -524,6 +524,17 @@ def test_corrupted_threshold_is_caught_by_parity(monkeypatch):
     assert certify(good, X_EVAL[:50]).passed
 
 
+@pytest.mark.parametrize("name", ["gb_clf2", "xgb_clf2", "xgb_clf3", "lgb_clf2", "lgb_clf3", "rf_clf3"])
+def test_classifiers_pass_the_certificate_on_the_margin_and_the_probabilities(name):
+    """onnxruntime's probability output against the link of the post_transform (LOGISTIC / SOFTMAX) applied to
+    the Forest's margin; with NONE the Forest's output is the probabilities (the margin comparison)."""
+    _, model = fitted(name)
+    certificate = certify(model, X_EVAL[:50])
+    assert certificate.passed and certificate.output_passed, str(certificate)
+    link = {"LOGISTIC": "logistic link", "SOFTMAX": "softmax link", "NONE": "margin comparison"}
+    assert link[model._plan.transform] in certificate.output_runtime
+
+
 def test_model_object(tmp_path):
     """Loaded from a path, bytes or a ModelProto; weakly referenced; predict / predict_proba through onnxruntime."""
     import weakref

@@ -56,7 +56,7 @@ from .._extras import require
 from ..errors import InputTypeError, UnsupportedModelError
 from ._onnx_trees import binary_single, ensemble_forest
 from .layout import Forest
-from .predictor import ModelPredictor
+from .predictor import ModelPredictor, probability_predictor
 from .registry import LibraryImporter, installed_version, register
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
@@ -366,6 +366,15 @@ class OnnxImporter(LibraryImporter):
         reroutes."""
         version = installed_version("onnxruntime")
         return f"onnxruntime {version}", 2.0 ** -24
+
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """A classifier's post_transform LOGISTIC (per score) or SOFTMAX, and onnxruntime's probability output
+        (NONE: the Forest gives that output itself; SOFTMAX_ZERO: None)."""
+        link = {"LOGISTIC": "logistic", "SOFTMAX": "softmax"}.get(model._plan.transform)
+        if link is None or model._plan.labels is None:
+            return None
+        usual = probability_predictor(model, forest)
+        return None if usual is None else (link, usual[1])
 
 
 def _margin(plan: _Plan, model: OnnxModel, X: Any) -> np.ndarray:

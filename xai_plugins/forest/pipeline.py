@@ -532,9 +532,18 @@ class PipelineImporter(LibraryImporter):
         found = importer_for(final)
         if found is None:
             raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
-        inner = found.predictor(final)
         labels = {c.source: c.labels for c in columns if c.labels is not None}
-        return ModelPredictor(model, functools.partial(_through_pipeline, inner, labels))
+        return ModelPredictor(model, functools.partial(_through_pipeline, found.predictor(final), labels))
+
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """The final model's link and probabilities (its importer's), on the pipeline's transform of the rows."""
+        columns, final, _ = pipeline_columns(model)
+        found = importer_for(final)
+        inner = None if found is None else found.probability(final, import_model(final))
+        if inner is None:
+            return None
+        labels = {c.source: c.labels for c in columns if c.labels is not None}
+        return inner[0], ModelPredictor(model, functools.partial(_through_pipeline, inner[1], labels))
 
     def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
         """Every step object and its fitted arrays (a refit replaces them), and the final model's own
