@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _native
 from ..errors import InputError
 from .cache import import_model
 from .link import probabilities
@@ -169,7 +170,8 @@ def certify(model: Any, X: Any, *, max_thresholds: int = 20_000, random_state: i
     diff, output_diff = np.zeros(len(checked)), np.zeros(len(checked))
     for start in range(0, len(checked), _BATCH):
         block = checked[start:start + _BATCH]
-        ours, theirs = forest.predict(block), np.asarray(runtime_predict(block), dtype=np.float64)
+        ours = _native.predict(forest, block)           # rows already read: category codes, not labels
+        theirs = np.asarray(runtime_predict(block), dtype=np.float64)
         diff[start:start + len(block)] = np.max(np.abs(ours - theirs.reshape(ours.shape)), axis=1)
         if output is not None:
             output_diff[start:start + len(block)] = _output_diff(output, ours, block)
