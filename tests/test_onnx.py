@@ -722,6 +722,21 @@ def test_unsupported_encoders_are_refused_by_name(attrs, match):
         _front_model(encoder, cast, joined, inputs=(("S", TensorProto.STRING, 1), ("X", TensorProto.DOUBLE, 1)))
 
 
+@pytest.mark.parametrize("front, match", [
+    ([helper.make_node("Scaler", ["X"], ["X1"], domain="ai.onnx.ml", offset=[0.0], scale=[2.0]),
+      helper.make_node("Cast", ["X1"], ["X2"], to=TensorProto.INT64),
+      helper.make_node("OneHotEncoder", ["X2"], ["E"], domain="ai.onnx.ml", cats_int64s=[0, 1])], "transformed column"),
+    ([helper.make_node("OneHotEncoder", ["S"], ["E"], domain="ai.onnx.ml", cats_strings=["a"]),
+      helper.make_node("Scaler", ["E"], ["X1"], domain="ai.onnx.ml", offset=[0.0], scale=[2.0])], "Scaler"),
+    ([helper.make_node("OneHotEncoder", ["W"], ["E"], domain="ai.onnx.ml", cats_strings=["a"])], "2 columns at once")])
+def test_encoders_of_transformed_columns_or_transformed_after_are_refused_by_name(front, match):
+    """Only an input column itself is encoded, and only Cast / Reshape / Concat follow an encoder."""
+    joined = helper.make_node("Concat", [front[-1].output[0], "X"], ["Z"], axis=1)
+    with pytest.raises(UnsupportedModelError, match=match):
+        _front_model(*front, joined, inputs=(("S", TensorProto.STRING, 1), ("X", TensorProto.DOUBLE, 1),
+                                             ("W", TensorProto.STRING, 2)))
+
+
 def test_model_object(tmp_path):
     """Loaded from a path, bytes or a ModelProto; weakly referenced; predict / predict_proba through onnxruntime."""
     import weakref

@@ -334,7 +334,10 @@ def _trace(name: str, producers: dict, widths: dict, width: int, consts: dict) -
     if node.op_type in ("Reshape", "Gather"):
         return _reshaped(node, attrs, columns, consts), front
     if node.op_type in ("OneHotEncoder", "LabelEncoder"):
-        return [c for column in columns for c in _encoded(node, attrs, column)], front
+        if len(columns) != 1:
+            raise UnsupportedModelError(f"operator {node.op_type} ({node.name}) in front of the tree ensemble encodes "
+                                        f"{len(columns)} columns at once; supported: one input column per encoder")
+        return _encoded(node, attrs, columns[0]), front
     if any(enc is not None for _, _, _, enc in columns) and node.op_type != "Cast":
         raise UnsupportedModelError(f"operator {node.op_type} ({node.name}) in front of the tree ensemble transforms "
                                     "an encoded column; only Cast, Concat and Reshape may follow an encoder")
