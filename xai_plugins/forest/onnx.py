@@ -170,16 +170,15 @@ class OnnxModel:
         return self._sessions[kind]
 
     def _feed(self, X: Any) -> dict:
-        """The graph inputs of rows ``X`` (a DataFrame holding the inputs' names is read by name): float and
-        double columns as the numeric input type, string columns as text (a missing value as ``str`` writes it,
-        a category no encoder knows), int64 columns as integers."""
+        """The graph inputs of rows ``X`` (a DataFrame holding the inputs' names is read by name), each in its
+        element type: float / double, text for string inputs (a missing value as ``str`` writes it, a category
+        no encoder knows), integers for int64 inputs."""
         names = [name for name, _ in self._plan.inputs]
         if hasattr(X, "columns") and self.feature_names is not None and set(names) <= set(map(str, X.columns)):
             X = X[names]
         text = any(kind in (_STRING, _INT64) for kind in self._plan.input_types)
         X = np.asarray(X, dtype=object if text else np.float64)
         X = X.reshape(1, -1) if X.ndim == 1 else X
-        dtype = np.float32 if self._plan.input_type == _FLOAT else np.float64
         inputs, at = {}, 0
         for (name, width), kind in zip(self._plan.inputs, self._plan.input_types):
             block = X[:, at:at + width]
@@ -188,7 +187,8 @@ class OnnxModel:
             elif kind == _INT64:
                 inputs[name] = np.ascontiguousarray(np.asarray(block, dtype=np.float64), dtype=np.int64)
             else:
-                inputs[name] = np.ascontiguousarray(np.asarray(block, dtype=np.float64), dtype=dtype)
+                inputs[name] = np.ascontiguousarray(np.asarray(block, dtype=np.float64),
+                                                    dtype=np.float32 if kind == _FLOAT else np.float64)
             at += width
         return inputs
 
