@@ -105,6 +105,14 @@ def test_for_regressors_the_output_check_is_the_margin_comparison(data, kind):
         (certificate.max_abs_diff, certificate.tolerance, certificate.failed_rows)
 
 
+def test_a_margin_without_a_known_link_is_checked_by_the_margin_comparison(data):
+    X, y = data
+    model = GradientBoostingClassifier(n_estimators=10, loss="exponential", random_state=0).fit(X, y > 0)
+    certificate = certify(model, X[:50])
+    assert certificate.passed and "no link to the model's probabilities" in certificate.output_runtime
+    assert certificate.output_max_abs_diff == certificate.max_abs_diff
+
+
 @pytest.mark.parametrize("kind", ["gb-binary", "xgb-multiclass", "lgbm-binary", "catboost-multiclass"])
 def test_a_corrupted_link_fails_the_output_check_while_the_margin_passes(data, kind, monkeypatch):
     from xai_plugins.forest import parity

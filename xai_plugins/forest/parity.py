@@ -22,7 +22,9 @@ probabilities (``predict_proba``, onnxruntime's probability output, pypmml's pro
 probability of its last class). The links are 1-Lipschitz in the largest margin difference, so the output
 tolerance is the margin's plus the link's own rounding in the runtime's precision (``16 u``). For regressors and
 classifiers whose Forest gives the probabilities themselves (random forests) the output is the Forest's output:
-the output check is the margin comparison, recorded as such, not a second one.
+the output check is the margin comparison, recorded as such, not a second one; so it is for a margin whose link
+its library does not name (XGBoost ``binary:logitraw``, LightGBM ``multiclassova``, scikit-learn's exponential
+loss, ONNX ``SOFTMAX_ZERO``...), said in ``output_runtime``.
 """
 
 from __future__ import annotations
@@ -179,8 +181,9 @@ def certify(model: Any, X: Any, *, max_thresholds: int = 20_000, random_state: i
     worst = int(np.argmax(diff))
     failed = int(np.sum(~(diff <= tolerance)))
     if output is None:
-        output_runtime, output_diff, output_tolerance = "the margin comparison (the Forest's output is the " \
-            "model's output)", diff, tolerance
+        why = "no link to the model's probabilities is known for it" if forest.task == "classification" and \
+            forest.output_space == "margin" else "the Forest's output is the model's output"
+        output_runtime, output_diff, output_tolerance = f"the margin comparison ({why})", diff, tolerance
     else:
         output_runtime, output_tolerance = f"the model's probabilities against the {output[0]} link of the " \
             "Forest's margin", tolerance + 16 * unit
