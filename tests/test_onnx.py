@@ -10,6 +10,7 @@ import functools
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 onnx = pytest.importorskip("onnx")
@@ -17,6 +18,7 @@ pytest.importorskip("onnxruntime")
 skl2onnx = pytest.importorskip("skl2onnx")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from sklearn.compose import make_column_transformer  # noqa: E402
 from sklearn.ensemble import (  # noqa: E402
     GradientBoostingClassifier,
     GradientBoostingRegressor,
@@ -25,10 +27,11 @@ from sklearn.ensemble import (  # noqa: E402
     RandomForestRegressor,
 )
 from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler  # noqa: E402
+from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 
 import xai_plugins as xp  # noqa: E402
-from xai_plugins.errors import UnsupportedModelError  # noqa: E402
+from xai_plugins.errors import InputError, UnsupportedModelError  # noqa: E402
 from xai_plugins.forest import _onnx_trees, import_model  # noqa: E402
 from xai_plugins.forest.onnx import OnnxModel  # noqa: E402
 from xai_plugins.forest.parity import certify  # noqa: E402
@@ -522,6 +525,216 @@ def test_corrupted_threshold_is_caught_by_parity(monkeypatch):
     certificate = certify(model, X_EVAL[:50])
     assert not certificate.passed and certificate.runtime.startswith("onnxruntime")
     assert certify(good, X_EVAL[:50]).passed
+
+
+@pytest.mark.parametrize("name", ["gb_clf2", "xgb_clf2", "xgb_clf3", "lgb_clf2", "lgb_clf3", "rf_clf3"])
+def test_classifiers_pass_the_certificate_on_the_margin_and_the_probabilities(name):
+    """onnxruntime's probability output against the link of the post_transform (LOGISTIC / SOFTMAX) applied to
+    the Forest's margin; with NONE the Forest's output is the probabilities (the margin comparison)."""
+    _, model = fitted(name)
+    certificate = certify(model, X_EVAL[:50])
+    assert certificate.passed and certificate.output_passed, str(certificate)
+    link = {"LOGISTIC": "logistic link", "SOFTMAX": "softmax link", "NONE": "margin comparison"}
+    assert link[model._plan.transform] in certificate.output_runtime
+
+
+# --- encoded categorical inputs: OneHotEncoder / LabelEncoder in front of the ensemble ----------------------
+
+ENCODED = {"rf": lambda: RandomForestClassifier(4, random_state=0),
+           "gb": lambda: GradientBoostingClassifier(n_estimators=6, max_depth=3, random_state=0),
+           "dt": lambda: DecisionTreeClassifier(random_state=0),
+           "gb_reg": lambda: GradientBoostingRegressor(n_estimators=6, max_depth=3, random_state=0)}
+#: exact PG² of the ONNX model against the Pipeline's: fully grown trees have float32-exact leaves (class
+#: fractions 0 / 1), GradientBoosting's leaves are stored in float32 (as PG2_RTOL)
+ENCODED_RTOL = {"rf": 1e-12, "dt": 1e-12, "gb": 1e-5, "gb_reg": 1e-5}
+
+
+def _frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.choice(list("xyzw"), n),
+                         "d": rng.choice(["p", "q"], n)})
+
+
+@functools.lru_cache(maxsize=None)
+def encoded(kind, encoder="onehot", columns=("c", "d")):
+    """(the scikit-learn Pipeline, its OnnxModel by skl2onnx): ``encoder`` on the string ``columns``, the
+    numbers passed through, in front of model ``kind``."""
+    from skl2onnx.common.data_types import FloatTensorType, StringTensorType
+
+    frame = _frame()
+    y = frame["a"] + (frame["c"] == "x") - 0.8 * (frame["d"] == "q") + 0.3 * frame["b"]
+    frame = frame[["a", "b", *columns]]
+    y = y if kind == "gb_reg" else (y > 0.2).astype(int)
+    step = OneHotEncoder(handle_unknown="ignore", sparse_output=False) if encoder == "onehot" else \
+        OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1)
+    pipe = make_pipeline(make_column_transformer((step, list(columns)), ("passthrough", ["a", "b"])),
+                         ENCODED[kind]()).fit(frame, y)
+    types = [(c, StringTensorType([None, 1]) if c in ("c", "d") else FloatTensorType([None, 1])) for c in frame]
+    options = {id(pipe[-1]): {"zipmap": False}} if kind != "gb_reg" else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pipe, OnnxModel(skl2onnx.to_onnx(pipe, initial_types=types, options=options))
+
+
+def _encoded_rows(forest, frame):
+    """Random rows, rows with categories no encoder saw (and a missing one), and rows on and one float32 / float64
+    ulp either side of every numeric threshold."""
+    rows = frame.iloc[:120].copy()
+    unseen = frame.iloc[:30].copy()
+    unseen.loc[unseen.index[::2], "c"] = "never"
+    if "d" in unseen:
+        unseen.loc[unseen.index[1::3], "d"] = "other"
+    unseen.loc[unseen.index[::5], "c"] = None
+    extra = []
+    numeric = (forest.left_child >= 0) & (forest.n_categories[np.maximum(forest.feature, 0)] == 0)
+    for j, t in zip(forest.feature[numeric], forest.threshold[numeric]):
+        for v in (t, np.nextafter(np.float32(t), np.float32(-np.inf)), np.nextafter(np.float32(t), np.float32(np.inf)),
+                  np.nextafter(t, -np.inf), np.nextafter(t, np.inf)):
+            row = frame.iloc[len(extra) % len(frame)].copy()
+            row.iloc[int(j)] = float(v)
+            extra.append(row)
+    return pd.concat([rows, unseen, pd.DataFrame(extra)], ignore_index=True)
+
+
+def _onnxruntime_scores(model, forest, rows):
+    """onnxruntime's scores before the post-transform on the frame ``rows`` (strings fed as they are), in the
+    Forest's outputs."""
+    scores = model.decision_function(rows)
+    return scores[:, -forest.n_outputs:] if scores.shape[1] == 2 and forest.n_outputs == 1 else scores
+
+
+@pytest.mark.parametrize("kind", list(ENCODED))
+def test_one_hot_encoded_columns_are_categorical_features_of_the_input(kind):
+    """Each encoded string input is one categorical feature (codes: positions in cats_strings, its labels read
+    from a DataFrame); splits on its dummy columns are set splits; an unseen category is the all-zero row."""
+    pipe, model = encoded(kind)
+    forest = import_model(model)
+    assert forest.feature_names == ["a", "b", "c", "d"]
+    assert forest.n_categories.tolist() == [0, 0, 4, 2]
+    assert forest.category_labels[2] == tuple(pipe[0].named_transformers_["onehotencoder"].categories_[0])
+    rows = _encoded_rows(forest, _frame())
+    ours = forest.predict(rows)
+    np.testing.assert_allclose(ours, _onnxruntime_scores(model, forest, rows), rtol=0, atol=4e-6)
+    assert np.array_equal(ours, import_model(pipe).predict(rows)) or kind in ("gb", "gb_reg")
+    certificate = certify(model, rows)
+    assert certificate.passed and certificate.threshold_rows > 0, str(certificate)
+
+
+@pytest.mark.parametrize("kind", list(ENCODED))
+def test_one_hot_encoded_pg2_equals_the_pipelines(kind):
+    """Exact PG² on a set holding the categorical column equals the scikit-learn Pipeline's (read in its input
+    columns too)."""
+    pipe, model = encoded(kind)
+    rows = _frame(40, seed=3)
+    for S in (["c"], ["c", "a"], ["d", "b", "c"]):
+        ours = xp.pg2(model, rows, S, sigma=0.5, verbose=False).value
+        theirs = xp.pg2(pipe, rows, S, sigma=0.5, verbose=False).value
+        np.testing.assert_allclose(ours, theirs, rtol=ENCODED_RTOL[kind], atol=1e-300)
+
+
+def test_one_string_column_through_gather_and_the_model_file_audit(tmp_path):
+    """skl2onnx selects a single encoded column with a Gather; the .onnx file is audited by xai-audit."""
+    from xai_plugins.cli import main
+
+    pipe, model = encoded("rf", columns=("c",))
+    forest = import_model(model)
+    assert forest.n_categories.tolist() == [0, 0, 4] and forest.feature_names == ["a", "b", "c"]
+    rows = _encoded_rows(forest, _frame()[["a", "b", "c"]])
+    np.testing.assert_allclose(forest.predict(rows), _onnxruntime_scores(model, forest, rows), rtol=0, atol=4e-6)
+    onnx.save(model.proto, str(tmp_path / "model.onnx"))
+    frame = _frame(80, seed=5)[["a", "b", "c"]].assign(y=lambda f: pipe.predict(f))
+    frame.to_csv(tmp_path / "test.csv", index=False)
+    code = main(["--model", str(tmp_path / "model.onnx"), "--data", str(tmp_path / "test.csv"), "--target", "y",
+                 "--out", str(tmp_path / "out"), "--sections", "faithfulness", "--explainers", "pg2", "--no-pdf",
+                 "--quiet", "--max-rows", "20"])
+    assert code == 0
+    assert (tmp_path / "out" / "model.json").is_file()
+
+
+@pytest.mark.parametrize("kind", ["rf", "gb"])
+def test_ordinal_encoder_is_a_label_encoder_read_as_one_categorical_feature(kind):
+    """skl2onnx writes an OrdinalEncoder as ai.onnx.ml LabelEncoder nodes (keys_strings -> values_int64s,
+    default_int64 the unknown value): one categorical feature per input, unseen categories at the default."""
+    pipe, model = encoded(kind, encoder="ordinal")
+    assert "LabelEncoder" in [n.op_type for n in model.proto.graph.node]
+    forest = import_model(model)
+    assert forest.n_categories.tolist() == [0, 0, 4, 2]
+    rows = _encoded_rows(forest, _frame())
+    np.testing.assert_allclose(forest.predict(rows), _onnxruntime_scores(model, forest, rows), rtol=0, atol=4e-6)
+    assert certify(model, rows).passed
+    rows = _frame(40, seed=3)
+    np.testing.assert_allclose(xp.pg2(model, rows, ["c", "a"], sigma=0.5, verbose=False).value,
+                               xp.pg2(pipe, rows, ["c", "a"], sigma=0.5, verbose=False).value,
+                               rtol=ENCODED_RTOL[kind], atol=1e-300)
+
+
+def test_one_hot_encoded_int64_input_reads_its_integers_as_labels():
+    """An int64 input one-hot encoded (cats_int64s, behind skl2onnx's Cast to int64): its integers are the labels,
+    an unseen integer the all-zero row; exact PG² as the Pipeline's; the certificate passes (the Pipeline's too)."""
+    from skl2onnx.common.data_types import FloatTensorType, Int64TensorType
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": rng.normal(size=300), "k": rng.choice([3, 7, 11], 300)})
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["k"]),
+                                                 ("passthrough", ["a"])),
+                         RandomForestClassifier(4, random_state=0)).fit(frame, frame["a"] + (frame["k"] == 7) > 0.3)
+    model = OnnxModel(skl2onnx.to_onnx(pipe, initial_types=[("a", FloatTensorType([None, 1])),
+                                                            ("k", Int64TensorType([None, 1]))],
+                                       options={id(pipe[-1]): {"zipmap": False}}))
+    forest = import_model(model)
+    assert forest.category_labels[1] == (3, 7, 11)
+    rows = frame.copy()
+    rows.loc[::4, "k"] = 5
+    np.testing.assert_array_equal(forest.predict(rows), model.decision_function(rows))
+    assert certify(model, rows[:100]).passed and certify(pipe, rows[:100]).passed
+    np.testing.assert_allclose(xp.pg2(model, rows[:20], ["k", "a"], sigma=0.5, verbose=False).value,
+                               xp.pg2(pipe, rows[:20], ["k", "a"], sigma=0.5, verbose=False).value, rtol=1e-12)
+
+
+def test_an_encoder_that_refuses_unseen_categories_refuses_them_as_onnxruntime_does():
+    """OneHotEncoder zeros=0 (handle_unknown="error"): onnxruntime fails on an unseen category, so does the
+    Forest's reading of the rows; known categories are read as usual."""
+    from skl2onnx.common.data_types import FloatTensorType, StringTensorType
+
+    frame = _frame()
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(sparse_output=False), ["c"]), ("passthrough", ["a"])),
+                         RandomForestClassifier(3, random_state=0)).fit(frame[["a", "c"]], frame["c"] == "x")
+    model = OnnxModel(skl2onnx.to_onnx(pipe, initial_types=[("a", FloatTensorType([None, 1])),
+                                                            ("c", StringTensorType([None, 1]))],
+                                       options={id(pipe[-1]): {"zipmap": False}}))
+    forest = import_model(model)
+    assert forest.predict(frame[["a", "c"]]).shape == (len(frame), 2)
+    unseen = frame[["a", "c"]].iloc[:3].assign(c="never")
+    with pytest.raises(Exception):  # noqa: B017 - onnxruntime's own error type
+        model.decision_function(unseen)
+    with pytest.raises(InputError, match="zeros=0"):
+        forest.predict(unseen)
+
+
+@pytest.mark.parametrize("attrs, match", [
+    (dict(keys_floats=[0.5, 1.5], values_int64s=[0, 1]), "LabelEncoder"),
+    (dict(keys_strings=["a", "b"], values_strings=["u", "v"]), "LabelEncoder")])
+def test_unsupported_encoders_are_refused_by_name(attrs, match):
+    encoder = helper.make_node("LabelEncoder", ["S"], ["E"], domain="ai.onnx.ml", **attrs)
+    cast = helper.make_node("Cast", ["E"], ["C"], to=TensorProto.DOUBLE)
+    joined = helper.make_node("Concat", ["C", "X"], ["Z"], axis=1)
+    with pytest.raises(UnsupportedModelError, match=match):
+        _front_model(encoder, cast, joined, inputs=(("S", TensorProto.STRING, 1), ("X", TensorProto.DOUBLE, 1)))
+
+
+@pytest.mark.parametrize("front, match", [
+    ([helper.make_node("Scaler", ["X"], ["X1"], domain="ai.onnx.ml", offset=[0.0], scale=[2.0]),
+      helper.make_node("Cast", ["X1"], ["X2"], to=TensorProto.INT64),
+      helper.make_node("OneHotEncoder", ["X2"], ["E"], domain="ai.onnx.ml", cats_int64s=[0, 1])], "transformed column"),
+    ([helper.make_node("OneHotEncoder", ["S"], ["E"], domain="ai.onnx.ml", cats_strings=["a"]),
+      helper.make_node("Scaler", ["E"], ["X1"], domain="ai.onnx.ml", offset=[0.0], scale=[2.0])], "Scaler"),
+    ([helper.make_node("OneHotEncoder", ["W"], ["E"], domain="ai.onnx.ml", cats_strings=["a"])], "2 columns at once")])
+def test_encoders_of_transformed_columns_or_transformed_after_are_refused_by_name(front, match):
+    """Only an input column itself is encoded, and only Cast / Reshape / Concat follow an encoder."""
+    joined = helper.make_node("Concat", [front[-1].output[0], "X"], ["Z"], axis=1)
+    with pytest.raises(UnsupportedModelError, match=match):
+        _front_model(*front, joined, inputs=(("S", TensorProto.STRING, 1), ("X", TensorProto.DOUBLE, 1),
+                                             ("W", TensorProto.STRING, 2)))
 
 
 def test_model_object(tmp_path):

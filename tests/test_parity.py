@@ -62,6 +62,71 @@ def test_the_tolerance_is_the_runtimes_rounding(data):
     assert single.max_abs_diff > 0         # float32 rounding is seen, and is within the bound
 
 
+CLASSIFIERS = {
+    "gb-binary": lambda X, y: GradientBoostingClassifier(n_estimators=20, random_state=0).fit(X, y > 0),
+    "gb-multiclass": lambda X, y: GradientBoostingClassifier(n_estimators=10, random_state=0).fit(
+        X, np.digitize(y, [-1, 1])),
+    "hgb-multiclass": lambda X, y: HistGradientBoostingClassifier(max_iter=20, random_state=0).fit(
+        X, np.digitize(y, [-1, 1])),
+    "xgb-binary": lambda X, y: xgboost.XGBClassifier(n_estimators=30, max_depth=4).fit(X, y > 0),
+    "lgbm-binary": lambda X, y: lightgbm.LGBMClassifier(n_estimators=30, verbose=-1).fit(X, y > 0),
+    "lgbm-multiclass": lambda X, y: lightgbm.LGBMClassifier(n_estimators=20, verbose=-1).fit(
+        X, np.digitize(y, [-1, 1])),
+    "catboost-binary": lambda X, y: catboost.CatBoostClassifier(iterations=30, depth=4, verbose=0,
+                                                                random_seed=0).fit(X, y > 0),
+    "catboost-multiclass": lambda X, y: catboost.CatBoostClassifier(iterations=20, depth=3, verbose=0, random_seed=0,
+                                                                    loss_function="MultiClass").fit(
+        X, np.digitize(y, [-1, 1])),
+    "pipeline-gb": lambda X, y: make_pipeline(StandardScaler(), GradientBoostingClassifier(
+        n_estimators=10, random_state=0)).fit(X, y > 0),
+}
+
+
+@pytest.mark.parametrize("kind", list(CLASSIFIERS) + ["gb-classifier", "hgb-classifier", "xgb-multiclass"])
+def test_every_librarys_classifier_passes_on_the_margin_and_the_probabilities(data, kind):
+    X, y = data
+    model = {**MODELS, **CLASSIFIERS}[kind](X, y)
+    certificate = certify(model, X[:100])
+    assert certificate.passed and certificate.margin_passed and certificate.output_passed, str(certificate)
+    assert certificate.output_space == "margin" and "link" in certificate.output_runtime
+    assert 0 < certificate.output_max_abs_diff <= certificate.output_tolerance or certificate.output_max_abs_diff == 0
+    assert certificate.output_tolerance > certificate.tolerance
+    shown = certificate.to_dict()
+    assert {"output_runtime", "output_max_abs_diff", "output_tolerance", "output_failed_rows"} <= set(shown)
+    assert "on the model's output" in str(certificate)
+
+
+@pytest.mark.parametrize("kind", ["rf", "xgb-regressor"])
+def test_for_regressors_the_output_check_is_the_margin_comparison(data, kind):
+    X, y = data
+    certificate = certify(MODELS[kind](X, y), X[:50])
+    assert "margin comparison" in certificate.output_runtime
+    assert (certificate.output_max_abs_diff, certificate.output_tolerance, certificate.output_failed_rows) == \
+        (certificate.max_abs_diff, certificate.tolerance, certificate.failed_rows)
+
+
+def test_a_margin_without_a_known_link_is_checked_by_the_margin_comparison(data):
+    X, y = data
+    model = GradientBoostingClassifier(n_estimators=10, loss="exponential", random_state=0).fit(X, y > 0)
+    certificate = certify(model, X[:50])
+    assert certificate.passed and "no link to the model's probabilities" in certificate.output_runtime
+    assert certificate.output_max_abs_diff == certificate.max_abs_diff
+
+
+@pytest.mark.parametrize("kind", ["gb-binary", "xgb-multiclass", "lgbm-binary", "catboost-multiclass"])
+def test_a_corrupted_link_fails_the_output_check_while_the_margin_passes(data, kind, monkeypatch):
+    from xai_plugins.forest import parity
+
+    X, y = data
+    model = {**MODELS, **CLASSIFIERS}[kind](X, y)
+    real = parity.probabilities
+    monkeypatch.setattr(parity, "probabilities", lambda link, margin: real(link, 1.01 * margin))
+    certificate = certify(model, X[:100])
+    assert certificate.margin_passed and not certificate.output_passed and not certificate.passed
+    assert certificate.output_max_abs_diff > certificate.output_tolerance
+    assert "FAILED" in str(certificate)
+
+
 def test_a_pipeline_is_certified_in_its_input_columns():
     rng = np.random.default_rng(2)
     frame = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300), "c": rng.choice(list("xyz"), 300)})
@@ -146,6 +211,26 @@ def test_an_audit_records_its_certificate_in_the_model_card_the_appendix_and_the
     schema = json.loads((Path(xp.__file__).parent / "report" / "audit.schema.json").read_text())
     jsonschema.validate(document, schema)
     assert document["sections"]["model"]["data"]["parity"]["passed"] is True
+
+
+def test_a_classifiers_audit_shows_the_output_check_in_the_model_card_and_the_json(data):
+    import json
+
+    import jsonschema
+
+    from xai_plugins.report.render import render_html
+
+    X, y = data
+    model = CLASSIFIERS["lgbm-binary"](X[:300], y[:300])
+    result = _small_audit(model, X, y > 0)
+    card = result.sections["model"].data["card"]["parity on its output"]
+    assert card.startswith("passed: the model's probabilities against the logistic link")
+    assert "parity on its output" in render_html(result)
+    document = json.loads(result.to_json())
+    schema = json.loads((Path(xp.__file__).parent / "report" / "audit.schema.json").read_text())
+    jsonschema.validate(document, schema)
+    parity = document["sections"]["model"]["data"]["parity"]
+    assert parity["output_failed_rows"] == 0 and parity["output_tolerance"] > parity["tolerance"]
 
 
 def test_a_model_whose_trees_are_misread_is_refused_or_labelled_unverified(data, monkeypatch, tmp_path, capsys):

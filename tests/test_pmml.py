@@ -27,6 +27,7 @@ import xai_plugins as xp
 from xai_plugins.errors import InputError, UnsupportedModelError
 from xai_plugins.forest import _pmml_trees, import_model, library_of
 from xai_plugins.forest._pmml_trees import float32_of
+from xai_plugins.forest.parity import certify
 from xai_plugins.forest.pmml import PMMLImporter, PMMLModel, pmml_forest
 
 NAMES = ["x1", "x2", "x3", "x4"]
@@ -178,6 +179,21 @@ ORIGINAL_TOL = {"xgbr": 1e-9, "xgbc3": 1e-9}
 
 
 KINDS = ["dtr", "dtc", "rfr", "rfc", "gbr", "gbc2", "gbc3", "xgbr", "xgbc3", "lgbr", "lgbc2"]
+
+
+@pytest.mark.parametrize("kind", ["dtc", "rfc", "gbc2", "gbc3", "xgbc3", "lgbc2"])
+def test_classifiers_pass_the_certificate_on_the_margin_and_the_probabilities(converted, kind):
+    """pypmml's probabilities against the logit / softmax of the Forest's margin (a chain's normalizationMethod);
+    classifiers in probability space: the margin comparison. Random rows only: pypmml reads float fields as
+    doubles (see :func:`test_parity_with_pypmml`), so rows on a float32 threshold are not its rows."""
+    _pypmml()
+    _, model, _ = converted[kind]
+    rows = pd.DataFrame(np.random.default_rng(2).normal(size=(80, model.n_features_in_)) * 1.5,
+                        columns=model.feature_names)
+    certificate = certify(model, rows, max_thresholds=0)
+    assert certificate.passed and certificate.output_passed, str(certificate)
+    forest = import_model(model)
+    assert ("link" in certificate.output_runtime) == (forest.output_space == "margin")
 
 
 @pytest.mark.parametrize("kind", KINDS)

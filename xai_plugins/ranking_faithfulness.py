@@ -22,6 +22,7 @@ from .engines.method import Output, Plan, RowMethod
 from .engines.runner import run
 from .errors import ExplanationMismatchError, InputError
 from .forest import import_model
+from .forest.link import default_link, probabilities
 from .prediction_gap._noise import _noise, _portable
 from .prediction_gap._pgi2 import _scores
 
@@ -193,12 +194,7 @@ def _model_outputs(forest, rows) -> list:
     out = np.asarray(forest.predict(rows), dtype=np.float64)
     outputs = [(forest.output_space, out)]
     if forest.task == "classification" and forest.output_space == "margin":
-        if out.shape[1] == 1:
-            prob = 1.0 / (1.0 + np.exp(-out))
-        else:
-            e = np.exp(out - out.max(axis=1, keepdims=True))
-            prob = e / e.sum(axis=1, keepdims=True)
-        outputs.append(("probability", prob))
+        outputs.append(("probability", probabilities(default_link(out.shape[1]), out)))
     return outputs
 
 

@@ -2,6 +2,7 @@
 
 - :mod:`.layout`: the :class:`Forest` (mirrors ``csrc/xai.h``) and the level walk / preorder helpers;
 - :mod:`.predictor`: :class:`ModelPredictor`, the model's own predictor held weakly;
+- :mod:`.link`: a classifier's margin -> its probabilities (the links the libraries apply);
 - :mod:`.registry`: the one registry of model libraries (:class:`LibraryImporter`, :func:`register`,
   :func:`library_of`, :func:`model_feature_names`, :func:`model_missing_value`);
 - :mod:`.cache`: :func:`import_model` (one import per model and fitted state), :func:`clear_model_cache`;
@@ -39,7 +40,7 @@ from .registry import (
     supported_models,
 )
 
-_CORE = {"cache", "files", "layout", "parity", "predictor", "registry"}
+_CORE = {"cache", "files", "layout", "link", "parity", "predictor", "registry"}
 for _module in pkgutil.iter_modules(__path__):
     if not _module.name.startswith("_") and _module.name not in _CORE:
         importlib.import_module(f"{__name__}.{_module.name}")      # registers its library's importer

@@ -234,9 +234,10 @@ def _float32_columns(plan: Any, columns: list[int]) -> bool:
 
 
 def _ensemble_dtype(plan: Any) -> type:
-    """onnxruntime's threshold and sum type: the type of the tensor the ensemble reads."""
-    steps = plan.columns[0][1] if plan.columns else ()
-    return apply_steps(steps, np.zeros(1), plan.input_type == _FLOAT).dtype.type
+    """onnxruntime's threshold and sum type: the type of the tensor the ensemble reads (an encoder gives
+    float)."""
+    _, steps, encoder = plan.columns[0] if plan.columns else (0, (), None)
+    return apply_steps(steps, np.zeros(1), encoder is not None or plan.input_type == _FLOAT).dtype.type
 
 
 def binary_single(plan: Any) -> bool:
@@ -293,24 +294,33 @@ def _table(plan: Any, dtype: type) -> tuple[_Table, str]:
     return table, "sum" if aggregate == "SUM" else "mean"
 
 
-def _categorical(plan: Any, rows: list, members: np.ndarray, n_features: int) -> dict:
-    """The Forest's categorical fields of the BRANCH_MEMBER nodes ``members`` (true branch = left)."""
-    n_categories = np.zeros(n_features, dtype=np.int32)
-    sources = {}
+def _member_sets(plan: Any, rows: list, members: np.ndarray, n_categories: np.ndarray) -> dict:
+    """Per BRANCH_MEMBER node of ``members``, the codes that take its true branch (left), each set's column
+    counted in ``n_categories`` (its largest code + 1)."""
+    sets = {}
     for node in members:
         j, values = int(rows[node][0]), np.asarray(rows[node][7], dtype=np.float64)
-        source, steps = plan.columns[j]
-        if any(s[0] not in ("identity", "cast") for s in steps) or np.any(values != np.floor(values)) or \
-                np.any(values < 0) or np.any(values >= _MAX_CODE):
+        source, steps, encoder = plan.columns[j]
+        if encoder is not None or any(s[0] not in ("identity", "cast") for s in steps) or \
+                np.any(values != np.floor(values)) or np.any(values < 0) or np.any(values >= _MAX_CODE):
             raise UnsupportedModelError(f"BRANCH_MEMBER node on column {j} of the ONNX tree ensemble: its set "
                                         f"({values[:5].tolist()}...) is not of category codes 0 .. {_MAX_CODE - 1} of "
                                         "an input column (or the column is transformed in front of the ensemble)")
-        sources[node] = source
         n_categories[source] = max(n_categories[source], int(values.max(initial=0)) + 1)
-    K = n_categories[[sources[node] for node in members]]
-    cat_start, cat_bits = category_bitsets(members, [np.asarray(rows[node][7], dtype=np.int64) for node in members],
-                                           K, len(rows))
-    return dict(n_categories=n_categories, cat_start=cat_start, cat_bits=cat_bits)
+        sets[int(node)] = values.astype(np.int64)
+    return sets
+
+
+def _encoded_sets(plan: Any, j: int, nodes: np.ndarray, mode: np.ndarray, t: np.ndarray,
+                  track: np.ndarray) -> tuple[dict, np.ndarray]:
+    """Per node of ``nodes`` splitting the encoded ensemble column ``j``: the atoms (codes 0 .. K-1, then the
+    unseen category) whose encoded value takes the true branch (left), as onnxruntime compares it, and whether
+    the missing atom does (:class:`~xai_plugins.forest.pipeline.TransformedColumn` atoms through the steps after the
+    encoder)."""
+    _, steps, encoder = plan.columns[j]
+    values = apply_steps(steps, np.asarray(encoder.atoms, dtype=np.float64), True)
+    true = _decide(values[None, :], mode[:, None], t[:, None], track[:, None])
+    return {int(node): np.flatnonzero(true[i, :-1]) for i, node in enumerate(nodes)}, true[:, -1]
 
 
 def ensemble_forest(plan: Any, predict_fn: Any) -> Forest:
@@ -328,7 +338,9 @@ def ensemble_forest(plan: Any, predict_fn: Any) -> Forest:
     threshold: np.ndarray = np.array([r[2] for r in rows], dtype=np.float64).astype(dtype)
     track = np.array([r[3] for r in rows], dtype=bool)
     true, false = np.array([r[4] for r in rows]), np.array([r[5] for r in rows])
-    numeric = (mode != LEAF) & (mode != MEMBER)
+    encoded = np.isin(feature, [j for j, c in enumerate(plan.columns) if c[2] is not None]) & (mode != LEAF) & \
+        (mode != MEMBER)
+    numeric = (mode != LEAF) & (mode != MEMBER) & ~encoded
     float32 = _float32_columns(plan, np.unique(feature[numeric]).tolist())
     rule = "le" if np.isin(mode[numeric], (LEQ, GT)).sum() * 2 >= numeric.sum() else "lt"
     left, right = np.where(mode == LEAF, -1, true), np.where(mode == LEAF, -1, false)
@@ -342,11 +354,27 @@ def ensemble_forest(plan: Any, predict_fn: Any) -> Forest:
         left[at], right[at] = np.where(low, true[at], false[at]), np.where(low, false[at], true[at])
         missing_left[at], source[at] = nan_low, plan.columns[int(j)][0]
     members = np.flatnonzero(mode == MEMBER)
-    categorical = _categorical(plan, rows, members, plan.n_features) if len(members) else {}
-    if len(members) and np.any(np.isin(source[numeric], np.flatnonzero(categorical["n_categories"]))):
-        raise UnsupportedModelError("an input column of the ONNX tree ensemble has both BRANCH_MEMBER and threshold "
-                                    "splits: the Forest reads a column as categories or as numbers")
+    labels = plan.category_labels
+    n_categories = np.array([0 if known is None else len(known) for known in labels or [None] * plan.n_features],
+                            dtype=np.int32)
+    sets = _member_sets(plan, rows, members, n_categories)
+    for j in np.unique(feature[encoded]):
+        at = np.flatnonzero(encoded & (feature == j))
+        found, missing_left[at] = _encoded_sets(plan, int(j), at, mode[at], threshold[at], track[at])
+        sets.update(found)
+        source[at] = plan.columns[int(j)][0]
+    if len(sets) and np.any(np.isin(source[numeric], np.flatnonzero(n_categories))):
+        raise UnsupportedModelError("an input column of the ONNX tree ensemble has both categorical (BRANCH_MEMBER "
+                                    "or encoded) and threshold splits: the Forest reads a column as categories or as "
+                                    "numbers")
     source[members] = [plan.columns[int(feature[m])][0] for m in members]
+    categorical: dict[str, Any] = {}
+    if n_categories.any():
+        nodes = np.array(sorted(sets), dtype=np.int64)
+        cat_start, cat_bits = category_bitsets(nodes, [sets[n] for n in nodes.tolist()],
+                                               n_categories[source[nodes]], len(rows))
+        categorical = dict(n_categories=n_categories, cat_start=cat_start, cat_bits=cat_bits,
+                           category_labels=labels, numeric_labels=labels is not None)
     leaves = np.array([r[6] for r in rows])
     mapping, base, names, space = _outputs(plan, table)
     value = np.zeros((len(rows), mapping.shape[1]))

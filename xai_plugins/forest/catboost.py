@@ -379,20 +379,30 @@ class CatBoostImporter(LibraryImporter):
         return _raw_predictor(model, import_model(model).category_labels if model.get_cat_feature_indices()
                               else None)
 
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """Logloss / CrossEntropy: logistic, MultiClass: softmax, of ``predict(prediction_type="Probability")``
+        (MultiClassOneVsAll and regression losses: None)."""
+        link = {"Logloss": "logistic", "CrossEntropy": "logistic", "MultiClass": "softmax"}.get(forest.objective or "")
+        if link is None:
+            return None
+        return link, _raw_predictor(model, forest.category_labels if model.get_cat_feature_indices() else None,
+                                    "Probability")
 
-def _raw_predictor(model: Any, labels: list | None) -> ModelPredictor:
-    """CatBoost's ``RawFormulaVal`` on rows in the Forest's feature order; the columns of the categorical
-    features (``labels`` per feature, or None) turned from codes back into labels CatBoost reads."""
+
+def _raw_predictor(model: Any, labels: list | None, prediction_type: str = "RawFormulaVal") -> ModelPredictor:
+    """CatBoost's ``predict(prediction_type=...)`` (the raw formula value, or "Probability") on rows in the
+    Forest's feature order; the columns of the categorical features (``labels`` per feature, or None) turned
+    from codes back into labels CatBoost reads."""
     if labels is None:
         return ModelPredictor(model, lambda m, X: m.predict(model_input(X, np.float64),
-                                                            prediction_type="RawFormulaVal"))
+                                                            prediction_type=prediction_type))
 
     def predict(m: Any, X: Any) -> Any:
         import pandas as pd
 
         frame = pd.DataFrame(np.asarray(X, dtype=np.float64), columns=list(m.feature_names_))
         return m.predict(labelled_rows(frame, {j: known for j, known in enumerate(labels) if known is not None}),
-                         prediction_type="RawFormulaVal")
+                         prediction_type=prediction_type)
 
     return ModelPredictor(model, predict)
 

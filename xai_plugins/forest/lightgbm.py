@@ -182,6 +182,15 @@ class LightGBMImporter(LibraryImporter):
         header, blocks = _split(_booster(model).model_to_string())
         return _raw_predictor(model, header, len(blocks))
 
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """binary (``sigmoid:1``): logistic, multiclass: softmax, of ``predict`` (other objectives: None)."""
+        header, blocks = _split(_booster(model).model_to_string())
+        words = header.get("objective", "custom").split()
+        link = {"binary": "logistic", "multiclass": "softmax"}.get(words[0])
+        if link is None or (link == "logistic" and "sigmoid:1" not in words):
+            return None
+        return link, _raw_predictor(model, header, len(blocks), raw=False)
+
     def mutable_class(self) -> type:
         """``lightgbm.Booster``."""
         import lightgbm
@@ -222,17 +231,18 @@ def _lightgbm_labels(booster, n_features: int) -> list | None:
     return labels
 
 
-def _raw_predictor(model: Any, header: dict, n_trees: int) -> ModelPredictor:
-    """The raw-score predictor of a model whose ``model_to_string()`` has ``header`` and ``n_trees`` trees.
-    With boosting="rf" the margin is (sum over an output's trees) / n_iter, but ``predict(raw_score=True)``
-    returns the plain sum (LightGBM divides only before applying its link)."""
+def _raw_predictor(model: Any, header: dict, n_trees: int, raw: bool = True) -> ModelPredictor:
+    """The raw-score predictor (``raw``; else the probabilities) of a model whose ``model_to_string()`` has
+    ``header`` and ``n_trees`` trees. With boosting="rf" the margin is (sum over an output's trees) / n_iter,
+    but ``predict(raw_score=True)`` returns the plain sum (LightGBM divides only before applying its link)."""
     n_iter = n_trees // int(header.get("num_tree_per_iteration", "1"))
-    return ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter, mean="average_output" in header))
+    return ModelPredictor(model, functools.partial(_lightgbm_raw, n_iter=n_iter,
+                                                   mean=raw and "average_output" in header, raw=raw))
 
 
-def _lightgbm_raw(model: Any, X: Any, n_iter: int, mean: bool) -> Any:
-    raw = _booster(model).predict(model_input(X, np.float64), raw_score=True, num_iteration=n_iter)
-    return raw / n_iter if mean else raw
+def _lightgbm_raw(model: Any, X: Any, n_iter: int, mean: bool, raw: bool = True) -> Any:
+    out = _booster(model).predict(model_input(X, np.float64), raw_score=raw, num_iteration=n_iter)
+    return out / n_iter if mean else out
 
 
 register(LightGBMImporter())

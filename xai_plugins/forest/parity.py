@@ -14,6 +14,17 @@ A row passes when the two outputs differ by at most the rounding the runtime may
 ``n_trees · u · (|base score| + Σ_t max_l |v_tl|)`` (the standard bound on a sum of ``n_trees`` terms in the
 runtime's precision ``u``: 2⁻⁵³ for float64, 2⁻²⁴ for float32 runtimes such as XGBoost's), so that a row routed
 to another leaf fails unless its two leaves' values agree to that precision.
+
+The same rows are compared on the model's **output** as well: a classifier whose Forest gives its margin has its
+margin mapped to probabilities by the link its library applies (:mod:`.link`, named by the importer's
+:meth:`~xai_plugins.forest.registry.LibraryImporter.probability`) and compared with the runtime's own
+probabilities (``predict_proba``, onnxruntime's probability output, pypmml's probabilities; a binary model's
+probability of its last class). The links are 1-Lipschitz in the largest margin difference, so the output
+tolerance is the margin's plus the link's own rounding in the runtime's precision (``16 u``). For regressors and
+classifiers whose Forest gives the probabilities themselves (random forests) the output is the Forest's output:
+the output check is the margin comparison, recorded as such, not a second one; so it is for a margin whose link
+its library does not name (XGBoost ``binary:logitraw``, LightGBM ``multiclassova``, scikit-learn's exponential
+loss, ONNX ``SOFTMAX_ZERO``...), said in ``output_runtime``.
 """
 
 from __future__ import annotations
@@ -23,8 +34,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import _native
 from ..errors import InputError
 from .cache import import_model
+from .link import probabilities
 from .registry import importer_for
 
 __all__: list[str] = []      # internal module: the audit records the certificate
@@ -59,8 +72,17 @@ class ParityCertificate:
         Rows whose difference exceeds ``tolerance``.
     worst : str
         The row of the largest difference, in words.
+    output_runtime : str
+        What the model's output was compared with: the runtime's probabilities and the link applied to the
+        Forest's margin, or "the margin comparison" where the Forest's output is the model's output.
+    output_max_abs_diff : float
+        The largest |link(Forest) − runtime's output| over the same rows and outputs.
+    output_tolerance : float
+        The largest output difference the runtime's rounding explains.
+    output_failed_rows : int
+        Rows whose output difference exceeds ``output_tolerance``.
     passed : bool
-        No row failed.
+        No row failed, on the margin or on the output.
     """
 
     runtime: str
@@ -73,18 +95,35 @@ class ParityCertificate:
     tolerance: float
     failed_rows: int
     worst: str
+    output_runtime: str
+    output_max_abs_diff: float
+    output_tolerance: float
+    output_failed_rows: int
     passed: bool
+
+    @property
+    def margin_passed(self) -> bool:
+        """No row failed in the Forest's output space."""
+        return self.failed_rows == 0
+
+    @property
+    def output_passed(self) -> bool:
+        """No row failed on the model's output."""
+        return self.output_failed_rows == 0
 
     def to_dict(self) -> dict:
         """The certificate as a JSON-ready dict."""
         return asdict(self)
 
     def __str__(self) -> str:
-        verdict = "passed" if self.passed else f"FAILED on {self.failed_rows} rows"
+        verdict = "passed" if self.passed else \
+            f"FAILED on {self.failed_rows} rows (margin) and {self.output_failed_rows} rows (output)"
         return (f"parity with {self.runtime} {verdict}: {self.rows + self.threshold_rows} rows ({self.rows} given, "
                 f"{self.threshold_rows} on and beside {self.thresholds_checked} of {self.thresholds} split "
                 f"thresholds), max |Δ| {self.max_abs_diff:.3g} on the {self.output_space} output "
-                f"(tolerance {self.tolerance:.3g}; worst: {self.worst})")
+                f"(tolerance {self.tolerance:.3g}; worst: {self.worst}); on the model's output "
+                f"({self.output_runtime}) max |Δ| {self.output_max_abs_diff:.3g} "
+                f"(tolerance {self.output_tolerance:.3g})")
 
 
 def certify(model: Any, X: Any, *, max_thresholds: int = 20_000, random_state: int = 0) -> ParityCertificate:
@@ -129,17 +168,42 @@ def certify(model: Any, X: Any, *, max_thresholds: int = 20_000, random_state: i
         chosen = pairs[keep]
     beside, origin = _beside_thresholds(forest, rows, chosen)
     checked = np.concatenate([rows, beside])
-    diff = np.zeros(len(checked))
+    output = importer.probability(source, forest) if importer is not None else None
+    diff, output_diff = np.zeros(len(checked)), np.zeros(len(checked))
     for start in range(0, len(checked), _BATCH):
         block = checked[start:start + _BATCH]
-        ours, theirs = forest.predict(block), np.asarray(runtime_predict(block), dtype=np.float64)
+        ours = _native.predict(forest, block)           # rows already read: category codes, not labels
+        theirs = np.asarray(runtime_predict(block), dtype=np.float64)
         diff[start:start + len(block)] = np.max(np.abs(ours - theirs.reshape(ours.shape)), axis=1)
+        if output is not None:
+            output_diff[start:start + len(block)] = _output_diff(output, ours, block)
     tolerance = _tolerance(forest, unit)
     worst = int(np.argmax(diff))
     failed = int(np.sum(~(diff <= tolerance)))
+    if output is None:
+        why = "no link to the model's probabilities is known for it" if forest.task == "classification" and \
+            forest.output_space == "margin" else "the Forest's output is the model's output"
+        output_runtime, output_diff, output_tolerance = f"the margin comparison ({why})", diff, tolerance
+    else:
+        output_runtime, output_tolerance = f"the model's probabilities against the {output[0]} link of the " \
+            "Forest's margin", tolerance + 16 * unit
+    output_failed = int(np.sum(~(output_diff <= output_tolerance)))
     return ParityCertificate(runtime, forest.output_space, len(rows), len(beside), len(pairs), len(chosen),
                              float(diff[worst]), tolerance, failed,
-                             _describe_row(forest, worst, len(rows), chosen, origin), failed == 0)
+                             _describe_row(forest, worst, len(rows), chosen, origin), output_runtime,
+                             float(np.max(output_diff)), output_tolerance, output_failed,
+                             failed == 0 and output_failed == 0)
+
+
+def _output_diff(output: tuple, margin: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per row, the largest |link(margin) − the runtime's probabilities| (``output``: the link and the runtime's
+    probability predictor; a binary model's one margin against the probability of its last class)."""
+    link, runtime = output
+    ours = probabilities(link, margin)
+    theirs = np.asarray(runtime(rows), dtype=np.float64).reshape(len(rows), -1)
+    if ours.shape[1] == 1 and theirs.shape[1] == 2:
+        theirs = theirs[:, 1:]
+    return np.max(np.abs(ours - theirs), axis=1)
 
 
 def _threshold_pairs(forest) -> np.ndarray:

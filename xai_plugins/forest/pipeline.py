@@ -71,7 +71,7 @@ class _Stage:
 
 
 @dataclass(frozen=True)
-class _Column:
+class TransformedColumn:
     """A transformed column: the input column it comes from and the stages applied to it, in order.
     A column an encoder made from a categorical input has that input's ``labels`` (its categories but
     a missing value; a label's position is its code) and ``atoms``: its value for each code, for an
@@ -82,7 +82,7 @@ class _Column:
     labels: tuple | None = None
     atoms: tuple | None = None
 
-    def then(self, stage: _Stage) -> "_Column":
+    def then(self, stage: _Stage) -> "TransformedColumn":
         return replace(self, stages=self.stages + (stage,))
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
@@ -95,7 +95,7 @@ class _Column:
         return self(np.asarray(self.atoms, dtype=np.float64))
 
 
-def pipeline_columns(pipeline) -> tuple[list[_Column], Any, bool]:
+def pipeline_columns(pipeline) -> tuple[list[TransformedColumn], Any, bool]:
     """The columns the pipeline's final estimator sees, each as (input column, transform), the final
     estimator, and whether it sees them as a scipy sparse matrix (:func:`_sparse_after`); raises
     :class:`UnsupportedModelError` naming a step that is not per-column and monotone."""
@@ -106,7 +106,7 @@ def pipeline_columns(pipeline) -> tuple[list[_Column], Any, bool]:
     n_inputs = input_attribute(pipeline, "n_features_in_")
     if n_inputs is None:
         raise UnsupportedModelError("cannot tell how many input columns the Pipeline takes (is it fitted?)")
-    columns = [_Column(j) for j in range(int(n_inputs))]
+    columns = [TransformedColumn(j) for j in range(int(n_inputs))]
     sparse = False
     for name, step in steps[:-1]:
         columns = _through(step, name, columns)
@@ -137,7 +137,7 @@ def input_attribute(pipeline: Any, name: str) -> Any:
     return next((getattr(step, name) for _, step in pipeline.steps if hasattr(step, name)), None)
 
 
-def _through(step, name: str, columns: list[_Column]) -> list[_Column]:
+def _through(step, name: str, columns: list[TransformedColumn]) -> list[TransformedColumn]:
     """The columns after ``step`` (named ``name`` in its pipeline)."""
     if step is None or (isinstance(step, str) and step == "passthrough"):
         return columns
@@ -188,7 +188,7 @@ def _imputed(step: Any, name: str) -> np.ndarray:
     return np.flatnonzero(~np.isnan(statistics))                  # empty columns dropped
 
 
-def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list[_Column]:
+def _through_encoder(step, name: str, kind: str, columns: list[TransformedColumn]) -> list[TransformedColumn]:
     """The columns after a fitted OneHotEncoder (one indicator column per kept category) or
     OrdinalEncoder (one code column per input): each a categorical column of its input. With
     ``handle_unknown='error'`` its labels are :class:`~xai_plugins.forest.layout.Categories` that refuse
@@ -218,7 +218,7 @@ def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list
             # a missing value the encoder never saw in training is an unknown category to it
             lost = float(step.encoded_missing_value) if missing else unseen
             atoms = np.concatenate((np.arange(n, dtype=np.float64), [unseen, lost]))
-            out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
+            out.append(TransformedColumn(column.source, labels=labels, atoms=tuple(atoms)))
             continue
         dropped = None if step.drop_idx_ is None else step.drop_idx_[i]
         for k in range(len(categories)):
@@ -226,11 +226,11 @@ def _through_encoder(step, name: str, kind: str, columns: list[_Column]) -> list
                 continue
             atoms = np.zeros(n + 2)                 # an unseen category: every indicator 0 (handle_unknown)
             atoms[n + 1 if k in missing else k] = 1.0
-            out.append(_Column(column.source, labels=labels, atoms=tuple(atoms)))
+            out.append(TransformedColumn(column.source, labels=labels, atoms=tuple(atoms)))
     return out
 
 
-def _through_column_transformer(step, name: str, columns: list[_Column]) -> list[_Column]:
+def _through_column_transformer(step, name: str, columns: list[TransformedColumn]) -> list[TransformedColumn]:
     """The columns after a fitted ColumnTransformer: each transformer's outputs in its output slice."""
     inputs = getattr(step, "_transformer_to_input_indices", None)
     slices = getattr(step, "output_indices_", None)
@@ -285,7 +285,7 @@ def switch_points(goes_right: Callable[[np.ndarray], np.ndarray], count: int) ->
     return np.where(right_low, -np.inf, np.where(right_high, _from_keys(hi), np.inf))
 
 
-def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list[str],
+def compile_pipeline(forest: Forest, columns: list[TransformedColumn], feature_names: list[str],
                      predict_fn: Callable | None, sparse_zeros_missing: bool = False) -> Forest:
     """The Forest over the pipeline's input columns of ``forest`` (the final model's Forest over the
     transformed columns ``columns``): every split x < T on the input column, T the exact switch
@@ -360,7 +360,7 @@ def compile_pipeline(forest: Forest, columns: list[_Column], feature_names: list
                   nan_refused=_nan_refused(forest, columns, len(feature_names)), **categorical)
 
 
-def _input_labels(forest: Forest, columns: list[_Column], feature_names: list[str]) -> list:
+def _input_labels(forest: Forest, columns: list[TransformedColumn], feature_names: list[str]) -> list:
     """Per input column, the labels of the encoder that made categorical columns of it (None: none did), as
     :class:`~xai_plugins.forest.layout.Categories` where the pipeline refuses some label (the encoder's
     ``handle_unknown='error'``, or a model that refuses the NaN its encoder gives an unseen or missing
@@ -378,7 +378,7 @@ def _input_labels(forest: Forest, columns: list[_Column], feature_names: list[st
     return labels
 
 
-def _model_refusal(forest: Forest, j: int, column: _Column) -> Any:
+def _model_refusal(forest: Forest, j: int, column: TransformedColumn) -> Any:
     """The labels of the categorical ``column`` (the model's column ``j``), refusing also the unseen and the
     missing category where its encoder gives them NaN (OrdinalEncoder ``unknown_value=np.nan``) and the model
     refuses NaN there (its ``nan_refused``: scikit-learn's GradientBoosting)."""
@@ -395,7 +395,7 @@ def _model_refusal(forest: Forest, j: int, column: _Column) -> Any:
         refuses_unseen=nan[0] or getattr(known, "refuses_unseen", False))
 
 
-def _nan_refused(forest: Forest, columns: list[_Column], n_inputs: int) -> np.ndarray | None:
+def _nan_refused(forest: Forest, columns: list[TransformedColumn], n_inputs: int) -> np.ndarray | None:
     """The input columns (numeric) whose NaN reaches the pipeline's model as NaN (no imputer) where the model
     refuses NaN (its ``nan_refused``), or None when there is none (an encoded column's NaN is its missing
     category: :func:`_model_refusal`)."""
@@ -408,7 +408,7 @@ def _nan_refused(forest: Forest, columns: list[_Column], n_inputs: int) -> np.nd
     return refused if refused.any() else None
 
 
-def _input_limits(forest: Forest, columns: list[_Column], n_inputs: int) -> np.ndarray | None:
+def _input_limits(forest: Forest, columns: list[TransformedColumn], n_inputs: int) -> np.ndarray | None:
     """Per input column, the smallest and largest value the pipeline's model takes once transformed (the
     model's own ``input_limits`` on its columns, found exactly on the input column by bisection through the
     monotone transform), or None when the model takes any finite value."""
@@ -427,12 +427,12 @@ def _input_limits(forest: Forest, columns: list[_Column], n_inputs: int) -> np.n
     return limits
 
 
-def _reaches(column: _Column, bounds: np.ndarray, x: np.ndarray) -> np.ndarray:
+def _reaches(column: TransformedColumn, bounds: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Whether input value x[i], once ``column`` transforms it, is at least bounds[i]."""
     return column(x) >= bounds
 
 
-def _goes_right(forest: Forest, nodes: np.ndarray, column: _Column, x: np.ndarray) -> np.ndarray:
+def _goes_right(forest: Forest, nodes: np.ndarray, column: TransformedColumn, x: np.ndarray) -> np.ndarray:
     """Whether input value x[i] goes right at node nodes[i] once ``column`` transforms it."""
     return ~_goes_left(forest, nodes, column(x))
 
@@ -532,9 +532,18 @@ class PipelineImporter(LibraryImporter):
         found = importer_for(final)
         if found is None:
             raise UnsupportedModelError(f"the Pipeline's model {type(final).__name__} is not a supported tree model")
-        inner = found.predictor(final)
         labels = {c.source: c.labels for c in columns if c.labels is not None}
-        return ModelPredictor(model, functools.partial(_through_pipeline, inner, labels))
+        return ModelPredictor(model, functools.partial(_through_pipeline, found.predictor(final), labels))
+
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """The final model's link and probabilities (its importer's), on the pipeline's transform of the rows."""
+        columns, final, _ = pipeline_columns(model)
+        found = importer_for(final)
+        inner = None if found is None else found.probability(final, import_model(final))
+        if inner is None:
+            return None
+        labels = {c.source: c.labels for c in columns if c.labels is not None}
+        return inner[0], ModelPredictor(model, functools.partial(_through_pipeline, inner[1], labels))
 
     def fingerprint(self, model: Any) -> tuple[tuple, tuple]:
         """Every step object and its fitted arrays (a refit replaces them), and the final model's own

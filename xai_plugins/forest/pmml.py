@@ -61,7 +61,6 @@ How PMML constructs map onto the Forest:
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -85,7 +84,7 @@ from ._pmml_trees import (
     targets_of,
 )
 from .layout import Categories, Forest, category_bitsets, concat_trees
-from .predictor import ModelPredictor, decision_function, labelled_rows, predict, predict_proba
+from .predictor import ModelPredictor, decision_function, labelled, predict, predict_proba, probability_predictor
 from .registry import LibraryImporter, installed_version, register
 
 __all__: list[str] = []      # internal module: PMMLModel is reached through xai_plugins.load_model
@@ -434,13 +433,12 @@ class PMMLImporter(LibraryImporter):
         method: Any = predict_proba if hasattr(model, "classes_") else predict
         if model.model_element.tag == "MiningModel" and segments_of(model.model_element)[0] == "modelChain":
             method = decision_function
-        labels = {j: known for j, known in enumerate(labels_of(model)) if known is not None}
-        return ModelPredictor(model, functools.partial(_labelled, method=method, labels=labels) if labels else method)
+        return ModelPredictor(model, labelled(method, labels_of(model)))
 
-
-def _labelled(model: Any, X: Any, method: Any, labels: dict) -> Any:
-    """``method`` on rows whose categorical columns hold the Forest's codes, turned into the labels."""
-    return method(model, labelled_rows(X, labels))
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """A ``modelChain`` classifier's ``logit`` (logistic) or ``softmax`` of its margin, and pypmml's
+        probabilities."""
+        return probability_predictor(model, forest)
 
 
 register(PMMLImporter())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import weakref
 from typing import Any, Callable
@@ -103,6 +104,30 @@ def labelled_rows(X: Any, labels: dict) -> Any:
         else:
             out[:, j] = values
     return out
+
+
+def labelled(method: Callable[[Any, Any], Any], labels: Any) -> Callable[[Any, Any], Any]:
+    """``method(model, X)`` on rows whose categorical columns hold codes, turned into their labels first
+    (:func:`labelled_rows`); ``labels``: per column its labels or None (a list), or column -> labels (a dict).
+    ``method`` itself when no column is categorical. Picklable when ``method`` is."""
+    known = labels if isinstance(labels, dict) else {j: k for j, k in enumerate(labels or ()) if k is not None}
+    return functools.partial(_labelled, method=method, labels=known) if known else method
+
+
+def _labelled(model: Any, X: Any, method: Callable[[Any, Any], Any], labels: dict) -> Any:
+    return method(model, labelled_rows(X, labels))
+
+
+def probability_predictor(model: Any, forest: Any) -> tuple[str, ModelPredictor] | None:
+    """The usual :meth:`~xai_plugins.forest.registry.LibraryImporter.probability` of a classifier whose
+    ``forest`` gives its margin: the logistic (one output) or softmax link, and ``predict_proba`` on the
+    Forest's rows (codes turned into the ``forest``'s category labels); None for any other model."""
+    from .link import default_link
+
+    if forest.task != "classification" or forest.output_space != "margin" or \
+            not callable(getattr(model, "predict_proba", None)):
+        return None
+    return default_link(forest.n_outputs), ModelPredictor(model, labelled(predict_proba, forest.category_labels))
 
 
 # the model's own output methods as picklable functions of (model, X), for ModelPredictor

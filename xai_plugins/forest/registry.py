@@ -82,6 +82,16 @@ class LibraryImporter(abc.ABC):
         runtime such as XGBoost's overrides it). The parity certificate (:mod:`.parity`) reads it."""
         return f"{self.name} {installed_version(self.name)}", 2.0 ** -53
 
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """``(link, the model's own probabilities)`` of a classifier whose Forest gives its margin: the link
+        (:func:`xai_plugins.forest.link.probabilities`) that maps the Forest's outputs to the model's
+        probabilities, and the model's own probabilities on the Forest's rows (category codes turned into the
+        labels the model reads: :func:`xai_plugins.forest.predictor.probability_predictor`). None (the default)
+        where the Forest's output is the model's output (regressors, classifiers in probability space) or the
+        library has no probabilities the Forest's margin maps to: the parity certificate (:mod:`.parity`) then
+        checks the output by the margin comparison."""
+        return None
+
     def mutable_class(self) -> type | None:
         """The class whose :attr:`mutators` change a fitted model in place (imported on the first import
         of one of this library's models), or None."""

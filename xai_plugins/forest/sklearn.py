@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import UnsupportedModelError
 from .layout import CATEGORICAL_INSTEAD, FLOAT32_LIMIT, Forest, category_bitsets, concat_trees
-from .predictor import ModelPredictor, decision_function, labelled_rows, predict, predict_proba
+from .predictor import ModelPredictor, decision_function, labelled_rows, predict, predict_proba, probability_predictor
 from .registry import LibraryImporter, model_feature_names, register
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
@@ -135,6 +135,12 @@ class SklearnImporter(LibraryImporter):
         else:
             method = predict
         return ModelPredictor(model, method)
+
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """The default (logistic or softmax of the margin, ``predict_proba``) for the log-loss of GradientBoosting
+        and HistGradientBoosting classifiers; None for ``loss="exponential"`` (whose probabilities are the
+        logistic of twice the margin) and for forests (their Forest gives the probabilities themselves)."""
+        return probability_predictor(model, forest) if getattr(model, "loss", "log_loss") == "log_loss" else None
 
 
 def _raw_predict(model: Any, X: Any) -> Any:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import sys
 from typing import Any
@@ -122,6 +123,13 @@ class XGBoostImporter(LibraryImporter):
     def predictor(self, model: Any) -> ModelPredictor:
         """The margin of ``inplace_predict`` over the rounds the model predicts with, with its ``missing``."""
         return ModelPredictor(model, _xgboost_margin)
+
+    def probability(self, model: Any, forest: Forest) -> tuple[str, ModelPredictor] | None:
+        """binary:logistic: logistic, multi:softprob: softmax, of ``inplace_predict``'s values (other objectives:
+        None)."""
+        link = {"binary:logistic": "logistic", "multi:softprob": "softmax"}.get(forest.objective or "")
+        return None if link is None else (link, ModelPredictor(model, functools.partial(_xgboost_margin,
+                                                                                         predict_type="value")))
 
     def mutable_class(self) -> type:
         """``xgboost.Booster``."""
@@ -395,9 +403,9 @@ def _xgboost_rounds(model: Any) -> int | None:
         return None
 
 
-def _xgboost_margin(model: Any, X: Any) -> Any:
+def _xgboost_margin(model: Any, X: Any, predict_type: str = "margin") -> Any:
     rounds = _xgboost_rounds(model)
-    return _booster(model).inplace_predict(model_input(X, np.float32), predict_type="margin",
+    return _booster(model).inplace_predict(model_input(X, np.float32), predict_type=predict_type,
                                            iteration_range=(0, rounds or 0),
                                            missing=_IMPORTER.missing_value(model))
 

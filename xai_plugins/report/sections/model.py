@@ -205,6 +205,10 @@ def build(ctx, results, options):
     if ctx.parity is not None:
         section.data["parity"] = ctx.parity.to_dict()
         section.data["card"]["parity with its runtime"] = str(ctx.parity)
+        section.data["card"]["parity on its output"] = (
+            f"{'passed' if ctx.parity.output_passed else f'FAILED on {ctx.parity.output_failed_rows} rows'}: "
+            f"{ctx.parity.output_runtime}, max |Δ| {ctx.parity.output_max_abs_diff:.3g} "
+            f"(tolerance {ctx.parity.output_tolerance:.3g})")
         if not ctx.parity.passed:
             section.status, section.reason = "warn", "UNVERIFIED: the trees read from the model do not reproduce its " \
                                                      "runtime's scores (the parity certificate failed)"
