@@ -15,8 +15,9 @@ Workloads (every section, HTML and PDF; datasets from ``../shared/datasets``):
   (COMPAS's own score) dropped, protected ``race`` and ``sex``; target ≤ 30 s.
 
 Per workload: the run-time plan's estimate, the explained rows, the audit's wall time (computation, then
-HTML and PDF), what the archival PDF/A-3b and a signed manifest add beside a plain PDF of the same HTML, and
-the main sections' timings; with ``--ref DIR`` the same workload audited by the build in
+HTML and PDF), the plan against the measured seconds of every section of a second or more, what the
+archival PDF/A-3b and a signed manifest add beside a plain PDF of the same HTML, and the main sections'
+timings; with ``--ref DIR`` the same workload audited by the build in
 DIR (e.g. ``/work/oldmain``, the previous main) in a subprocess (:mod:`_builds`), its wall time beside.
 
 Run: python benchmarks/bench_audit.py [--only demos wine california compas] [--ref DIR [--ref-only NAME ...]]
@@ -127,6 +128,10 @@ def run(name: str, out: Path) -> dict:
         plan = getattr(result, "plan", None)
         if plan is not None:
             record["estimate"] = (record["estimate"] or 0.0) + plan.seconds
+            record.setdefault("planned", {})
+            for key, section in result.sections.items():       # plan against measured, section by section
+                was = record["planned"].get(key, (0.0, 0.0))
+                record["planned"][key] = (was[0] + plan.estimate(key), was[1] + section.seconds)
         for key, seconds in result.sections["reproducibility"].data["timings"].items():
             record["sections"][key] = record["sections"].get(key, 0.0) + seconds
     return record
@@ -199,6 +204,10 @@ def main():
             print(archival)
         slow = sorted(mine["sections"].items(), key=lambda kv: -kv[1])[:6]
         print("   " + "; ".join(f"{k} {v:.1f} s" for k, v in slow))
+        planned = {k: v for k, v in mine.get("planned", {}).items() if max(v) >= 1.0}     # sections of 1 s or more
+        if planned:
+            print("   plan / measured per section (s): " + "; ".join(
+                f"{k} {p:.1f} / {m:.1f} ({p / m:.2f})" for k, (p, m) in planned.items()))
         print(f"   load average now {os.getloadavg()[0]:.2f}", flush=True)
 
 

@@ -547,7 +547,7 @@ def _parameters(options: AuditOptions, ctx, built, cl) -> dict:
     """The options by argument name (JSON-ready) and the facts the run settled (explained rows,
     explained class, greedy PG² σ)."""
     out = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)
-           if f.name not in ("provenance", "progress", "model_card", "approval")}
+           if f.name not in ("provenance", "progress", "heartbeat", "model_card", "approval")}
     out.update({"positive_class": ctx.positive_class, "greedy PG² σ": options.sigma_ref,
                 "top_k": min(options.top_k, ctx.n_features)})
     if ctx.categorical.any():
