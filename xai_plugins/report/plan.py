@@ -51,8 +51,14 @@ GAP_CV2 = 2.0
 #: verdict needs (per-row scores lie in [0, 1] for a ranking between the random floor and the best one found)
 ROW_SD = 0.3
 #: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
-#: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure
-FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.3, 0.8
+#: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure (``bench_audit.py``, quiet)
+FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.15, 0.8
+#: the fairness section per protected attribute: its figures and tables, and per row of the data its proxy check
+#: reads (a small random forest cross-validated on the attribute) and its permutation reliance; fitted on the COMPAS
+#: audit of ``bench_audit.py`` (2 attributes, 4,937 training rows: 7.5 s)
+FAIRNESS_SECONDS, FAIRNESS_SECONDS_PER_ROW = 1.0, 5.0e-4
+#: the comparison section's bootstraps (its deltas, per-feature shares, faithfulness and agreement intervals)
+COMPARISON_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -264,6 +270,10 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
                 for name in order}
     sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,
                                     own["model"] + _n_rows(ctx) * per_sample)
+    if options.protected:
+        proxy_rows = len(ctx.X_train if ctx.X_train is not None else ctx.X_test)
+        sections["fairness"] = SectionPlan("fairness", "proxy checks, reliance", proxy_rows, 0, own["fairness"] + len(
+            options.protected) * (FAIRNESS_SECONDS + FAIRNESS_SECONDS_PER_ROW * proxy_rows))
     if explained_on:
         sections["explanations"] = _explanations(ctx, options, rows, costs.greedy, per_sample, why)
     if "faithfulness" in options.sections and explained_on:
@@ -296,7 +306,7 @@ def _comparison(ctx, options, rows: int, why: str) -> SectionPlan:
     if "mcr" in options.explainers and ctx.X_train is not None:
         seconds += options.mcr_permutations * (d + 1) * len(ctx.X_train) * per_sample
     return SectionPlan("comparison", "challenger: greedy PG² exact, PGI² at σ_ref", rows, 0,
-                       REGISTRY["comparison"].seconds + FIGURE_SECONDS + seconds, why)
+                       REGISTRY["comparison"].seconds + COMPARISON_SECONDS + FIGURE_SECONDS + seconds, why)
 
 
 def _explanations(ctx, options, rows: int, greedy_per_row: float, per_sample: float, why: str) -> SectionPlan:

@@ -216,7 +216,7 @@ def explainer_agreement(scores: dict | None = None, global_tau=None, *, threshol
 
 
 @register("agreement", "Agreement between methods", reads=("explanations",), result=Agreement, thresholds=THRESHOLDS,
-          kinds=(AGREEMENT,), seconds=1.0, position=100, stage=70, optional=True, default=True)
+          kinds=(AGREEMENT,), seconds=0.3, position=100, stage=70, optional=True, default=True)
 def build(ctx, results, options):
     """Global and per-row agreement matrices between every pair of methods."""
     if (skipped := skipped_by_user("agreement", options)) is not None:

@@ -129,7 +129,7 @@ class Comparison:
 
 
 @register(NAME, "Champion and challenger", reads=("model", "explanations", "faithfulness", "fairness", "mcr"),
-          result=Comparison, thresholds=THRESHOLDS, kinds=KINDS, seconds=1.0, position=125, stage=100)
+          result=Comparison, thresholds=THRESHOLDS, kinds=KINDS, position=125, stage=100)
 def build(ctx, results, options):
     """The comparison of the challenger held by the context with the audited model, and the promotion verdict."""
     section = new(NAME)
