@@ -57,6 +57,9 @@ FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.15, 0.8
 #: reads (a small random forest cross-validated on the attribute) and its permutation reliance; fitted on the COMPAS
 #: audit of ``bench_audit.py`` (2 attributes, 4,937 training rows: 7.5 s)
 FAIRNESS_SECONDS, FAIRNESS_SECONDS_PER_ROW = 1.0, 5.0e-4
+#: the decisions section: the SHAP attributions it scores on each row (the package's two, shap's, the library's own,
+#: and the best of them for the reason codes, whose certificate is a greedy ranking)
+DECISIONS_ATTRIBUTIONS = 5
 #: the comparison section's bootstraps (its deltas, per-feature shares, faithfulness and agreement intervals)
 COMPARISON_SECONDS = 1.0
 
@@ -268,8 +271,8 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
                "agreement": 2 * ("agreement" in options.sections), "mcr": "mcr" in options.sections}
     sections = {name: SectionPlan(name, "-", 0, 0, own[name] + FIGURE_SECONDS * figures.get(name, 0))
                 for name in order}
-    sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,
-                                    own["model"] + _n_rows(ctx) * per_sample)
+    sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,         # the score, then the table
+                                    own["model"] + 2 * _n_rows(ctx) * per_sample)
     if options.protected:
         proxy_rows = len(ctx.X_train if ctx.X_train is not None else ctx.X_test)
         sections["fairness"] = SectionPlan("fairness", "proxy checks, reliance", proxy_rows, 0, own["fairness"] + len(
@@ -285,6 +288,14 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
             "faithfulness", f"PGI² {method}", rows, 0 if sampled_from is None else samples_for(PLAN_RTOL),
             own["faithfulness"] + FIGURE_SECONDS * (1 + (options.mc_pairs > 0)) + rows * n_sigma * costs.pgi2
             + comparison, why)
+    if "decisions" in options.sections and explained_on:
+        from .sections.decisions import MAX_ROWS as decided
+
+        scored = min(rows, decided)
+        one_ranking = _pg2_costs(forest, d, 1, None, 0.0)
+        sections["decisions"] = SectionPlan(
+            "decisions", "SHAP variants' PGI², reason codes' greedy", scored, 0,
+            own["decisions"] + scored * (DECISIONS_ATTRIBUTIONS * one_ranking.pgi2 + one_ranking.greedy), why)
     if CHALLENGER in ctx.models and explained_on:
         sections["comparison"] = _comparison(ctx, options, rows, why)
     return sections
