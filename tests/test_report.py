@@ -54,8 +54,8 @@ def test_every_section_is_present_and_computed(report):
     assert list(a.sections) == list(RENDER_ORDER)
     for key, section in a.sections.items():
         assert title(key) in html
-        # skipped: no protected attribute, not asked for, no challenger
-        expected = "skipped" if key in ("fairness", "regulatory", "comparison") else "ok"
+        # skipped: no protected attribute, not asked for (regulatory, decisions), no challenger
+        expected = "skipped" if key in ("fairness", "regulatory", "comparison", "decisions") else "ok"
         assert section.status == expected, (key, section.reason)
     for key in ("shap", "pg2", "local_mdi", "acme", "dt_sampler", "mcr"):
         assert a.methods[key].status == "ok", (key, a.methods[key].reason)
@@ -159,9 +159,9 @@ def test_skipped_sections_and_inapplicable_methods_are_reported():
     a = audit(model, X[300:], y[300:], X_train=X[:300], y_train=y[:300], sections=["explanations", "mcr"],
               explainers=["shap", "local_mdi", "dt_sampler", "mcr"], max_rows=10, progress=False)
     html = a.to_html()
-    for key in ("faithfulness", "agreement", "regulatory"):
+    for key in ("faithfulness", "agreement", "regulatory", "decisions"):
         assert a.sections[key].status == "skipped"
-    assert html.count("Not computed (skipped by user).") == 3
+    assert html.count("Not computed (skipped by user).") == 4
     assert a.methods["pg2"].status == "skipped"
     assert a.methods["local_mdi"].status == "not applicable"
     assert "regression" in a.methods["dt_sampler"].reason

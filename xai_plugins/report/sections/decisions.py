@@ -14,7 +14,7 @@ import numpy as np
 
 from ...reasons import reason_codes
 from ...shap_variants import which_shap
-from ..section import Table, new, register, skipped
+from ..section import Table, new, register, skipped, skipped_by_user
 
 __all__: list[str] = []      # internal module: the public names are in the API reference
 
@@ -29,6 +29,8 @@ REASONS = 4
 def build(ctx, results, options):
     """Which SHAP (every attribution scored by exact PGI²) and the reason codes' certification on the explained
     rows (at most :data:`MAX_ROWS`, in memory)."""
+    if (skipped_now := skipped_by_user("decisions", options)) is not None:
+        return skipped_now
     section = new("decisions")
     explained = results["explanations"].result
     positions = np.asarray(explained.rows)[:MAX_ROWS]
