@@ -76,9 +76,9 @@ def _walk_depths(forest: Forest) -> tuple[np.ndarray, np.ndarray]:
 
 def _pairs(forest: Forest, per_tree: np.ndarray) -> np.ndarray:
     """Pairs of distinct trees of the same output, weighted by the counts ``per_tree`` (..., n_trees) of their
-    leaves: the leaf-pair terms of the exact sum (before pruning), each priced √(outputs a leaf holds) times a
-    one-output term (the outputs of a pair are summed together: a 6-class forest's pair costs about 2.5 times a
-    regressor's, measured on the wine and COMPAS forests of ``bench_greedy.py``)."""
+    leaves: the leaf-pair terms of the exact sum (before pruning), each priced (outputs a leaf holds)^0.3 times a
+    one-output term (the outputs of a pair are summed together, in registers: a 6-class forest's pair costs about
+    1.7 times a regressor's, measured on the wine and COMPAS forests of ``bench_greedy.py``)."""
     if forest.n_outputs == 1:
         pairs = (per_tree.sum(axis=-1) ** 2 - np.sum(per_tree ** 2, axis=-1)) / 2.0
     else:
@@ -86,7 +86,7 @@ def _pairs(forest: Forest, per_tree: np.ndarray) -> np.ndarray:
         pairs = sum((per_tree[..., target == o].sum(axis=-1) ** 2 - np.sum(per_tree[..., target == o] ** 2,
                                                                               axis=-1)) / 2.0
                     for o in np.unique(target))
-    return pairs * math.sqrt(forest.leaf_width)
+    return pairs * forest.leaf_width ** 0.3
 
 
 def exact_seconds(forest: Forest, n_perturbed: float, rows=None, masks=None) -> float:
@@ -104,6 +104,35 @@ def exact_seconds(forest: Forest, n_perturbed: float, rows=None, masks=None) -> 
         per_tree = counts @ np.exp2(-np.arange(counts.shape[1]) * outside)
     leaves, pairs = np.sum(per_tree, axis=-1), _pairs(forest, per_tree)
     return float(np.mean(AUTO_SECONDS_PER_ROW + leaves * AUTO_SECONDS_PER_LEAF + pairs * AUTO_SECONDS_PER_PAIR))
+
+
+def exact_by_size(forest: Forest, rows=None) -> np.ndarray:
+    """:func:`exact_seconds` of a set of k features, k = 0..d: the prefixes of the features by decreasing number of
+    splits (the order in which a faithful ranking, the greedy one first, tends to perturb them: the most used
+    features open the most leaves), their reachable leaves counted on ``rows`` (at most :data:`AUTO_PILOT_ROWS`),
+    or estimated from the leaf depths without rows."""
+    d = forest.n_features
+    if rows is None:
+        return np.array([exact_seconds(forest, k) for k in range(d + 1)])
+    rows = np.ascontiguousarray(rows, dtype=np.float64)[:AUTO_PILOT_ROWS]
+    known = _BY_SIZE.setdefault(forest, {})
+    key = rows.tobytes()
+    if key not in known:
+        known[key] = _by_size(forest, rows)
+    return known[key]
+
+
+_BY_SIZE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _by_size(forest: Forest, rows: np.ndarray) -> np.ndarray:
+    d = forest.n_features
+    inner = forest.feature[forest.left_child >= 0]
+    order = np.argsort(-np.bincount(inner, minlength=d), kind="stable")
+    masks = np.zeros((d + 1, *rows.shape), dtype=bool)
+    for k in range(1, d + 1):
+        masks[k:, :, order[k - 1]] = True
+    return np.array([exact_seconds(forest, k, rows, masks[k]) for k in range(d + 1)])
 
 
 def reachable_leaf_counts(forest: Forest, rows, masks) -> np.ndarray:

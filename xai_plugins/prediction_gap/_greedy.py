@@ -11,7 +11,7 @@ from ..engines.method import Output, Plan, RowMethod
 from ..engines.runner import run
 from ..forest import import_model
 from ..perturbation import cdf_table
-from ._auto import exact_seconds
+from ._auto import exact_by_size
 from ._boundaries import split_boundaries
 from ._exact import PRUNE_RTOL, _batched
 from ._noise import _noise, _portable
@@ -149,10 +149,12 @@ def _block(forest, start, X, *, weight, noise, prune, n_jobs, path=True, progres
     return {"ranking": ranking.astype(np.int64), "pg2_path": objective}
 
 
-def _cost(forest, n_rows: int) -> float:
-    """Estimated CPU seconds of the greedy ranking of ``n_rows`` rows: d - k + 1 exact PG² of k features at step k."""
+def _cost(forest, n_rows: int, rows=None) -> float:
+    """Estimated CPU seconds of the greedy ranking of ``n_rows`` rows: d - k + 1 exact PG² of k features at step k
+    (:func:`~._auto.exact_by_size`, its reachable leaves counted on ``rows`` when given)."""
     d = forest.n_features
-    return n_rows * sum((d - k + 1) * exact_seconds(forest, k) for k in range(1, d + 1))
+    exact = exact_by_size(forest, rows)
+    return n_rows * sum((d - k + 1) * exact[k] for k in range(1, d + 1))
 
 
 def _finish(plan: Plan, cols: dict, engine) -> GreedyRanking:

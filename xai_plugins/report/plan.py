@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..prediction_gap._auto import AUTO_MIN_SAMPLES, exact_seconds, leaf_depths, sample_seconds
+from ..prediction_gap._auto import AUTO_MIN_SAMPLES, exact_by_size, leaf_depths, sample_seconds
 from ..prediction_gap._greedy import GREEDY
 from .context import CHALLENGER
 from .explainers import REGISTRY as EXPLAINER_REGISTRY
@@ -148,14 +148,15 @@ class _PG2Costs:
     every: float
 
 
-def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float) -> _PG2Costs:
+def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float, rows=None) -> _PG2Costs:
     """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings; sets of ``sampled_from`` features or more
     at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set of size k < d is one per ranking, the
-    full set shared."""
-    exact = [exact_seconds(forest, k) for k in range(d + 1)]
+    full set shared. ``rows``: rows like the explained ones, on which the leaves each set reaches are counted
+    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`)."""
+    exact = exact_by_size(forest, rows)
     cut = d + 1 if sampled_from is None else sampled_from
     assert GREEDY.cost is not None          # the greedy ranking's row method declares its cost
-    greedy = GREEDY.cost(forest, 1)
+    greedy = GREEDY.cost(forest, 1, rows)
     pgi2 = sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
     every = exact[d] if d < cut else per_set
     return _PG2Costs(greedy, pgi2 + every, every)
@@ -185,7 +186,9 @@ def plan_audit(ctx, options, speed: float = 1.0, spent: float = 0.0) -> AuditPla
     per_sample = sample_seconds(forest, ctx.model)
     n_samples = samples_for(PLAN_RTOL)
     per_set = n_samples * per_sample
-    dearer = [k for k in range(1, d + 1) if exact_seconds(forest, k) > per_set]
+    like = explained_like(ctx)
+    exact = exact_by_size(forest, like)
+    dearer = [k for k in range(1, d + 1) if exact[k] > per_set]
     can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
 
     def plan(rows: int, sampled_from: int | None, why: str = "") -> dict:
@@ -228,7 +231,7 @@ def measured_speed(ctx, options) -> float:
     d, m = ctx.n_features, len(options.explainers) + 1
     row = ctx.X_test.to_numpy()[ctx.sample_rows(1)]
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
-    costs = _pg2_costs(ctx.forest, d, m, None, 0.0)
+    costs = _pg2_costs(ctx.forest, d, m, None, 0.0, explained_like(ctx))
     started = time.process_time()
     ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, verbose=False).ranking if greedy
                else np.arange(d)[None, :])
@@ -238,6 +241,13 @@ def measured_speed(ctx, options) -> float:
             pgi2(ctx.forest, row, stacked, **ctx.noise(sigma, options.binary_sigma), verbose=False)
     estimate = (costs.greedy if greedy else 0.0) + (len(options.sigma) * costs.pgi2 if faithful else 0.0)
     return float(np.clip((time.process_time() - started) / max(estimate, 1e-9), 0.05, 100.0))
+
+
+def explained_like(ctx) -> np.ndarray | None:
+    """Up to 8 complete test rows, the first the audit explains: the reachable leaves of the plan's sets are counted
+    on them (None without a complete row)."""
+    sample = ctx.sample_rows(8)
+    return ctx.X_test.to_numpy(dtype=float)[sample] if len(sample) else None
 
 
 def _most_rows(fits, max_rows: int) -> int:
@@ -262,9 +272,11 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
     forest, d = ctx.forest, ctx.n_features
     m = len(options.explainers) + 1                                     # every method's ranking and the random one
     explained_on = bool(consumers() & set(options.sections))
-    costs = _pg2_costs(forest, d, m, sampled_from, per_set)
+    like = explained_like(ctx)
+    costs = _pg2_costs(forest, d, m, sampled_from, per_set, like)
     order = compute_order()        # each section's own seconds: its tables and bootstraps, as its unit declares
-    own = {name: REGISTRY[name].seconds for name in order}
+    own = {name: 0.0 if REGISTRY[name].optional and name not in options.sections else REGISTRY[name].seconds
+           for name in order}                        # an optional section left out is not built
     if ctx.task != "classification":                    # no calibration section (a regression model)
         own["calibration"] = FIXED_SECONDS
     figures = {"calibration": ctx.task == "classification", "drift": ctx.X_train is not None,
@@ -283,7 +295,8 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
         n_sigma = len(options.sigma)
         method = ("exact" if sampled_from is None
                   else f"exact below {sampled_from} features, Monte Carlo from {sampled_from}")
-        comparison = options.mc_pairs * (2 * exact_seconds(forest, max(1, d // 4)) + sum(MC_SAMPLES) * per_sample)
+        comparison = options.mc_pairs * (2 * exact_by_size(forest, like)[max(1, d // 4)]
+                                         + sum(MC_SAMPLES) * per_sample)
         sections["faithfulness"] = SectionPlan(
             "faithfulness", f"PGI² {method}", rows, 0 if sampled_from is None else samples_for(PLAN_RTOL),
             own["faithfulness"] + FIGURE_SECONDS * (1 + (options.mc_pairs > 0)) + rows * n_sigma * costs.pgi2
@@ -292,7 +305,7 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
         from .sections.decisions import MAX_ROWS as decided
 
         scored = min(rows, decided)
-        one_ranking = _pg2_costs(forest, d, 1, None, 0.0)
+        one_ranking = _pg2_costs(forest, d, 1, None, 0.0, like)
         sections["decisions"] = SectionPlan(
             "decisions", "SHAP variants' PGI², reason codes' greedy", scored, 0,
             own["decisions"] + scored * (DECISIONS_ATTRIBUTIONS * one_ranking.pgi2 + one_ranking.greedy), why)
@@ -308,12 +321,13 @@ def _comparison(ctx, options, rows: int, why: str) -> SectionPlan:
     other, d = ctx.view(CHALLENGER), ctx.n_features
     m = len(options.explainers) + 1
     per_sample = sample_seconds(other.forest, other.model)
-    costs = _pg2_costs(other.forest, d, m, None, 0.0)
+    like = explained_like(ctx)
+    costs = _pg2_costs(other.forest, d, m, None, 0.0, like)
     seconds = _explanations(other, options, rows, costs.greedy, per_sample, why).seconds + rows * costs.pgi2
     k = min(options.top_k, d)
     for view in (ctx, other):
-        seconds += rows * (d * exact_seconds(view.forest, 1) + sum(exact_seconds(view.forest, j) for j in
-                                                                   range(1, k + 1)) + 2 * exact_seconds(view.forest, d))
+        exact = exact_by_size(view.forest, like)
+        seconds += rows * (d * exact[1] + sum(exact[1:k + 1]) + 2 * exact[d])
     if "mcr" in options.explainers and ctx.X_train is not None:
         seconds += options.mcr_permutations * (d + 1) * len(ctx.X_train) * per_sample
     return SectionPlan("comparison", "challenger: greedy PG² exact, PGI² at σ_ref", rows, 0,
