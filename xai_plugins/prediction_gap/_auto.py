@@ -106,32 +106,36 @@ def exact_seconds(forest: Forest, n_perturbed: float, rows=None, masks=None) -> 
     return float(np.mean(AUTO_SECONDS_PER_ROW + leaves * AUTO_SECONDS_PER_LEAF + pairs * AUTO_SECONDS_PER_PAIR))
 
 
-def exact_by_size(forest: Forest, rows=None) -> np.ndarray:
-    """:func:`exact_seconds` of a set of k features, k = 0..d: the prefixes of the features by decreasing number of
-    splits (the order in which a faithful ranking, the greedy one first, tends to perturb them: the most used
-    features open the most leaves), their reachable leaves counted on ``rows`` (at most :data:`AUTO_PILOT_ROWS`),
-    or estimated from the leaf depths without rows."""
+def exact_by_size(forest: Forest, rows=None, most_used: bool = False) -> np.ndarray:
+    """:func:`exact_seconds` of a set of k features, k = 0..d: on each of ``rows`` (at most :data:`AUTO_PILOT_ROWS`)
+    the first k of a seeded random order of the features (the same order on every call; a ranking's prefixes are
+    sets of every kind, a random one prices the typical set), or with ``most_used`` of the features by decreasing
+    number of splits (the greedy ranking perturbs the features that move the output most first, and those open the
+    most leaves), their reachable leaves counted there; without rows, estimated from the leaf depths."""
     d = forest.n_features
     if rows is None:
         return np.array([exact_seconds(forest, k) for k in range(d + 1)])
     rows = np.ascontiguousarray(rows, dtype=np.float64)[:AUTO_PILOT_ROWS]
     known = _BY_SIZE.setdefault(forest, {})
-    key = rows.tobytes()
+    key = (rows.tobytes(), most_used)
     if key not in known:
-        known[key] = _by_size(forest, rows)
+        known[key] = _by_size(forest, rows, most_used)
     return known[key]
 
 
 _BY_SIZE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _by_size(forest: Forest, rows: np.ndarray) -> np.ndarray:
+def _by_size(forest: Forest, rows: np.ndarray, most_used: bool) -> np.ndarray:
     d = forest.n_features
-    inner = forest.feature[forest.left_child >= 0]
-    order = np.argsort(-np.bincount(inner, minlength=d), kind="stable")
+    if most_used:
+        used = np.bincount(forest.feature[forest.left_child >= 0], minlength=d)
+        order = np.tile(np.argsort(-used, kind="stable"), (len(rows), 1))
+    else:
+        order = np.random.default_rng(0).permuted(np.tile(np.arange(d), (len(rows), 1)), axis=1)
     masks = np.zeros((d + 1, *rows.shape), dtype=bool)
     for k in range(1, d + 1):
-        masks[k:, :, order[k - 1]] = True
+        np.put_along_axis(masks[k], order[:, :k], True, axis=1)
     return np.array([exact_seconds(forest, k, rows, masks[k]) for k in range(d + 1)])
 
 
