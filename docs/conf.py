@@ -79,9 +79,20 @@ html_show_sourcelink = False
 
 
 def _public_bases(app, name, obj, options, bases):
-    """Base classes shown under a class: private ones (an implementation detail) left out."""
-    bases[:] = [b for b in bases if not any(part.startswith("_") for part in getattr(b, "__qualname__", "").split("."))
-                and not b.__module__.split(".")[-1].startswith("_")]
+    """Base classes shown under a class: private ones (an implementation detail: a private name, or a module that
+    exports nothing) left out."""
+    import importlib
+
+    def public(b) -> bool:
+        if any(part.startswith("_") for part in getattr(b, "__qualname__", "").split(".")):
+            return False
+        module = b.__module__
+        if module.split(".")[-1].startswith("_"):
+            return False
+        return not module.startswith("xai_plugins") or b.__name__ in getattr(importlib.import_module(module),
+                                                                             "__all__", [b.__name__])
+
+    bases[:] = [b for b in bases if public(b)]
 
 
 def setup(app):

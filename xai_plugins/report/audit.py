@@ -119,7 +119,7 @@ class Audit:
 
     @property
     def promotion(self):
-        """The promotion verdict of an audit with a challenger (a :class:`~xai_plugins.report.verdict.Judgement`:
+        """The promotion verdict of an audit with a challenger (a ``Judgement`` like each of the two in ``verdict``:
         may the challenger replace the audited model?), None without one."""
         comparison = self.sections.get("comparison")
         return None if comparison is None or comparison.result is None else comparison.result.promotion
