@@ -97,34 +97,19 @@ def compas():
 
 
 def wine_deep():
-    """The 6-class wine forest of 200 fully grown trees (56,652 leaves), as ``bench_greedy.py`` fits it."""
-    from sklearn.ensemble import RandomForestClassifier
+    """The 6-class wine forest of 200 fully grown trees (56,652 leaves) of ``bench_greedy.py``."""
+    from bench_greedy import deep_forest
 
-    frame = pd.read_csv(DATA / "winequality_red.csv", sep=";")
-    y = frame.pop("quality").to_numpy()
-    X_train, X_test, y_train, y_test = _split(frame, y)
-    model = RandomForestClassifier(n_estimators=200, random_state=0, n_jobs=1).fit(X_train, y_train)
+    model, X_train, X_test, y_train, y_test = deep_forest("wine")
     return "Wine quality, 200 fully grown trees", [(model, X_test, y_test, X_train, y_train, {})]
 
 
 def compas_pipeline():
-    """COMPAS through a one-hot Pipeline in front of a 200-tree forest (``min_samples_leaf=5``: 46,177 leaves), race
-    and sex protected."""
-    from sklearn.compose import ColumnTransformer
-    from sklearn.ensemble import RandomForestClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import OneHotEncoder
+    """COMPAS through the one-hot Pipeline and 200-tree forest (46,177 leaves) of ``bench_greedy.py``, race and sex
+    protected."""
+    from bench_greedy import deep_forest
 
-    frame = pd.read_csv(DATA / "compas_two_years.csv").dropna()
-    y = frame.pop("two_year_recid").to_numpy()
-    categorical = ["race", "sex", "c_charge_degree"]
-    frame = frame.drop(columns=["decile_score"])
-    frame = frame[categorical + [c for c in frame.columns if c not in categorical]]
-    X_train, X_test, y_train, y_test = _split(frame, y)
-    front = ColumnTransformer([("onehot", OneHotEncoder(handle_unknown="ignore"), categorical)],
-                              remainder="passthrough")
-    forest = RandomForestClassifier(n_estimators=200, min_samples_leaf=5, random_state=0, n_jobs=1)
-    model = Pipeline([("front", front), ("model", forest)]).fit(X_train, y_train)
+    model, X_train, X_test, y_train, y_test = deep_forest("compas")
     return "COMPAS, one-hot Pipeline and forest", [(model, X_test, y_test, X_train, y_train,
                                                      {"protected": ("race", "sex")})]
 

@@ -81,34 +81,43 @@ def california(library: str):
     return model.fit(X_train, y_train), X_test, None
 
 
-def wine():
-    """(model, test rows, background): the 6-class random forest of 200 fully grown trees on red wine."""
-    from sklearn.ensemble import RandomForestClassifier
-
-    frame = pd.read_csv(DATA / "winequality_red.csv", sep=";")
-    y = frame.pop("quality").to_numpy()
-    X_train, X_test, y_train, _ = _split(frame, y)
-    model = RandomForestClassifier(n_estimators=200, random_state=0, n_jobs=1).fit(X_train, y_train)
-    return model, X_test, X_train
-
-
-def compas():
-    """(model, test rows, background): a one-hot Pipeline in front of a 200-tree forest on COMPAS."""
+def deep_forest(name: str) -> tuple:
+    """(model, X_train, X_test, y_train, y_test) of the deep forests: ``"wine"``, the 6-class random forest of 200
+    fully grown trees on red wine; ``"compas"``, a one-hot Pipeline in front of a 200-tree forest
+    (``min_samples_leaf=5``) on COMPAS (``bench_audit.py`` audits the same models)."""
     from sklearn.compose import ColumnTransformer
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder
 
-    frame = pd.read_csv(DATA / "compas_two_years.csv").dropna()
-    y = frame.pop("two_year_recid").to_numpy()
-    categorical = ["race", "sex", "c_charge_degree"]
-    frame = frame.drop(columns=["decile_score"])
-    frame = frame[categorical + [c for c in frame.columns if c not in categorical]]
-    X_train, X_test, y_train, _ = _split(frame, y)
-    front = ColumnTransformer([("onehot", OneHotEncoder(handle_unknown="ignore"), categorical)],
-                              remainder="passthrough")
-    forest = RandomForestClassifier(n_estimators=200, min_samples_leaf=5, random_state=0, n_jobs=1)
-    return Pipeline([("front", front), ("model", forest)]).fit(X_train, y_train), X_test, X_train
+    if name == "wine":
+        frame = pd.read_csv(DATA / "winequality_red.csv", sep=";")
+        y = frame.pop("quality").to_numpy()
+        model = RandomForestClassifier(n_estimators=200, random_state=0, n_jobs=1)
+    else:
+        frame = pd.read_csv(DATA / "compas_two_years.csv").dropna()
+        y = frame.pop("two_year_recid").to_numpy()
+        categorical = ["race", "sex", "c_charge_degree"]
+        frame = frame.drop(columns=["decile_score"])
+        frame = frame[categorical + [c for c in frame.columns if c not in categorical]]
+        front = ColumnTransformer([("onehot", OneHotEncoder(handle_unknown="ignore"), categorical)],
+                                  remainder="passthrough")
+        forest = RandomForestClassifier(n_estimators=200, min_samples_leaf=5, random_state=0, n_jobs=1)
+        model = Pipeline([("front", front), ("model", forest)])
+    X_train, X_test, y_train, y_test = _split(frame, y)
+    return model.fit(X_train, y_train), X_train, X_test, y_train, y_test
+
+
+def wine():
+    """(model, test rows, background): the 6-class random forest of 200 fully grown trees on red wine."""
+    model, X_train, X_test, _, _ = deep_forest("wine")
+    return model, X_test, X_train
+
+
+def compas():
+    """(model, test rows, background): a one-hot Pipeline in front of a 200-tree forest on COMPAS."""
+    model, X_train, X_test, _, _ = deep_forest("compas")
+    return model, X_test, X_train
 
 
 def build(names, n_rows: int) -> dict:

@@ -192,7 +192,7 @@ def plan_audit(ctx, options, speed: float = 1.0, spent: float = 0.0) -> AuditPla
     can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
 
     def plan(rows: int, sampled_from: int | None, why: str = "") -> dict:
-        return _sections(ctx, options, rows, sampled_from, per_sample, per_set, why)
+        return _sections(ctx, options, rows, sampled_from, per_sample, per_set, why, like)
 
     def total(rows: int, sampled_from: int | None) -> float:
         return sum(section.seconds for section in plan(rows, sampled_from).values())
@@ -264,15 +264,15 @@ def _n_rows(ctx) -> int:
 
 
 def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: float, per_set: float,
-              why: str) -> dict:
+              why: str, like) -> dict:
     """Every section's :class:`SectionPlan` with ``rows`` explained rows and the prefix sets of ``sampled_from``
-    features or more by Monte Carlo (``per_set`` seconds each)."""
+    features or more by Monte Carlo (``per_set`` seconds each); ``like``: :func:`explained_like`, drawn once per
+    plan."""
     from .sections.explanations import consumers
 
     forest, d = ctx.forest, ctx.n_features
     m = len(options.explainers) + 1                                     # every method's ranking and the random one
     explained_on = bool(consumers() & set(options.sections))
-    like = explained_like(ctx)
     costs = _pg2_costs(forest, d, m, sampled_from, per_set, like)
     order = compute_order()        # each section's own seconds: its tables and bootstraps, as its unit declares
     own = {name: 0.0 if REGISTRY[name].optional and name not in options.sections else REGISTRY[name].seconds
@@ -310,18 +310,17 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
             "decisions", "SHAP variants' PGI², reason codes' greedy", scored, 0,
             own["decisions"] + scored * (DECISIONS_ATTRIBUTIONS * one_ranking.pgi2 + one_ranking.greedy), why)
     if CHALLENGER in ctx.models and explained_on:
-        sections["comparison"] = _comparison(ctx, options, rows, why)
+        sections["comparison"] = _comparison(ctx, options, rows, why, like)
     return sections
 
 
-def _comparison(ctx, options, rows: int, why: str) -> SectionPlan:
+def _comparison(ctx, options, rows: int, why: str, like) -> SectionPlan:
     """The champion/challenger comparison's estimate: the challenger's explainers on the explained rows and their
     PGI² at one σ, each model's PG² of every feature alone, of the champion's top-k prefix sets and of every
     feature, and the challenger's permutation reliance on the training rows (where RF-MCR runs)."""
     other, d = ctx.view(CHALLENGER), ctx.n_features
     m = len(options.explainers) + 1
     per_sample = sample_seconds(other.forest, other.model)
-    like = explained_like(ctx)
     costs = _pg2_costs(other.forest, d, m, None, 0.0, like)
     seconds = _explanations(other, options, rows, costs.greedy, per_sample, why).seconds + rows * costs.pgi2
     k = min(options.top_k, d)

@@ -58,7 +58,7 @@ from ..explainers import REGISTRY as EXPLAINERS
 from ..render import fmt
 from ..runners import run_all
 from ..section import Table, new, register
-from ..verdict import CI_LEVEL, ConfidenceInterval, Judgement, bootstrap_ci, grade
+from ..verdict import CI_LEVEL, Judgement, bootstrap_ci, grade
 from .fairness import groups as fair
 from .faithfulness import FLOOR, best_found, rankings_of
 from .faithfulness import normalised as normalised_f
@@ -151,10 +151,10 @@ def build(ctx, results, options):
     disparity_rows, fairness = _disparities(ctx, other, options, t)
     deltas = pd.DataFrame(deltas + disparity_rows).set_index("quantity")
     on = explained.explained
-    reliance, shares = _reliance(ctx, other, on.X, results, options)
+    reliance, shares, shifts = _reliance(ctx, other, on.X, results, options)
     prefixes = _prefixes(ctx, other, on.X, shares, options)
     scored, agreement, faithful = _explanations(ctx, other, on, results, options, t)
-    criteria += fairness + faithful + _reliance_criteria(ctx, reliance, results, options, t)
+    criteria += fairness + faithful + _reliance_criteria(reliance, shifts, results, options, t)
     promotion = Judgement.from_criteria(PROMOTION, criteria)
     findings = _findings(deltas, reliance, scored, agreement, promotion)
     section.result = Comparison(promotion, deltas, reliance, scored, agreement, findings)
@@ -314,13 +314,14 @@ def _share_ci(part, whole, rng):
         (part, whole), lambda p, w, axis=-1: np.mean(p, axis=axis) / np.mean(w, axis=axis), random_state=rng)
 
 
-def _reliance(ctx, other, X, results, options) -> tuple[pd.DataFrame, np.ndarray]:
+def _reliance(ctx, other, X, results, options) -> tuple[pd.DataFrame, np.ndarray, dict]:
     """The per-feature reliance table (each model's share with its interval, the shift with its paired interval and,
-    where RF-MCR ran, the challenger's reliance against the champion's Rashomon range), and the champion's shares."""
+    where RF-MCR ran, the challenger's reliance against the champion's Rashomon range), the champion's shares and
+    each feature's shift interval."""
     d, sigma = ctx.n_features, options.sigma_ref
     sets = [[j] for j in range(d)] + [list(range(d))]
     a, b = (_movement(v, X, sets, sigma, options.binary_sigma) for v in (ctx, other))
-    rows = []
+    rows, shifts = [], {}
     for j, feature in enumerate(ctx.feature_names):
         rng = ctx.rng(f"comparison: reliance {feature}")
         sa, ca = _share_ci(a[:, j], a[:, -1], rng)
@@ -329,6 +330,7 @@ def _reliance(ctx, other, X, results, options) -> tuple[pd.DataFrame, np.ndarray
                              lambda pa, wa, pb, wb, axis=-1: (np.mean(pb, axis=axis) / np.mean(wb, axis=axis)
                                                               - np.mean(pa, axis=axis) / np.mean(wa, axis=axis)),
                              random_state=rng)
+        shifts[feature] = shift
         rows.append({"feature": feature, "champion": sa, "champion low": ca.low, "champion high": ca.high,
                      "challenger": sb, "challenger low": cb.low, "challenger high": cb.high, "Δ": sb - sa,
                      "Δ low": shift.low, "Δ high": shift.high})
@@ -336,7 +338,7 @@ def _reliance(ctx, other, X, results, options) -> tuple[pd.DataFrame, np.ndarray
     rashomon = _rashomon(ctx, other, results, options)
     if rashomon is not None:
         table = table.join(rashomon)
-    return table, table["champion"].to_numpy()
+    return table, table["champion"].to_numpy(), shifts
 
 
 def _rashomon(ctx, other, results, options) -> pd.DataFrame | None:
@@ -462,7 +464,7 @@ def _agreement(ctx, champion, challenger, keys, options) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).set_index("explainer")
 
 
-def _reliance_criteria(ctx, reliance, results, options, t) -> list:
+def _reliance_criteria(reliance, shifts, results, options, t) -> list:
     """The criterion on shifts of reliance onto the protected attributes among the inputs and their proxies."""
     if not options.protected:
         return []
@@ -487,26 +489,22 @@ def _reliance_criteria(ctx, reliance, results, options, t) -> list:
         statuses[feature] = status
     worst = max(statuses, key=lambda f: ({PASS: 0, WARN: 1, FAIL: 2}[statuses[f]], abs(reliance.loc[f, "Δ"])))
     row = reliance.loc[worst]
+
     def told(f) -> str:
         side = "outside" if beyond and reliance.loc[f, "beyond Rashomon"] == "yes" else "inside"
         where = f", challenger reliance {side} the champion's Rashomon range" if beyond else ""
         return (f"{f}: Δ = {shown(reliance.loc[f, 'Δ'], (-margin, margin))} "
-                f"({_ci_of(reliance.loc[f]).text((-margin, margin))}){where}")
+                f"({shifts[f].text((-margin, margin))}){where}")
 
     said = "; ".join(told(f) for f in watched)
     status = statuses[worst]
-    return [Criterion(name, status, float(row["Δ"]), _ci_of(row), rule(RELIANCE, t),
+    return [Criterion(name, status, float(row["Δ"]), shifts[worst], rule(RELIANCE, t),
                       f"Shift of the share of the output's movement onto the protected attributes among the inputs and "
                       f"their proxies ({', '.join(watched)}): {said}.", RELIANCE,
                       {FAIL: f"The challenger relies on {worst} (a protected attribute or a proxy of one) "
                              "differently beyond the margin: the shift must be explained before promotion.",
                        WARN: f"The challenger's reliance on {worst} may have shifted."}.get(status, ""),
                       (-margin, margin))]
-
-
-def _ci_of(row) -> ConfidenceInterval:
-    """The paired interval of a reliance row's shift."""
-    return ConfidenceInterval(float(row["Δ low"]), float(row["Δ high"]), CI_LEVEL, "BCa", 0)
 
 
 def _findings(deltas, reliance, scored, agreement, promotion) -> list:
