@@ -17,7 +17,9 @@ Workloads (each model fitted once per run, one thread):
 Per model, the median over ``--rows`` test rows of the CPU seconds (``time.process_time``, ``n_jobs=1``) of one
 call on one row, the model imported by a first call: ``xp.greedy_pg2_ranking`` (default pruning, ``--no-prune``
 sums every leaf pair), the same ranking alone (``path=False``: no PG² path, fewer exact evaluations),
-``xp.tree_shap`` (path-dependent) and shap's ``TreeExplainer.shap_values`` (of the forest behind the Pipeline, on
+the exact PG² of the path's d prefix sets alone (``xp.pgi2`` of the ranking: "path sets", and its share of the
+greedy's time, the part no ranking strategy can save while the path is asked for), ``xp.tree_shap``
+(path-dependent) and shap's ``TreeExplainer.shap_values`` (of the forest behind the Pipeline, on
 the one-hot rows). With ``--ref DIR`` (a checkout of the previous main with its C extension built in place) the
 reference's greedy ranking runs in a subprocess on the same pickled models and rows, right before the new build,
 and the two builds' rankings and PG² paths are compared bit for bit.
@@ -164,9 +166,17 @@ def greedy(jobs: dict, prune: bool, alone: bool = False) -> dict:
         out[name] = {"seconds": seconds, "ranking": [r.ranking[0].tolist() for r in results],
                      "path": [[float(v).hex() for v in r.pg2_path[0]] for r in results]}
         if alone:
-            seconds, results = per_row(lambda x: call(x, path=False), rows)
+            seconds, alone_results = per_row(lambda x: call(x, path=False), rows)
             out[name]["alone"] = seconds
-            out[name]["alone same"] = [r.ranking[0].tolist() for r in results] == out[name]["ranking"]
+            out[name]["alone same"] = [r.ranking[0].tolist() for r in alone_results] == out[name]["ranking"]
+            # the path's d prefix sets alone: what an exact PG² of each costs, whatever ranks them
+            times = []
+            for i, r in enumerate(results):
+                t = time.process_time()
+                xp.pgi2(model, one_row(rows, i), r.ranking[0], SIGMA, background=background, prune=prune, n_jobs=1,
+                        verbose=False)
+                times.append(time.process_time() - t)
+            out[name]["path sets"] = float(np.median(times))
     return out
 
 
@@ -229,8 +239,8 @@ def main():
     print(f"greedy PG² ranking (prune={prune}) vs TreeSHAP, σ = {SIGMA}, one thread, median over {args.rows} "
           f"test rows (ms per row; ratios: times the new greedy's cost)")
     print(f"{'model':18s} {'leaves':>7s} {'reference':>10s} {'new':>9s} {'speed-up':>8s} {'xp.tree_shap':>12s} "
-          f"{'greedy/ts':>9s} {'shap':>8s} {'greedy/shap':>11s} {'alone':>9s} {'speed-up':>8s} {'alone/ts':>8s}  "
-          f"same ranking / path bits / ranking alone")
+          f"{'greedy/ts':>9s} {'shap':>8s} {'greedy/shap':>11s} {'alone':>9s} {'speed-up':>8s} {'alone/ts':>8s} "
+          f"{'path sets':>9s} {'share':>5s}  same ranking / path bits / ranking alone")
     for name, (model, _, _) in jobs.items():
         ours, ts = new[name]["seconds"], shap_times[name]
         ref = old.get(name)
@@ -241,7 +251,8 @@ def main():
               f"{ours * 1e3:9.2f} {ref['seconds'] / ours if ref else float('nan'):8.2f} "
               f"{ts['xp.tree_shap'] * 1e3:12.3f} {ours / ts['xp.tree_shap']:9.1f} {ts['shap'] * 1e3:8.3f} "
               f"{ours / ts['shap']:11.1f} {alone * 1e3:9.2f} {ref['seconds'] / alone if ref else float('nan'):8.2f} "
-              f"{alone / ts['xp.tree_shap']:8.1f}  {same} / {new[name]['alone same']}")
+              f"{alone / ts['xp.tree_shap']:8.1f} {new[name]['path sets'] * 1e3:9.2f} "
+              f"{new[name]['path sets'] / ours:5.2f}  {same} / {new[name]['alone same']}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from xai_plugins.errors import InputError
 from xai_plugins.perturbation import cdf_table
 from xai_plugins.prediction_gap._boundaries import split_boundaries
 from xai_plugins.prediction_gap._exact import PRUNE_RTOL
-from xai_plugins.prediction_gap._greedy import _prepare
+from xai_plugins.prediction_gap._greedy import _prepare, greedy_objective
 
 xgb = pytest.importorskip("xgboost")
 lgb = pytest.importorskip("lightgbm")
@@ -29,10 +29,11 @@ lgb = pytest.importorskip("lightgbm")
 def _inputs(model, X, output=None, background=None):
     """(C forest, its table layout, rows, CDF tables, output weights) as the public greedy ranking builds them."""
     plan = _prepare(engine_for(X), model, X, 0.3, None, background, output, True, False, 1, None)
-    forest, rows = plan.shipped, np.ascontiguousarray(plan.rows, dtype=np.float64)
-    splits = split_boundaries(forest)
-    table = cdf_table(splits, rows, plan.shared["noise"], range(forest.n_features))
-    return splits, rows, table, plan.shared["weight"]
+    rows = np.ascontiguousarray(plan.rows, dtype=np.float64)
+    view, weight = greedy_objective(plan.shipped, plan.shared["output"])
+    splits = split_boundaries(view.forest)
+    table = cdf_table(splits, rows, plan.shared["noise"], range(view.forest.n_features))
+    return splits, rows, table, weight
 
 
 def _exhaustive(splits, rows, table, weight, rtol):

@@ -166,8 +166,7 @@ def _pg2_block(forest, start, X, *, noise, n_jobs, progress=False) -> dict:
     ranking = np.empty((n, d, k), dtype=np.int64)
     values = np.empty((n, d, k))
     for c in range(k):
-        weight = np.ones(k) if k == 1 else np.eye(k)[c]
-        greedy = GREEDY.block(forest, start, X, weight=weight, noise=noise, prune=True, n_jobs=n_jobs,
+        greedy = GREEDY.block(forest, start, X, output=None if k == 1 else c, noise=noise, prune=True, n_jobs=n_jobs,
                               progress=progress)
         ranking[..., c], values[..., c] = greedy["ranking"], greedy_gains(greedy["ranking"], greedy["pg2_path"])
     scores = _scores(forest, start, X, np.moveaxis(ranking, 2, 1), ranking=None, stacked=True, names=None,

@@ -17,6 +17,7 @@ import numpy as np
 from .._native import reachable_leaves
 from ..errors import InputError
 from ..forest import Forest, explained_model, library_of, tree_levels
+from ._output_view import exact_view
 from ._sampling import _informative, _sampled_pg2, row_seed
 
 __all__: list[str] = []
@@ -95,7 +96,9 @@ def exact_seconds(forest: Forest, n_perturbed: float, rows=None, masks=None) -> 
     of the same output. With ``rows`` (n, d) and ``masks`` (n, d) bool, the reachable leaves are counted on them
     (:func:`reachable_leaf_counts`; their mean cost per row); otherwise, for a set of ``n_perturbed`` features, a
     leaf at depth D is reachable with about 2^(-D (1 - |S|/d)) (each split on a feature outside S halves the
-    chance)."""
+    chance). The leaves are those of the Forest the C core sums over for every output (``exact_view``: one
+    output of a complementary binary forest)."""
+    forest = exact_view(forest).forest
     if rows is not None:
         per_tree = reachable_leaf_counts(forest, rows, masks).astype(float)
     else:

@@ -9,6 +9,7 @@ from .. import _native
 from ..perturbation import cdf_table
 from ._auto import AUTO_ACCEPT, exact_seconds
 from ._boundaries import split_boundaries
+from ._output_view import exact_view
 
 __all__: list[str] = []
 
@@ -23,13 +24,14 @@ PRUNE_RTOL = 1e-13
 
 def _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs) -> tuple[np.ndarray, int]:
     """Exact PG² (n, outputs) of the rows of ``X`` under their ``masks``, and the leaf-pair terms summed."""
-    splits = split_boundaries(forest)
+    view = exact_view(forest)
+    splits = split_boundaries(view.forest)
     table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
-    seconds = exact_seconds(forest, masks.sum(axis=1).mean()) * len(X) if verbose and len(X) > 1 else 0.0
+    seconds = exact_seconds(view.forest, masks.sum(axis=1).mean()) * len(X) if verbose and len(X) > 1 else 0.0
     values, terms = _batched(len(X), seconds, verbose, "exact PG²", lambda a, b: _native.pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], masks[a:b, None, :], table[a:b], n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
-    return values[:, 0, :], terms
+    return values[:, 0, view.take], terms
 
 
 def exact_where_unshown(forest, X, masks, noise, mean, stderr, informative, rtol, *, prune=True, verbose=False,

@@ -15,6 +15,7 @@ from ._auto import exact_by_size
 from ._boundaries import split_boundaries
 from ._exact import PRUNE_RTOL, _batched
 from ._noise import _noise, _portable
+from ._output_view import exact_view
 from ._results import GreedyRanking
 from ._sets import _check_perturbed_finite
 
@@ -121,24 +122,30 @@ def _prepare(engine, model, X, sigma, perturbation, background, output, prune, v
     forest = import_model(model)
     rows, _ = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
     c = None if output is None else resolve_output(forest.output_names, output)
-    weight = np.ones(forest.n_outputs)
-    if c is not None:
-        weight = np.zeros(forest.n_outputs)
-        weight[c] = 1.0
     noise = _noise(forest, sigma, perturbation, background, rho)
     d = forest.n_features
     return Plan(rows, (Output("ranking", (d,), np.int64), Output("pg2_path", (d,))), shipped=forest,
-                shared=dict(weight=weight, noise=_portable(forest, noise), prune=prune, n_jobs=n_jobs, path=path),
+                shared=dict(output=c, noise=_portable(forest, noise), prune=prune, n_jobs=n_jobs, path=path),
                 progress=verbose)
 
 
-def _block(forest, start, X, *, weight, noise, prune, n_jobs, path=True, progress=False) -> dict:
-    """The greedy ranking and its PG² path (NaN when not asked for) of a block of rows."""
+def greedy_objective(forest, output) -> tuple:
+    """(the :class:`~._output_view.ExactView` the ranking sums over, the weights of its outputs in the C core's
+    objective sum_o weight[o] PG²_o): PG² of ``output`` (an index), or summed over every output (None), each output
+    asked for adding that of the view's output it equals."""
+    view = exact_view(forest, output)
+    return view, np.bincount(view.take, minlength=view.forest.n_outputs).astype(np.float64)
+
+
+def _block(forest, start, X, *, output, noise, prune, n_jobs, path=True, progress=False) -> dict:
+    """The greedy ranking and its PG² path (NaN when not asked for) of a block of rows, maximising PG² of
+    ``output`` (an index) or summed over the outputs (None)."""
     d = forest.n_features
     _check_perturbed_finite(X, np.ones((1, d), dtype=np.uint8), forest.missing_value, forest.n_categories)
-    splits = split_boundaries(forest)
+    view, weight = greedy_objective(forest, output)
+    splits = split_boundaries(view.forest)
     table = cdf_table(splits, X, noise, range(d))
-    seconds = _cost(forest, len(X)) if progress and len(X) > 1 else 0.0
+    seconds = _cost(view.forest, len(X)) if progress and len(X) > 1 else 0.0
 
     def call(a, b):
         ranking, objective = _native.greedy_pg2(splits.c_forest, splits.cdf_offset, X[a:b], table[a:b], weight,

@@ -20,6 +20,7 @@ from ..forest import import_model
 from ..perturbation import cdf_table
 from ._auto import exact_seconds
 from ._boundaries import split_boundaries
+from ._output_view import exact_view
 from ._exact import PRUNE_RTOL, _batched
 from ._noise import _noise, _portable
 from ._sampling import _sample_sets, row_seed
@@ -197,13 +198,15 @@ def _scores(forest, start, X, *rankings, ranking, stacked, names, noise, prune, 
         every = mask
         sampled = mask.sum(axis=2) >= max(int(sampled_from), 1)         # (n, u): the sets Monte Carlo estimates
         mask = np.where(sampled[:, :, None], 0, mask).astype(np.uint8)   # exact: an empty set costs nothing
-    splits = split_boundaries(forest)
+    view = exact_view(forest)
+    splits = split_boundaries(view.forest)
     table = cdf_table(splits, X, noise, range(d))
     exact_sizes = range(1, d + 1 if sampled is None else min(d + 1, max(int(sampled_from), 1)))
-    seconds = m * n * sum(exact_seconds(forest, s) for s in exact_sizes) if progress and n > 1 else 0.0
+    seconds = m * n * sum(exact_seconds(view.forest, s) for s in exact_sizes) if progress and n > 1 else 0.0
     values, _ = _batched(n, seconds, progress, "PGI²", lambda a, b: _native.pg2(
         splits.c_forest, splits.cdf_offset, X[a:b], mask[a:b], table[a:b], n_jobs=n_jobs,
         prune_rtol=PRUNE_RTOL if prune else 0.0))
+    values = values[..., view.take]
     if sampled is not None and sampled.any():
         _sample_sets(forest, X, sets_of=every, sampled=sampled, values=values, noise=noise, n_samples=n_samples,
                      root=root, row_offset=start)

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..prediction_gap._auto import AUTO_MIN_SAMPLES, exact_by_size, leaf_depths, sample_seconds
 from ..prediction_gap._greedy import GREEDY
+from ..prediction_gap._output_view import exact_view
 from .context import CHALLENGER
 from .explainers import REGISTRY as EXPLAINER_REGISTRY
 from .explainers import Costs
@@ -148,15 +149,17 @@ class _PG2Costs:
     every: float
 
 
-def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float, rows=None) -> _PG2Costs:
+def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float, rows=None,
+               output: int | None = None) -> _PG2Costs:
     """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings; sets of ``sampled_from`` features or more
     at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set of size k < d is one per ranking, the
     full set shared. ``rows``: rows like the explained ones, on which the leaves each set reaches are counted
-    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`)."""
+    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`); ``output``: the one the greedy ranking maximises
+    (None: their sum), which it sums over alone."""
     exact = exact_by_size(forest, rows)
     cut = d + 1 if sampled_from is None else sampled_from
     assert GREEDY.cost is not None          # the greedy ranking's row method declares its cost
-    greedy = GREEDY.cost(forest, 1, rows)
+    greedy = GREEDY.cost(exact_view(forest, output).forest, 1, rows)
     pgi2 = sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
     every = exact[d] if d < cut else per_set
     return _PG2Costs(greedy, pgi2 + every, every)
@@ -231,9 +234,11 @@ def measured_speed(ctx, options) -> float:
     d, m = ctx.n_features, len(options.explainers) + 1
     row = ctx.X_test.to_numpy()[ctx.sample_rows(1)]
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
-    costs = _pg2_costs(ctx.forest, d, m, None, 0.0, explained_like(ctx))
+    costs = _pg2_costs(ctx.forest, d, m, None, 0.0, explained_like(ctx), ctx.output)
     started = time.process_time()
-    ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, verbose=False).ranking if greedy
+    ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, output=ctx.output if ctx.forest.n_outputs > 1 else None,
+                                  verbose=False).ranking
+               if greedy
                else np.arange(d)[None, :])
     if faithful:
         stacked = np.repeat(ranking[None], m, axis=0)
@@ -273,7 +278,7 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
     forest, d = ctx.forest, ctx.n_features
     m = len(options.explainers) + 1                                     # every method's ranking and the random one
     explained_on = bool(consumers() & set(options.sections))
-    costs = _pg2_costs(forest, d, m, sampled_from, per_set, like)
+    costs = _pg2_costs(forest, d, m, sampled_from, per_set, like, ctx.output)
     order = compute_order()        # each section's own seconds: its tables and bootstraps, as its unit declares
     own = {name: 0.0 if REGISTRY[name].optional and name not in options.sections else REGISTRY[name].seconds
            for name in order}                        # an optional section left out is not built
@@ -305,7 +310,7 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
         from .sections.decisions import MAX_ROWS as decided
 
         scored = min(rows, decided)
-        one_ranking = _pg2_costs(forest, d, 1, None, 0.0, like)
+        one_ranking = _pg2_costs(forest, d, 1, None, 0.0, like, ctx.output)
         sections["decisions"] = SectionPlan(
             "decisions", "SHAP variants' PGI², reason codes' greedy", scored, 0,
             own["decisions"] + scored * (DECISIONS_ATTRIBUTIONS * one_ranking.pgi2 + one_ranking.greedy), why)
@@ -321,7 +326,7 @@ def _comparison(ctx, options, rows: int, why: str, like) -> SectionPlan:
     other, d = ctx.view(CHALLENGER), ctx.n_features
     m = len(options.explainers) + 1
     per_sample = sample_seconds(other.forest, other.model)
-    costs = _pg2_costs(other.forest, d, m, None, 0.0, like)
+    costs = _pg2_costs(other.forest, d, m, None, 0.0, like, other.output)
     seconds = _explanations(other, options, rows, costs.greedy, per_sample, why).seconds + rows * costs.pgi2
     k = min(options.top_k, d)
     for view in (ctx, other):

@@ -130,7 +130,8 @@ def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
     try:
         if any(explainers.get(key).reference for key in options.explainers):     # the greedy PG² reference
             t = time.perf_counter()
-            ranking = greedy_pg2_ranking(ctx.forest, probe, **noise, verbose=ctx.progress).ranking
+            ranking = greedy_pg2_ranking(ctx.forest, probe, **noise, output=ctx.output if ctx.forest.n_outputs > 1
+                                         else None, verbose=ctx.progress).ranking
             per_row += (time.perf_counter() - t) / len(probe)
         else:
             ranking = np.tile(np.arange(ctx.n_features), (len(probe), 1))
