@@ -57,8 +57,9 @@ def exact_view(forest: Forest, output: int | None = None) -> ExactView:
 def _view(forest: Forest, output: int | None) -> ExactView:
     k = forest.n_outputs
     if output is None:
-        if _complementary(forest):
-            return ExactView(_one_output(forest, 1), np.zeros(2, dtype=np.intp))
+        one = _one_output(forest, 1) if _complementary(forest) else None
+        if one is not None:             # every tree writes both outputs: never refused
+            return ExactView(one, np.zeros(2, dtype=np.intp))
         return ExactView(forest, np.arange(k))
     if k == 1:
         return ExactView(forest, np.zeros(1, dtype=np.intp))

@@ -20,9 +20,9 @@ from ..forest import import_model
 from ..perturbation import cdf_table
 from ._auto import exact_seconds
 from ._boundaries import split_boundaries
-from ._output_view import exact_view
 from ._exact import PRUNE_RTOL, _batched
 from ._noise import _noise, _portable
+from ._output_view import exact_view
 from ._sampling import _sample_sets, row_seed
 from ._sets import _check_perturbed_finite, _check_ranking, _prefix_sets, _squeeze
 
