@@ -10,6 +10,7 @@ from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier, Rando
 
 import xai_plugins as xp
 from xai_plugins import _native
+from xai_plugins.errors import InputError
 from xai_plugins.perturbation import cdf_table
 from xai_plugins.prediction_gap._boundaries import split_boundaries
 from xai_plugins.prediction_gap._noise import _noise
@@ -136,3 +137,38 @@ def test_a_mean_whose_outputs_have_unequal_tree_counts_keeps_the_whole_model():
     for c in range(3):
         got = xp.greedy_pg2_ranking(forest, x, sigma=SIGMA, output=c, prune=False).pg2_path[0, 0]
         np.testing.assert_allclose(got, want[c], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["random forest", "xgboost"])
+def test_pg2_and_pgi2_of_one_output_are_that_output_of_every_output(three_classes, name):
+    X, y = three_classes
+    model = _models(X, y)[name]
+    rows = X[:5]
+    ranking = np.tile(np.arange(4), (5, 1))
+    every = xp.pg2(model, rows, [0, 2, 3], sigma=SIGMA)
+    scores = xp.pgi2(model, rows, ranking, sigma=SIGMA)
+    sampled = xp.pg2(model, rows, [0, 2], sigma=SIGMA, method="monte_carlo", n_samples=500, random_state=3)
+    sampled_pgi2 = xp.pgi2(model, rows, ranking, sigma=SIGMA, sampled_from=3, n_samples=300, random_state=4)
+    for c, label in enumerate(model.classes_):
+        for output in (c, label):
+            one = xp.pg2(model, rows, [0, 2, 3], sigma=SIGMA, output=output)
+            assert one.value.shape == (5,)
+            np.testing.assert_allclose(one.value, every.value[:, c], rtol=1e-12)
+            np.testing.assert_allclose(xp.pgi2(model, rows, ranking, sigma=SIGMA, output=output), scores[:, c],
+                                       rtol=1e-12)
+        # the sampled values are the same draws' (bit for bit), of that output
+        mc = xp.pg2(model, rows, [0, 2], sigma=SIGMA, method="monte_carlo", n_samples=500, random_state=3, output=c)
+        np.testing.assert_array_equal(mc.value, sampled.value[:, c])
+        np.testing.assert_array_equal(mc.stderr, sampled.stderr[:, c])
+        mixed = xp.pgi2(model, rows, ranking, sigma=SIGMA, sampled_from=3, n_samples=300, random_state=4, output=c)
+        np.testing.assert_allclose(mixed, sampled_pgi2[:, c], rtol=1e-12)
+
+
+def test_an_output_a_single_output_model_does_not_have_is_refused(binary):
+    X, y = binary
+    model = xgb.XGBClassifier(n_estimators=3, max_depth=2).fit(X, y)
+    np.testing.assert_array_equal(xp.pg2(model, X[:2], [0], output=0).value, xp.pg2(model, X[:2], [0]).value)
+    with pytest.raises(InputError, match="single output"):
+        xp.pg2(model, X[:2], [0], output=1)
+    with pytest.raises(InputError, match="single output"):
+        xp.pgi2(model, X[:2], np.arange(4), output=2)

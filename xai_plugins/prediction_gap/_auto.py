@@ -172,16 +172,16 @@ def sample_seconds(forest: Forest, model=None) -> float:
 _PRICES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _prices(forest: Forest) -> tuple[float, float]:
-    """(:func:`sample_seconds`, :func:`exact_seconds` with every feature perturbed: every leaf reachable, the
-    dearest exact evaluation of a row) of ``forest``, computed once per Forest."""
+def _dearest(forest: Forest) -> float:
+    """:func:`exact_seconds` with every feature perturbed (every leaf reachable: the dearest exact evaluation of a
+    row) of ``forest``, computed once per Forest."""
     cached = _PRICES.get(forest)
     if cached is None:
-        cached = _PRICES[forest] = (sample_seconds(forest), exact_seconds(forest, forest.n_features))
+        cached = _PRICES[forest] = exact_seconds(forest, forest.n_features)
     return cached
 
 
-def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[str, int, str]:
+def auto_method(forest: Forest, X, masks, noise, rtol, random_state, output=None) -> tuple[str, int, str]:
     """``(method, n_samples, reason)`` for ``method="auto"``: the cheaper of the exact method
     (:func:`exact_seconds` of the leaves the first :data:`AUTO_PILOT_ROWS` rows reach) and Monte Carlo at
     :func:`sample_seconds` per sample. Monte Carlo needs n = (sd/mean)² / rtol² samples for a relative standard
@@ -190,17 +190,19 @@ def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[st
     pilot of :data:`AUTO_PILOT_SAMPLES` samples on up to :data:`AUTO_PILOT_ROWS` rows (the 90th
     percentile over them; a pilot row with fewer than :data:`MIN_INFORMATIVE_GAPS` nonzero gaps
     counts as needing at least 1/p − 1 for p = (nonzero + 3) / samples), drawn from
-    ``random_state`` as :func:`row_seed` says."""
+    ``random_state`` as :func:`row_seed` says. ``output``: of that output alone (an index; the exact method pairs
+    its trees and leaf values only), else of every output."""
     if not (isinstance(rtol, numbers.Real) and 0 < float(rtol) < 1):
         raise InputError(f"rtol must be a relative accuracy in (0, 1); got {rtol!r}")
     rtol = float(rtol)
     n = len(X)
     pilot_rows = min(n, AUTO_PILOT_ROWS)
-    per_sample, dearest = _prices(forest)
+    exact_forest = exact_view(forest, output).forest
+    per_sample, dearest = sample_seconds(forest), _dearest(exact_forest)
     floor = max(AUTO_MIN_SAMPLES, math.ceil(1.0 / rtol ** 2))
     pilot_seconds = pilot_rows * AUTO_PILOT_SAMPLES * per_sample
     # every leaf reachable bounds the exact cost: below the cheapest Monte Carlo, no leaf need be counted
-    exact = (min(dearest, exact_seconds(forest, 0.0, X[:pilot_rows], masks[:pilot_rows]))
+    exact = (min(dearest, exact_seconds(exact_forest, 0.0, X[:pilot_rows], masks[:pilot_rows]))
              if n and dearest > floor * per_sample else dearest)
     head = f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row"
     if n == 0 or exact * n <= pilot_seconds + n * floor * per_sample:
@@ -209,6 +211,8 @@ def auto_method(forest: Forest, X, masks, noise, rtol, random_state) -> tuple[st
     pilot = slice(0, pilot_rows)
     mean, stderr, nonzero = _sampled_pg2(forest, X[pilot], masks[pilot], noise, AUTO_PILOT_SAMPLES, "monte_carlo",
                                          row_seed(random_state))
+    if output is not None:
+        mean, stderr, nonzero = mean[:, [output]], stderr[:, [output]], nonzero[:, [output]]
     spread = np.where(mean > 0, stderr ** 2 * AUTO_PILOT_SAMPLES / np.where(mean > 0, mean, 1.0) ** 2, 0.0)
     unseen = AUTO_PILOT_SAMPLES / (nonzero + 3.0) - 1.0        # CV² >= 1/p - 1 when only a share p is nonzero
     shaky = ~_informative(stderr, nonzero, masks[pilot])

@@ -22,9 +22,10 @@ PROGRESS_AFTER = 5.0
 PRUNE_RTOL = 1e-13
 
 
-def _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs) -> tuple[np.ndarray, int]:
-    """Exact PG² (n, outputs) of the rows of ``X`` under their ``masks``, and the leaf-pair terms summed."""
-    view = exact_view(forest)
+def _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs, output=None) -> tuple[np.ndarray, int]:
+    """Exact PG² (n, outputs; with ``output``, an index: (n, 1) of that output) of the rows of ``X`` under their
+    ``masks``, and the leaf-pair terms summed."""
+    view = exact_view(forest, output)
     splits = split_boundaries(view.forest)
     table = cdf_table(splits, X, noise, np.flatnonzero(masks.any(axis=0)))
     seconds = exact_seconds(view.forest, masks.sum(axis=1).mean()) * len(X) if verbose and len(X) > 1 else 0.0
@@ -35,15 +36,16 @@ def _exact_pg2(forest, X, masks, noise, prune, verbose, n_jobs) -> tuple[np.ndar
 
 
 def exact_where_unshown(forest, X, masks, noise, mean, stderr, informative, rtol, *, prune=True, verbose=False,
-                        n_jobs=None) -> tuple[int, int]:
+                        n_jobs=None, output=None) -> tuple[int, int]:
     """``method="auto"``'s guarantee on sampled rows: a row whose samples have not shown a relative
     standard error within :data:`AUTO_ACCEPT` × ``rtol``, or whose standard error is not informative
     (see :func:`_informative`), is computed exactly; ``mean`` / ``stderr`` / ``informative`` are
-    updated in place. Returns (rows computed exactly, leaf-pair terms summed)."""
+    updated in place (of ``output`` alone, an index, or of every output). Returns (rows computed exactly, leaf-pair
+    terms summed)."""
     redo = ~np.all(informative & (stderr <= AUTO_ACCEPT * rtol * mean), axis=1)
     if not redo.any():
         return 0, 0
-    mean[redo], terms = _exact_pg2(forest, X[redo], masks[redo], noise, prune, verbose, n_jobs)
+    mean[redo], terms = _exact_pg2(forest, X[redo], masks[redo], noise, prune, verbose, n_jobs, output)
     stderr[redo], informative[redo] = 0.0, True
     return int(redo.sum()), terms
 

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from .._validation import check_n_samples
+from .._validation import check_n_samples, resolve_output
 from ..engines import engine_for
 from ..engines.method import Output, Plan, RowMethod, Total
 from ..engines.runner import run
@@ -29,7 +29,7 @@ METHODS = ("exact", "monte_carlo", "qmc", "auto")
 
 
 def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="exact", n_samples=10_000,
-        rtol=0.01, random_state=None, prune=True, verbose=True, n_jobs=None, rho=None) -> PG2Estimate:
+        rtol=0.01, random_state=None, prune=True, verbose=True, n_jobs=None, rho=None, output=None) -> PG2Estimate:
     r"""Squared prediction gap PG² of every row of ``X`` when the features ``S`` are perturbed.
 
     For each row x (Gajewski et al., eq. 2):
@@ -94,11 +94,14 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
         For categorical features: the probability that x'_j is redrawn from the category
         frequencies (scalar or per feature); default ``P(|e_j| > 1/2)`` of the feature's noise,
         2Φ(−1/(2σ)) for Gaussian noise.
+    output : int, str or None, default None
+        PG² of this output only (an index or name: a class label, an output name), for which the
+        exact sums pair up that output's trees and leaf values alone; None: every output.
 
     Returns
     -------
     PG2Estimate
-        ``value`` (n,) or (n, k) for k outputs, ``stderr``, ``method``, ``n_samples``,
+        ``value`` (n,) or (n, k) for k outputs (without ``output``), ``stderr``, ``method``, ``n_samples``,
         ``seconds``, ``pair_terms``, ``reason`` and ``informative``. On a lazy row engine, a lazy
         estimate whose ``compute()`` equals the in-memory result bitwise.
 
@@ -172,19 +175,20 @@ def pg2(model, X, S, sigma=0.3, *, perturbation=None, background=None, method="e
     (True, True)
     """
     return run(PG2, engine_for(X, S), model, X, S, sigma, perturbation, background, method, n_samples, rtol,
-               random_state, prune, verbose, n_jobs, rho)
+               random_state, prune, verbose, n_jobs, rho, output)
 
 
 def _prepare(engine, model, X, S, sigma, perturbation, background, method, n_samples, rtol, random_state, prune,
-             verbose, n_jobs, rho) -> Plan:
+             verbose, n_jobs, rho, output=None) -> Plan:
     """Validated once on the driver: the method, the sets (shared, or per row), the noise;
     ``method="auto"`` decides on the rows the driver holds (the first :data:`AUTO_PILOT_ROWS` pilot
     rows; on a row engine, its cost estimate reads those rows' sets)."""
     if method not in METHODS:
         raise InputError(f"method must be one of {METHODS}; got {method!r}")
     forest = import_model(model)
+    c = None if output is None else resolve_output(forest.output_names, output)
     rows, names = engine.rows(X, forest.feature_names, forest.n_features, forest.rows, forest=forest)
-    d, k = forest.n_features, forest.n_outputs
+    d, k = forest.n_features, forest.n_outputs if c is None else 1
     per_row: tuple = ()
     shared_S = None
     if engine.handles(S):
@@ -200,7 +204,8 @@ def _prepare(engine, model, X, S, sigma, perturbation, background, method, n_sam
         head = engine.held(rows, AUTO_PILOT_ROWS)
         head_mask = (np.broadcast_to(shared_S, head.shape) if shared_S is not None
                      else engine.held(per_row[0], len(head))).astype(np.uint8)
-        method, n_samples, reason = auto_method(forest, head, head_mask, _portable(forest, noise), rtol, random_state)
+        method, n_samples, reason = auto_method(forest, head, head_mask, _portable(forest, noise), rtol, random_state,
+                                                c)
     root = None
     if method != "exact":
         n_samples = check_n_samples(n_samples)
@@ -216,7 +221,7 @@ def _prepare(engine, model, X, S, sigma, perturbation, background, method, n_sam
                 shipped=forest, ship="forest" if method == "exact" else "forest+model", per_row=per_row,
                 shared=dict(S=shared_S, method=method, n_samples=int(n_samples), root=root, n_jobs=n_jobs,
                             noise=_portable(forest, noise), prune=prune,
-                            auto_rtol=rtol if reason and method != "exact" else None),
+                            auto_rtol=rtol if reason and method != "exact" else None, output=c),
                 progress=verbose, state=(method, 0 if method == "exact" else int(n_samples), reason, started))
 
 
@@ -228,26 +233,28 @@ def _outputs(k: int) -> tuple:
 
 
 def _block(forest, start, X, *masks, S=None, method, n_samples, root, n_jobs, noise, prune, auto_rtol=None,
-           progress=False) -> dict:
+           output=None, progress=False) -> dict:
     """PG² of a block of rows (first row ``start``): value, stderr and informative per row, and the
     block's leaf-pair terms. ``masks``: the block's per-row sets (else ``S``, shared). Sampled rows
     draw from :func:`row_seed` ``root``'s child ``start + i``; ``auto_rtol``: they are held to
-    ``method="auto"``'s guarantee (:func:`exact_where_unshown`)."""
+    ``method="auto"``'s guarantee (:func:`exact_where_unshown`); ``output``: that output's alone (an index)."""
     if masks:
         m = np.ascontiguousarray(masks[0], dtype=np.uint8)
     else:               # the shared set on every row (read only: the C core reads it)
         m = S[None, :] if len(X) == 1 else np.repeat(S[None, :], len(X), axis=0)
     _check_perturbed_finite(X, m, forest.missing_value, forest.n_categories)
-    k = forest.n_outputs
+    k = forest.n_outputs if output is None else 1
     if method == "exact":
-        value, terms = _exact_pg2(forest, X, m, noise, prune, progress, n_jobs)
+        value, terms = _exact_pg2(forest, X, m, noise, prune, progress, n_jobs, output)
         stderr, informative = np.zeros_like(value), np.ones(value.shape, dtype=bool)
     else:
         value, stderr, nonzero = _sampled_pg2(forest, X, m, noise, n_samples, method, root, row_offset=start)
+        if output is not None:
+            value, stderr, nonzero = value[:, [output]], stderr[:, [output]], nonzero[:, [output]]
         informative, terms = _informative(stderr, nonzero, m), 0
         if auto_rtol is not None:
             terms = exact_where_unshown(forest, X, m, noise, value, stderr, informative, auto_rtol, prune=prune,
-                                        verbose=progress, n_jobs=n_jobs)[1]
+                                        verbose=progress, n_jobs=n_jobs, output=output)[1]
     return {"value": _squeeze(k, value), "stderr": _squeeze(k, stderr), "informative": _squeeze(k, informative),
             "pair_terms": terms}
 

@@ -10,7 +10,7 @@ from typing import cast
 import numpy as np
 
 from .. import _native
-from .._validation import check_n_samples
+from .._validation import check_n_samples, resolve_output
 from ..engines import engine_for
 from ..engines.method import Output, Plan, RowMethod, Sum
 from ..engines.runner import run
@@ -30,7 +30,7 @@ __all__ = ["mean_pgi2", "pgi2"]
 
 
 def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, prune=True, verbose=True,
-         n_jobs=None, rho=None, sampled_from=None, n_samples=2000, random_state=None) -> np.ndarray:
+         n_jobs=None, rho=None, sampled_from=None, n_samples=2000, random_state=None, output=None) -> np.ndarray:
     r"""Exact PGI² of a feature ranking of every row of ``X``.
 
     PGI² (Gajewski et al., eq. 3) is the mean squared prediction gap over the prefixes of the
@@ -78,11 +78,14 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     random_state : int, numpy.random.SeedSequence, numpy.random.Generator or None, default None
         Seed of the sampled sets: row i's sets draw from the i-th child of
         ``SeedSequence(random_state)``, each set from its own child of that.
+    output : int, str or None, default None
+        PGI² of this output only (an index or name: a class label, an output name), for which the
+        exact sums pair up that output's trees and leaf values alone; None: every output.
 
     Returns
     -------
     ndarray of shape (n,) or (n, k)
-        PGI² of each row: (n,) for single-output models, (n, k) otherwise. A stacked ranking
+        PGI² of each row: (n,) for single-output models and with ``output``, (n, k) otherwise. A stacked ranking
         (m, n, d) adds a leading axis of length m. Lazy on a row engine.
 
     Raises
@@ -142,15 +145,16 @@ def pgi2(model, X, ranking, sigma=0.3, *, perturbation=None, background=None, pr
     True
     """
     return run(PGI2, engine_for(X, getattr(ranking, "ranking", ranking)), model, X, ranking, sigma, perturbation,
-               background, prune, verbose, n_jobs, rho, sampled_from, n_samples, random_state)
+               background, prune, verbose, n_jobs, rho, sampled_from, n_samples, random_state, output)
 
 
 def _prepare(engine, model, X, ranking, sigma, perturbation, background, prune, verbose, n_jobs, rho, sampled_from,
-             n_samples, random_state) -> Plan:
+             n_samples, random_state, output=None) -> Plan:
     """Validated once on the driver: the rankings' shape (one ranking shared by every row is
-    checked here; per-row ones in their blocks), the noise, ``sampled_from``."""
+    checked here; per-row ones in their blocks), the noise, ``sampled_from``, the output."""
     forest = import_model(model)
-    d, k = forest.n_features, forest.n_outputs
+    c = None if output is None else resolve_output(forest.output_names, output)
+    d, k = forest.n_features, forest.n_outputs if c is None else 1
     ranking = getattr(ranking, "ranking", ranking)
     ndim = len(ranking.shape) if hasattr(ranking, "shape") else np.ndim(ranking)
     if ndim not in (1, 2, 3):
@@ -177,15 +181,15 @@ def _prepare(engine, model, X, ranking, sigma, perturbation, background, prune, 
                 shipped=forest, ship="forest" if sampled_from is None else "forest+model", per_row=per_row,
                 shared=dict(ranking=shared, stacked=stacked, names=names, noise=_portable(forest, noise),
                             prune=prune, n_jobs=n_jobs, sampled_from=sampled_from, n_samples=int(n_samples),
-                            root=root), progress=verbose)
+                            root=root, output=c), progress=verbose)
 
 
 def _scores(forest, start, X, *rankings, ranking, stacked, names, noise, prune, n_jobs, sampled_from, n_samples,
-            root, progress=False) -> np.ndarray:
+            root, output=None, progress=False) -> np.ndarray:
     """PGI² (b, m[, k]) of a block of rows: each ranking's prefix sets (shared between rankings
     when several), exact, or by Monte Carlo from ``sampled_from`` features on (row i drawing from
-    ``root``'s child ``start + i``)."""
-    d, k = forest.n_features, forest.n_outputs
+    ``root``'s child ``start + i``); of ``output`` alone (an index; k = 1) or of every output (None)."""
+    d = forest.n_features
     _check_perturbed_finite(X, np.ones((1, d), dtype=np.uint8), forest.missing_value, forest.n_categories)
     if rankings:
         r = _check_ranking(np.moveaxis(rankings[0], 1, 0) if stacked else rankings[0], len(X), d, names)
@@ -198,7 +202,8 @@ def _scores(forest, start, X, *rankings, ranking, stacked, names, noise, prune, 
         every = mask
         sampled = mask.sum(axis=2) >= max(int(sampled_from), 1)         # (n, u): the sets Monte Carlo estimates
         mask = np.where(sampled[:, :, None], 0, mask).astype(np.uint8)   # exact: an empty set costs nothing
-    view = exact_view(forest)
+    view = exact_view(forest, output)
+    k = len(view.take)
     splits = split_boundaries(view.forest)
     table = cdf_table(splits, X, noise, range(d))
     exact_sizes = range(1, d + 1 if sampled is None else min(d + 1, max(int(sampled_from), 1)))
@@ -209,7 +214,7 @@ def _scores(forest, start, X, *rankings, ranking, stacked, names, noise, prune, 
     values = values[..., view.take]
     if sampled is not None and sampled.any():
         _sample_sets(forest, X, sets_of=every, sampled=sampled, values=values, noise=noise, n_samples=n_samples,
-                     root=root, row_offset=start)
+                     root=root, row_offset=start, output=output)
     per_set = values if where is None else np.take_along_axis(values, where[:, :, None], axis=1)  # (n, m*d, k)
     return _squeeze(k, per_set.reshape(n, m, d, -1).mean(axis=2))
 

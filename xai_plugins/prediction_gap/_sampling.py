@@ -111,13 +111,14 @@ def _sampled_pg2(forest, X, masks, noise, n_samples, method, root, batch_rows=20
     return mean, stderr, nonzero
 
 
-def _sample_sets(forest, X, *, sets_of, sampled, values, noise, n_samples, root, row_offset=0) -> None:
+def _sample_sets(forest, X, *, sets_of, sampled, values, noise, n_samples, root, row_offset=0, output=None) -> None:
     """Monte Carlo PG² of the ``sampled`` (n, u) sets among ``sets_of`` (n, u, d), written into ``values``
-    (n, u, outputs): row i's sets draw from ``root``'s child ``row_offset + i``, set j from that child's child j."""
+    (n, u, outputs; with ``output``, an index, that output's alone): row i's sets draw from ``root``'s child
+    ``row_offset + i``, set j from that child's child j."""
     for i in np.flatnonzero(sampled.any(axis=1)):
         which = np.flatnonzero(sampled[i])
         child = np.random.SeedSequence(root.entropy, spawn_key=tuple(root.spawn_key) + (row_offset + int(i),),
                                        pool_size=root.pool_size)
         mean, _, _ = _sampled_pg2(forest, np.repeat(X[i:i + 1], len(which), axis=0),
                                   np.ascontiguousarray(sets_of[i, which]), noise, n_samples, "monte_carlo", child)
-        values[i, which] = mean
+        values[i, which] = mean if output is None else mean[:, [output]]

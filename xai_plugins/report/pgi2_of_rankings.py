@@ -64,17 +64,17 @@ def pgi2_scores(ctx, X, rankings: dict, sigmas, sigma_ref, exclude=("random",), 
     for j, sigma in enumerate(sigmas):
         sampling = {} if sampled_from is None else dict(sampled_from=sampled_from, n_samples=n_samples,
                                                         random_state=ctx.seed(f"faithfulness Monte Carlo {j}"))
-        scores = pgi2(ctx.forest, X, stacked, **ctx.noise(sigma, binary_sigma), verbose=ctx.progress, **sampling)
+        scores = pgi2(ctx.forest, X, stacked, **ctx.noise(sigma, binary_sigma), verbose=ctx.progress,
+                      output=ctx.output, **sampling)
         columns.append(engine.by_rows(scores, X, "the PGI² scores", axis=1))
         keys += [(m, sigma) for m in methods]
     for j, sigma in enumerate(sigmas):
         sampling = ({} if sampled_from is None or sampled_from > d else
                     dict(method="monte_carlo", n_samples=n_samples))
-        scale = pg2(ctx.forest, X, every, **ctx.noise(sigma, binary_sigma), verbose=False,
+        scale = pg2(ctx.forest, X, every, **ctx.noise(sigma, binary_sigma), verbose=False, output=ctx.output,
                     random_state=ctx.seed(f"faithfulness all features {j}"), **sampling).value
         columns.append(engine.by_rows(scale, X, "the PG² of every feature"))
-    output = ctx.output if ctx.forest.n_outputs > 1 else None
-    (values,) = (compute or engine.compute)(_side_by_side(engine, X, output, columns, (len(keys) + len(sigmas),)))
+    (values,) = (compute or engine.compute)(_side_by_side(engine, X, None, columns, (len(keys) + len(sigmas),)))
     values = np.asarray(values, dtype=np.float64)
     n, means = len(values), column_means(column_sums(values))
     scored = values[:, :len(keys)]

@@ -154,12 +154,13 @@ def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float,
     """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings; sets of ``sampled_from`` features or more
     at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set of size k < d is one per ranking, the
     full set shared. ``rows``: rows like the explained ones, on which the leaves each set reaches are counted
-    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`); ``output``: the one the greedy ranking maximises
-    (None: their sum), which it sums over alone."""
-    exact = exact_by_size(forest, rows)
+    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`); ``output``: the explained one, whose trees and leaf
+    values the sums pair up alone (None: every output)."""
+    explained = exact_view(forest, output).forest
+    exact = exact_by_size(explained, rows)
     cut = d + 1 if sampled_from is None else sampled_from
     assert GREEDY.cost is not None          # the greedy ranking's row method declares its cost
-    greedy = GREEDY.cost(exact_view(forest, output).forest, 1, rows)
+    greedy = GREEDY.cost(explained, 1, rows)
     pgi2 = sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
     every = exact[d] if d < cut else per_set
     return _PG2Costs(greedy, pgi2 + every, every)
@@ -190,7 +191,7 @@ def plan_audit(ctx, options, speed: float = 1.0, spent: float = 0.0) -> AuditPla
     n_samples = samples_for(PLAN_RTOL)
     per_set = n_samples * per_sample
     like = explained_like(ctx)
-    exact = exact_by_size(forest, like)
+    exact = exact_by_size(exact_view(forest, ctx.output).forest, like)
     dearer = [k for k in range(1, d + 1) if exact[k] > per_set]
     can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
 
@@ -236,14 +237,15 @@ def measured_speed(ctx, options) -> float:
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
     costs = _pg2_costs(ctx.forest, d, m, None, 0.0, explained_like(ctx), ctx.output)
     started = time.process_time()
-    ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, output=ctx.output if ctx.forest.n_outputs > 1 else None,
+    ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, output=ctx.output,
                                   verbose=False).ranking
                if greedy
                else np.arange(d)[None, :])
     if faithful:
         stacked = np.repeat(ranking[None], m, axis=0)
         for sigma in options.sigma:
-            pgi2(ctx.forest, row, stacked, **ctx.noise(sigma, options.binary_sigma), verbose=False)
+            pgi2(ctx.forest, row, stacked, **ctx.noise(sigma, options.binary_sigma), verbose=False,
+                 output=ctx.output)
     estimate = (costs.greedy if greedy else 0.0) + (len(options.sigma) * costs.pgi2 if faithful else 0.0)
     return float(np.clip((time.process_time() - started) / max(estimate, 1e-9), 0.05, 100.0))
 
@@ -330,7 +332,7 @@ def _comparison(ctx, options, rows: int, why: str, like) -> SectionPlan:
     seconds = _explanations(other, options, rows, costs.greedy, per_sample, why).seconds + rows * costs.pgi2
     k = min(options.top_k, d)
     for view in (ctx, other):
-        exact = exact_by_size(view.forest, like)
+        exact = exact_by_size(exact_view(view.forest, view.output).forest, like)
         seconds += rows * (d * exact[1] + sum(exact[1:k + 1]) + 2 * exact[d])
     if "mcr" in options.explainers and ctx.X_train is not None:
         seconds += options.mcr_permutations * (d + 1) * len(ctx.X_train) * per_sample

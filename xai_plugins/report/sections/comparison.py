@@ -301,10 +301,8 @@ def _disparities(ctx, other, options, t) -> tuple[list, list]:
 def _movement(view, X, sets, sigma, binary_sigma) -> np.ndarray:
     """Exact PG² of the explained output of ``view``'s model, (rows of ``X``, sets of ``sets``)."""
     noise = view.noise(sigma, binary_sigma)
-    out = []
-    for s in sets:
-        value = np.asarray(pg2(view.forest, X, list(s), **noise, verbose=False).value, dtype=float)
-        out.append(value if value.ndim == 1 else value[:, view.output])
+    out = [np.asarray(pg2(view.forest, X, list(s), **noise, verbose=False, output=view.output).value, dtype=float)
+           for s in sets]
     return np.column_stack(out)
 
 

@@ -130,8 +130,7 @@ def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
     try:
         if any(explainers.get(key).reference for key in options.explainers):     # the greedy PG² reference
             t = time.perf_counter()
-            ranking = greedy_pg2_ranking(ctx.forest, probe, **noise, output=ctx.output if ctx.forest.n_outputs > 1
-                                         else None, verbose=ctx.progress).ranking
+            ranking = greedy_pg2_ranking(ctx.forest, probe, **noise, output=ctx.output, verbose=ctx.progress).ranking
             per_row += (time.perf_counter() - t) / len(probe)
         else:
             ranking = np.tile(np.arange(ctx.n_features), (len(probe), 1))
@@ -139,7 +138,8 @@ def choose_rows(ctx, options) -> tuple[np.ndarray, dict]:
             rng = ctx.rng("row-count probe")
             stacked = np.stack([ranking] + [np.argsort(rng.random(ranking.shape), axis=1) for _ in options.explainers])
             t = time.perf_counter()
-            pgi2(ctx.forest, probe, stacked, **noise, verbose=ctx.progress)
+            pgi2(ctx.forest, probe, stacked, **noise, verbose=ctx.progress,
+                 output=ctx.output)
             per_row += (time.perf_counter() - t) / len(probe) * len(options.sigma)
     except Exception as exc:  # noqa: BLE001 - the methods themselves will report the problem
         return candidates, {"rows": len(candidates), "probe failed": f"{type(exc).__name__}: {exc}"}
