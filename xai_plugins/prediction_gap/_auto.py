@@ -172,13 +172,14 @@ def sample_seconds(forest: Forest, model=None) -> float:
 _PRICES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _dearest(forest: Forest) -> float:
-    """:func:`exact_seconds` with every feature perturbed (every leaf reachable: the dearest exact evaluation of a
-    row) of ``forest``, computed once per Forest."""
-    cached = _PRICES.get(forest)
-    if cached is None:
-        cached = _PRICES[forest] = exact_seconds(forest, forest.n_features)
-    return cached
+def _prices(forest: Forest, output: int | None = None) -> tuple[float, float]:
+    """(:func:`sample_seconds`, :func:`exact_seconds` with every feature perturbed: every leaf reachable, the
+    dearest exact evaluation of a row, of ``output`` alone or of every output) of ``forest``, computed once per
+    Forest and output."""
+    known = _PRICES.setdefault(forest, {})
+    if output not in known:
+        known[output] = (sample_seconds(forest), exact_seconds(exact_view(forest, output).forest, forest.n_features))
+    return known[output]
 
 
 def auto_method(forest: Forest, X, masks, noise, rtol, random_state, output=None) -> tuple[str, int, str]:
@@ -198,7 +199,7 @@ def auto_method(forest: Forest, X, masks, noise, rtol, random_state, output=None
     n = len(X)
     pilot_rows = min(n, AUTO_PILOT_ROWS)
     exact_forest = exact_view(forest, output).forest
-    per_sample, dearest = sample_seconds(forest), _dearest(exact_forest)
+    per_sample, dearest = _prices(forest, output)
     floor = max(AUTO_MIN_SAMPLES, math.ceil(1.0 / rtol ** 2))
     pilot_seconds = pilot_rows * AUTO_PILOT_SAMPLES * per_sample
     # every leaf reachable bounds the exact cost: below the cheapest Monte Carlo, no leaf need be counted
