@@ -1,6 +1,7 @@
 """The Spark engine's pieces that need no engine: the row index of a DataFrame (:func:`keyed`, the
-positional index), the batches cut into runs of consecutive rows, and the functions ``mapInPandas`` runs
-on the executors (blocks, reductions, filters, reads). See :mod:`xai_plugins.engines.spark`."""
+positional index), the batches cut into runs of consecutive rows, and the functions Spark runs on the
+executors: blocks and reductions on Arrow record batches (``mapInArrow``: no pandas on the way in or out),
+filters, reads and the row index on pandas ones (``mapInPandas``). See :mod:`xai_plugins.engines.spark`."""
 
 from __future__ import annotations
 
@@ -220,10 +221,10 @@ def _positional_index(df, counts=None):
     if counts is None:
         counts = dict(df.select(F.spark_partition_id().alias("p")).groupBy("p").count().collect())
     offsets = np.concatenate([[0], np.cumsum([counts.get(p, 0) for p in range(max(counts, default=-1) + 1)])])
-    part = F.spark_partition_id()
-    row = (F.element_at(F.array(*(F.lit(int(o)) for o in list(offsets[:-1]) or [0])), part + 1)
-           + F.monotonically_increasing_id() - F.shiftleft(part.cast("long"), 33))
-    return df.select(row.alias(_ROW), *(F.col(_quoted(c)) for c in df.columns)), int(offsets[-1]), counts
+    starts = ", ".join(str(int(o)) for o in list(offsets[:-1]) or [0])
+    row = (f"element_at(array({starts}), spark_partition_id() + 1) + monotonically_increasing_id()"
+           " - shiftleft(CAST(spark_partition_id() AS BIGINT), 33)")
+    return df.selectExpr(f"{row} AS {_ROW}", *map(_quoted, df.columns)), int(offsets[-1]), counts
 
 
 def _runs(index: np.ndarray):
@@ -233,9 +234,15 @@ def _runs(index: np.ndarray):
     return [(slice(a, b), int(index[a])) for a, b in zip(edges[:-1], edges[1:])]
 
 
+def _floats(batch, cols) -> np.ndarray:
+    """Columns ``cols`` of the Arrow record batch as one (b, len(cols)) float64 array (nulls as NaN)."""
+    return np.column_stack([np.asarray(batch.column(c).to_numpy(zero_copy_only=False), dtype=np.float64)
+                            for c in cols])
+
+
 def _blocks(batch, inputs):
-    """Per run of consecutive indices in ``batch``: (start, blocks of each input)."""
-    index = batch[_ROW].to_numpy()
+    """Per run of consecutive indices in the Arrow record ``batch``: (start, rows, blocks of each input)."""
+    index = batch.column(_ROW).to_numpy()
     order = np.argsort(index, kind="stable")
     index = index[order]
     for where, start in _runs(index):
@@ -246,24 +253,26 @@ def _blocks(batch, inputs):
                 blocks.append(spec.shipped.get()[index[where]])
             else:
                 cols, shape, dtype = spec
-                block = batch[cols].to_numpy(dtype=np.float64)[rows]
+                block = _floats(batch, cols)[rows]
                 blocks.append(block.reshape((len(rows),) + shape).astype(dtype, copy=False))
         yield start, rows, blocks
 
 
-def _error_columns(exc, n):
-    return {_ERR: [f"{type(exc).__name__}: {exc}"] * n, _EXC: [pickle.dumps(exc)] * n}
-
-
 def _map_fn(block_fn, shipped, inputs, shared, ids, width):
-    import pandas as pd
+    """mapInArrow function: each record batch's rows through ``block_fn`` (a run of consecutive
+    indices at a time), as the row index, the id columns, ``width`` float64 columns and the error
+    columns (a package error raised in a block carried by every row of the batch)."""
+    import pyarrow as pa
+
+    names = [_ROW, *ids, *(f"_xai_o{j}" for j in range(width)), _ERR, _EXC]
 
     def run(batches):
         obj = shipped.get() if isinstance(shipped, Shipped) else shipped
         for batch in batches:
-            if not len(batch):
+            n = batch.num_rows
+            if not n:
                 continue
-            out = np.empty((len(batch), width))
+            out = np.empty((n, width))
             error = None
             for start, rows, blocks in _blocks(batch, inputs):
                 try:
@@ -272,26 +281,34 @@ def _map_fn(block_fn, shipped, inputs, shared, ids, width):
                 except XaiError as exc:     # the user's input: carried to the driver, not retried
                     error = exc
                     break
-            frame = {_ROW: batch[_ROW].to_numpy(), **{c: batch[c] for c in ids}}
-            frame.update({f"_xai_o{j}": out[:, j] for j in range(width)})
-            frame.update(_error_columns(error, len(batch)) if error is not None else {_ERR: None, _EXC: None})
-            yield pd.DataFrame(frame)
+            if error is None:
+                errors = [pa.nulls(n, pa.string()), pa.nulls(n, pa.binary())]
+            else:
+                errors = [pa.array([f"{type(error).__name__}: {error}"] * n, pa.string()),
+                          pa.array([pickle.dumps(error)] * n, pa.binary())]
+            columns = np.asfortranarray(out)
+            yield pa.RecordBatch.from_arrays([batch.column(c) for c in (_ROW, *ids)]
+                                             + [pa.array(columns[:, j]) for j in range(width)] + errors, names)
     return run
 
 
 def _reduce_fn(block_fn, inputs, args, combine):
-    import pandas as pd
+    """mapInArrow function: per record batch, ``combine`` of ``block_fn`` on each run (pickled), or
+    the package error it raised (pickled)."""
+    import pyarrow as pa
 
     def run(batches):
         loaded = [a.get() if isinstance(a, Shipped) else a for a in args]
         for batch in batches:
-            if not len(batch):
+            if not batch.num_rows:
                 continue
             try:
-                part = [block_fn(*blocks, *loaded) for _, _, blocks in _blocks(batch, inputs)]
-                yield pd.DataFrame({"part": [pickle.dumps(combine(part))], _EXC: [None]})
+                part, error = pickle.dumps(combine([block_fn(*blocks, *loaded)
+                                                    for _, _, blocks in _blocks(batch, inputs)])), None
             except XaiError as exc:
-                yield pd.DataFrame({"part": [None], _EXC: [pickle.dumps(exc)]})
+                part, error = None, pickle.dumps(exc)
+            yield pa.RecordBatch.from_arrays([pa.array([part], pa.binary()), pa.array([error], pa.binary())],
+                                             ["part", _EXC])
     return run
 
 

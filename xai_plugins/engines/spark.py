@@ -1,5 +1,5 @@
 """The Spark engine: block functions mapped over the rows of a ``pyspark.sql.DataFrame`` with
-``mapInPandas`` (Arrow batches); per-row results stay in Spark, reductions are exact.
+``mapInArrow`` (Arrow record batches, read as numpy); per-row results stay in Spark, reductions are exact.
 
 - **Rows and their index.** ``X`` is a Spark DataFrame whose columns are the model's features
   (aligned by name, as everywhere; numeric columns read as float64, nulls as NaN; a categorical
@@ -261,10 +261,11 @@ class SparkEngine(Engine):
 
         cols = [f"_xai_v{j}" for j in range(d)]
         carried = {c: f"_xai_c{j}" for j, c in enumerate(carry)}
-        selected = df.select(*(F.col(_quoted(c)) for c in ids),
-                             *((F.col(_quoted(c)) if text else F.col(_quoted(c)).cast("double")).alias(v)
-                               for c, v, text in zip(features, cols, labelled)),
-                             *(F.col(_quoted(c)).alias(v) for c, v in carried.items()))
+        # one SQL projection (a single call into Spark, however many columns)
+        selected = df.selectExpr(*map(_quoted, ids),
+                                 *((_quoted(c) if text else f"CAST({_quoted(c)} AS DOUBLE)") + f" AS {v}"
+                                   for c, v, text in zip(features, cols, labelled)),
+                                 *(f"{_quoted(c)} AS {v}" for c, v in carried.items()))
         if ids:     # sorted by the ids into a fixed number of partitions, which adaptive execution keeps as they are
             key = [F.col(_quoted(c)) for c in ids]
             selected = selected.repartitionByRange(max(1, df.rdd.getNumPartitions()), *key).sortWithinPartitions(*key)
@@ -407,7 +408,7 @@ class SparkEngine(Engine):
         schema = T.StructType([fields[_ROW], *(fields[c] for c in base.ids),
                                *(T.StructField(f"_xai_o{j}", T.DoubleType()) for j in range(width)),
                                T.StructField(_ERR, T.StringType()), T.StructField(_EXC, T.BinaryType())])
-        out = df.mapInPandas(_map_fn(block_fn, shipped, specs, shared, base.ids, width), schema)
+        out = df.mapInArrow(_map_fn(block_fn, shipped, specs, shared, base.ids, width), schema)
         return SparkColumns(out, base.ids, base.n, [f"_xai_o{j}" for j in range(width)], (width,))
 
     def columns(self, out, start, stop, *, shape=None, dtype=None, rows_axis=0):
@@ -541,8 +542,8 @@ def _reduce(o: SparkReduction) -> list:
     """Run an exact reduction on Spark: per batch, the block function's exact sums (pickled);
     added on the driver."""
     _, df, specs = ENGINE._frame(o.arrays)
-    rows = df.mapInPandas(_reduce_fn(o.block_fn, specs, o.args, o.combine),
-                          "part binary, _xai_exception binary").collect()
+    rows = df.mapInArrow(_reduce_fn(o.block_fn, specs, o.args, o.combine),
+                         "part binary, _xai_exception binary").collect()
     _raise_carried(rows)
     return o.combine([pickle.loads(r["part"]) for r in rows])
 
