@@ -210,6 +210,8 @@ typedef struct {
     grid_state *grid;
     int32_t *rec_tree; size_t rec_tree_cap; /* [n_rec]: the records' trees */
     int64_t pair_terms;
+    double *count;          /* NULL, or (xai_pg2_terms) where pg2_one writes its kept leaves and leaf-pair terms
+                               in place of summing the pairs */
     int status;
 } workspace;
 
@@ -903,6 +905,8 @@ static int collect(workspace *w)
         w->n_used_total += r->n_used;
         w->n_rec++;
     }
+    if (w->count != NULL)
+        w->count[0] = (double)w->n_leaf; /* before pruning: each was walked to and weighed */
     if (w->status == XAI_OK && w->prune_rtol > 0.0 && w->n_leaf > 0)
         w->status = prune_leaves(w);
     return w->status;
@@ -1378,6 +1382,20 @@ static int all_pairs(workspace *w)
     return XAI_OK;
 }
 
+/* The terms the leaf-pair loop sums for the current records: each record's kept leaves times those of the later
+ * records of its target. */
+static double leaf_pair_terms(const workspace *w)
+{
+    double terms = 0.0, later = 0.0;
+    for (int32_t i = w->n_rec - 1; i >= 0; i--) {
+        if (i == w->n_rec - 1 || w->f->tree_target[w->rec[i + 1].tree] != w->f->tree_target[w->rec[i].tree])
+            later = 0.0;
+        terms += (double)w->rec[i].n_leaf * later;
+        later += (double)w->rec[i].n_leaf;
+    }
+    return terms;
+}
+
 /* The leaf-pair loop's cost (seconds) per term, for the cost model of pair_sums (timed against the
  * grid path on benchmarks/bench_categorical.py's CatBoost models and stump ensembles). */
 #define LEAF_SECONDS_PER_TERM 6e-10
@@ -1401,16 +1419,8 @@ static int pair_sums(workspace *w)
         if (status != XAI_OK)
             return status;
         int grids = w->pairs == XAI_PAIRS_GRIDS;
-        if (!grids) { /* the leaf-pair terms: each record's leaves times the later ones of its target */
-            double terms = 0.0, later = 0.0;
-            for (int32_t i = w->n_rec - 1; i >= 0; i--) {
-                if (i == w->n_rec - 1 || w->f->tree_target[w->rec[i + 1].tree] != w->f->tree_target[w->rec[i].tree])
-                    later = 0.0;
-                terms += (double)w->rec[i].n_leaf * later;
-                later += (double)w->rec[i].n_leaf;
-            }
-            grids = cost < terms * LEAF_SECONDS_PER_TERM * (double)w->width;
-        }
+        if (!grids)
+            grids = cost < leaf_pair_terms(w) * LEAF_SECONDS_PER_TERM * (double)w->width;
         if (grids) {
             status = grid_pairs(w->grid, &r);
             w->pair_terms += r.terms;
@@ -1461,6 +1471,10 @@ static int pg2_one(workspace *w, double *out)
     int status = collect(w);
     if (status != XAI_OK)
         return status;
+    if (w->count != NULL) { /* xai_pg2_terms: what the sums would take, not the sums */
+        w->count[1] = leaf_pair_terms(w);
+        return XAI_OK;
+    }
     /* sum_t (E[c_t^2] - E[c_t]^2) + (sum_t E[c_t])^2 per output */
     for (int32_t i = 0; i < w->n_rec; i++) {
         double *y = out + f->tree_target[w->rec[i].tree];
@@ -1577,10 +1591,12 @@ static int set_from_mask(workspace *w, const uint8_t *mask)
     return XAI_OK;
 }
 
+/* PG2 of every (row, set) into out; with counts (xai_pg2_terms), in place of PG2 (out is then n_outputs doubles of
+ * scratch) the kept leaves and leaf-pair terms of each (row, set) into counts[2 * (row * n_sets + set) ...]. */
 static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
                     const uint8_t *mask, int64_t n_sets,
                     const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, int32_t pairs,
-                    double *out, int64_t *pair_terms)
+                    double *out, int64_t *pair_terms, double *counts)
 {
     int status = check_call(f, X, n_rows, cdf, cdf_offset, cdf_len, prune_rtol, pairs);
     if (status != XAI_OK)
@@ -1593,9 +1609,13 @@ static int pg2_rows(const xai_forest *f, const double *X, int64_t n_rows,
         set_row(&w, X, cdf, cdf_len, i);
         for (int64_t s = 0; s < n_sets && status == XAI_OK; s++) {
             const int64_t row_set = i * n_sets + s;
+            if (counts != NULL) {
+                w.count = counts + 2 * row_set;
+                w.count[0] = w.count[1] = 0.0;
+            }
             status = set_from_mask(&w, mask + row_set * f->n_features);
             if (status == XAI_OK)
-                status = pg2_one(&w, out + row_set * f->n_outputs);
+                status = pg2_one(&w, counts != NULL ? out : out + row_set * f->n_outputs);
         }
     }
     if (pair_terms != NULL)
@@ -1611,7 +1631,20 @@ int xai_pg2(const xai_forest *f, const double *X, int64_t n_rows,
 {
     xai_error_clear();
     return xai_error_return(pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, prune_rtol, pairs, out,
-                                     pair_terms));
+                                     pair_terms, NULL));
+}
+
+int xai_pg2_terms(const xai_forest *f, const double *X, int64_t n_rows, const uint8_t *mask, int64_t n_sets,
+                  const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, double *counts)
+{
+    xai_error_clear();
+    double *scratch = f == NULL || f->n_outputs < 1 ? NULL : malloc((size_t)f->n_outputs * sizeof(double));
+    int status = f == NULL || f->n_outputs < 1 ? XAI_E_SIZE : scratch == NULL ? XAI_E_NOMEM
+                 : counts == NULL ? XAI_E_SIZE
+                 : pg2_rows(f, X, n_rows, mask, n_sets, cdf, cdf_offset, cdf_len, prune_rtol, XAI_PAIRS_LEAVES,
+                            scratch, NULL, counts);
+    free(scratch);
+    return xai_error_return(status);
 }
 
 /* The objective sum_o weight[o] * PG2_o(x, S + {j}) of the current row, S + {j} given by mask. */

@@ -214,6 +214,21 @@ def test_reroute_refuses_null_arguments_in_c(two_trees):
     assert lib.xai_last_error(ffi.NULL, ffi.NULL, ffi.NULL) == lib.XAI_E_SIZE
 
 
+def test_pg2_terms_refuses_null_and_bad_arguments_in_c(two_trees):
+    from xai_plugins.prediction_gap._boundaries import split_boundaries
+
+    splits = split_boundaries(two_trees)
+    s, offsets = splits.c_forest.ptr, ffi.new("int64_t[]", [int(v) for v in splits.cdf_offset])
+    d, width = two_trees.n_features, 2 * int(splits.cdf_offset[-1])
+    X, mask = ffi.new("double[]", d), ffi.new("uint8_t[]", [1] * d)
+    cdf, counts = ffi.new("double[]", width), ffi.new("double[]", 2)
+    assert lib.xai_pg2_terms(ffi.NULL, X, 1, mask, 1, cdf, offsets, width, 0.0, counts) == lib.XAI_E_SIZE
+    assert lib.xai_pg2_terms(s, X, 1, mask, 1, cdf, offsets, width, 0.0, ffi.NULL) == lib.XAI_E_SIZE
+    assert lib.xai_pg2_terms(s, X, 1, ffi.NULL, 1, cdf, offsets, width, 0.0, counts) == lib.XAI_E_SIZE
+    assert lib.xai_pg2_terms(s, X, -1, mask, 1, cdf, offsets, width, 0.0, counts) == lib.XAI_E_SIZE
+    assert lib.xai_pg2_terms(s, X, 1, mask, 1, cdf, offsets, width, 2.0, counts) == lib.XAI_E_VALUE
+
+
 # --- the build's per-compiler options -----------------------------------------------------------
 
 @pytest.fixture

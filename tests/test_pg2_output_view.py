@@ -172,3 +172,22 @@ def test_an_output_a_single_output_model_does_not_have_is_refused(binary):
         xp.pg2(model, X[:2], [0], output=1)
     with pytest.raises(InputError, match="single output"):
         xp.pgi2(model, X[:2], np.arange(4), output=2)
+
+
+def test_the_counted_terms_are_the_terms_the_exact_sum_takes(three_classes):
+    """``pg2_terms`` (the cost model's count) walks as the exact sum does: its leaf-pair terms are those the
+    leaf-pair loop reports summing, with and without pruning, and the leaves it weighs bound the kept ones."""
+    X, y = three_classes
+    forest = xp.import_model(_models(X, y)["random forest"])
+    splits = split_boundaries(forest)
+    rows = np.ascontiguousarray(X[:6], dtype=np.float64)
+    table = cdf_table(splits, rows, _noise(forest, SIGMA, None, None), range(forest.n_features))
+    mask = (np.random.default_rng(0).random((6, 3, forest.n_features)) < 0.6).astype(np.uint8)
+    for rtol in (0.0, 1e-3):
+        weighed, terms = _native.pg2_terms(splits.c_forest, splits.cdf_offset, rows, mask, table, rtol)
+        for i in range(6):
+            for s in range(3):
+                _, summed = _native.pg2(splits.c_forest, splits.cdf_offset, rows[i:i + 1], mask[i:i + 1, s:s + 1],
+                                        table[i:i + 1], n_jobs=1, prune_rtol=rtol, pairs="leaves")
+                assert terms[i, s] == summed
+                assert weighed[i, s] * weighed[i, s] >= 2 * terms[i, s]

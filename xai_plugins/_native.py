@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
                       f"from the project root ({exc})") from exc
 
 ffi, lib = _core.ffi, _core.lib
-ABI_VERSION = 15
+ABI_VERSION = 16
 if lib.xai_abi_version() != ABI_VERSION:  # pragma: no cover - depends on the build
     raise ImportError(f"stale C core build (ABI {lib.xai_abi_version()}, expected {ABI_VERSION}); "
                       "rebuild with `pip install -e .`")
@@ -217,6 +217,18 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0,
 
     _run_chunks(n, n_jobs, work)
     return out, int(sum(terms))
+
+
+def pg2_terms(cforest: CForest, cdf_offset, X, mask, cdf, prune_rtol=0.0) -> tuple[np.ndarray, np.ndarray]:
+    """What :func:`pg2` would sum, without summing it (``xai_pg2_terms``): per (row, set) of ``mask`` (n, n_sets, d),
+    the leaves it weighs (reachable with probability >= DBL_MIN, before pruning) and the leaf-pair terms of its
+    pair loop (after pruning at ``prune_rtol``); two (n, n_sets) float64 arrays. Arguments as for :func:`pg2`."""
+    n, n_sets = mask.shape[:2]
+    counts = np.zeros((n, n_sets, 2))
+    _check(lib.xai_pg2_terms(cforest.ptr, _ptr("double *", X), n, _ptr("uint8_t *", mask), n_sets,
+                             _ptr("double *", cdf), _ptr("int64_t *", cdf_offset), cdf.shape[1], prune_rtol,
+                             _ptr("double *", counts)), "PG² terms", 0)
+    return counts[..., 0], counts[..., 1]
 
 
 def greedy_pg2(cforest: CForest, cdf_offset, X, cdf, output_weight, n_jobs=None,

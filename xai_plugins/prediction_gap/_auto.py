@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from .._native import reachable_leaves
+from .._native import pg2_terms, reachable_leaves
 from ..errors import InputError
 from ..forest import Forest, explained_model, library_of, tree_levels
 from ._output_view import exact_view
@@ -30,6 +30,13 @@ __all__: list[str] = []
 AUTO_SECONDS_PER_ROW = 5.0e-5
 AUTO_SECONDS_PER_LEAF = 2.8e-7
 AUTO_SECONDS_PER_PAIR = 4.5e-10
+#: :func:`counted_seconds`' prices, fitted (relative least squares, within 0.5–1.6 of every measured time) on the
+#: audit workloads of ``bench_audit.py`` (wine, wine-deep, California, COMPAS, the COMPAS Pipeline) and California
+#: XGBoost 500 × 6, |S| from 1 to d: per leaf a set can reach (the walks), per leaf the exact sum weighs (reachable
+#: with a probability >= DBL_MIN: its box and moments) and per leaf-pair term it keeps after pruning
+COUNTED_SECONDS_PER_REACHABLE = 9.6e-8
+COUNTED_SECONDS_PER_WEIGHED = 2.1e-7
+COUNTED_SECONDS_PER_TERM = 6.7e-10
 #: One Monte Carlo sample through the model's own predictor: a fixed part (drawing the noise, the gap) plus, per
 #: tree, its mean leaf depth times the seconds of one level of that library's predict (measured by
 #: ``bench_pg2_auto_cost.py --samples``: XGBoost 2.1 ns, LightGBM 4.4–7.2, CatBoost 1.2, scikit-learn forests
@@ -109,27 +116,30 @@ def exact_seconds(forest: Forest, n_perturbed: float, rows=None, masks=None) -> 
     return float(np.mean(AUTO_SECONDS_PER_ROW + leaves * AUTO_SECONDS_PER_LEAF + pairs * AUTO_SECONDS_PER_PAIR))
 
 
-def exact_by_size(forest: Forest, rows=None, most_used: bool = False) -> np.ndarray:
-    """:func:`exact_seconds` of a set of k features, k = 0..d: on each of ``rows`` (at most :data:`AUTO_PILOT_ROWS`)
+def exact_by_size(forest: Forest, rows=None, most_used: bool = False, noise=None, prune_rtol: float = 0.0,
+                  max_rows: int = AUTO_PILOT_ROWS) -> np.ndarray:
+    """:func:`exact_seconds` of a set of k features, k = 0..d: on each of ``rows`` (at most ``max_rows``)
     the first k of a seeded random order of the features (the same order on every call; a ranking's prefixes are
     sets of every kind, a random one prices the typical set), or with ``most_used`` of the features by decreasing
     number of splits (the greedy ranking perturbs the features that move the output most first, and those open the
-    most leaves), their reachable leaves counted there; without rows, estimated from the leaf depths."""
+    most leaves), their reachable leaves counted there; without rows, estimated from the leaf depths. With
+    ``noise`` (a :class:`~xai_plugins.perturbation.Perturbation`), the leaves and leaf-pair terms the exact sum keeps
+    under that noise at ``prune_rtol`` are counted instead (:func:`counted_seconds`)."""
     d = forest.n_features
     if rows is None:
         return np.array([exact_seconds(forest, k) for k in range(d + 1)])
-    rows = np.ascontiguousarray(rows, dtype=np.float64)[:AUTO_PILOT_ROWS]
+    rows = np.ascontiguousarray(rows, dtype=np.float64)[:max_rows]
     known = _BY_SIZE.setdefault(forest, {})
-    key = (rows.tobytes(), most_used)
+    key = (rows.tobytes(), most_used, None if noise is None else id(noise), prune_rtol)
     if key not in known:
-        known[key] = _by_size(forest, rows, most_used)
-    return known[key]
+        known[key] = (_by_size(forest, rows, most_used, noise, prune_rtol), noise)    # the noise kept alive with its id
+    return known[key][0]
 
 
 _BY_SIZE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _by_size(forest: Forest, rows: np.ndarray, most_used: bool) -> np.ndarray:
+def _by_size(forest: Forest, rows: np.ndarray, most_used: bool, noise, prune_rtol: float) -> np.ndarray:
     d = forest.n_features
     if most_used:
         used = np.bincount(forest.feature[forest.left_child >= 0], minlength=d)
@@ -139,7 +149,31 @@ def _by_size(forest: Forest, rows: np.ndarray, most_used: bool) -> np.ndarray:
     masks = np.zeros((d + 1, *rows.shape), dtype=bool)
     for k in range(1, d + 1):
         np.put_along_axis(masks[k], order[:, :k], True, axis=1)
+    if noise is not None:
+        return counted_seconds(forest, rows, np.moveaxis(masks, 0, 1), noise, prune_rtol).mean(axis=0)
     return np.array([exact_seconds(forest, k, rows, masks[k]) for k in range(d + 1)])
+
+
+def counted_seconds(forest: Forest, rows, masks, noise, prune_rtol: float = 0.0) -> np.ndarray:
+    """Estimated CPU seconds (n, n_sets) of the exact PG² of each row of ``rows`` (n, d) and set of ``masks``
+    (n, n_sets, d) under ``noise``, on the Forest it runs on (``exact_view``): :data:`AUTO_SECONDS_PER_ROW`, plus
+    :data:`COUNTED_SECONDS_PER_REACHABLE` per leaf the set can reach, :data:`COUNTED_SECONDS_PER_WEIGHED` per leaf
+    the exact sum weighs and :data:`COUNTED_SECONDS_PER_TERM` per leaf-pair term it keeps at ``prune_rtol``,
+    counted by the C core's walks without the sums (``xai_pg2_terms``): leaves too improbable to matter are not
+    paired up, and a fully grown forest at a small σ weighs a few percent of the leaves it can reach."""
+    from ..perturbation import cdf_table
+    from ._boundaries import split_boundaries
+
+    forest = exact_view(forest).forest
+    splits = split_boundaries(forest)
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    masks = np.ascontiguousarray(masks, dtype=np.uint8)
+    table = cdf_table(splits, rows, noise, np.flatnonzero(masks.any(axis=(0, 1))))
+    weighed, terms = pg2_terms(splits.c_forest, splits.cdf_offset, rows, masks, table, prune_rtol)
+    reachable = np.stack([reachable_leaf_counts(forest, rows, masks[:, s]).sum(axis=1)
+                          for s in range(masks.shape[1])], axis=1)
+    return (AUTO_SECONDS_PER_ROW + reachable * COUNTED_SECONDS_PER_REACHABLE + weighed * COUNTED_SECONDS_PER_WEIGHED
+            + terms * COUNTED_SECONDS_PER_TERM * forest.leaf_width ** 0.3)
 
 
 def reachable_leaf_counts(forest: Forest, rows, masks) -> np.ndarray:

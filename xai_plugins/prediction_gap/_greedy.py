@@ -156,18 +156,24 @@ def _block(forest, start, X, *, output, noise, prune, n_jobs, path=True, progres
     return {"ranking": ranking.astype(np.int64), "pg2_path": objective}
 
 
-#: what screening a candidate costs against evaluating it exactly (the pruning bound at 1e-3 keeps about half of the
-#: leaf pairs, measured on California XGBoost 500 × 6 with ``bench_greedy.py``)
+#: what screening a candidate costs against evaluating it exactly when the leaves each bound keeps are not counted
+#: (the pruning bound at 1e-3 keeps about half of the leaf pairs, measured on California XGBoost 500 × 6 with
+#: ``bench_greedy.py``)
 SCREEN_SHARE = 0.55
+#: the certified bound with which each step screens its candidates (``SCREEN_RTOL`` in ``csrc/pg2.c``)
+SCREEN_RTOL = 1e-3
 
 
-def _cost(forest, n_rows: int, rows=None) -> float:
+def _cost(forest, n_rows: int, rows=None, noise=None) -> float:
     """Estimated CPU seconds of the greedy ranking of ``n_rows`` rows: at step k, d - k + 1 candidates of k features
-    screened (:data:`SCREEN_SHARE` of an exact PG² each) and the chosen one's exact PG² (the path); the sets priced by
-    :func:`~._auto.exact_by_size`, on ``rows`` when given, with the most used features first."""
+    screened at :data:`SCREEN_RTOL` and the chosen one's exact PG² (the path); the sets priced by
+    :func:`~._auto.exact_by_size`, on ``rows`` when given, with the most used features first, and with ``noise`` by
+    the leaves each bound keeps under it (else a screen costs :data:`SCREEN_SHARE` of an exact PG²)."""
     d = forest.n_features
-    exact = exact_by_size(forest, rows, most_used=True)
-    return n_rows * sum(((d - k + 1) * SCREEN_SHARE + 1) * exact[k] for k in range(1, d + 1))
+    exact = exact_by_size(forest, rows, most_used=True, noise=noise, prune_rtol=PRUNE_RTOL)
+    screen = (SCREEN_SHARE * exact if noise is None or rows is None else
+              exact_by_size(forest, rows, most_used=True, noise=noise, prune_rtol=SCREEN_RTOL))
+    return n_rows * sum((d - k + 1) * screen[k] + exact[k] for k in range(1, d + 1))
 
 
 def _finish(plan: Plan, cols: dict, engine) -> GreedyRanking:

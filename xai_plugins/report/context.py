@@ -213,7 +213,18 @@ class AuditContext:
 
     def perturbation(self, sigma: float, binary_sigma: float | None = None):
         """The :class:`~xai_plugins.perturbation.Perturbation` of :meth:`noise`, its categorical laws worked
-        out here and the background rows left out: small to ship to an engine's workers."""
+        out here and the background rows left out: small to ship to an engine's workers; made once per σ."""
+        key = (float(sigma), binary_sigma)
+        if key not in self._perturbations:
+            self._perturbations[key] = self._perturbation(sigma, binary_sigma)
+        return self._perturbations[key]
+
+    @functools.cached_property
+    def _perturbations(self) -> dict:
+        """{(σ, binary σ): Perturbation} of :meth:`perturbation` (not a field: a view of the context has its own)."""
+        return {}
+
+    def _perturbation(self, sigma: float, binary_sigma: float | None):
         from ..perturbation import make_perturbation
 
         noise = make_perturbation(self.n_features, **self.noise(sigma, binary_sigma),

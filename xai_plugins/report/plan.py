@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..prediction_gap._auto import AUTO_MIN_SAMPLES, exact_by_size, leaf_depths, sample_seconds
+from ..prediction_gap._exact import PRUNE_RTOL
 from ..prediction_gap._greedy import GREEDY
 from ..prediction_gap._output_view import exact_view
 from .context import CHALLENGER
@@ -51,6 +52,9 @@ GAP_CV2 = 2.0
 #: the standard deviation over rows of the per-row normalised faithfulness assumed when counting the rows the
 #: verdict needs (per-row scores lie in [0, 1] for a ranking between the random floor and the best one found)
 ROW_SD = 0.3
+#: the explained-like rows on which the plan counts the leaves and leaf pairs each set keeps (a count costs a few
+#: percent of the exact sum it prices)
+PLAN_COUNT_ROWS = 2
 #: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
 #: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure (``bench_audit.py``, quiet)
 FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.15, 0.8
@@ -142,7 +146,8 @@ def samples_for(rtol: float) -> int:
 
 @dataclass(frozen=True)
 class _PG2Costs:
-    """Per explained row: the greedy ranking, and per σ the PGI² of every ranking and PG² of every feature."""
+    """Per explained row: the greedy ranking, and summed over the σ priced the PGI² of every ranking and PG² of every
+    feature."""
 
     greedy: float
     pgi2: float
@@ -150,19 +155,23 @@ class _PG2Costs:
 
 
 def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float, rows=None,
-               output: int | None = None) -> _PG2Costs:
+               output: int | None = None, noises: tuple = (None,), greedy_noise=None) -> _PG2Costs:
     """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings; sets of ``sampled_from`` features or more
     at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set of size k < d is one per ranking, the
     full set shared. ``rows``: rows like the explained ones, on which the leaves each set reaches are counted
     (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`); ``output``: the explained one, whose trees and leaf
-    values the sums pair up alone (None: every output)."""
+    values the sums pair up alone (None: every output). ``noises``: the perturbations (one per σ) the PGI² and PG²
+    of every feature are summed over, each set priced by the leaves the exact sum keeps under it (None: by the
+    leaves it can reach, whatever the noise); ``greedy_noise``: the greedy ranking's."""
     explained = exact_view(forest, output).forest
-    exact = exact_by_size(explained, rows)
     cut = d + 1 if sampled_from is None else sampled_from
+    pgi2 = every = 0.0
+    for noise in noises:
+        exact = exact_by_size(explained, rows, noise=noise, prune_rtol=PRUNE_RTOL, max_rows=PLAN_COUNT_ROWS)
+        pgi2 += sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
+        every += exact[d] if d < cut else per_set
     assert GREEDY.cost is not None          # the greedy ranking's row method declares its cost
-    greedy = GREEDY.cost(explained, 1, rows)
-    pgi2 = sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
-    every = exact[d] if d < cut else per_set
+    greedy = GREEDY.cost(explained, 1, None if rows is None else rows[:PLAN_COUNT_ROWS], greedy_noise)
     return _PG2Costs(greedy, pgi2 + every, every)
 
 
@@ -191,7 +200,8 @@ def plan_audit(ctx, options, speed: float = 1.0, spent: float = 0.0) -> AuditPla
     n_samples = samples_for(PLAN_RTOL)
     per_set = n_samples * per_sample
     like = explained_like(ctx)
-    exact = exact_by_size(exact_view(forest, ctx.output).forest, like)
+    exact = np.max([exact_by_size(exact_view(forest, ctx.output).forest, like, noise=noise, prune_rtol=PRUNE_RTOL,
+                                  max_rows=PLAN_COUNT_ROWS) for noise in _noises(ctx, options, options.sigma)], axis=0)
     dearer = [k for k in range(1, d + 1) if exact[k] > per_set]
     can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
 
@@ -235,7 +245,8 @@ def measured_speed(ctx, options) -> float:
     d, m = ctx.n_features, len(options.explainers) + 1
     row = ctx.X_test.to_numpy()[ctx.sample_rows(1)]
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
-    costs = _pg2_costs(ctx.forest, d, m, None, 0.0, explained_like(ctx), ctx.output)
+    costs = _pg2_costs(ctx.forest, d, m, None, 0.0, explained_like(ctx), ctx.output,
+                       _noises(ctx, options, options.sigma), _noises(ctx, options, [options.sigma_ref])[0])
     started = time.process_time()
     ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, output=ctx.output,
                                   verbose=False).ranking
@@ -246,8 +257,14 @@ def measured_speed(ctx, options) -> float:
         for sigma in options.sigma:
             pgi2(ctx.forest, row, stacked, **ctx.noise(sigma, options.binary_sigma), verbose=False,
                  output=ctx.output)
-    estimate = (costs.greedy if greedy else 0.0) + (len(options.sigma) * costs.pgi2 if faithful else 0.0)
+    estimate = (costs.greedy if greedy else 0.0) + (costs.pgi2 if faithful else 0.0)
     return float(np.clip((time.process_time() - started) / max(estimate, 1e-9), 0.05, 100.0))
+
+
+def _noises(ctx, options, sigmas) -> tuple:
+    """The perturbations at each of ``sigmas`` the plan prices the exact sums under (None for each on a row engine,
+    whose rows the plan does not hold: the sets are then priced by the leaves they can reach)."""
+    return tuple(None if ctx.cluster is not None else ctx.perturbation(s, options.binary_sigma) for s in sigmas)
 
 
 def explained_like(ctx) -> np.ndarray | None:
@@ -280,7 +297,9 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
     forest, d = ctx.forest, ctx.n_features
     m = len(options.explainers) + 1                                     # every method's ranking and the random one
     explained_on = bool(consumers() & set(options.sections))
-    costs = _pg2_costs(forest, d, m, sampled_from, per_set, like, ctx.output)
+    reference = _noises(ctx, options, [options.sigma_ref])
+    costs = _pg2_costs(forest, d, m, sampled_from, per_set, like, ctx.output, _noises(ctx, options, options.sigma),
+                       reference[0])
     order = compute_order()        # each section's own seconds: its tables and bootstraps, as its unit declares
     own = {name: 0.0 if REGISTRY[name].optional and name not in options.sections else REGISTRY[name].seconds
            for name in order}                        # an optional section left out is not built
@@ -299,20 +318,20 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
     if explained_on:
         sections["explanations"] = _explanations(ctx, options, rows, costs.greedy, per_sample, why)
     if "faithfulness" in options.sections and explained_on:
-        n_sigma = len(options.sigma)
         method = ("exact" if sampled_from is None
                   else f"exact below {sampled_from} features, Monte Carlo from {sampled_from}")
-        comparison = options.mc_pairs * (2 * exact_by_size(forest, like)[max(1, d // 4)]
+        comparison = options.mc_pairs * (2 * exact_by_size(forest, like, noise=reference[0], prune_rtol=PRUNE_RTOL,
+                                                           max_rows=PLAN_COUNT_ROWS)[max(1, d // 4)]
                                          + sum(MC_SAMPLES) * per_sample)
         sections["faithfulness"] = SectionPlan(
             "faithfulness", f"PGI² {method}", rows, 0 if sampled_from is None else samples_for(PLAN_RTOL),
-            own["faithfulness"] + FIGURE_SECONDS * (1 + (options.mc_pairs > 0)) + rows * n_sigma * costs.pgi2
+            own["faithfulness"] + FIGURE_SECONDS * (1 + (options.mc_pairs > 0)) + rows * costs.pgi2
             + comparison, why)
     if "decisions" in options.sections and explained_on:
         from .sections.decisions import MAX_ROWS as decided
 
         scored = min(rows, decided)
-        one_ranking = _pg2_costs(forest, d, 1, None, 0.0, like, ctx.output)
+        one_ranking = _pg2_costs(forest, d, 1, None, 0.0, like, ctx.output, reference, reference[0])
         sections["decisions"] = SectionPlan(
             "decisions", "SHAP variants' PGI², reason codes' greedy", scored, 0,
             own["decisions"] + scored * (DECISIONS_ATTRIBUTIONS * one_ranking.pgi2 + one_ranking.greedy), why)
@@ -328,7 +347,8 @@ def _comparison(ctx, options, rows: int, why: str, like) -> SectionPlan:
     other, d = ctx.view(CHALLENGER), ctx.n_features
     m = len(options.explainers) + 1
     per_sample = sample_seconds(other.forest, other.model)
-    costs = _pg2_costs(other.forest, d, m, None, 0.0, like, other.output)
+    reference = _noises(other, options, [options.sigma_ref])
+    costs = _pg2_costs(other.forest, d, m, None, 0.0, like, other.output, reference, reference[0])
     seconds = _explanations(other, options, rows, costs.greedy, per_sample, why).seconds + rows * costs.pgi2
     k = min(options.top_k, d)
     for view in (ctx, other):
