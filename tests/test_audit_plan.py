@@ -29,9 +29,10 @@ QUICK = dict(explainers=("pg2", "shap"), sections=("explanations", "faithfulness
 
 @pytest.fixture(scope="module")
 def deep_forest():
-    """A fully grown 3-class forest (thousands of leaves) and its data."""
+    """A fully grown 3-class forest (tens of thousands of leaves: its full set dearer exact than by Monte Carlo) and
+    its data."""
     X, y = make_classification(n_samples=1500, n_features=6, n_informative=4, n_classes=3, random_state=0)
-    model = RandomForestClassifier(n_estimators=20, bootstrap=False, random_state=0).fit(X[:1200], y[:1200])
+    model = RandomForestClassifier(n_estimators=60, bootstrap=False, random_state=0).fit(X[:1200], y[:1200])
     return model, X[1200:], y[1200:], X[:1200], y[:1200]
 
 
@@ -57,7 +58,14 @@ def test_plan_samples_the_dear_sets_of_a_deep_forest_and_keeps_a_small_forest_ex
     per_set = deep.n_samples * sample_seconds(ctx.forest, ctx.model)
     from xai_plugins.report.plan import explained_like
 
-    costs = xp.prediction_gap._auto.exact_by_size(ctx.forest, explained_like(ctx))[1:]
+    from xai_plugins.prediction_gap._exact import PRUNE_RTOL
+    from xai_plugins.prediction_gap._output_view import exact_view
+    from xai_plugins.report.plan import PLAN_COUNT_ROWS
+
+    view = exact_view(ctx.forest, ctx.output).forest        # priced under the noise at every σ, the dearest
+    costs = np.max([xp.prediction_gap._auto.exact_by_size(view, explained_like(ctx), noise=ctx.perturbation(s),
+                                                          prune_rtol=PRUNE_RTOL, max_rows=PLAN_COUNT_ROWS)
+                    for s in (0.1, 0.3, 1.0)], axis=0)[1:]
     assert all((c > per_set) == (k >= deep.sampled_from) for k, c in enumerate(costs, start=1))
     assert "Monte Carlo" in deep.sections["faithfulness"].method
     assert deep.rows >= deep.rows_needed or deep.rows == min(50, len(ctx.complete_rows))

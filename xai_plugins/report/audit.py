@@ -462,9 +462,11 @@ def audit(model, X_test, y_test=None, *, X_train=None, y_train=None, options: Au
         ctx.add_model(CHALLENGER, challenger)
         _certified(ctx, options, CHALLENGER)
     _check_noise(ctx, options)
-    ctx.plan = plan_audit(ctx, options)
-    if options.max_minutes is not None and cl is None:      # the cap, on this machine: time one row's PG² work
-        ctx.plan = plan_audit(ctx, options, measured_speed(ctx, options), time.perf_counter() - start_all)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NoiseScaleWarning)         # said once, by _check_noise
+        ctx.plan = plan_audit(ctx, options)
+        if options.max_minutes is not None and cl is None:      # the cap, on this machine: time one row's PG² work
+            ctx.plan = plan_audit(ctx, options, measured_speed(ctx, options), time.perf_counter() - start_all)
     with _planned_progress(ctx.plan, options.progress, options.heartbeat) as progress:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", NoiseScaleWarning)     # said once, by _check_noise

@@ -35,6 +35,7 @@ from ..prediction_gap._auto import AUTO_MIN_SAMPLES, exact_by_size, leaf_depths,
 from ..prediction_gap._exact import PRUNE_RTOL
 from ..prediction_gap._greedy import GREEDY
 from ..prediction_gap._output_view import exact_view
+from ..errors import XaiError
 from .context import CHALLENGER
 from .explainers import REGISTRY as EXPLAINER_REGISTRY
 from .explainers import Costs
@@ -262,9 +263,15 @@ def measured_speed(ctx, options) -> float:
 
 
 def _noises(ctx, options, sigmas) -> tuple:
-    """The perturbations at each of ``sigmas`` the plan prices the exact sums under (None for each on a row engine,
-    whose rows the plan does not hold: the sets are then priced by the leaves they can reach)."""
-    return tuple(None if ctx.cluster is not None else ctx.perturbation(s, options.binary_sigma) for s in sigmas)
+    """The perturbations at each of ``sigmas`` the plan prices the exact sums under; None, and the sets priced by
+    the leaves they can reach, on a row engine (whose rows the plan does not hold) and where no perturbation can be
+    made (a background feature constant: the sections that need one say so themselves)."""
+    if ctx.cluster is not None:
+        return (None,) * len(sigmas)
+    try:
+        return tuple(ctx.perturbation(s, options.binary_sigma) for s in sigmas)
+    except XaiError:
+        return (None,) * len(sigmas)
 
 
 def explained_like(ctx) -> np.ndarray | None:
