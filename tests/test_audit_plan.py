@@ -56,11 +56,9 @@ def test_plan_samples_the_dear_sets_of_a_deep_forest_and_keeps_a_small_forest_ex
     assert deep.sampled_from is not None and deep.n_samples == samples_for(PLAN_RTOL)
     # the sampled sets are exactly those whose exact cost the model estimates above a Monte Carlo's
     per_set = deep.n_samples * sample_seconds(ctx.forest, ctx.model)
-    from xai_plugins.report.plan import explained_like
-
     from xai_plugins.prediction_gap._exact import PRUNE_RTOL
     from xai_plugins.prediction_gap._output_view import exact_view
-    from xai_plugins.report.plan import PLAN_COUNT_ROWS
+    from xai_plugins.report.plan import PLAN_COUNT_ROWS, explained_like
 
     view = exact_view(ctx.forest, ctx.output).forest        # priced under the noise at every σ, the dearest
     costs = np.max([xp.prediction_gap._auto.exact_by_size(view, explained_like(ctx), noise=ctx.perturbation(s),

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..errors import XaiError
 from ..prediction_gap._auto import AUTO_MIN_SAMPLES, exact_by_size, leaf_depths, sample_seconds
 from ..prediction_gap._exact import PRUNE_RTOL
 from ..prediction_gap._greedy import GREEDY
 from ..prediction_gap._output_view import exact_view
-from ..errors import XaiError
 from .context import CHALLENGER
 from .explainers import REGISTRY as EXPLAINER_REGISTRY
 from .explainers import Costs
