@@ -191,3 +191,27 @@ def test_the_counted_terms_are_the_terms_the_exact_sum_takes(three_classes):
                                         table[i:i + 1], n_jobs=1, prune_rtol=rtol, pairs="leaves")
                 assert terms[i, s] == summed
                 assert weighed[i, s] * weighed[i, s] >= 2 * terms[i, s]
+
+
+
+def test_a_forest_is_freed_once_unused_whatever_was_computed_on_it(binary):
+    """The caches keyed by a Forest (its C struct, its split boundaries, its exact views) must not keep it alive."""
+    import gc
+    import weakref
+
+    X, y = binary
+
+    def freed(cls, call):
+        model = cls(n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+        forest = xp.import_model(model)
+        call(forest)
+        gone = weakref.ref(forest)
+        del forest, model
+        gc.collect()
+        return gone() is None
+
+    for cls in (RandomForestClassifier, RandomForestRegressor):
+        assert freed(cls, lambda f: None)
+        assert freed(cls, lambda f: (exact_view(f), exact_view(f, 0)))
+        assert freed(cls, lambda f: xp.greedy_pg2_ranking(f, X[:2], sigma=SIGMA, verbose=False))
+        assert freed(cls, lambda f: xp.pg2(f, X[:2], [0, 1], sigma=SIGMA, method="auto", verbose=False))

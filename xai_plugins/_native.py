@@ -83,6 +83,11 @@ def _ptr(ctype: str, array):
     return ffi.NULL if array is None else ffi.cast(ctype, ffi.from_buffer(array))
 
 
+#: the Forest arrays an ``xai_forest`` struct points at (:class:`CForest` holds them while C may read them)
+_STRUCT_ARRAYS = ("base_score", "tree_offset", "tree_target", "left_child", "right_child", "feature", "threshold",
+                  "missing_left", "value", "impurity", "n_categories", "cat_start", "cat_bits")
+
+
 class CForest:
     """The ``xai_forest`` struct of ``csrc/xai.h`` for a Forest, owning a reference to every array
     it points at (so none can be freed while C may read it). ``threshold_rank`` and ``rank_count``
@@ -96,7 +101,9 @@ class CForest:
             if threshold_rank.shape != (forest.n_nodes,) or rank_count.shape != (forest.n_features,):
                 raise InputError(f"threshold_rank must have one entry per node ({forest.n_nodes}) and "
                                  f"rank_count one per feature ({forest.n_features})")
-        self.forest = forest
+        # the arrays, not the Forest: a Forest's cached struct must not keep its own (weak) cache key alive
+        self.arrays = tuple(getattr(forest, name) for name in _STRUCT_ARRAYS)
+        self.n_outputs = forest.n_outputs
         self.threshold_rank, self.rank_count = threshold_rank, rank_count
         s = ffi.new("xai_forest *")
         s.n_trees, s.n_nodes, s.n_features = forest.n_trees, forest.n_nodes, forest.n_features
@@ -202,10 +209,10 @@ def pg2(cforest: CForest, cdf_offset, X, mask, cdf, n_jobs=None, prune_rtol=0.0,
     of every value below it). ``pairs``: how the sums over pairs of trees are taken, ``"leaves"`` (leaf
     pairs), ``"grids"`` (per-feature grids of oblivious trees: UnsupportedModelError unless every tree is
     oblivious) or ``"auto"`` (the cheaper, per row and set; what the public functions use)."""
-    forest, s = cforest.forest, cforest.ptr
+    s = cforest.ptr
     code = _pairs(pairs)
     n, n_sets = mask.shape[:2]
-    out = np.empty((n, n_sets, forest.n_outputs))
+    out = np.empty((n, n_sets, cforest.n_outputs))
     terms = []
 
     def work(a, b):

@@ -46,12 +46,14 @@ _VIEWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def exact_view(forest: Forest, output: int | None = None) -> ExactView:
     """The :class:`ExactView` of ``forest`` for ``output`` (an output index; None: every output), built
-    once per Forest and output and cached with the Forest."""
+    once per Forest and output and cached with the Forest (the cache holds a reduced Forest, never ``forest``
+    itself, which would keep its own weak key alive)."""
     views = _VIEWS.setdefault(forest, {})
-    view = views.get(output)
-    if view is None:
-        view = views[output] = _view(forest, output)
-    return view
+    if output not in views:
+        view = _view(forest, output)
+        views[output] = (None if view.forest is forest else view.forest, view.take)
+    reduced, take = views[output]
+    return ExactView(forest if reduced is None else reduced, take)
 
 
 def _view(forest: Forest, output: int | None) -> ExactView:
