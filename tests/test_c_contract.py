@@ -93,7 +93,8 @@ def test_nan_threshold_is_rejected_with_its_node(stump_forest):
 
 def test_tree_target_near_int32_max_is_out_of_range(stump_forest):
     """target + leaf_width must not wrap around in int32: INT32_MAX + 1 is not <= n_outputs."""
-    s = _native.CForest(stump_forest()).ptr
+    struct = _native.CForest(stump_forest())        # holds the arrays its pointers read
+    s = struct.ptr
     assert lib.xai_validate(s) == lib.XAI_OK
     for bad in (2**31 - 1, -1, 1):
         target = np.array([bad], dtype=np.int32)
@@ -107,7 +108,8 @@ def test_node_count_is_64_bit_and_checked_against_the_offsets(stump_forest):
     """n_nodes has tree_offset's type: a count past 2**32 is stored whole and must match the offsets
     (a 32-bit field would refuse the value or wrap it onto 3)."""
     assert dict(ffi.typeof("xai_forest").fields)["n_nodes"].type is ffi.typeof("int64_t")
-    s = _native.CForest(stump_forest()).ptr
+    struct = _native.CForest(stump_forest())
+    s = struct.ptr
     s.n_nodes = 3 + 2**32
     assert s.n_nodes == 3 + 2**32
     assert lib.xai_validate(s) == lib.XAI_E_SIZE
