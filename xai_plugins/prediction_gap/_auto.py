@@ -30,7 +30,7 @@ __all__: list[str] = []
 AUTO_SECONDS_PER_ROW = 5.0e-5
 AUTO_SECONDS_PER_LEAF = 2.8e-7
 AUTO_SECONDS_PER_PAIR = 4.5e-10
-#: :func:`counted_seconds`' prices, fitted (relative least squares, within 0.5–1.6 of every measured time) on the
+#: :func:`counted_seconds`' prices, fitted (relative least squares) on the
 #: audit workloads of ``bench_audit.py`` (wine, wine-deep, California, COMPAS, the COMPAS Pipeline) and California
 #: XGBoost 500 × 6, |S| from 1 to d: per leaf a set can reach (the walks), per leaf the exact sum weighs (reachable
 #: with a probability >= DBL_MIN: its box and moments) and per leaf-pair term it keeps after pruning
@@ -232,12 +232,11 @@ def auto_method(forest: Forest, X, masks, noise, rtol, random_state, output=None
     rtol = float(rtol)
     n = len(X)
     pilot_rows = min(n, AUTO_PILOT_ROWS)
-    exact_forest = exact_view(forest, output).forest
     per_sample, dearest = _prices(forest, output)
     floor = max(AUTO_MIN_SAMPLES, math.ceil(1.0 / rtol ** 2))
     pilot_seconds = pilot_rows * AUTO_PILOT_SAMPLES * per_sample
     # every leaf reachable bounds the exact cost: below the cheapest Monte Carlo, no leaf need be counted
-    exact = (min(dearest, exact_seconds(exact_forest, 0.0, X[:pilot_rows], masks[:pilot_rows]))
+    exact = (min(dearest, exact_seconds(exact_view(forest, output).forest, 0.0, X[:pilot_rows], masks[:pilot_rows]))
              if n and dearest > floor * per_sample else dearest)
     head = f"auto (rtol={rtol:g}): exact ≈ {exact * 1e3:.3g} ms per row"
     if n == 0 or exact * n <= pilot_seconds + n * floor * per_sample:

@@ -53,8 +53,8 @@ GAP_CV2 = 2.0
 #: the standard deviation over rows of the per-row normalised faithfulness assumed when counting the rows the
 #: verdict needs (per-row scores lie in [0, 1] for a ranking between the random floor and the best one found)
 ROW_SD = 0.3
-#: the explained-like rows on which the plan counts the leaves and leaf pairs each set keeps (a count costs a few
-#: percent of the exact sum it prices)
+#: the explained-like rows on which the plan counts the leaves and leaf pairs each set keeps (a count walks the trees
+#: as the exact sum does, without its leaf-pair loop)
 PLAN_COUNT_ROWS = 2
 #: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
 #: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure (``bench_audit.py``, quiet)
