@@ -18,7 +18,8 @@ Workloads (every section, HTML and PDF; datasets from ``../shared/datasets``):
   in front of 200 trees with ``min_samples_leaf=5`` (46,177 leaves; ``race`` and ``sex`` protected); target ≤ 180 s.
 
 Per workload: the run-time plan's estimate, the explained rows, the audit's wall time (computation, then
-HTML and PDF), the plan against the measured seconds of every section of a second or more, what the
+HTML and PDF), the plan (CPU seconds of one thread) against the measured CPU seconds of every section of a
+second or more (the process's threads: the C core's loops run on every core) and against its wall seconds, what the
 archival PDF/A-3b and a signed manifest add beside a plain PDF of the same HTML, and the main sections'
 timings; with ``--ref DIR`` the same workload audited by the build in
 DIR (e.g. ``/work/oldmain``, the previous main) in a subprocess (:mod:`_builds`), its wall time beside.
@@ -154,8 +155,9 @@ def run(name: str, out: Path) -> dict:
             record["estimate"] = (record["estimate"] or 0.0) + plan.seconds
             record.setdefault("planned", {})
             for key, section in result.sections.items():       # plan against measured, section by section
-                was = record["planned"].get(key, (0.0, 0.0))
-                record["planned"][key] = (was[0] + plan.estimate(key), was[1] + section.seconds)
+                was = record["planned"].get(key, (0.0, 0.0, 0.0))
+                record["planned"][key] = (was[0] + plan.estimate(key), was[1] + getattr(section, "cpu_seconds", 0.0),
+                                          was[2] + section.seconds)
         for key, seconds in result.sections["reproducibility"].data["timings"].items():
             record["sections"][key] = record["sections"].get(key, 0.0) + seconds
     return record
@@ -230,8 +232,8 @@ def main():
         print("   " + "; ".join(f"{k} {v:.1f} s" for k, v in slow))
         planned = {k: v for k, v in mine.get("planned", {}).items() if max(v) >= 1.0}     # sections of 1 s or more
         if planned:
-            print("   plan / measured per section (s): " + "; ".join(
-                f"{k} {p:.1f} / {m:.1f} ({p / m:.2f})" for k, (p, m) in planned.items()))
+            print("   plan / measured CPU per section (s), then / wall: " + "; ".join(
+                f"{k} {p:.1f} / {c:.1f} ({p / c:.2f}), / {w:.1f} ({p / w:.2f})" for k, (p, c, w) in planned.items()))
         print(f"   load average now {os.getloadavg()[0]:.2f}", flush=True)
 
 

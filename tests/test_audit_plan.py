@@ -32,7 +32,7 @@ def deep_forest():
     """A fully grown 3-class forest (tens of thousands of leaves: its full set dearer exact than by Monte Carlo) and
     its data."""
     X, y = make_classification(n_samples=1500, n_features=6, n_informative=4, n_classes=3, random_state=0)
-    model = RandomForestClassifier(n_estimators=60, bootstrap=False, random_state=0).fit(X[:1200], y[:1200])
+    model = RandomForestClassifier(n_estimators=120, bootstrap=False, random_state=0).fit(X[:1200], y[:1200])
     return model, X[1200:], y[1200:], X[:1200], y[:1200]
 
 
@@ -54,17 +54,19 @@ def _plan(case, **options):
 def test_plan_samples_the_dear_sets_of_a_deep_forest_and_keeps_a_small_forest_exact(deep_forest, small_forest):
     deep, ctx = _plan(deep_forest, cost_target=1.0)
     assert deep.sampled_from is not None and deep.n_samples == samples_for(PLAN_RTOL)
-    # the sampled sets are exactly those whose exact cost the model estimates above a Monte Carlo's
+    # the sampled sets start at a size whose exact cost the model estimates above a Monte Carlo's
     per_set = deep.n_samples * sample_seconds(ctx.forest, ctx.model)
     from xai_plugins.prediction_gap._exact import PRUNE_RTOL
     from xai_plugins.prediction_gap._output_view import exact_view
     from xai_plugins.report.plan import PLAN_COUNT_ROWS, explained_like
 
     view = exact_view(ctx.forest, ctx.output).forest        # priced under the noise at every σ, the dearest
-    costs = np.max([xp.prediction_gap._auto.exact_by_size(view, explained_like(ctx), noise=ctx.perturbation(s),
+    costs = np.max([xp.prediction_gap._auto.exact_by_size(view, explained_like(ctx), order="importance",
+                                                          noise=ctx.perturbation(s),
                                                           prune_rtol=PRUNE_RTOL, max_rows=PLAN_COUNT_ROWS)
                     for s in (0.1, 0.3, 1.0)], axis=0)[1:]
-    assert all((c > per_set) == (k >= deep.sampled_from) for k, c in enumerate(costs, start=1))
+    dearer = [k for k, c in enumerate(costs, start=1) if c > per_set]     # sampling starts at one of them
+    assert deep.sampled_from in dearer
     assert "Monte Carlo" in deep.sections["faithfulness"].method
     assert deep.rows >= deep.rows_needed or deep.rows == min(50, len(ctx.complete_rows))
     small, _ = _plan(small_forest, cost_target=1.0)
@@ -210,3 +212,30 @@ def test_plan_prices_dt_sampler_and_the_local_figures(demos):
     assert regression.estimate("explanations") == _plan(demos["demo_diabetes_regression"], dt_sampler_samples=40,
                                                         **generous)[0].estimate("explanations")  # not run
 
+
+
+@pytest.mark.parametrize("kind", ["xgboost regressor", "forest without bootstrap"])
+def test_the_plan_prices_the_rankings_of_the_explainers_that_give_one(kind, small_forest):
+    """``Explainer.ranks`` says beforehand which explainers give the faithfulness section a ranking of the model:
+    the same as those whose ranking the section scores in an audit with every explainer."""
+    from xai_plugins.report.explainers import EXPLAINERS
+    from xai_plugins.report.explainers import REGISTRY as explainers
+    from xai_plugins.report.plan import DISTINCT_SHARE, _rankings
+
+    if kind == "xgboost regressor":
+        xgb = pytest.importorskip("xgboost")
+        X, y = make_regression(n_samples=300, n_features=5, random_state=0)
+        case = (xgb.XGBRegressor(n_estimators=10, max_depth=3, n_jobs=1).fit(X[:200], y[:200]), X[200:], y[200:],
+                X[:200], y[:200])
+    else:
+        case = small_forest
+    options = dict(QUICK, explainers=EXPLAINERS)
+    plan, ctx = _plan(case, **options)
+    expected = {key for key in EXPLAINERS if explainers[key].ranks(ctx, AuditOptions(**options))}
+    model, X_test, y_test, X_train, y_train = case
+    result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, **options)
+    scored = {key for key, m in result.sections["explanations"].result.methods.items()
+              if m.status == "ok" and (m.ranking is not None or m.importance is not None)}
+    assert scored == expected
+    assert (kind == "forest without bootstrap") == (len(expected) == len(EXPLAINERS))
+    assert _rankings(ctx, AuditOptions(**options)) == pytest.approx(1 + DISTINCT_SHARE * (len(expected) - 1))

@@ -116,6 +116,15 @@ def test_a_monte_carlo_sample_is_priced_by_the_models_library(model_and_rows):
     xgb_price, rf_price, gb_price = (prediction_gap.sample_seconds(import_model(m)) for m in (model, forest_model,
                                                                                               boosted))
     assert gb_price < rf_price and xgb_price < rf_price      # a scikit-learn forest predicts tree by tree
+    from sklearn.base import clone
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    for inner in (forest_model, model):                        # a Pipeline: priced by the estimator at its end
+        piped = make_pipeline(StandardScaler(), clone(inner)).fit(X, inner.predict(X))
+        alone = clone(inner).fit(X, inner.predict(X))
+        assert prediction_gap.sample_seconds(import_model(piped), piped) == pytest.approx(
+            prediction_gap.sample_seconds(import_model(alone), alone), rel=0.3)
 
 
 @pytest.mark.parametrize("rtol", [0, 1, -0.1, "1%"])
@@ -229,3 +238,51 @@ def test_dask_auto_keeps_the_guarantee_bitwise(faraway_row, model_and_rows, monk
     assert got.stderr[0] == 0 and got.informative.all()
     for a, b in ((got.value, est.value), (got.stderr, est.stderr), (got.informative, est.informative)):
         np.testing.assert_array_equal(a, b)
+
+
+def _gaussian_noise(forest, sigma=0.3):
+    from xai_plugins.prediction_gap._noise import _noise
+
+    return _noise(forest, sigma, None, None, None)
+
+
+def test_importance_order_ranks_the_features_by_their_pg2_alone_and_starts_the_greedy_ranking(model_and_rows):
+    model, rows = model_and_rows
+    forest = import_model(model)
+    d = forest.n_features
+    order = prediction_gap.importance_order(forest, rows, _gaussian_noise(forest))
+    alone = np.array([[float(np.ravel(xp.pg2(model, rows[i:i + 1], [j], sigma=0.3, prune=False).value)[0])
+                       for j in range(d)] for i in range(len(rows))])
+    assert np.array_equal(order, np.argsort(-alone, axis=1, kind="stable"))
+    greedy = xp.greedy_pg2_ranking(model, rows, sigma=0.3, verbose=False).ranking
+    assert np.array_equal(order[:, 0], greedy[:, 0])             # the greedy's first step is the feature alone
+    by_size = prediction_gap.exact_by_size(forest, rows, order="importance", noise=_gaussian_noise(forest),
+                                           prune_rtol=_exact.PRUNE_RTOL)
+    masks = np.zeros((len(rows), d + 1, d), dtype=bool)
+    for i in range(len(rows)):
+        for k in range(1, d + 1):
+            masks[i, k, order[i, :k]] = True
+    counted = prediction_gap.counted_seconds(forest, rows, masks, _gaussian_noise(forest), _exact.PRUNE_RTOL)
+    np.testing.assert_allclose(by_size, counted.mean(axis=0), rtol=1e-12)
+
+
+def test_the_greedy_cost_prices_every_candidate_of_every_step_and_the_path(model_and_rows):
+    """Along each row's importance order, step k screens the d - k + 1 sets 'first k - 1 features and one more' at
+    the screening bound (the last step, one candidate, screens none) and evaluates the first k exactly."""
+    import itertools
+
+    from xai_plugins.prediction_gap._greedy import GREEDY, SCREEN_RTOL
+
+    model, rows = model_and_rows
+    forest = import_model(model)
+    d, noise = forest.n_features, _gaussian_noise(forest)
+    order = prediction_gap.importance_order(forest, rows, noise)
+    expected = 0.0
+    for i, row in enumerate(rows):
+        screened = [set(order[i, :k]) | {j} for k in range(d - 1) for j in range(d) if j not in order[i, :k]]
+        path = [set(order[i, :k]) for k in range(1, d + 1)]
+        for sets, rtol in ((screened, SCREEN_RTOL), (path, _exact.PRUNE_RTOL)):
+            masks = np.array([[j in s for j in range(d)] for s in sets])[None]
+            expected += prediction_gap.counted_seconds(forest, row[None], masks, noise, rtol).sum()
+        assert len(screened) == sum(itertools.islice(range(d, 0, -1), d - 1))
+    assert GREEDY.cost(forest, 3, rows, noise) == pytest.approx(3 * expected / len(rows), rel=1e-12)

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from .._native import pg2_terms, reachable_leaves
+from .._native import pg2, pg2_terms, reachable_leaves
 from ..errors import InputError
 from ..forest import Forest, explained_model, library_of, tree_levels
 from ._output_view import exact_view
@@ -116,42 +116,80 @@ def exact_seconds(forest: Forest, n_perturbed: float, rows=None, masks=None) -> 
     return float(np.mean(AUTO_SECONDS_PER_ROW + leaves * AUTO_SECONDS_PER_LEAF + pairs * AUTO_SECONDS_PER_PAIR))
 
 
-def exact_by_size(forest: Forest, rows=None, most_used: bool = False, noise=None, prune_rtol: float = 0.0,
+def exact_by_size(forest: Forest, rows=None, order: str = "random", noise=None, prune_rtol: float = 0.0,
                   max_rows: int = AUTO_PILOT_ROWS) -> np.ndarray:
-    """:func:`exact_seconds` of a set of k features, k = 0..d: on each of ``rows`` (at most ``max_rows``)
-    the first k of a seeded random order of the features (the same order on every call; a ranking's prefixes are
-    sets of every kind, a random one prices the typical set), or with ``most_used`` of the features by decreasing
-    number of splits (the greedy ranking perturbs the features that move the output most first, and those open the
-    most leaves), their reachable leaves counted there; without rows, estimated from the leaf depths. With
-    ``noise`` (a :class:`~xai_plugins.perturbation.Perturbation`), the leaves and leaf-pair terms the exact sum keeps
-    under that noise at ``prune_rtol`` are counted instead (:func:`counted_seconds`)."""
+    """:func:`exact_seconds` of a set of k features, k = 0..d, averaged over ``rows`` (at most ``max_rows``): the
+    first k features of an ``order`` per row, their reachable leaves counted there; without rows, estimated from the
+    leaf depths. ``order``: ``"random"``, a seeded random order (the same on every call: the random ranking's
+    prefixes are sets of every kind), or ``"importance"``, the features by decreasing PG² of each alone under
+    ``noise`` (:func:`importance_order`: what an explainer's ranking perturbs first; those features open the most
+    leaves), by decreasing number of splits without ``noise``. With ``noise`` (a
+    :class:`~xai_plugins.perturbation.Perturbation`), the leaves and leaf-pair terms the exact sum keeps under that
+    noise at ``prune_rtol`` are counted instead (:func:`counted_seconds`)."""
     d = forest.n_features
     if rows is None:
         return np.array([exact_seconds(forest, k) for k in range(d + 1)])
     rows = np.ascontiguousarray(rows, dtype=np.float64)[:max_rows]
-    known = _BY_SIZE.setdefault(forest, {})
-    key = (rows.tobytes(), most_used, None if noise is None else id(noise), prune_rtol)
-    if key not in known:
-        known[key] = (_by_size(forest, rows, most_used, noise, prune_rtol), noise)    # the noise kept alive with its id
-    return known[key][0]
+
+    def by_size():
+        ranked = _orders(forest, rows, order, noise)
+        masks = np.zeros((d + 1, *rows.shape), dtype=bool)
+        for k in range(1, d + 1):
+            np.put_along_axis(masks[k], ranked[:, :k], True, axis=1)
+        if noise is not None:
+            return counted_seconds(forest, rows, np.moveaxis(masks, 0, 1), noise, prune_rtol).mean(axis=0)
+        return np.array([exact_seconds(forest, k, rows, masks[k]) for k in range(d + 1)])
+
+    return memoised(forest, rows, noise, ("by size", order, prune_rtol), by_size)
 
 
-_BY_SIZE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+def memoised(forest: Forest, rows: np.ndarray, noise, key: tuple, compute):
+    """``compute()``, kept per Forest for these ``rows`` and ``noise`` (by identity: a plan prices the same
+    perturbation many times) under ``key``."""
+    known = _MEMO.setdefault(forest, {})
+    full = (rows.tobytes(), None if noise is None else id(noise), *key)
+    if full not in known:
+        known[full] = (compute(), noise)        # the noise kept alive with its id
+    return known[full][0]
 
 
-def _by_size(forest: Forest, rows: np.ndarray, most_used: bool, noise, prune_rtol: float) -> np.ndarray:
+_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+#: the pruning bound of the exact PG² of each feature alone by which :func:`importance_order` ranks them (an order
+#: for a cost estimate, not a reported value)
+ORDER_RTOL = 1e-3
+
+
+def _orders(forest: Forest, rows: np.ndarray, order: str, noise) -> np.ndarray:
+    """(n, d): the feature order of each row of ``rows`` (see :func:`exact_by_size`)."""
     d = forest.n_features
-    if most_used:
-        used = np.bincount(forest.feature[forest.left_child >= 0], minlength=d)
-        order = np.tile(np.argsort(-used, kind="stable"), (len(rows), 1))
-    else:
-        order = np.random.default_rng(0).permuted(np.tile(np.arange(d), (len(rows), 1)), axis=1)
-    masks = np.zeros((d + 1, *rows.shape), dtype=bool)
-    for k in range(1, d + 1):
-        np.put_along_axis(masks[k], order[:, :k], True, axis=1)
+    if order == "random":
+        return np.random.default_rng(0).permuted(np.tile(np.arange(d), (len(rows), 1)), axis=1)
     if noise is not None:
-        return counted_seconds(forest, rows, np.moveaxis(masks, 0, 1), noise, prune_rtol).mean(axis=0)
-    return np.array([exact_seconds(forest, k, rows, masks[k]) for k in range(d + 1)])
+        return importance_order(forest, rows, noise)
+    used = np.bincount(forest.feature[forest.left_child >= 0], minlength=d)
+    return np.tile(np.argsort(-used, kind="stable"), (len(rows), 1))
+
+
+def importance_order(forest: Forest, rows, noise) -> np.ndarray:
+    """(n, d): per row of ``rows``, the features by decreasing exact PG² of each alone under ``noise`` (summed over
+    the outputs the Forest's exact view keeps; ties by index, at the pruning bound :data:`ORDER_RTOL`): the greedy
+    ranking's first step, and the order in which an importance ranking perturbs the features, for pricing the sets
+    such rankings' prefixes are (computed once per Forest, rows and noise)."""
+    from ..perturbation import cdf_table
+    from ._boundaries import split_boundaries
+
+    d = forest.n_features
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+
+    def order():
+        splits = split_boundaries(exact_view(forest).forest)
+        alone = np.ascontiguousarray(np.broadcast_to(np.eye(d, dtype=np.uint8), (len(rows), d, d)))
+        value, _ = pg2(splits.c_forest, splits.cdf_offset, rows, alone, cdf_table(splits, rows, noise, range(d)),
+                       prune_rtol=ORDER_RTOL)
+        return np.argsort(-value.sum(axis=-1), axis=1, kind="stable")
+
+    return memoised(forest, rows, noise, ("importance order",), order)
 
 
 def counted_seconds(forest: Forest, rows, masks, noise, prune_rtol: float = 0.0) -> np.ndarray:
@@ -187,10 +225,14 @@ def reachable_leaf_counts(forest: Forest, rows, masks) -> np.ndarray:
 def sample_seconds(forest: Forest, model=None) -> float:
     """Estimated CPU seconds of one Monte Carlo sample through the predictor of ``model`` (default: the model the
     Forest was read from): :data:`AUTO_SECONDS_PER_SAMPLE` plus, per tree, its mean leaf depth times
-    :data:`AUTO_SECONDS_PER_LEVEL` of the model's library (scikit-learn's boosting estimators apart)."""
+    :data:`AUTO_SECONDS_PER_LEVEL` of the model's library (scikit-learn's boosting estimators apart; a Pipeline's,
+    that of the estimator at its end)."""
     if model is None:
         model = getattr(forest.predict_fn, "_model", lambda: None)()
     kind = library_of(model) if model is not None else None
+    if kind == "sklearn-pipeline":          # its estimator's predictor (the front's transform costs far less)
+        model = explained_model(model)[0]
+        kind = library_of(model)
     if kind == "pmml":
         return AUTO_SECONDS_PER_PMML_SAMPLE
     if kind == "sklearn":

@@ -11,7 +11,7 @@ from ..engines.method import Output, Plan, RowMethod
 from ..engines.runner import run
 from ..forest import import_model
 from ..perturbation import cdf_table
-from ._auto import exact_by_size
+from ._auto import counted_seconds, exact_by_size, importance_order, memoised
 from ._boundaries import split_boundaries
 from ._exact import PRUNE_RTOL, _batched
 from ._noise import _noise, _portable
@@ -165,15 +165,40 @@ SCREEN_RTOL = 1e-3
 
 
 def _cost(forest, n_rows: int, rows=None, noise=None) -> float:
-    """Estimated CPU seconds of the greedy ranking of ``n_rows`` rows: at step k, d - k + 1 candidates of k features
-    screened at :data:`SCREEN_RTOL` and the chosen one's exact PG² (the path); the sets priced by
-    :func:`~._auto.exact_by_size`, on ``rows`` when given, with the most used features first, and with ``noise`` by
-    the leaves each bound keeps under it (else a screen costs :data:`SCREEN_SHARE` of an exact PG²)."""
+    """Estimated CPU seconds of the greedy ranking of ``n_rows`` rows: at step k < d, its d - k + 1 candidate sets
+    screened at :data:`SCREEN_RTOL`, and the chosen set's exact PG² (the path) at every step. With ``rows`` and
+    ``noise``, on each row the greedy's path is taken to be :func:`~._auto.importance_order` (which is its first
+    step) and each of those sets is priced by the leaves and leaf pairs the C core keeps under that noise
+    (:func:`~._auto.counted_seconds`, the mean over the rows); otherwise by :func:`~._auto.exact_by_size` from the
+    leaf depths, the most split features first, a screen at :data:`SCREEN_SHARE` of an exact PG²."""
     d = forest.n_features
-    exact = exact_by_size(forest, rows, most_used=True, noise=noise, prune_rtol=PRUNE_RTOL)
-    screen = (SCREEN_SHARE * exact if noise is None or rows is None else
-              exact_by_size(forest, rows, most_used=True, noise=noise, prune_rtol=SCREEN_RTOL))
-    return n_rows * sum((d - k + 1) * screen[k] + exact[k] for k in range(1, d + 1))
+    if rows is None or noise is None:
+        exact = exact_by_size(forest, rows, order="importance")
+        return n_rows * sum((d - k + 1) * SCREEN_SHARE * exact[k] + exact[k] for k in range(1, d + 1))
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    return n_rows * memoised(forest, rows, noise, ("greedy",), lambda: _path_seconds(forest, rows, noise))
+
+
+def _path_seconds(forest, rows: np.ndarray, noise) -> float:
+    """Mean over ``rows`` of the counted seconds of the greedy's screens and path along
+    :func:`~._auto.importance_order` (see :func:`_cost`)."""
+    n, d = rows.shape
+    order = importance_order(forest, rows, noise)
+    path = np.zeros((n, d, d), dtype=bool)
+    screened = np.zeros((n, d * (d + 1) // 2 - 1, d), dtype=bool)
+    for i in range(n):
+        at = 0
+        for k in range(d):
+            path[i, k, order[i, :k + 1]] = True
+            if k == d - 1:
+                break                                  # the last step has one candidate, evaluated once (the path)
+            for j in order[i, k:]:
+                screened[i, at, order[i, :k]] = True
+                screened[i, at, j] = True
+                at += 1
+    seconds = (counted_seconds(forest, rows, screened, noise, SCREEN_RTOL).sum(axis=1)
+               + counted_seconds(forest, rows, path, noise, PRUNE_RTOL).sum(axis=1))
+    return float(seconds.mean())
 
 
 def _finish(plan: Plan, cols: dict, engine) -> GreedyRanking:

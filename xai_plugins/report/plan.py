@@ -13,8 +13,10 @@ row count machine-dependent).
 
 The choices, in order, while the estimated seconds of the whole audit (before rendering) exceed ``cost_target``:
 
-1. the faithfulness section estimates the prefix sets dearer than a Monte Carlo at the planned accuracy
-   (:data:`PLAN_RTOL`) by Monte Carlo, seeded, the smaller ones exactly (``pgi2(sampled_from=...)``);
+1. the faithfulness section estimates the prefix sets of k features or more by seeded Monte Carlo at the planned
+   accuracy (:data:`PLAN_RTOL`), the smaller ones exactly (``pgi2(sampled_from=k)``), k the size, among those whose
+   exact sets are estimated dearer than a Monte Carlo, that makes the whole estimate least (every ranking's sets of
+   k features or more are sampled, a random ranking's cheap ones too);
 2. fewer explained rows, never fewer than :func:`rows_needed`: the rows a bootstrap interval of the normalised
    faithfulness needs to be narrower than the gap between its pass and fail thresholds.
 
@@ -54,8 +56,16 @@ GAP_CV2 = 2.0
 #: verdict needs (per-row scores lie in [0, 1] for a ranking between the random floor and the best one found)
 ROW_SD = 0.3
 #: the explained-like rows on which the plan counts the leaves and leaf pairs each set keeps (a count walks the trees
-#: as the exact sum does, without its leaf-pair loop)
-PLAN_COUNT_ROWS = 2
+#: as the exact sum does, without its leaf-pair loop): the cost of a deep forest's sets varies 15× from row to row
+#: (the COMPAS Pipeline forest of ``bench_audit.py``), and 6 rows take its plan 1.4 s
+PLAN_COUNT_ROWS = 6
+#: the model section's bootstrap interval of the test score (2,000 resamples), per test row, by task (R², balanced
+#: accuracy): a one-off timing of ``holdout_score`` on 1,000–4,128 rows (85 and 30 ns per resampled row)
+SCORE_BOOTSTRAP_SECONDS_PER_ROW = {"regression": 1.7e-4, "classification": 6.0e-5}
+#: the share of an explainer's prefix sets that no other explainer's ranking of the row has (the distinct sets the
+#: PGI² computes): 0.49–0.90, 0.67 on average, over the six audits of ``bench_audit.py`` (a one-off count over their
+#: rankings; fewer shared sets with more features)
+DISTINCT_SHARE = 0.65
 #: one figure drawn on its own canvas and embedded as a PNG, and one drawn through pyplot by shap or AcME (a
 #: waterfall, a what-if: more text, laid out twice); the demo audits' CPU time per figure (``bench_audit.py``, quiet)
 FIGURE_SECONDS, PYPLOT_FIGURE_SECONDS = 0.15, 0.8
@@ -155,22 +165,26 @@ class _PG2Costs:
     every: float
 
 
-def _pg2_costs(forest, d: int, m: int, sampled_from: int | None, per_set: float, rows=None,
-               output: int | None = None, noises: tuple = (None,), greedy_noise=None) -> _PG2Costs:
-    """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings; sets of ``sampled_from`` features or more
+def _pg2_costs(forest, d: int, m: float, sampled_from: int | None, per_set: float, rows=None,
+               output: int | None = None, noises: tuple = (None,), greedy_noise=None, random: int = 1) -> _PG2Costs:
+    """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings (in distinct rankings: see :func:`_rankings`),
+    ``random`` of them random and the others an explainer's, whose prefixes put the most important features first; sets of ``sampled_from`` features or more
     at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set of size k < d is one per ranking, the
     full set shared. ``rows``: rows like the explained ones, on which the leaves each set reaches are counted
-    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`); ``output``: the explained one, whose trees and leaf
-    values the sums pair up alone (None: every output). ``noises``: the perturbations (one per σ) the PGI² and PG²
-    of every feature are summed over, each set priced by the leaves the exact sum keeps under it (None: by the
-    leaves it can reach, whatever the noise); ``greedy_noise``: the greedy ranking's."""
+    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`: a random order for a random ranking, the features by
+    PG² alone for an explainer's); ``output``: the explained one, whose trees and leaf values the sums pair up alone
+    (None: every output). ``noises``: the perturbations (one per σ) the PGI² and PG² of every feature are summed
+    over, each set priced by the leaves the exact sum keeps under it (None: by the leaves it can reach, whatever the
+    noise); ``greedy_noise``: the greedy ranking's."""
     explained = exact_view(forest, output).forest
     cut = d + 1 if sampled_from is None else sampled_from
     pgi2 = every = 0.0
     for noise in noises:
-        exact = exact_by_size(explained, rows, noise=noise, prune_rtol=PRUNE_RTOL, max_rows=PLAN_COUNT_ROWS)
-        pgi2 += sum(m * (exact[k] if k < cut else per_set) for k in range(1, d))
-        every += exact[d] if d < cut else per_set
+        ranked, shuffled = (exact_by_size(explained, rows, order=order, noise=noise, prune_rtol=PRUNE_RTOL,
+                                          max_rows=PLAN_COUNT_ROWS) for order in ("importance", "random"))
+        pgi2 += sum((m - random) * (ranked[k] if k < cut else per_set) + random * (shuffled[k] if k < cut else per_set)
+                    for k in range(1, d))
+        every += ranked[d] if d < cut else per_set
     assert GREEDY.cost is not None          # the greedy ranking's row method declares its cost
     greedy = GREEDY.cost(explained, 1, None if rows is None else rows[:PLAN_COUNT_ROWS], greedy_noise)
     return _PG2Costs(greedy, pgi2 + every, every)
@@ -201,8 +215,9 @@ def plan_audit(ctx, options, speed: float = 1.0, spent: float = 0.0) -> AuditPla
     n_samples = samples_for(PLAN_RTOL)
     per_set = n_samples * per_sample
     like = explained_like(ctx)
-    exact = np.max([exact_by_size(exact_view(forest, ctx.output).forest, like, noise=noise, prune_rtol=PRUNE_RTOL,
-                                  max_rows=PLAN_COUNT_ROWS) for noise in _noises(ctx, options, options.sigma)], axis=0)
+    exact = np.max([exact_by_size(exact_view(forest, ctx.output).forest, like, order="importance", noise=noise,
+                                  prune_rtol=PRUNE_RTOL, max_rows=PLAN_COUNT_ROWS)
+                    for noise in _noises(ctx, options, options.sigma)], axis=0)
     dearer = [k for k in range(1, d + 1) if exact[k] > per_set]
     can_sample = ctx.cluster is None and forest.predict_fn is not None and bool(dearer) and faithful_on
 
@@ -220,8 +235,9 @@ def plan_audit(ctx, options, speed: float = 1.0, spent: float = 0.0) -> AuditPla
         if options.max_minutes is not None:
             why += (f" (the {options.max_minutes:g} min cap: this machine takes {speed:.2g}× the plan's estimates, "
                     f"{spent:.0f} s spent measuring it)")
-        if can_sample and total(rows, dearer[0]) < total(rows, None):
-            sampled_from = dearer[0]
+        cheapest = min(dearer, key=lambda k: (total(rows, k), -k)) if can_sample else None
+        if cheapest is not None and total(rows, cheapest) < total(rows, None):
+            sampled_from = cheapest
             why += (f": prefix sets of ≥ {sampled_from} features by Monte Carlo ({n_samples} samples each, "
                     f"{PLAN_RTOL:.0%} relative standard error)")
         if total(rows, sampled_from) > target:
@@ -243,21 +259,19 @@ def measured_speed(ctx, options) -> float:
     faithful = "faithfulness" in options.sections and bool(consumers() & set(options.sections))
     if not (greedy or faithful) or not len(ctx.complete_rows):
         return 1.0
-    d, m = ctx.n_features, len(options.explainers) + 1
+    d = ctx.n_features
     row = ctx.X_test.to_numpy()[ctx.sample_rows(1)]
     noise = ctx.noise(options.sigma_ref, options.binary_sigma)
-    costs = _pg2_costs(ctx.forest, d, m, None, 0.0, explained_like(ctx), ctx.output,
-                       _noises(ctx, options, options.sigma), _noises(ctx, options, [options.sigma_ref])[0])
+    costs = _pg2_costs(ctx.forest, d, 1, None, 0.0, explained_like(ctx), ctx.output,         # one greedy ranking
+                       _noises(ctx, options, options.sigma), _noises(ctx, options, [options.sigma_ref])[0], random=0)
     started = time.process_time()
     ranking = (greedy_pg2_ranking(ctx.forest, row, **noise, output=ctx.output,
                                   verbose=False).ranking
                if greedy
                else np.arange(d)[None, :])
     if faithful:
-        stacked = np.repeat(ranking[None], m, axis=0)
         for sigma in options.sigma:
-            pgi2(ctx.forest, row, stacked, **ctx.noise(sigma, options.binary_sigma), verbose=False,
-                 output=ctx.output)
+            pgi2(ctx.forest, row, ranking, **ctx.noise(sigma, options.binary_sigma), verbose=False, output=ctx.output)
     estimate = (costs.greedy if greedy else 0.0) + (costs.pgi2 if faithful else 0.0)
     return float(np.clip((time.process_time() - started) / max(estimate, 1e-9), 0.05, 100.0))
 
@@ -281,6 +295,14 @@ def explained_like(ctx) -> np.ndarray | None:
     return ctx.X_test.to_numpy(dtype=float)[sample] if len(sample) else None
 
 
+def _rankings(ctx, options) -> float:
+    """The explainers' rankings whose PGI² the faithfulness section computes on an explained row, counted in distinct
+    rankings: the first explainer expected to rank this model (:meth:`~.explainers.Explainer.ranks`) one, each
+    other :data:`DISTINCT_SHARE` of one (a prefix set that several rankings share is computed once)."""
+    ranking = sum(bool(EXPLAINER_REGISTRY[k].ranks(ctx, options)) for k in options.explainers)
+    return 0.0 if ranking == 0 else 1.0 + DISTINCT_SHARE * (ranking - 1)
+
+
 def _most_rows(fits, max_rows: int) -> int:
     """The largest row count in [0, max_rows] for which ``fits(rows)`` (true up to some count, false beyond)."""
     lo, hi = 0, max_rows
@@ -302,7 +324,7 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
     from .sections.explanations import consumers
 
     forest, d = ctx.forest, ctx.n_features
-    m = len(options.explainers) + 1                                     # every method's ranking and the random one
+    m = _rankings(ctx, options) + 1                                     # the methods' rankings and the random one
     explained_on = bool(consumers() & set(options.sections))
     reference = _noises(ctx, options, [options.sigma_ref])
     costs = _pg2_costs(forest, d, m, sampled_from, per_set, like, ctx.output, _noises(ctx, options, options.sigma),
@@ -316,8 +338,10 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
                "agreement": 2 * ("agreement" in options.sections), "mcr": "mcr" in options.sections}
     sections = {name: SectionPlan(name, "-", 0, 0, own[name] + FIGURE_SECONDS * figures.get(name, 0))
                 for name in order}
+    scored = 0 if ctx.y_test is None else len(ctx.X_test)                  # the test score's bootstrap interval
     sections["model"] = SectionPlan("model", "predictions", len(ctx.X_test), 0,         # the score, then the table
-                                    own["model"] + 2 * _n_rows(ctx) * per_sample)
+                                    own["model"] + 2 * _n_rows(ctx) * per_sample
+                                    + scored * SCORE_BOOTSTRAP_SECONDS_PER_ROW[ctx.task])
     if options.protected:
         proxy_rows = len(ctx.X_train if ctx.X_train is not None else ctx.X_test)
         sections["fairness"] = SectionPlan("fairness", "proxy checks, reliance", proxy_rows, 0, own["fairness"] + len(
@@ -338,7 +362,7 @@ def _sections(ctx, options, rows: int, sampled_from: int | None, per_sample: flo
         from .sections.decisions import MAX_ROWS as decided
 
         scored = min(rows, decided)
-        one_ranking = _pg2_costs(forest, d, 1, None, 0.0, like, ctx.output, reference, reference[0])
+        one_ranking = _pg2_costs(forest, d, 1, None, 0.0, like, ctx.output, reference, reference[0], random=0)
         sections["decisions"] = SectionPlan(
             "decisions", "SHAP variants' PGI², reason codes' greedy", scored, 0,
             own["decisions"] + scored * (DECISIONS_ATTRIBUTIONS * one_ranking.pgi2 + one_ranking.greedy), why)
@@ -352,7 +376,7 @@ def _comparison(ctx, options, rows: int, why: str, like) -> SectionPlan:
     PGI² at one σ, each model's PG² of every feature alone, of the champion's top-k prefix sets and of every
     feature, and the challenger's permutation reliance on the training rows (where RF-MCR runs)."""
     other, d = ctx.view(CHALLENGER), ctx.n_features
-    m = len(options.explainers) + 1
+    m = _rankings(other, options) + 1
     per_sample = sample_seconds(other.forest, other.model)
     reference = _noises(other, options, [options.sigma_ref])
     costs = _pg2_costs(other.forest, d, m, None, 0.0, like, other.output, reference, reference[0])

@@ -68,13 +68,15 @@ class Section:
     section's key numbers (JSON-ready through :func:`plain`, exported by ``Audit.to_json``); ``result`` the
     typed result other sections read (the dataclass its unit declares; not exported); ``raw`` what its own
     template needs beyond ``data`` (never read by another section; not exported); ``tables`` and ``figures``
-    in display order; ``seconds`` the builder's wall-clock time."""
+    in display order; ``seconds`` the builder's wall-clock time, ``cpu_seconds`` the CPU time of this process's
+    threads meanwhile (what the run-time plan estimates: the C core's loops run on every core)."""
 
     key: str
     title: str = ""
     status: str = "ok"
     reason: str = ""
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     data: dict = field(default_factory=dict)
     tables: list = field(default_factory=list)
     figures: list = field(default_factory=list)

@@ -161,6 +161,12 @@ class Explainer:
         options only (the same inputs, the same plan). Default: nothing to estimate."""
         return []
 
+    def ranks(self, ctx, options) -> bool:
+        """Whether this explainer is expected to give the faithfulness section a ranking of this model (the plan
+        prices one PGI² per ranking); False where the model or task rules the method out before it runs.
+        Default: True."""
+        return True
+
     def limitation(self, ctx, result: MethodResult, options, name) -> str | None:
         """What the report's limitations say about this method when it ran (``name(option)``: how
         the reader sets an option), or None."""

@@ -34,6 +34,10 @@ class DTSamplerExplainer(Explainer):
         size = options.dt_sampler_rows / 60.0 * min(options.dt_sampler_features, ctx.n_features) / 8.0
         return [(DT_COUNT_SECONDS + options.dt_sampler_samples * DT_TREE_SECONDS) * size + costs.figure]
 
+    def ranks(self, ctx, options):
+        """On a classifier."""
+        return ctx.task == "classification"
+
     def run(self, ctx, rows, options):
         """Small trees on ``dt_sampler_rows`` rows of the training data (else the test data)."""
         return sample_trees(ctx, n_rows=options.dt_sampler_rows, n_features=options.dt_sampler_features,

@@ -29,6 +29,10 @@ class LocalMDI(Explainer):
         """Local MDI of every explained row (per row, tree and depth)."""
         return [costs.rows * ctx.forest.n_trees * costs.mean_depth * MDI_SECONDS]
 
+    def ranks(self, ctx, options):
+        """Where the model stores node impurities."""
+        return ctx.forest.impurity is not None
+
     def prepare(self, ctx, options):
         """The Forest with node impurities (:class:`NotApplicable` when the model stores none)."""
         try:

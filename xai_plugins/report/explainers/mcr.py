@@ -28,9 +28,14 @@ class ModelClassReliance(Explainer):
     def cost(self, ctx, options, costs):
         """The permutations of every feature over the data, when the model is a forest it refits or one without
         bootstrap."""
-        if getattr(ctx.model, "bootstrap", True) is False or options.mcr_fit_forest:
+        if self.ranks(ctx, options):
             return [options.mcr_permutations * ctx.n_features * costs.data_rows * costs.per_sample]
         return []
+
+    def ranks(self, ctx, options):
+        """With the training data, on a forest it can assess (or refits)."""
+        return ctx.X_train is not None and ctx.y_train is not None and (
+            options.mcr_fit_forest or _model_unfit(ctx)[0] is None)
 
     def run(self, ctx, rows, options):
         """RF-MCR with the audit's permutations and tolerance."""
@@ -51,14 +56,7 @@ def model_class_reliance_result(ctx, *, n_permutations: int, epsilon: float = 0.
 
     if ctx.X_train is None or ctx.y_train is None:
         raise NotApplicable("RF-MCR needs the training data (X_train and y_train)")
-    inner = explained_model(ctx.model)[0]              # a Pipeline's final model; any other model itself
-    name = type(inner).__name__ if inner is ctx.model else f"a Pipeline ending in {type(inner).__name__}"
-    if type(inner).__name__ not in MCR_MODELS or library_of(inner) != "sklearn":
-        reason = f"RF-MCR needs a scikit-learn RandomForest or ExtraTrees; this model is {name}"
-    elif inner.bootstrap:
-        reason = "RF-MCR needs a forest grown with bootstrap=False; this one used bootstrap samples"
-    else:
-        reason = None
+    reason, name = _model_unfit(ctx)
     if reason is None:
         X_train, forest, origin = ctx.model_input(ctx.X_train.to_numpy()), ctx.model, "the audited model"
     elif fit_forest:
@@ -91,3 +89,15 @@ def reliance_unit(loss, reliance: str) -> str:
     if reliance == "ratio":
         return f"{loss} with the feature scrambled divided by the {loss} without"
     return f"increase in {loss} when the feature is scrambled"
+
+
+def _model_unfit(ctx) -> tuple:
+    """(why RF-MCR cannot assess the audited model itself, or None; the model in words): it needs a scikit-learn
+    RandomForest or ExtraTrees grown with ``bootstrap=False``, alone or at the end of a Pipeline."""
+    inner = explained_model(ctx.model)[0]              # a Pipeline's final model; any other model itself
+    name = type(inner).__name__ if inner is ctx.model else f"a Pipeline ending in {type(inner).__name__}"
+    if type(inner).__name__ not in MCR_MODELS or library_of(inner) != "sklearn":
+        return f"RF-MCR needs a scikit-learn RandomForest or ExtraTrees; this model is {name}", name
+    if inner.bootstrap:
+        return "RF-MCR needs a forest grown with bootstrap=False; this one used bootstrap samples", name
+    return None, name

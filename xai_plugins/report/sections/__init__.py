@@ -31,7 +31,7 @@ def build_all(ctx, options, on_section=None) -> dict:
         unit = REGISTRY[name]
         if on_section is not None:
             on_section(name)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             section = unit.build(ctx, Reads(unit, results, reads[name]), options)
         except UndeclaredRead:
@@ -44,7 +44,7 @@ def build_all(ctx, options, on_section=None) -> dict:
             raise TypeError(f"section {name!r} returned a {type(section.result).__name__} result; its unit declares "
                             f"{unit.result.__name__}")
         section.title = section.title or title(name)
-        section.seconds = time.perf_counter() - start
+        section.seconds, section.cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         results[name] = section
     return {name: results[name] for name in render_order() if name in results}
 
