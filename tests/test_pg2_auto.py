@@ -286,3 +286,15 @@ def test_the_greedy_cost_prices_every_candidate_of_every_step_and_the_path(model
             expected += prediction_gap.counted_seconds(forest, row[None], masks, noise, rtol).sum()
         assert len(screened) == sum(itertools.islice(range(d, 0, -1), d - 1))
     assert GREEDY.cost(forest, 3, rows, noise) == pytest.approx(3 * expected / len(rows), rel=1e-12)
+
+
+def test_the_greedy_cost_of_a_one_feature_model_is_its_one_exact_set():
+    from sklearn.ensemble import RandomForestRegressor
+
+    from xai_plugins.prediction_gap._greedy import GREEDY
+
+    X = np.random.default_rng(0).normal(size=(100, 1))
+    forest = import_model(RandomForestRegressor(n_estimators=5, random_state=0).fit(X, X[:, 0] ** 2))
+    noise = _gaussian_noise(forest)
+    one = prediction_gap.counted_seconds(forest, X[:3], np.ones((3, 1, 1), dtype=bool), noise, _exact.PRUNE_RTOL)
+    assert GREEDY.cost(forest, 2, X[:3], noise) == pytest.approx(2 * one.mean(), rel=1e-12)

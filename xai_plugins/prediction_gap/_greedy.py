@@ -196,8 +196,9 @@ def _path_seconds(forest, rows: np.ndarray, noise) -> float:
                 screened[i, at, order[i, :k]] = True
                 screened[i, at, j] = True
                 at += 1
-    seconds = (counted_seconds(forest, rows, screened, noise, SCREEN_RTOL).sum(axis=1)
-               + counted_seconds(forest, rows, path, noise, PRUNE_RTOL).sum(axis=1))
+    seconds = counted_seconds(forest, rows, path, noise, PRUNE_RTOL).sum(axis=1)
+    if d > 1:                                          # one feature: nothing to screen
+        seconds += counted_seconds(forest, rows, screened, noise, SCREEN_RTOL).sum(axis=1)
     return float(seconds.mean())
 
 
