@@ -140,8 +140,9 @@ class AuditOptions:
         within ``cost_target`` (Monte Carlo for the dearest PGI² sets with a stated error, then
         fewer rows, never fewer than the verdict needs). Makes the report machine-dependent.
     cost_target : float, default 25.0
-        Estimated seconds the run-time plan keeps the whole audit (every section before
-        rendering: greedy ranking, faithfulness, the other explainers, figures) within: beyond
+        Estimated seconds of one core the run-time plan keeps the whole audit (every section
+        before rendering: greedy ranking, faithfulness, the other explainers, figures) within
+        (the exact PG² sums run on every core, so the wall time can be lower): beyond
         it, the dearest PGI² sets by seeded Monte Carlo, then fewer explained rows (never below
         what the verdict needs); an estimate from the model and data sizes, never a clock (25 is
         met by the demo audits' plans).
