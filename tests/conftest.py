@@ -32,13 +32,17 @@ def pytest_report_header(config):
     return f"xai_plugins {xai_plugins.__version__} from {Path(xai_plugins.__file__).parent}"
 
 
-#: test files that `make test-fast` leaves out (each takes tens of seconds: clusters, whole audits, many
+#: test files that `make test-fast` leaves out (each takes seconds to tens of seconds: clusters, whole audits, many
 #: random models); `make test` and CI run them
 SLOW_FILES = frozenset({
     "test_spark_audit.py", "test_spark.py", "test_doc_examples.py", "test_dask.py",
     "test_report_determinism.py", "test_mlflow.py", "test_properties.py", "test_audit_categorical.py",
     "test_pg2_prune.py", "test_fairness.py", "test_categorical_importers.py", "test_report.py",
     "test_input_fidelity_properties.py", "test_governance.py", "test_pmml.py", "test_treeshap.py",
+    "test_comparison.py", "test_audit_plan.py", "test_parity.py", "test_pdfa.py", "test_pipeline.py",
+    "test_cli_gates.py", "test_model_files.py", "test_verdict_split.py", "test_verdict_evidence.py",
+    "test_deployer.py", "test_report_failures.py", "test_cli.py", "test_import_parity.py", "test_onnx.py",
+    "test_dt_sampler.py",
 })
 
 #: `--hypothesis-profile fast` (`make test-fast`): fewer examples where a test does not set its own count
