@@ -57,7 +57,7 @@ GAP_CV2 = 2.0
 ROW_SD = 0.3
 #: the explained-like rows on which the plan counts the leaves and leaf pairs each set keeps (a count walks the trees
 #: as the exact sum does, without its leaf-pair loop): the cost of a deep forest's sets varies 15× from row to row
-#: (the COMPAS Pipeline forest of ``bench_audit.py``), and 6 rows take its plan 1.4 s
+#: and 6 rows take its plan 1.4 s (one-off timings on the COMPAS Pipeline forest of ``bench_audit.py``)
 PLAN_COUNT_ROWS = 6
 #: the model section's bootstrap interval of the test score (2,000 resamples), per test row, by task (R², balanced
 #: accuracy): a one-off timing of ``holdout_score`` on 1,000–4,128 rows (85 and 30 ns per resampled row)
@@ -168,14 +168,14 @@ class _PG2Costs:
 def _pg2_costs(forest, d: int, m: float, sampled_from: int | None, per_set: float, rows=None,
                output: int | None = None, noises: tuple = (None,), greedy_noise=None, random: int = 1) -> _PG2Costs:
     """PG² costs per row (see :class:`_PG2Costs`) with ``m`` rankings (in distinct rankings: see :func:`_rankings`),
-    ``random`` of them random and the others an explainer's, whose prefixes put the most important features first; sets of ``sampled_from`` features or more
-    at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set of size k < d is one per ranking, the
-    full set shared. ``rows``: rows like the explained ones, on which the leaves each set reaches are counted
-    (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`: a random order for a random ranking, the features by
-    PG² alone for an explainer's); ``output``: the explained one, whose trees and leaf values the sums pair up alone
-    (None: every output). ``noises``: the perturbations (one per σ) the PGI² and PG² of every feature are summed
-    over, each set priced by the leaves the exact sum keeps under it (None: by the leaves it can reach, whatever the
-    noise); ``greedy_noise``: the greedy ranking's."""
+    ``random`` of them random and the others an explainer's, whose prefixes put the most important features first;
+    sets of ``sampled_from`` features or more at ``per_set`` seconds (Monte Carlo), the others exact. A prefix set
+    of size k < d is one per ranking, the full set shared. ``rows``: rows like the explained ones, on which the
+    leaves each set reaches are counted (:func:`~xai_plugins.prediction_gap._auto.exact_by_size`: a random order for
+    a random ranking, the features by PG² alone for an explainer's); ``output``: the explained one, whose trees and
+    leaf values the sums pair up alone (None: every output). ``noises``: the perturbations (one per σ) the PGI² and
+    PG² of every feature are summed over, each set priced by the leaves the exact sum keeps under it (None: by the
+    leaves it can reach, whatever the noise); ``greedy_noise``: the greedy ranking's."""
     explained = exact_view(forest, output).forest
     cut = d + 1 if sampled_from is None else sampled_from
     pgi2 = every = 0.0

@@ -50,8 +50,8 @@ def build(ctx, results, options):
         section.tables.append(Table(
             f"Run-time plan, made before any section ran from the model and the data sizes (never a clock): per "
             f"section, how its PG² work runs, the rows it covers, the Monte Carlo samples per estimate and the "
-            f"estimated seconds of one core (≈ {ctx.plan.seconds:.0f} s in all; cost target {ctx.plan.target:g} s for "
-            f"the whole audit before rendering; the verdict needs {ctx.plan.rows_needed} explained rows). Compare with "
-            "the measured timings below, wall-clock times: the exact PG² sums run on every core.", ctx.plan.table(),
-            index=False))
+            f"estimated seconds of one core (≈ {ctx.plan.seconds:.0f} s in all; cost target {ctx.plan.target:g} s "
+            f"for the whole audit before rendering; the verdict needs {ctx.plan.rows_needed} explained rows). Compare "
+            "with the measured timings below, wall-clock times: the exact PG² sums run on every core.",
+            ctx.plan.table(), index=False))
     return section
