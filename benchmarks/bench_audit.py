@@ -233,7 +233,8 @@ def main():
         planned = {k: v for k, v in mine.get("planned", {}).items() if max(v) >= 1.0}     # sections of 1 s or more
         if planned:
             print("   plan / measured CPU per section (s), then / wall: " + "; ".join(
-                f"{k} {p:.1f} / {c:.1f} ({p / c:.2f}), / {w:.1f} ({p / w:.2f})" for k, (p, c, w) in planned.items()))
+                f"{k} {p:.1f} / {c:.1f} ({p / max(c, 1e-9):.2f}), / {w:.1f} ({p / max(w, 1e-9):.2f})"
+                for k, (p, c, w) in planned.items()))
         print(f"   load average now {os.getloadavg()[0]:.2f}", flush=True)
 
 

@@ -165,7 +165,8 @@ int xai_pg2(const xai_forest *forest, const double *X, int64_t n_rows,
 /* What xai_pg2 with XAI_PAIRS_LEAVES would sum, without summing it: counts[2 * (i * n_sets + s)] = the leaves
  * of (row i, set s) it weighs (reachable with probability >= DBL_MIN and a centred value != 0, before pruning) and
  * counts[2 * (i * n_sets + s) + 1] the leaf-pair terms its pair loop would take (each leaf kept after pruning at
- * prune_rtol against the kept leaves of the later trees of its output). Arguments as xai_pg2; the cost of the walks alone, for cost models. */
+ * prune_rtol against the kept leaves of the later trees of its output). Arguments as xai_pg2; the cost of the walks
+ * alone, for cost models. */
 int xai_pg2_terms(const xai_forest *forest, const double *X, int64_t n_rows, const uint8_t *mask, int64_t n_sets,
                   const double *cdf, const int64_t *cdf_offset, int64_t cdf_len, double prune_rtol, double *counts);
 

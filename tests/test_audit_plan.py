@@ -230,12 +230,13 @@ def test_the_plan_prices_the_rankings_of_the_explainers_that_give_one(kind, smal
     else:
         case = small_forest
     options = dict(QUICK, explainers=EXPLAINERS)
-    plan, ctx = _plan(case, **options)
-    expected = {key for key in EXPLAINERS if explainers[key].ranks(ctx, AuditOptions(**options))}
+    _, ctx = _plan(case, **options)
+    settings = AuditOptions(**options)
+    expected = {key for key in EXPLAINERS if explainers[key].ranks(ctx, settings)}
     model, X_test, y_test, X_train, y_train = case
     result = audit(model, X_test, y_test, X_train=X_train, y_train=y_train, **options)
     scored = {key for key, m in result.sections["explanations"].result.methods.items()
               if m.status == "ok" and (m.ranking is not None or m.importance is not None)}
     assert scored == expected
     assert (kind == "forest without bootstrap") == (len(expected) == len(EXPLAINERS))
-    assert _rankings(ctx, AuditOptions(**options)) == pytest.approx(1 + DISTINCT_SHARE * (len(expected) - 1))
+    assert _rankings(ctx, settings) == pytest.approx(1 + DISTINCT_SHARE * (len(expected) - 1))

@@ -229,14 +229,13 @@ def sample_seconds(forest: Forest, model=None) -> float:
     that of the estimator at its end)."""
     if model is None:
         model = getattr(forest.predict_fn, "_model", lambda: None)()
-    kind = library_of(model) if model is not None else None
-    if kind == "sklearn-pipeline":          # its estimator's predictor (the front's transform costs far less)
+    if model is not None:                   # a Pipeline: its estimator (the front's transform costs far less)
         model = explained_model(model)[0]
-        kind = library_of(model)
+    kind = library_of(model) if model is not None else None
     if kind == "pmml":
         return AUTO_SECONDS_PER_PMML_SAMPLE
     if kind == "sklearn":
-        name = type(explained_model(model)[0]).__name__
+        name = type(model).__name__
         kind = next((f"sklearn {k}" for k in ("HistGradientBoosting", "GradientBoosting") if name.startswith(k)),
                     kind)
     level = AUTO_SECONDS_PER_LEVEL.get(kind or "", max(AUTO_SECONDS_PER_LEVEL.values()))
